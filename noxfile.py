@@ -1,0 +1,86 @@
+"""Developer and CI entry points. `nox -s tests` is the one test command (README and CI)."""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["tests", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+PY = "3.11"
+
+
+def _install(session: nox.Session, extras: str = "dev") -> None:
+    session.install("-e", f".[{extras}]")
+
+
+@nox.session(python=PY)
+def tests(session: nox.Session) -> None:
+    """The test suite, offline. Extra pytest arguments pass through: `nox -s tests -- -k seeds`."""
+    _install(session)
+    workers = "2" if (os.cpu_count() or 1) > 1 else "0"
+    session.run("pytest", "-n", workers, *session.posargs)
+
+
+@nox.session(python=PY)
+def lint(session: nox.Session) -> None:
+    """ruff and mypy over the library, the harness and the tests."""
+    _install(session)
+    session.run("ruff", "check", "rollsum", "evals", "tests", "benchmarks", "noxfile.py")
+    session.run("mypy")
+
+
+@nox.session(python=PY)
+def demo(session: nox.Session) -> None:
+    """The main job: the offline quickstart sweep and its report; prints the report's path."""
+    _install(session)
+    session.run("rollsum", "demo", *session.posargs)
+
+
+@nox.session(python=PY)
+def sweep(session: nox.Session) -> None:
+    """Run a sweep spec and report it: `nox -s sweep -- evals/sweeps/thresholds.toml`."""
+    _install(session)
+    if not session.posargs:
+        session.error("usage: nox -s sweep -- SPEC [rollsum run options]")
+    out = os.environ.get("ROLLSUM_OUT", "runs/sweep")
+    session.run("rollsum", "run", *session.posargs, "--out", out, "--resume")
+    session.run("rollsum", "report", out)
+
+
+@nox.session(python=PY)
+def ab(session: nox.Session) -> None:
+    """A/B two configurations of one sweep: `nox -s ab -- SPEC CONFIG_A CONFIG_B`."""
+    _install(session)
+    if len(session.posargs) != 3:
+        session.error("usage: nox -s ab -- SPEC CONFIG_A CONFIG_B")
+    spec, a, b = session.posargs
+    out = os.environ.get("ROLLSUM_OUT", "runs/ab")
+    session.run("rollsum", "run", spec, "--out", out, "--resume")
+    session.run("rollsum", "compare", out, "--a", a, "--b", b)
+
+
+@nox.session(python=PY)
+def nightly(session: nox.Session) -> None:
+    """Nightly sweep, report, and the regression gate against the committed baseline."""
+    _install(session)
+    out = os.environ.get("ROLLSUM_OUT", "runs/nightly")
+    session.run("rollsum", "run", "evals/sweeps/nightly.toml", "--out", out, "--resume")
+    session.run("rollsum", "report", out)
+    session.run("rollsum", "regress", out, "--baseline", "reports/baselines/nightly.json")
+
+
+@nox.session(python=PY)
+def local(session: nox.Session) -> None:
+    """Installs the local-model extra (builds llama-cpp-python, ~4 min) and runs its tests."""
+    _install(session, "dev,local")
+    session.run("pytest", "-m", "local", "tests/rollsum/models", *session.posargs)
+
+
+@nox.session(python=PY)
+def bench(session: nox.Session) -> None:
+    """The benchmarks; each prints a table."""
+    _install(session)
+    for script in ("bench_replay.py", "bench_models.py", "bench_sweep.py"):
+        session.run("python", f"benchmarks/{script}", *session.posargs)

@@ -1,0 +1,59 @@
+"""The persistence seam.
+
+The engine keeps its working window in memory for speed and writes every change through a
+`Store`. The store's contract is what makes "no message is ever lost" checkable: every message
+ever added can be read back with its state, and a summary is committed together with the state
+change of the messages it covers, in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from rollsum.types import Message, MessageState, SummaryRecord
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    conversation_id: str
+    seq: int
+    """Insertion order within the conversation, from 0."""
+    message: Message
+    state: MessageState = "active"
+    summary_id: str | None = None
+    reason: str | None = None
+
+
+@runtime_checkable
+class Store(Protocol):
+    def add_message(self, conversation_id: str, seq: int, message: Message) -> None:
+        """Persist a new message in state ``active``. Its `id` is set and unique."""
+
+    def commit_summary(self, record: SummaryRecord, covered_ids: Sequence[str]) -> None:
+        """Insert `record` and mark `covered_ids` ``covered`` by it, atomically.
+
+        Either both happen or neither: a crash in between leaves the messages as they were.
+        """
+
+    def set_state(self, conversation_id: str, ids: Sequence[str], state: MessageState,
+                  reason: str | None = None) -> None:
+        """Move messages to ``pending`` or ``dropped`` (evictions and baselines)."""
+
+    def messages(self, conversation_id: str, state: MessageState | None = None
+                 ) -> list[StoredMessage]:
+        """All messages of a conversation in insertion order, optionally of one state."""
+
+    def summaries(self, conversation_id: str) -> list[SummaryRecord]:
+        """The summary chain in order (by `created_at`, then `seq`)."""
+
+    def latest_summary(self, conversation_id: str) -> SummaryRecord | None:
+        """Most recent by `created_at`, ties broken by `seq` (deterministic)."""
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        """Remove the conversation with its messages and summaries (cascade)."""
+
+    def conversations(self) -> list[str]: ...
+
+    def close(self) -> None: ...

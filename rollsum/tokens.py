@@ -1,0 +1,64 @@
+"""Token counting.
+
+The default is a heuristic: ceil(chars / 4 × calibration) plus a fixed per-message overhead.
+chars/4 is the classic English estimate for GPT-style BPEs; Claude's tokenizer produces more
+tokens for the same text, so the Anthropic presets use a calibration factor above 1 (see
+`docs/models.md` for how it was measured). Counts are cached per message so that a replay of
+n messages costs O(n) counting, not O(n²).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Protocol, runtime_checkable
+
+from rollsum.types import Message
+
+DEFAULT_MESSAGE_OVERHEAD = 4
+"""Role markers and separators a chat format adds around each message."""
+
+CLAUDE_CALIBRATION = 1.15
+"""chars/4 undercounts Claude tokens on English chat text; multiply estimates by this."""
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    def count(self, text: str) -> int: ...
+
+    def count_message(self, message: Message) -> int: ...
+
+
+class HeuristicCounter:
+    """chars/4 × calibration, plus `overhead` per message; message counts are memoized."""
+
+    def __init__(self, *, chars_per_token: float = 4.0, calibration: float = 1.0,
+                 overhead: int = DEFAULT_MESSAGE_OVERHEAD, cache_size: int = 200_000) -> None:
+        if chars_per_token <= 0 or calibration <= 0:
+            raise ValueError("chars_per_token and calibration must be positive")
+        self.chars_per_token = chars_per_token
+        self.calibration = calibration
+        self.overhead = overhead
+        self._factor = calibration / chars_per_token
+        self._cache: OrderedDict[tuple[str, int], int] = OrderedDict()
+        self._cache_size = cache_size
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) * self._factor) if text else 0
+
+    def count_message(self, message: Message) -> int:
+        if message.id is None:
+            return self.count(message.content) + self.overhead
+        key = (message.id, len(message.content))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        n = self.count(message.content) + self.overhead
+        self._cache[key] = n
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return n
+
+    def __repr__(self) -> str:
+        return (f"HeuristicCounter(chars_per_token={self.chars_per_token}, "
+                f"calibration={self.calibration}, overhead={self.overhead})")

@@ -1,0 +1,281 @@
+"""Records that cross module boundaries: messages, summary records and summary events.
+
+They are plain dataclasses with `to_dict` / `from_dict` so that stores, run directories and
+cassettes can persist them without pickling, and so a logged run can be re-read by a later
+version of the tool.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+MessageState = Literal["active", "pending", "covered", "dropped"]
+"""Where a message is in its life cycle.
+
+- ``active``: in the window, sent verbatim to the main model.
+- ``pending``: taken out of the window by an eviction policy, waiting to be summarized.
+- ``covered``: replaced by exactly one summary record (``summary_id``).
+- ``dropped``: out of context with no summary, by the policy's own design (a truncation
+  baseline, an eviction that the seed says must not be summarized). Never because a
+  summarizer failed, unless the preset's documented fallback is plain eviction.
+
+Whatever the state, the store keeps the message: nothing is ever deleted but by
+`Store.delete_conversation`.
+"""
+
+def new_id(prefix: str = "") -> str:
+    """A random, unique id. Records carry ids, so tests compare them structurally instead."""
+    return f"{prefix}{uuid.uuid4().hex[:16]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message.
+
+    Tool messages carry the tool's name in `name` and its details (``path``, ``command``,
+    ``pattern``, ``exit_code``) in `meta`. An assistant message that *calls* tools can list the
+    call ids in ``meta["tool_calls"]``; a tool result names its call in ``meta["tool_call_id"]``.
+    Context assembly never separates a call from its results.
+    """
+
+    role: Role
+    content: str
+    id: str | None = None
+    name: str | None = None
+    created_at: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, got {self.role!r}")
+        if not isinstance(self.content, str):
+            raise TypeError(f"content must be str, got {type(self.content).__name__}")
+
+    def with_id(self, message_id: str) -> Message:
+        return replace(self, id=message_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.id is not None:
+            d["id"] = self.id
+        if self.name is not None:
+            d["name"] = self.name
+        if self.created_at is not None:
+            d["created_at"] = self.created_at
+        if self.meta:
+            d["meta"] = dict(self.meta)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Message:
+        return cls(
+            role=d["role"],
+            content=d["content"],
+            id=None if d.get("id") is None else str(d["id"]),
+            name=d.get("name"),
+            created_at=d.get("created_at"),
+            meta=dict(d.get("meta") or {}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens a model call consumed, as the provider reported them (or estimated offline)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    calls: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.calls + other.calls,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> Usage:
+        if not d:
+            return cls()
+        return cls(**{k: int(v) for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+FACET_NAMES: tuple[str, ...] = ("participants", "decisions", "action_items", "unresolved", "entities")
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """One link of a conversation's summary chain (append-only lineage).
+
+    `covered_ids` lists only the messages *this* record replaced; earlier messages are covered
+    by the ancestors reachable through `parent_id`, so every message is covered by exactly one
+    record. `messages_covered` is cumulative over the chain (seed 001's column meaning), and
+    `text` is the rolling summary of everything up to `end_id`.
+    """
+
+    id: str
+    conversation_id: str
+    text: str
+    depth: int = 0
+    parent_id: str | None = None
+    key_points: tuple[str, ...] = ()
+    facets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    pinned_facts: tuple[str, ...] = ()
+    covered_ids: tuple[str, ...] = ()
+    start_id: str | None = None
+    end_id: str | None = None
+    messages_covered: int = 0
+    tokens: int = 0
+    model: str = ""
+    prompt_id: str = ""
+    prompt_hash: str = ""
+    usage: Usage = field(default_factory=Usage)
+    created_at: str = ""
+    seq: int = 0
+    """Position in the chain (0, 1, 2, ...): the deterministic tie-break when two records
+    share a `created_at`."""
+    fallback: str | None = None
+    """Set when this record came from a fallback path (e.g. ``"extractive"``), never silent."""
+    notes: tuple[str, ...] = ()
+    """Anything lossy that happened while making it: transcript truncated, chunked, summary
+    cut to its budget."""
+    facts: tuple[str, ...] = ()
+    """The fact ledger's tracked facts up to this record (see `rollsum.ledger`)."""
+    ledger: Mapping[str, int] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {
+            "id": self.id,
+            "conversation_id": self.conversation_id,
+            "text": self.text,
+            "depth": self.depth,
+            "parent_id": self.parent_id,
+            "key_points": list(self.key_points),
+            "facets": {k: list(v) for k, v in self.facets.items()},
+            "pinned_facts": list(self.pinned_facts),
+            "covered_ids": list(self.covered_ids),
+            "start_id": self.start_id,
+            "end_id": self.end_id,
+            "messages_covered": self.messages_covered,
+            "tokens": self.tokens,
+            "model": self.model,
+            "prompt_id": self.prompt_id,
+            "prompt_hash": self.prompt_hash,
+            "usage": self.usage.to_dict(),
+            "created_at": self.created_at,
+            "seq": self.seq,
+            "fallback": self.fallback,
+            "notes": list(self.notes),
+            "facts": list(self.facts),
+            "ledger": dict(self.ledger),
+            "meta": dict(self.meta),
+        }
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SummaryRecord:
+        return cls(
+            id=d["id"],
+            conversation_id=d["conversation_id"],
+            text=d["text"],
+            depth=int(d.get("depth", 0)),
+            parent_id=d.get("parent_id"),
+            key_points=tuple(d.get("key_points") or ()),
+            facets={k: tuple(v) for k, v in (d.get("facets") or {}).items()},
+            pinned_facts=tuple(d.get("pinned_facts") or ()),
+            covered_ids=tuple(d.get("covered_ids") or ()),
+            start_id=d.get("start_id"),
+            end_id=d.get("end_id"),
+            messages_covered=int(d.get("messages_covered", 0)),
+            tokens=int(d.get("tokens", 0)),
+            model=d.get("model") or "",
+            prompt_id=d.get("prompt_id") or "",
+            prompt_hash=d.get("prompt_hash") or "",
+            usage=Usage.from_dict(d.get("usage")),
+            created_at=d.get("created_at") or "",
+            seq=int(d.get("seq", 0)),
+            fallback=d.get("fallback"),
+            notes=tuple(d.get("notes") or ()),
+            facts=tuple(d.get("facts") or ()),
+            ledger=dict(d.get("ledger") or {}),
+            meta=dict(d.get("meta") or {}),
+        )
+
+    def render(self) -> str:
+        """The text that goes into the context: narrative, key points and pinned facts."""
+        parts = [self.text.strip()]
+        if self.key_points:
+            parts.append("Key points:\n" + "\n".join(f"- {p}" for p in self.key_points))
+        if self.pinned_facts:
+            parts.append("Facts:\n" + "\n".join(f"- {f}" for f in self.pinned_facts))
+        return "\n\n".join(p for p in parts if p)
+
+
+EventKind = Literal["summary", "failure", "evict", "drop", "skip"]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryEvent:
+    """What `RollingSummarizer.add` did beyond appending the message.
+
+    Emitted for every summary made, every failed attempt (with nothing lost), and every
+    eviction or drop, so a replay trace can say exactly what happened at which turn.
+    """
+
+    kind: EventKind
+    turn: int
+    reason: str
+    record: SummaryRecord | None = None
+    depth: int = 0
+    messages: int = 0
+    """How many messages this event moved out of the active window."""
+    tokens_before: int = 0
+    tokens_after: int = 0
+    lag_turns: int = 0
+    """Turns between the trigger and the moment the summary took effect (async mode)."""
+    error: str | None = None
+    error_kind: str | None = None
+    attempts: int = 0
+    facts_found: int = 0
+    facts_kept: int = 0
+    facts_pinned: int = 0
+    facts_lost: int = 0
+    usage: Usage = field(default_factory=Usage)
+    fallback: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {
+            "kind": self.kind,
+            "turn": self.turn,
+            "reason": self.reason,
+            "record_id": self.record.id if self.record else None,
+            "depth": self.depth,
+            "messages": self.messages,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "lag_turns": self.lag_turns,
+            "error": self.error,
+            "error_kind": self.error_kind,
+            "attempts": self.attempts,
+            "facts_found": self.facts_found,
+            "facts_kept": self.facts_kept,
+            "facts_pinned": self.facts_pinned,
+            "facts_lost": self.facts_lost,
+            "usage": self.usage.to_dict(),
+            "fallback": self.fallback,
+        }
+        return d
