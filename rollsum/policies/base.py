@@ -43,6 +43,7 @@ class WindowState:
     """Messages added since the last summary event (or since the start)."""
     pending: int = 0
     """Messages evicted from the window and waiting to be summarized."""
+    pending_messages: Sequence[Message] = ()
     evicted_since_summary: int = 0
     dropped: int = 0
     min_tokens_since_summary: int | None = None

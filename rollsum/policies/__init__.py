@@ -1,0 +1,37 @@
+"""Trigger policies: one class per seed design, plus baselines, in one registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rollsum.errors import ConfigError
+from rollsum.policies.base import Action, Decision, Policy, WindowState, policy_params
+from rollsum.policies.baselines import FullContext, Truncate
+from rollsum.policies.budget_trim import BudgetTrim
+from rollsum.policies.count_and_tokens import CountAndTokens
+from rollsum.policies.eviction_window import EvictionWindow
+from rollsum.policies.since_last import SinceLast
+from rollsum.policies.token_ratio import TokenRatio
+
+POLICIES: dict[str, type] = {
+    cls.name: cls
+    for cls in (CountAndTokens, SinceLast, BudgetTrim, TokenRatio, EvictionWindow, FullContext, Truncate)
+}
+
+
+def create(name: str, **params: Any) -> Policy:
+    try:
+        cls = POLICIES[name]
+    except KeyError:
+        raise ConfigError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}") from None
+    try:
+        policy: Policy = cls(**params)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"policy {name}: {err}") from None
+    return policy
+
+
+__all__ = [
+    "POLICIES", "Action", "BudgetTrim", "CountAndTokens", "Decision", "EvictionWindow", "FullContext",
+    "Policy", "SinceLast", "TokenRatio", "Truncate", "WindowState", "create", "policy_params",
+]

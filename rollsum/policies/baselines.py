@@ -1,0 +1,46 @@
+"""Baselines every sweep should include: what you keep without summarizing at all."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rollsum.policies.base import Decision, WindowState
+
+
+@dataclass(frozen=True)
+class FullContext:
+    """Never summarizes, never drops: the upper bound on retention and on cost."""
+
+    name: ClassVar[str] = "full-context"
+
+    def decide(self, state: WindowState) -> Decision | None:
+        return None
+
+
+@dataclass(frozen=True)
+class Truncate:
+    """Keeps only the newest `keep` messages (and, with `max_tokens`, only what fits): the
+    cheapest thing a team can ship, and what a summary has to beat."""
+
+    keep: int = 20
+    max_tokens: int | None = None
+
+    name: ClassVar[str] = "truncate"
+
+    def __post_init__(self) -> None:
+        if self.keep < 1:
+            raise ValueError("keep must be >= 1")
+
+    def decide(self, state: WindowState) -> Decision | None:
+        n = max(0, state.count - self.keep)
+        if self.max_tokens is not None:
+            total = state.context_tokens
+            for i in range(n):
+                total -= state.tokens[i]
+            while total > self.max_tokens and n < state.count - 1:
+                total -= state.tokens[n]
+                n += 1
+        if n <= 0:
+            return None
+        return Decision.span("drop", 0, n, f"kept the newest {state.count - n} messages")

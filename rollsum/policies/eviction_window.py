@@ -1,0 +1,63 @@
+"""Seed 004: a head/tail window that evicts the middle; evictions are summarized in batches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rollsum.policies.base import Action, Decision, WindowState
+from rollsum.types import Message
+
+
+def has_meaningful_text(messages: tuple[Message, ...] | list[Message]) -> bool:
+    """Seed 004 skips summarizing spans that are only tool output: nothing said, nothing decided."""
+    return any(m.role in ("user", "assistant") and m.content.strip() for m in messages)
+
+
+@dataclass(frozen=True)
+class EvictionWindow:
+    """Keeps the first `head` messages (the task statement) and the newest messages; when the
+    context exceeds `max_tokens` (default: the main model's window) the oldest middle messages
+    are evicted, never the newest `tail`. Evicted messages wait as *pending*; once at least
+    `min_evicted` have accumulated since the last summary they are summarized together into one
+    "[Conversation Summary]" message between head and tail (the seed's rate limit). A pending
+    batch with no user or assistant text is dropped unsummarized, as the seed says. With
+    `summarize_on_trim=False` it is a plain sliding window.
+    """
+
+    max_tokens: int | None = None
+    head: int = 2
+    tail: int = 10
+    min_evicted: int = 10
+    summarize_on_trim: bool = True
+    max_summary_tokens: int = 1024
+
+    name: ClassVar[str] = "evict-window"
+
+    def budget(self, state: WindowState) -> int:
+        return self.max_tokens if self.max_tokens is not None else state.context_window
+
+    def decide(self, state: WindowState) -> Decision | None:
+        budget = self.budget(state)
+        over = state.context_tokens - budget
+        if over > 0:
+            start = min(self.head, state.count)
+            end = max(start, state.count - self.tail)
+            picked: list[int] = []
+            freed = 0
+            for i in range(start, end):
+                picked.append(i)
+                freed += state.tokens[i]
+                if freed >= over:
+                    break
+            if picked:
+                action: Action = "evict" if self.summarize_on_trim else "drop"
+                return Decision(action, tuple(picked),
+                                f"context {state.context_tokens} > {budget}: evicted {len(picked)} "
+                                "middle messages", include_pending=False)
+        if self.summarize_on_trim and state.pending >= self.min_evicted:
+            if not has_meaningful_text(list(state.pending_messages)):
+                return Decision("drop", (), f"{state.pending} evicted messages hold only tool output")
+            return Decision("summarize", (), f"{state.pending} messages evicted since the last summary "
+                            f">= {self.min_evicted}")
+        return None

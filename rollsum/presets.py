@@ -1,0 +1,182 @@
+"""Named presets: each seed design as one ready configuration.
+
+A preset is a policy class, a context format, a prompt for model-backed summaries, the kind of
+summarizer the seed used, and engine defaults. `build` routes each override by name to whoever
+owns it (policy constructor, engine, summarizer), so a sweep can vary any parameter with one
+flat dictionary and a typo is an error, not a silently ignored key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from rollsum.errors import ConfigError
+from rollsum.policies import (
+    BudgetTrim,
+    CountAndTokens,
+    EvictionWindow,
+    FullContext,
+    SinceLast,
+    TokenRatio,
+    Truncate,
+)
+from rollsum.summarizers.base import Summarizer
+
+if TYPE_CHECKING:
+    from rollsum.engine import RollingSummarizer
+    from rollsum.models.base import Model
+
+SummarizerKind = Literal["prompted", "structured", "extractive"]
+SUMMARIZER_PARAMS = ("prompt", "max_output_tokens", "merge", "conversational", "transcript_budget")
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    seed: str
+    description: str
+    policy: type
+    context_format: str
+    prompt: str | None
+    model_summarizer: SummarizerKind
+    """What a model-backed run of this preset uses; without a model it is always extractive."""
+    fallback: Literal["extractive"] | None = None
+    """Used when the model-backed summarizer fails for good (seed 002's rule-based fallback)."""
+    extractive: Mapping[str, Any] = field(default_factory=dict)
+    engine: Mapping[str, Any] = field(default_factory=dict)
+    max_output_tokens: int = 1024
+
+    def doc(self) -> str:
+        return f"{self.name} (seed {self.seed}): {self.description}"
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset("count-and-tokens", "000",
+               "more than 30 messages AND the oldest 20 over 15,000 tokens; keeps the last 10; "
+               "rolling third-person summary as a bracketed assistant message",
+               CountAndTokens, "bracketed-assistant", "count-and-tokens/v1", "prompted",
+               max_output_tokens=1024),
+        Preset("since-last", "001",
+               ">= 20 messages since the last summary, outside the verbatim window of 10; "
+               "summary under '## Earlier in this conversation' before recent history",
+               SinceLast, "earlier-heading", "since-last/v1", "prompted",
+               engine={"max_summary_tokens": 600}, max_output_tokens=500),
+        Preset("budget-rule-based", "002",
+               "over budget: drop by priority and summarize what was dropped (rule-based by "
+               "default); system message '[Previous Conversation Summary]', <= 10% of budget",
+               BudgetTrim, "system-summary", "budget-rule-based/v1", "prompted", fallback="extractive",
+               extractive={"merge": "append"}, max_output_tokens=500),
+        Preset("token-ratio", "003",
+               "tokens/window >= 0.8 with hysteresis 0.7, cooldown 4, depth <= 3, emergency >= 1.0; "
+               "keeps the last 6 (down to 2); structured JSON summary as a tagged system message",
+               TokenRatio, "tagged-system", "structured/v1", "structured", max_output_tokens=1024),
+        Preset("evict-window", "004",
+               "head + tail window; the evicted middle is summarized once >= 10 messages were "
+               "evicted since the last summary; '[Conversation Summary]' between head and tail",
+               EvictionWindow, "head-summary-tail", "evict-window/v1", "prompted", max_output_tokens=1024),
+        Preset("full-context", "-", "baseline: never summarize, never drop",
+               FullContext, "plain", None, "extractive"),
+        Preset("truncate", "-", "baseline: keep only the newest N messages (keep=20)",
+               Truncate, "plain", None, "extractive"),
+    )
+}
+
+
+def names() -> list[str]:
+    return list(PRESETS)
+
+
+def get(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}") from None
+
+
+def _engine_params(engine_cls: type) -> set[str]:
+    sig = inspect.signature(engine_cls)
+    return {n for n in sig.parameters if n not in ("self", "policy", "summarizer")}
+
+
+def _resolve_model(model: Any) -> Model | None:
+    if model is None or model == "extractive":
+        return None
+    if isinstance(model, str):
+        from rollsum.models import from_spec
+
+        resolved: Model = from_spec(model)
+        return resolved
+    return model
+
+
+def make_summarizer(preset: Preset, model: Model | None, params: Mapping[str, Any],
+                    kind: SummarizerKind | None = None) -> Summarizer:
+    from rollsum.summarizers import ExtractiveSummarizer, PromptedSummarizer, StructuredSummarizer
+
+    kind = kind or (preset.model_summarizer if model is not None else "extractive")
+    p = dict(params)
+    if kind == "extractive":
+        for key in ("prompt", "max_output_tokens", "transcript_budget"):
+            p.pop(key, None)
+        return ExtractiveSummarizer(**{**preset.extractive, **p})
+    if model is None:
+        raise ConfigError(f"the {kind} summarizer needs a model (e.g. anthropic:claude-haiku-4-5 or fake:mode=json)")
+    p.pop("merge", None)
+    p.pop("conversational", None)
+    p.setdefault("prompt", preset.prompt or "since-last/v1")
+    p.setdefault("max_output_tokens", preset.max_output_tokens)
+    if kind == "structured":
+        if p["prompt"] == preset.prompt and preset.model_summarizer != "structured":
+            p["prompt"] = "structured/v1"
+        return StructuredSummarizer(model, **p)
+    return PromptedSummarizer(model, **p)
+
+
+def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
+          **overrides: Any) -> RollingSummarizer:
+    preset = get(name)
+    policy_fields = {f.name for f in dataclasses.fields(preset.policy) if f.init}
+    engine_fields = _engine_params(engine_cls)
+    policy_kw: dict[str, Any] = {}
+    engine_kw: dict[str, Any] = dict(preset.engine)
+    summ_kw: dict[str, Any] = {}
+    kind: SummarizerKind | None = overrides.pop("summarizer", None)
+    fallback_opt = overrides.pop("fallback", preset.fallback)
+    for key, value in overrides.items():
+        if key in policy_fields:
+            policy_kw[key] = value
+        elif key in SUMMARIZER_PARAMS:
+            summ_kw[key] = value
+        elif key in engine_fields:
+            engine_kw[key] = value
+        else:
+            valid = sorted(policy_fields | set(SUMMARIZER_PARAMS) | engine_fields | {"summarizer", "fallback"})
+            raise ConfigError(f"preset {name}: unknown parameter {key!r}; valid: {', '.join(valid)}")
+    if kind is not None and kind not in ("prompted", "structured", "extractive"):
+        raise ConfigError(f"summarizer must be prompted, structured or extractive, got {kind!r}")
+    try:
+        policy = preset.policy(**policy_kw)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"preset {name}: {err}") from None
+    if hasattr(policy, "max_summary_tokens"):
+        # the seeds' max_summary_tokens caps both the model's answer and the summary's room
+        engine_kw.setdefault("max_summary_tokens", policy.max_summary_tokens)
+        summ_kw.setdefault("max_output_tokens", policy.max_summary_tokens)
+    resolved = _resolve_model(model)
+    counter = engine_kw.get("counter")
+    if counter is not None:
+        summ_kw.setdefault("counter", counter)
+    summarizer = make_summarizer(preset, resolved, summ_kw, kind)
+    if fallback_opt == "extractive" and (resolved is not None and kind != "extractive"):
+        fb_kw = {k: v for k, v in summ_kw.items() if k in ("merge", "conversational", "counter")}
+        engine_kw["fallback"] = make_summarizer(preset, None, fb_kw, "extractive")
+    elif fallback_opt not in (None, "extractive"):
+        raise ConfigError(f"fallback must be 'extractive' or None, got {fallback_opt!r}")
+    engine_kw.setdefault("context_format", preset.context_format)
+    return engine_cls(policy, summarizer, preset=name, **engine_kw)

@@ -1,0 +1,50 @@
+"""Shared helpers for the seed acceptance tests.
+
+`Recording` wraps any `Model` to keep the requests it saw: the tests assert on what was asked
+(prompt contents, max_tokens), not only on what came back. It implements our own Model
+protocol; the Anthropic SDK itself is exercised in tests/rollsum/models through its transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from rollsum.models.base import Completion, CompletionRequest, Model
+from rollsum.models.fake import FakeModel
+from rollsum.types import Message
+
+
+class Recording:
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+        self.requests: list[CompletionRequest] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def context_window(self) -> int:
+        return self.inner.context_window
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        self.requests.append(request)
+        return self.inner.complete(request)
+
+    def prompt_text(self, i: int = -1) -> str:
+        r = self.requests[i]
+        return r.system + "\n" + "\n".join(m.content for m in r.messages)
+
+
+def fake(mode: str = "extractive", **kw: Any) -> Recording:
+    kw.setdefault("sleep", lambda s: None)
+    return Recording(FakeModel(mode, **kw))
+
+
+def chat(n: int, *, words: int = 30, start: int = 0, prefix: str = "message") -> Iterator[Message]:
+    """n alternating user/assistant messages of about `words` words each."""
+    filler = " ".join(["lorem"] * words)
+    for i in range(start, start + n):
+        role = "user" if i % 2 == 0 else "assistant"
+        yield Message(role, f"{prefix} {i}: {filler}.")
