@@ -23,6 +23,7 @@ from typing import Any, Literal
 from rollsum import ledger as fact_ledger
 from rollsum.context import ContextFormat, budget_summary, get_format
 from rollsum.errors import ConfigError, ErrorKind, RollsumError, SummarizeError
+from rollsum.policies._util import tool_units
 from rollsum.policies.base import Decision, Policy, WindowState, policy_params
 from rollsum.store.base import Store
 from rollsum.store.memory import MemoryStore
@@ -365,16 +366,7 @@ class RollingSummarizer:
         if not indices:
             return ()
         chosen = set(indices)
-        msgs = self._active
-        groups: list[range] = []
-        i = 0
-        n = len(msgs)
-        while i < n:
-            j = i + 1
-            while j < n and msgs[j].role == "tool":
-                j += 1
-            groups.append(range(i, j))
-            i = j
+        groups = [range(a, b) for a, b in tool_units(self._active, 0, len(self._active))]
         shrunk: list[int] = []
         grown: list[int] = []
         for g in groups:
