@@ -33,7 +33,7 @@ from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, new_id
 
 log = logging.getLogger(__name__)
 
-LedgerMode = Literal["pin", "retry", "off"]
+LedgerMode = Literal["auto", "pin", "retry", "off"]
 
 
 def _utcnow() -> datetime:
@@ -82,7 +82,10 @@ class RollingSummarizer:
     - `retries` / `backoff_s`: transport failures are retried with backoff_s × 2**n; validation
       failures are not retried.
     - `ledger`: "pin" keeps facts the summary dropped in a Facts section, "retry" asks the
-      summarizer once more naming them (then pins), "off" only counts them.
+      summarizer once more naming them (then pins), "off" skips the ledger. "auto" (default)
+      pins for model-backed summarizers and is off for the extractive one, which already
+      selects fact-bearing sentences from the same span: the ledger's regex pass would cost
+      several times the summary itself for little gain (see docs/ledger.md, bench_replay).
     - `lag_turns`: simulate an asynchronous summarizer that lands N turns after the trigger.
     - `rebuild_from_raw`: summarize all covered raw messages again instead of folding the
       previous summary (no drift, more tokens).
@@ -106,7 +109,7 @@ class RollingSummarizer:
         backoff_s: float = 0.25,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], datetime] = _utcnow,
-        ledger: LedgerMode = "pin",
+        ledger: LedgerMode = "auto",
         ledger_share: float = 0.25,
         ledger_max_facts: int = 60,
         lag_turns: int = 0,
@@ -120,8 +123,8 @@ class RollingSummarizer:
             raise ConfigError("context_window must be a positive number of tokens")
         if not 0 < summary_share <= 1:
             raise ConfigError("summary_share must be in (0, 1]")
-        if ledger not in ("pin", "retry", "off"):
-            raise ConfigError("ledger must be 'pin', 'retry' or 'off'")
+        if ledger not in ("auto", "pin", "retry", "off"):
+            raise ConfigError("ledger must be 'auto', 'pin', 'retry' or 'off'")
         if lag_turns < 0 or retries < 0:
             raise ConfigError("lag_turns and retries must be >= 0")
         self.policy = policy
@@ -139,7 +142,7 @@ class RollingSummarizer:
         self.backoff_s = backoff_s
         self._sleep = sleep
         self._clock = clock
-        self.ledger_mode: LedgerMode = ledger
+        self.ledger: LedgerMode = ledger
         self.ledger_share = ledger_share
         self.ledger_max_facts = ledger_max_facts
         self.lag_turns = lag_turns
@@ -288,12 +291,20 @@ class RollingSummarizer:
             "max_summary_tokens": self.max_summary_tokens,
             "min_summary_tokens": self.min_summary_tokens,
             "ledger": self.ledger_mode,
+            "ledger_setting": self.ledger,
             "lag_turns": self.lag_turns,
             "retries": self.retries,
             "rebuild_from_raw": self.rebuild_from_raw,
         }
 
     # ------------------------------------------------------------------ internals: window
+
+    @property
+    def ledger_mode(self) -> LedgerMode:
+        """The effective ledger mode ("auto" resolved against the current summarizer)."""
+        if self.ledger != "auto":
+            return self.ledger
+        return "off" if getattr(self.summarizer, "name", "") == "extractive" else "pin"
 
     def _head(self) -> int:
         return int(getattr(self.policy, "head", 0)) if self.format.position == "after-head" else 0
@@ -473,14 +484,17 @@ class RollingSummarizer:
     def _run(self, job: _Job) -> _Outcome:
         """Make the summary for a job. Touches no engine state: safe in a worker thread."""
         msgs, previous = self._request_messages(job)
+        mode = self.ledger_mode
         budget = self._budget()
-        text_budget = budget if self.ledger_mode == "off" else max(1, int(budget * (1 - self.ledger_share)))
-        prev_facts = list(job.previous.facts) if job.previous is not None else []
-        new_facts = [f.text for f in fact_ledger.extract_facts(msgs)]
-        tracked = list(dict.fromkeys(prev_facts + new_facts))[-self.ledger_max_facts:]
+        text_budget = budget if mode == "off" else max(1, int(budget * (1 - self.ledger_share)))
+        tracked: list[str] = []
+        if mode != "off":
+            prev_facts = list(job.previous.facts) if job.previous is not None else []
+            new_facts = [f.text for f in fact_ledger.extract_facts(msgs)]
+            tracked = list(dict.fromkeys(prev_facts + new_facts))[-self.ledger_max_facts:]
         request = SummaryRequest(
             conversation_id=self.conversation_id, messages=msgs, previous=previous, depth=job.depth,
-            max_tokens=text_budget, must_keep=tuple(tracked) if self.ledger_mode != "off" else (),
+            max_tokens=text_budget, must_keep=tuple(tracked),
             total_messages=self._total_added, total_tokens=job.tokens_before,
         )
         out = _Outcome()
@@ -494,14 +508,14 @@ class RollingSummarizer:
         if draft is None:
             return out
         lost = self._missing(tracked, draft)
-        if lost and self.ledger_mode == "retry":
+        if lost and mode == "retry":
             retry_req = SummaryRequest(**{**_fields(request), "must_keep": tuple(lost)})
             again = self._attempt(self.summarizer, retry_req, out, retries=0)
             if again is not None:
                 draft = again
                 lost = self._missing(tracked, draft)
         pinned: list[str] = []
-        if lost and self.ledger_mode != "off":
+        if lost and mode != "off":
             room = budget - self.counter.count(_render(draft))
             for fact in lost:
                 cost = self.counter.count(fact) + 2

@@ -8,7 +8,7 @@ validation errors are not (retrying a model that returned malformed output tends
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
 class RollsumError(Exception):
@@ -23,7 +23,7 @@ class MissingCredentials(ConfigError):
     """A real model was requested but its API key is not set."""
 
 
-class ErrorKind(str, Enum):
+class ErrorKind(StrEnum):
     """Why a model or summarizer call failed; decides whether a retry can help."""
 
     CONNECTION = "connection"

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from rollsum.errors import ConfigError
 from rollsum.types import Message, MessageState, SummaryRecord
 
 
@@ -57,3 +58,41 @@ class Store(Protocol):
     def conversations(self) -> list[str]: ...
 
     def close(self) -> None: ...
+
+
+# --- Shared rules (both stores enforce them identically, so they agree on every input) -------
+
+COVERABLE_STATES: frozenset[str] = frozenset({"active", "pending"})
+"""States a message may be in when a summary covers it. ``covered`` is final (it names its
+summary) and ``dropped`` was deliberately left out of context; covering either would make a
+message belong to two summaries, or resurrect one the policy discarded."""
+
+SETTABLE_STATES: frozenset[str] = frozenset({"active", "pending", "dropped"})
+"""States `Store.set_state` may move a message to. ``covered`` is reachable only through
+`Store.commit_summary`, which records which summary covers it."""
+
+
+def check_covered_ids(record: SummaryRecord, covered_ids: Sequence[str]) -> None:
+    """Reject a covered list that would make one message count twice in the same summary."""
+    seen: set[str] = set()
+    dups: set[str] = set()
+    for mid in covered_ids:
+        (dups if mid in seen else seen).add(mid)
+    if dups:
+        raise ConfigError(f"summary {record.id!r} lists message ids twice: {sorted(set(dups))[:3]}")
+
+
+def check_settable(state: str) -> None:
+    if state not in SETTABLE_STATES:
+        hint = " (use commit_summary to cover messages)" if state == "covered" else ""
+        raise ConfigError(f"set_state: state must be one of {sorted(SETTABLE_STATES)}, "
+                          f"got {state!r}{hint}")
+
+
+def uncoverable_error(record: SummaryRecord, problems: Sequence[tuple[str, str | None]]) -> ConfigError:
+    """One message for both stores: which ids could not be covered and why."""
+    shown = ", ".join(f"{mid!r} ({state or 'unknown'})" for mid, state in problems[:5])
+    more = f" and {len(problems) - 5} more" if len(problems) > 5 else ""
+    return ConfigError(
+        f"summary {record.id!r} of conversation {record.conversation_id!r} covers messages "
+        f"that are not active or pending: {shown}{more}; nothing was committed")

@@ -1,4 +1,8 @@
-"""An in-process store: the default for replays, tests and benchmarks."""
+"""An in-process store: the default for replays, tests and benchmarks.
+
+It enforces exactly the rules `SQLiteStore` enforces (the contract tests run against both), so
+a replay that passes on memory cannot fail on disk for a reason other than I/O.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rollsum.errors import ConfigError
-from rollsum.store.base import StoredMessage
+from rollsum.store.base import (
+    COVERABLE_STATES,
+    StoredMessage,
+    check_covered_ids,
+    check_settable,
+    uncoverable_error,
+)
 from rollsum.types import Message, MessageState, SummaryRecord
 
 
@@ -19,6 +29,7 @@ class MemoryStore:
         self._messages: dict[str, list[StoredMessage]] = {}
         self._index: dict[str, dict[str, int]] = {}
         self._summaries: dict[str, list[SummaryRecord]] = {}
+        self._summary_ids: dict[str, str] = {}  # summary id -> conversation id (ids are global)
 
     def add_message(self, conversation_id: str, seq: int, message: Message) -> None:
         if message.id is None:
@@ -32,23 +43,42 @@ class MemoryStore:
             rows.append(StoredMessage(conversation_id, seq, message))
 
     def commit_summary(self, record: SummaryRecord, covered_ids: Sequence[str]) -> None:
+        check_covered_ids(record, covered_ids)
         cid = record.conversation_id
         with self._lock:
+            if record.id in self._summary_ids:
+                raise ConfigError(f"summary id {record.id!r} already exists; nothing was committed")
             rows = self._messages.get(cid, [])
             index = self._index.get(cid, {})
-            missing = [i for i in covered_ids if i not in index]
-            if missing:
-                raise ConfigError(f"summary {record.id} covers unknown messages {missing[:3]}")
+            problems: list[tuple[str, str | None]] = []
+            for mid in covered_ids:
+                pos = index.get(mid)
+                if pos is None:
+                    problems.append((mid, None))
+                elif rows[pos].state not in COVERABLE_STATES:
+                    problems.append((mid, rows[pos].state))
+            if problems:
+                raise uncoverable_error(record, problems)
             for mid in covered_ids:
                 pos = index[mid]
                 rows[pos] = replace(rows[pos], state="covered", summary_id=record.id, reason=None)
             self._summaries.setdefault(cid, []).append(record)
+            self._summary_ids[record.id] = cid
 
     def set_state(self, conversation_id: str, ids: Sequence[str], state: MessageState,
                   reason: str | None = None) -> None:
+        check_settable(state)
         with self._lock:
             rows = self._messages.get(conversation_id, [])
             index = self._index.get(conversation_id, {})
+            unknown = [mid for mid in ids if mid not in index]
+            if unknown:
+                raise ConfigError(f"set_state: unknown message ids in {conversation_id!r}: "
+                                  f"{unknown[:5]}; nothing was changed")
+            covered = [mid for mid in ids if rows[index[mid]].state == "covered"]
+            if covered:
+                raise ConfigError(f"set_state: messages {covered[:5]} are covered by a summary "
+                                  "and cannot change state; nothing was changed")
             for mid in ids:
                 pos = index[mid]
                 rows[pos] = replace(rows[pos], state=state, reason=reason)
@@ -57,6 +87,7 @@ class MemoryStore:
                  ) -> list[StoredMessage]:
         with self._lock:
             rows = list(self._messages.get(conversation_id, []))
+        rows.sort(key=lambda r: r.seq)  # stable: ties keep insertion order, as in SQLite
         return rows if state is None else [r for r in rows if r.state == state]
 
     def summaries(self, conversation_id: str) -> list[SummaryRecord]:
@@ -72,11 +103,12 @@ class MemoryStore:
         with self._lock:
             self._messages.pop(conversation_id, None)
             self._index.pop(conversation_id, None)
-            self._summaries.pop(conversation_id, None)
+            for rec in self._summaries.pop(conversation_id, []):
+                self._summary_ids.pop(rec.id, None)
 
     def conversations(self) -> list[str]:
         with self._lock:
-            return sorted(self._messages)
+            return sorted(set(self._messages) | set(self._summaries))
 
     def close(self) -> None:
         return None

@@ -1,0 +1,522 @@
+"""Run a sweep: load data, expand Units, replay and score them on a worker pool, journal results.
+
+Guarantees a user relies on:
+
+- **Resumable.** Each finished Unit is journaled atomically (see `evals.rundir`); ``resume``
+  skips finished Units and re-runs unfinished ones whole. Nothing is repeated or lost.
+- **Deterministic.** Rows depend only on the Unit (never on ``jobs``, scheduling or the cache):
+  tables are sorted by Unit id, and wall-clock fields are kept out of equality checks.
+- **Budgeted.** ``max_cost_usd`` counts real spend (summarizer and QA calls that missed the
+  cache; the main model is simulated) and stops submitting a Unit whose estimated cost would
+  pass the budget, instead of noticing afterwards.
+- **Cached.** Model calls go through `CachedModel` (``~/.cache/rollsum`` by default), which is
+  what makes an identical re-run cheap.
+
+The executor is a seam: threads (default, for API-bound work), processes (for CPU-bound local
+models), later a distributed engine. Units and results are plain picklable data for that reason.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import importlib.metadata
+import logging
+import multiprocessing
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evals.data.types import Conversation
+from evals.replay import EngineFactory, MeteredModel, Trace, default_engine, replay
+from evals.rundir import PROBE_COLUMNS, UNIT_COLUMNS, RunDir, UnitResult
+from evals.scoring import ScoreContext, score_all, versions
+from evals.scoring.cost import price
+from evals.spec import BASELINE_PRESETS, OFFLINE_MODELS, DatasetSpec, SweepSpec, Unit, canonical_json, expand
+from rollsum.errors import ConfigError, RollsumError
+from rollsum.models.base import Model
+from rollsum.types import Usage
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_BUDGET = 0, 1
+CACHE_ENV = "ROLLSUM_CACHE_DIR"
+DatasetLoader = Callable[[DatasetSpec], Sequence[Conversation]]
+ModelBuilder = Callable[[str], "Model | None"]
+_PACKAGES = ("rollsum", "anthropic", "pandas", "pyarrow", "rouge-score", "tqdm", "datasets", "nltk")
+
+
+_SECRET_ENV_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+
+
+def _env_secrets() -> list[str]:
+    """Values of credential-looking environment variables: masked even in formats `redact`
+    does not recognise."""
+    return [v for k, v in os.environ.items()
+            if k.upper().endswith(_SECRET_ENV_SUFFIXES) and len(v) >= 8]
+
+
+def _redact(text: str, secrets: Sequence[str] | None = None) -> str:
+    from rollsum.redact import redact
+
+    text = redact(text)
+    for value in _env_secrets() if secrets is None else secrets:
+        if value in text:
+            text = text.replace(value, "***")
+    return text
+
+
+def _redact_obj(obj: Any, secrets: Sequence[str] | None = None) -> Any:
+    if secrets is None:
+        secrets = _env_secrets()
+    if isinstance(obj, str):
+        return _redact(obj, secrets) if len(obj) >= 8 else obj
+    if isinstance(obj, Mapping):
+        return {str(k): _redact_obj(v, secrets) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_redact_obj(v, secrets) for v in obj]
+    return obj
+
+
+# ----------------------------------------------------------------------------------------------
+# data
+
+
+def default_loader(ds: DatasetSpec) -> Sequence[Conversation]:
+    from evals import data
+
+    loaded: Sequence[Conversation] = data.load(ds.source, format=ds.format)
+    return loaded
+
+
+def conversations_hash(convs: Sequence[Conversation]) -> str:
+    """What was actually replayed (after ``limit``), so editing a file changes the Unit ids."""
+    h = hashlib.sha256()
+    for c in convs:
+        h.update(canonical_json(c.to_dict()).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def load_datasets(spec: SweepSpec, loader: DatasetLoader) -> dict[str, tuple[str, list[Conversation]]]:
+    out: dict[str, tuple[str, list[Conversation]]] = {}
+    for ds in spec.datasets:
+        convs = list(loader(ds))
+        if ds.limit is not None:
+            convs = convs[: ds.limit]
+        if not convs:
+            raise ConfigError(f"{spec.path}: dataset '{ds.name}' ({ds.source}) has no conversations")
+        ids = [c.id for c in convs]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise ConfigError(f"{spec.path}: dataset '{ds.name}': conversation id {dup!r} appears twice")
+        out[ds.name] = (conversations_hash(convs), convs)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# models
+
+
+@dataclass(slots=True)
+class ModelFactory:
+    """Builds a fresh summarizer/QA model per Unit: cached, rate limited, never shared state
+    that could make a Unit's result depend on which other Units ran before it."""
+
+    cache_path: Path | None = None
+    limiter: Any = None
+    caches: list[Any] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, spec: str) -> Model | None:
+        if spec in OFFLINE_MODELS:
+            return None
+        from rollsum.models import from_spec
+
+        model: Model = from_spec(spec)
+        if self.limiter is not None:
+            from rollsum.models.limits import LimitedModel
+
+            model = LimitedModel(model, self.limiter)
+        if self.cache_path is not None:
+            from rollsum.models.cache import CachedModel
+
+            cached = CachedModel(model, self.cache_path, "on")
+            with self._lock:
+                self.caches.append(cached)
+            model = cached
+        return model
+
+    def stats(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        with self._lock:
+            for c in self.caches:
+                for k, v in c.stats.to_dict().items():
+                    total[k] = total.get(k, 0) + int(v)
+        return total
+
+
+def cache_path_for(spec: SweepSpec, run_dir: Path) -> Path | None:
+    if spec.cache == "off":
+        return None
+    if spec.cache == "run":
+        return run_dir / "cache" / "models.sqlite"
+    base = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "rollsum")
+    return Path(base) / "models.sqlite"
+
+
+# ----------------------------------------------------------------------------------------------
+# one Unit
+
+
+def _close(model: Model | None) -> None:
+    inner: Any = model
+    while inner is not None:
+        close = getattr(inner, "close", None)
+        if callable(close):
+            close()
+            return
+        inner = getattr(inner, "inner", None)
+
+
+def execute_unit(unit: Unit, conversation: Conversation, *, engine_factory: EngineFactory = default_engine,
+                 models: ModelBuilder | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> UnitResult:
+    """Replay and score one Unit. Failures become an ``error`` row, never an exception,
+    so one bad Unit cannot stop a sweep (and a resume does not retry it forever)."""
+    build = models or ModelFactory()
+    start = clock()
+    model = qa_model = None
+    try:
+        model = build(unit.model)
+        trace = replay(unit, conversation, engine_factory=engine_factory, model=model)
+        qa_metered = None
+        if "qa" in unit.scorers and unit.qa_model:
+            qa_model = build(unit.qa_model)
+            qa_metered = MeteredModel(qa_model) if qa_model is not None else None
+        scores = score_all(unit.scorers, ScoreContext(unit=unit, conversation=conversation,
+                                                      trace=trace, qa_model=qa_metered))
+    except Exception as err:
+        log.warning("unit %s (%s, %s) failed: %s", unit.unit_id, unit.config, unit.conversation_id, err)
+        row = _identity(unit)
+        row.update(status="error", error=_redact(f"{type(err).__name__}: {err}".splitlines()[0]),
+                   n_messages=len(conversation.messages), n_probes=len(conversation.probes),
+                   wall_s=clock() - start)
+        return UnitResult(unit_id=unit.unit_id, unit_row=_complete(row, UNIT_COLUMNS))
+    finally:
+        _close(model)
+        _close(qa_model)
+    paid = price(unit.model, trace.paid_usage)
+    if qa_metered is not None:
+        paid += price(unit.qa_model, qa_metered.paid)
+    return _result(unit, conversation, trace, scores.unit, scores.probes, clock() - start, paid)
+
+
+def _identity(unit: Unit) -> dict[str, Any]:
+    return {"unit_id": unit.unit_id, "dataset": unit.dataset, "conversation_id": unit.conversation_id,
+            "config": unit.config, "preset": unit.preset, "params": unit.params_json,
+            "prompt": unit.prompt, "model": unit.model, "seed": unit.seed,
+            "context_window": unit.context_window, "probe_timing": unit.probe_timing,
+            "main_model": unit.main_model}
+
+
+def _complete(row: dict[str, Any], columns: Mapping[str, Any]) -> dict[str, Any]:
+    return {**{c: d for c, d in columns.items()}, **row}
+
+
+def _result(unit: Unit, conv: Conversation, trace: Trace, unit_scores: Mapping[str, Any],
+            probe_scores: Mapping[str, Mapping[str, Any]], wall_s: float, paid: float) -> UnitResult:
+    row = _identity(unit)
+    row.update(n_messages=len(trace.messages), n_probes=len(conv.probes),
+               n_summaries=len(trace.summaries), n_failures=trace.failures)
+    row.update({k: v for k, v in unit_scores.items() if k != "qa_errors"})
+    row["cost_usd"] = (float(row.get("cost_main_usd", 0.0)) + float(row.get("cost_summarizer_usd", 0.0))
+                       + float(row.get("cost_judge_usd", 0.0)))
+    row["wall_s"] = wall_s
+    row["status"], row["error"] = "ok", ""
+    base = {"unit_id": unit.unit_id, "dataset": unit.dataset, "conversation_id": unit.conversation_id,
+            "config": unit.config, "preset": unit.preset, "model": unit.model, "seed": unit.seed}
+    probes = []
+    for p in conv.probes:
+        asked = trace.asked_turn.get(p.id, len(trace.messages) - 1)
+        ev = trace.evidence_turn.get(p.id, -1)
+        pr = {**base, "probe_id": p.id, "category": p.category, "question": p.question,
+              "answer": p.answer, "evidence_turn": ev, "asked_turn": asked,
+              "age_turns": asked - ev if ev >= 0 else 0}
+        pr.update(probe_scores.get(p.id, {}))
+        probes.append(_complete(pr, PROBE_COLUMNS))
+    turns = [{"unit_id": unit.unit_id, "config": unit.config, "conversation_id": unit.conversation_id,
+              "turn": t.turn, "context_tokens": t.context_tokens, "active_messages": t.active_messages,
+              "summary_tokens": t.summary_tokens} for t in trace.turns]
+    summaries = [{"unit_id": unit.unit_id, "conversation_id": unit.conversation_id, "config": unit.config,
+                  "generation": g, "turn": trace.summary_turns[g], "record": r.to_dict()}
+                 for g, r in enumerate(trace.summaries)]
+    events = []
+    for ev_obj, turn in zip(trace.events, trace.event_turns):
+        d = ev_obj.to_dict()
+        d["engine_turn"] = d.pop("turn")
+        events.append({"unit_id": unit.unit_id, "conversation_id": unit.conversation_id,
+                       "config": unit.config, "turn": turn, **d})
+    return UnitResult(unit_id=unit.unit_id, unit_row=_complete(row, UNIT_COLUMNS), probe_rows=probes,
+                      turn_rows=turns, summary_rows=summaries, event_rows=events, paid_usd=paid)
+
+
+def _process_worker(unit: Unit, conv: Conversation, cache_path: str | None,
+                    engine_factory: EngineFactory) -> UnitResult:
+    """Entry point in a worker process: builds its own models (a limiter cannot be shared)."""
+    factory = ModelFactory(cache_path=Path(cache_path) if cache_path else None)
+    result = execute_unit(unit, conv, engine_factory=engine_factory, models=factory)
+    result.cache_stats = factory.stats()
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# the sweep
+
+
+@dataclass(slots=True)
+class RunResult:
+    run_dir: Path
+    total: int
+    done: int
+    ran: int
+    skipped: int
+    errors: int
+    spent_usd: float
+    stopped_for_budget: bool
+    wall_s: float
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_BUDGET if self.stopped_for_budget else EXIT_OK
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _git_sha() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _versions() -> dict[str, str]:
+    v = {"python": platform.python_version()}
+    for pkg in _PACKAGES:
+        try:
+            v[pkg] = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return v
+
+
+def _weight(unit: Unit, conv: Conversation) -> float:
+    """Expected work, for longest-first scheduling: the slowest Unit must start first."""
+    n = len(conv.messages)
+    return n * (0.1 if unit.preset in BASELINE_PRESETS or unit.model in OFFLINE_MODELS else 1.0)
+
+
+def _estimate_usd(unit: Unit, conv: Conversation, per_message: Mapping[str, float]) -> float:
+    """Upper-bound guess of a Unit's real spend before it runs, refined by what similar Units
+    actually cost."""
+    key = f"{unit.model}|{unit.qa_model}"
+    n = max(1, len(conv.messages))
+    if key in per_message:
+        return per_message[key] * n * 1.25
+    chars = sum(len(m.content) for m in conv.messages)
+    tokens = chars // 4 + 4 * n
+    est = 0.0
+    if unit.model not in OFFLINE_MODELS and unit.preset not in BASELINE_PRESETS:
+        est += price(unit.model, Usage(input_tokens=2 * tokens, output_tokens=tokens // 4))
+    if "qa" in unit.scorers and unit.qa_model and unit.qa_model not in OFFLINE_MODELS:
+        p = len(conv.probes)
+        est += price(unit.qa_model, Usage(input_tokens=p * tokens, output_tokens=p * 64))
+    return est
+
+
+def _preflight(units: Sequence[Unit], engine_factory: EngineFactory, models: ModelBuilder) -> None:
+    """Build one engine per configuration and one model per spec before the sweep starts, so a
+    typo in a parameter or a missing API key fails in a second with one line, not per Unit."""
+    seen_cfg: set[tuple[str, str, str, str, int]] = set()
+    built: dict[str, Model | None] = {}
+    try:
+        for u in units:
+            for spec in (u.model, u.qa_model if "qa" in u.scorers else ""):
+                if spec and spec not in built:
+                    built[spec] = models(spec)
+            key = (u.preset, u.params_json, u.prompt, u.model, u.context_window)
+            if key not in seen_cfg:
+                seen_cfg.add(key)
+                try:
+                    engine_factory(u, built[u.model], lambda _e: None)
+                except RollsumError as err:
+                    raise ConfigError(f"config '{u.config}': {err}") from None
+    finally:
+        for m in built.values():
+            _close(m)
+
+
+def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool = False,
+              executor: str = "thread", max_cost_usd: float | None = None,
+              loader: DatasetLoader = default_loader, engine_factory: EngineFactory = default_engine,
+              models: ModelBuilder | None = None, progress: bool = True,
+              now: Callable[[], str] = _now) -> RunResult:
+    if jobs < 1:
+        raise ConfigError(f"--jobs {jobs}: expected at least 1")
+    if executor not in ("thread", "process"):
+        raise ConfigError(f"executor {executor!r}: expected 'thread' or 'process'")
+    if max_cost_usd is not None and max_cost_usd < 0:
+        raise ConfigError(f"--max-cost-usd {max_cost_usd}: expected a non-negative number")
+    t0 = time.perf_counter()
+    rd = RunDir(out)
+    spec_sha = spec.sha256()
+    previous: dict[str, Any] = {}
+    if rd.has_results():
+        if not resume:
+            raise ConfigError(f"{rd.path}: already holds a run; pass --resume to continue it, "
+                              "or choose another --out")
+        previous = rd.read_manifest() if rd.file("manifest.json").exists() else {}
+        if previous and previous.get("spec_sha256") != spec_sha:
+            raise ConfigError(f"{rd.path}: was started from a different spec (sha256 "
+                              f"{str(previous.get('spec_sha256'))[:12]}…, now {spec_sha[:12]}…); "
+                              "resume needs the same spec and options")
+    rd.path.mkdir(parents=True, exist_ok=True)
+    done = rd.repair()
+
+    datasets = load_datasets(spec, loader)
+    scorer_versions = versions(spec.scorers)
+    units = expand(spec, {n: (h, [c.id for c in cs]) for n, (h, cs) in datasets.items()},
+                   scorer_versions)
+    convs = {(n, c.id): c for n, (_, cs) in datasets.items() for c in cs}
+    cache_path = cache_path_for(spec, rd.path)
+    if cache_path is not None:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+    limiter = None
+    if spec.requests_per_minute:
+        from rollsum.models.limits import RateLimiter
+
+        limiter = RateLimiter(requests_per_min=spec.requests_per_minute)
+    factory: ModelBuilder = models or ModelFactory(cache_path=cache_path, limiter=limiter)
+    todo = [u for u in units if u.unit_id not in done]
+    _preflight(todo, engine_factory, factory)
+
+    manifest: dict[str, Any] = {
+        "name": spec.name, "spec": spec.raw, "spec_path": spec.path, "spec_sha256": spec_sha,
+        "git_sha": _git_sha(), "versions": _versions(), "seeds": list(spec.seeds),
+        "started_at": previous.get("started_at") or now(), "finished_at": None,
+        "resumed_at": [*previous.get("resumed_at", []), now()] if previous else [],
+        "status": "running", "units_total": len(units), "units_done": len(done & {u.unit_id for u in units}),
+        "scorer_versions": scorer_versions, "main_model": spec.main_model,
+        "probe_timing": spec.probes.key,
+        "datasets": {n: {"sha256": h, "source": next(d.source for d in spec.datasets if d.name == n),
+                         "conversations": len(cs)} for n, (h, cs) in datasets.items()},
+        "executor": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
+        "cache": {"mode": spec.cache, "path": str(cache_path) if cache_path else None},
+    }
+    rd.write_manifest(_redact_obj(manifest))
+
+    secrets = _env_secrets()
+    spent = float(previous.get("spent_usd", 0.0))
+    ran = errors = 0
+    stopped = False
+    per_message: dict[str, float] = {}
+    extra_stats: dict[str, int] = {}
+    todo.sort(key=lambda u: (-_weight(u, convs[(u.dataset, u.conversation_id)]), u.unit_id))
+    queue = list(reversed(todo))  # pop() from the end = heaviest first
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(units), initial=len(units) - len(todo), unit="unit", file=sys.stderr,
+               disable=not progress, dynamic_ncols=True, desc=spec.name)
+    pool: cf.Executor
+    if executor == "process":
+        pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    else:
+        pool = cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="unit")
+    in_flight: dict[cf.Future[UnitResult], tuple[Unit, float]] = {}
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < jobs and not stopped:
+                unit = queue[-1]
+                conv = convs[(unit.dataset, unit.conversation_id)]
+                est = _estimate_usd(unit, conv, per_message) if max_cost_usd is not None else 0.0
+                committed = spent + sum(e for _, e in in_flight.values())
+                if max_cost_usd is not None and committed + est > max_cost_usd:
+                    if in_flight:
+                        break  # wait: finished Units may show the estimate was pessimistic
+                    stopped = True
+                    break
+                queue.pop()
+                if executor == "process":
+                    fut = pool.submit(_process_worker, unit, conv,
+                                      str(cache_path) if cache_path else None, engine_factory)
+                else:
+                    fut = pool.submit(execute_unit, unit, conv, engine_factory=engine_factory,
+                                      models=factory)
+                in_flight[fut] = (unit, est)
+            if not in_flight:
+                break
+            finished, _ = cf.wait(in_flight, return_when=cf.FIRST_COMPLETED)
+            for fut in sorted(finished, key=lambda f: in_flight[f][0].unit_id):
+                unit, _est = in_flight.pop(fut)
+                result = _redact_result(fut.result(), secrets)
+                rd.append(result)
+                ran += 1
+                errors += result.unit_row.get("status") == "error"
+                spent += result.paid_usd
+                for k, v in result.cache_stats.items():
+                    extra_stats[k] = extra_stats.get(k, 0) + v
+                key = f"{unit.model}|{unit.qa_model}"
+                n = max(1, int(result.unit_row.get("n_messages") or 1))
+                per_message[key] = max(per_message.get(key, 0.0), result.paid_usd / n)
+                bar.update(1)
+    except BaseException:
+        for fut in in_flight:
+            fut.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)
+        bar.close()
+        manifest.update(status="interrupted", spent_usd=spent, finished_at=now())
+        rd.write_manifest(_redact_obj(manifest))
+        raise
+    pool.shutdown(wait=True)
+    bar.close()
+    unit_ids = {u.unit_id for u in units}
+    rd.write_tables(unit_ids)
+    finished_ids = rd.finished_ids() & unit_ids
+    stats = factory.stats() if isinstance(factory, ModelFactory) else {}
+    for k, v in extra_stats.items():
+        stats[k] = stats.get(k, 0) + v
+    manifest.update(status="stopped: budget" if stopped else "complete", finished_at=now(),
+                    units_done=len(finished_ids), units_error=_count_errors(rd, unit_ids),
+                    spent_usd=round(spent, 6),
+                    cache={**manifest["cache"], "stats": stats})
+    rd.write_manifest(_redact_obj(manifest))
+    return RunResult(run_dir=rd.path, total=len(units), done=len(finished_ids), ran=ran,
+                     skipped=len(units) - len(finished_ids), errors=errors, spent_usd=spent,
+                     stopped_for_budget=stopped, wall_s=time.perf_counter() - t0)
+
+
+def _redact_result(result: UnitResult, secrets: Sequence[str]) -> UnitResult:
+    """Model errors and model output can echo a key back: nothing reaches disk unmasked."""
+    result.unit_row = _redact_obj(result.unit_row, secrets)
+    result.probe_rows = _redact_obj(result.probe_rows, secrets)
+    result.summary_rows = _redact_obj(result.summary_rows, secrets)
+    result.event_rows = _redact_obj(result.event_rows, secrets)
+    return result
+
+
+def _count_errors(rd: RunDir, unit_ids: set[str]) -> int:
+    return sum(1 for r in rd.finished_rows() if r["unit_id"] in unit_ids and r.get("status") == "error")

@@ -1,0 +1,47 @@
+"""fact_survival: for every probe, the summary generation that lost its answer.
+
+"Where facts die": walking the chain in order, a fact is *in play* once a record covered its
+evidence or mentioned its answer; the first record after that which does not mention the answer
+is where it died. A fact still only in verbatim messages never dies here (-1).
+"""
+
+from __future__ import annotations
+
+from evals.scoring.answer_retention import UNANSWERABLE
+from evals.scoring.base import ScoreContext, Scores
+from evals.scoring.text import contains, normalize_answer
+
+
+class FactSurvival:
+    name = "fact_survival"
+    version = "1"
+
+    def score(self, ctx: ScoreContext) -> Scores:
+        trace = ctx.trace
+        rendered = [normalize_answer(r.render()) for r in trace.summaries]
+        covered_by: dict[str, int] = {}
+        for gen, rec in enumerate(trace.summaries):
+            for mid in rec.covered_ids:
+                covered_by.setdefault(mid, gen)
+        out = Scores()
+        for probe in ctx.conversation.probes:
+            asked = trace.asked_turn.get(probe.id, len(trace.messages) - 1)
+            first_cover = min((covered_by[e] for e in probe.evidence if e in covered_by),
+                              default=None)
+            died = -1
+            in_play = False
+            if probe.category in UNANSWERABLE:
+                out.probes[probe.id] = {"died_at_generation": died}
+                continue
+            for gen, text in enumerate(rendered):
+                if trace.summary_turns[gen] > asked:
+                    break
+                present = contains(text, probe.answer)
+                if present:
+                    in_play = True
+                    continue
+                if in_play or (first_cover is not None and gen >= first_cover):
+                    died = gen
+                    break
+            out.probes[probe.id] = {"died_at_generation": died}
+        return out

@@ -1,0 +1,51 @@
+"""The model layer: one `Model` protocol, real and offline models, and wrappers that cache,
+record/replay, rate-limit and price calls. Build models from spec strings with `from_spec`.
+
+Heavy or optional dependencies (the anthropic SDK, llama-cpp-python, tiktoken) are imported
+only by the modules that need them.
+"""
+
+from __future__ import annotations
+
+from rollsum.models.base import Completion, CompletionRequest, Model
+from rollsum.models.cache import CachedModel, CacheMissError, CacheStats
+from rollsum.models.fake import FakeModel
+from rollsum.models.limits import LimitedModel, RateLimiter
+from rollsum.models.pricing import Price, PriceTable, cost_usd, price_for
+from rollsum.models.replay import RecordingModel, ReplayMissError, ReplayModel
+from rollsum.models.spec import SPEC_FORMS, from_spec
+
+__all__ = [
+    "SPEC_FORMS",
+    "CacheMissError",
+    "CacheStats",
+    "CachedModel",
+    "Completion",
+    "CompletionRequest",
+    "FakeModel",
+    "LimitedModel",
+    "Model",
+    "Price",
+    "PriceTable",
+    "RateLimiter",
+    "RecordingModel",
+    "ReplayMissError",
+    "ReplayModel",
+    "cost_usd",
+    "from_spec",
+    "price_for",
+]
+
+
+def __getattr__(name: str) -> object:
+    # AnthropicModel, LocalModel and the counters load the SDK / optional extras on first use.
+    lazy = {
+        "AnthropicModel": "rollsum.models.anthropic_model",
+        "LocalModel": "rollsum.models.local",
+        "AnthropicTokenCounter": "rollsum.models.counting",
+        "BPETokenCounter": "rollsum.models.counting",
+    }
+    if name in lazy:
+        import importlib
+        return getattr(importlib.import_module(lazy[name]), name)
+    raise AttributeError(f"module 'rollsum.models' has no attribute {name!r}")

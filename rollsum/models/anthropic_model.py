@@ -1,0 +1,237 @@
+"""Claude through the official `anthropic` SDK (Messages API, non-streaming).
+
+The SDK is the only transport: tests inject an `anthropic.Anthropic` built on the SDK's own
+HTTP library's MockTransport, so the request building, retries and error mapping exercised in
+tests are the ones that run in production. Every SDK failure is mapped to a `ModelError` whose
+`kind` tells callers whether retrying can help.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+from anthropic.types import model_param
+
+from rollsum.errors import ConfigError, ErrorKind, MissingCredentials, ModelError
+from rollsum.models.base import Completion, CompletionRequest
+from rollsum.models.redact import redact
+
+log = logging.getLogger(__name__)
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+MISSING_KEY_MESSAGE = (
+    "ANTHROPIC_API_KEY is not set: export it, or use an offline model (extractive, fake:..., replay:PATH)"
+)
+DEFAULT_MODEL = "claude-haiku-4-5"
+DEFAULT_CONTEXT_WINDOW = 200_000
+LEADING_USER_TURN = "(The conversation so far follows.)"
+EMPTY_TURN = "(empty message)"
+
+
+def known_models() -> tuple[str, ...]:
+    """Model ids the installed SDK declares; the list moves with the SDK version, not with us."""
+    names: list[str] = []
+    for arg in typing.get_args(model_param.ModelParam):
+        names.extend(a for a in typing.get_args(arg) if isinstance(a, str))
+    return tuple(names)
+
+
+def resolve_model_name(model: str, *, allow_unknown: bool = False) -> str:
+    """Validate `model` against the SDK's aliases; map ``X-latest`` to ``X`` when X is known.
+
+    Seed 001 asks for ``claude-haiku-4-5-latest``, which the API does not serve: the undated
+    alias already tracks the latest snapshot, so the suffix is dropped with a log line.
+    """
+    known = known_models()
+    if model in known or allow_unknown:
+        return model
+    if model.endswith("-latest") and model[: -len("-latest")] in known:
+        base = model[: -len("-latest")]
+        log.info("model %r is not an API alias; using %r (the undated alias tracks the latest)", model, base)
+        return base
+    raise ConfigError(
+        f"unknown Anthropic model {model!r}: the installed anthropic SDK knows "
+        f"{', '.join(sorted(known))} (pass allow_unknown_model=True to send it anyway)"
+    )
+
+
+_ACCEPTS_TEMPERATURE = re.compile(r"^claude-(?:\d|(?:haiku|sonnet|opus)-[34](?:-|$))")
+
+
+def accepts_temperature(model: str) -> bool:
+    """Whether to send ``temperature``: Claude 3.x/4.x take it; from the 5 generation on, a
+    non-default sampling parameter is a 400, so it is left out (the model decides)."""
+    return bool(_ACCEPTS_TEMPERATURE.match(model))
+
+
+def to_messages_api(request: CompletionRequest) -> tuple[str, list[dict[str, str]]]:
+    """Turn a provider-neutral request into the Messages API's (system, messages).
+
+    The API wants strictly alternating turns that start with ``user`` and keeps the system
+    prompt out of the list, so: system-role messages join the system prompt, tool results are
+    user turns, consecutive same-role turns are merged, and a short user turn is prepended when
+    the history starts with the assistant.
+    """
+    system_parts = [request.system] if request.system else []
+    turns: list[dict[str, str]] = []
+    for m in request.messages:
+        if m.role == "system":
+            system_parts.append(m.content)
+            continue
+        role = "assistant" if m.role == "assistant" else "user"
+        content = m.content if m.content.strip() else EMPTY_TURN
+        if m.role == "tool":
+            content = f"[tool result{': ' + m.name if m.name else ''}]\n{content}"
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += "\n\n" + content
+        else:
+            turns.append({"role": role, "content": content})
+    if not turns or turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": LEADING_USER_TURN})
+    return "\n\n".join(p for p in system_parts if p), turns
+
+
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    try:
+        if ms is not None:
+            return float(ms) / 1000.0
+        s = headers.get("retry-after")
+        return float(s) if s is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def classify_error(err: BaseException) -> ModelError:
+    """Map an SDK (or decoding) exception to a `ModelError` with the right kind."""
+    if isinstance(err, ModelError):
+        return err
+    if isinstance(err, anthropic.APITimeoutError):
+        return ModelError(f"Anthropic request timed out: {err}", ErrorKind.TIMEOUT)
+    if isinstance(err, anthropic.APIConnectionError):
+        return ModelError(f"cannot reach the Anthropic API: {err}", ErrorKind.CONNECTION)
+    if isinstance(err, anthropic.APIStatusError):
+        status = err.status_code
+        detail = redact(str(err.message))
+        retry_after = _retry_after(err.response.headers)
+        if status == 429:
+            kind = ErrorKind.RATE_LIMIT
+        elif status == 408:
+            kind = ErrorKind.TIMEOUT
+        elif status >= 500 or status == 409:
+            kind = ErrorKind.SERVER
+        elif status == 413 or "prompt is too long" in detail.lower():
+            kind = ErrorKind.OVERFLOW
+        else:
+            kind = ErrorKind.CLIENT
+        return ModelError(f"Anthropic API returned {status}: {detail}", kind,
+                          retry_after=retry_after, status=status)
+    if isinstance(err, anthropic.APIResponseValidationError | json.JSONDecodeError | ValueError):
+        return ModelError(f"Anthropic API returned a malformed response: {redact(str(err))}",
+                          ErrorKind.MALFORMED)
+    return ModelError(f"Anthropic call failed: {type(err).__name__}: {redact(str(err))}", ErrorKind.OTHER)
+
+
+class AnthropicModel:
+    """A Claude model behind the `Model` protocol.
+
+    Without an injected `client`, the key comes from ``ANTHROPIC_API_KEY`` and its absence
+    raises `MissingCredentials` here, at construction, so a sweep fails before its first unit.
+    The installed SDK no longer has a ``temperature`` keyword; it is sent in the request body,
+    by default only to models that accept it (`accepts_temperature`); ``send_temperature``
+    forces it either way.
+    """
+
+    provider = "anthropic"
+
+    def __init__(self, client: anthropic.Anthropic | None = None, model: str = DEFAULT_MODEL, *,
+                 max_retries: int = 2, timeout: float = 120.0, api_key: str | None = None,
+                 allow_unknown_model: bool = False, send_temperature: bool | None = None,
+                 context_window: int = DEFAULT_CONTEXT_WINDOW,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.model = resolve_model_name(model, allow_unknown=allow_unknown_model)
+        if client is None:
+            key = api_key or os.environ.get(API_KEY_ENV, "")
+            if not key:
+                raise MissingCredentials(MISSING_KEY_MESSAGE)
+            client = anthropic.Anthropic(api_key=key, max_retries=max_retries, timeout=timeout)
+        self._client = client
+        self._send_temperature = (accepts_temperature(self.model) if send_temperature is None
+                                  else send_temperature)
+        self._context_window = context_window
+        self._clock = clock
+
+    @property
+    def name(self) -> str:
+        return f"anthropic:{self.model}"
+
+    @property
+    def context_window(self) -> int:
+        return self._context_window
+
+    @property
+    def client(self) -> anthropic.Anthropic:
+        return self._client
+
+    def __repr__(self) -> str:  # never shows the client (and so never the key)
+        return f"AnthropicModel({self.model!r})"
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        system, messages = to_messages_api(request)
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens,
+                                  "messages": messages}
+        if system:
+            kwargs["system"] = system
+        if request.stop:
+            kwargs["stop_sequences"] = list(request.stop)
+        if self._send_temperature:
+            kwargs["extra_body"] = {"temperature": request.temperature}
+        start = self._clock()
+        try:
+            response = self._client.messages.create(**kwargs)
+        except Exception as err:  # every SDK failure becomes a classified ModelError
+            raise classify_error(err) from err
+        latency = self._clock() - start
+        return self._to_completion(response, latency)
+
+    def _to_completion(self, response: Any, latency: float) -> Completion:
+        try:
+            blocks = list(response.content or [])
+            text = "".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", "") == "text")
+            usage = response.usage
+            stop_reason = response.stop_reason
+        except AttributeError as err:
+            raise ModelError(f"Anthropic API returned an unexpected shape: {err}", ErrorKind.MALFORMED) from err
+        if not text.strip():
+            raise ModelError(f"Anthropic API returned no text (stop_reason={stop_reason})", ErrorKind.EMPTY)
+        return Completion(
+            text=text,
+            input_tokens=int(usage.input_tokens or 0),
+            output_tokens=int(usage.output_tokens or 0),
+            model=str(response.model or self.model),
+            latency_s=latency,
+            stop_reason=stop_reason,
+            cache_read_tokens=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+            cache_write_tokens=int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
+        )
+
+    def count_tokens(self, request: CompletionRequest) -> int:
+        """Input tokens the API would bill for `request` (one count_tokens call)."""
+        system, messages = to_messages_api(request)
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        if system:
+            kwargs["system"] = system
+        try:
+            return int(self._client.messages.count_tokens(**kwargs).input_tokens)
+        except Exception as err:
+            raise classify_error(err) from err

@@ -1,0 +1,214 @@
+"""Record/replay cassettes: a run with a key records, any run without one replays exactly.
+
+A cassette is JSONL, one call per line: the request hash, a readable request (so a reviewer can
+see what was asked), the response and its usage. Lines are appended and fsynced as calls finish,
+so a killed recording keeps every finished call. Secrets are scrubbed before a line is written.
+On a miss, replay names the request and the closest recorded one and what differs, because "not
+in cassette" alone sends people hunting through hashes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import json
+import logging
+import os
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rollsum.errors import ConfigError, ErrorKind, ModelError
+from rollsum.models.base import Completion, CompletionRequest, Model
+from rollsum.models.redact import redact_obj
+
+log = logging.getLogger(__name__)
+
+CASSETTE_VERSION = 1
+
+
+class ReplayMissError(ModelError):
+    """The cassette has no answer for a request: it was recorded with other prompts or data."""
+
+
+def request_key(request: CompletionRequest) -> str:
+    """Cassettes key on the request alone; the recorded model is kept beside it."""
+    return request.hash()
+
+
+def request_summary(request: CompletionRequest) -> str:
+    chars = sum(len(m.content) for m in request.messages)
+    last = request.messages[-1].content if request.messages else ""
+    preview = " ".join(last.split())[:80]
+    return (f"prompt={request.prompt_id or '-'} messages={len(request.messages)} chars={chars} "
+            f"max_tokens={request.max_tokens} last={preview!r}")
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+class RecordingModel:
+    """Passes calls to `inner` and appends each success to a cassette."""
+
+    def __init__(self, inner: Model, path: str | Path, *, now: Callable[[], str] = _utc_now) -> None:
+        self.inner = inner
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._now = now
+        self._lock = threading.Lock()
+        self.recorded = 0
+
+    @property
+    def name(self) -> str:
+        return f"record:{self.path}:{self.inner.name}"
+
+    @property
+    def context_window(self) -> int:
+        return self.inner.context_window
+
+    def __repr__(self) -> str:
+        return f"RecordingModel({self.inner!r}, {str(self.path)!r})"
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        completion = self.inner.complete(request)
+        entry = {
+            "v": CASSETTE_VERSION,
+            "key": request_key(request),
+            "model": self.inner.name,
+            "context_window": self.inner.context_window,
+            "summary": request_summary(request),
+            "request": {**request.key_payload(), "metadata": dict(request.metadata)},
+            "response": completion.to_dict(),
+            "usage": completion.usage.to_dict(),
+            "recorded_at": self._now(),
+        }
+        line = json.dumps(redact_obj(entry), ensure_ascii=False, sort_keys=True) + "\n"
+        with self._lock:
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+            self.recorded += 1
+        return completion
+
+
+class ReplayModel:
+    """Answers from a cassette; never calls anything.
+
+    When one request was recorded several times, the answers are served in recorded order and
+    the last one repeats. `model` restricts replay to lines recorded from that model spec.
+    """
+
+    def __init__(self, path: str | Path, *, model: str | None = None) -> None:
+        self.path = Path(path)
+        self.model_filter = model
+        self._entries: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._served: dict[str, int] = defaultdict(int)
+        self._lock = threading.Lock()
+        self._context_window = 200_000
+        self.calls = 0
+        self._load()
+
+    @classmethod
+    def record(cls, inner: Model, path: str | Path) -> RecordingModel:
+        return RecordingModel(inner, path)
+
+    def _load(self) -> None:
+        if not self.path.is_file():
+            raise ConfigError(f"cassette {self.path} does not exist: record one with "
+                              f"record:{self.path}:MODEL (needs the model's key) or check the path")
+        windows: list[int] = []
+        with self.path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    entry = json.loads(line)
+                    key, _ = entry["key"], entry["response"]["text"]
+                except (ValueError, KeyError, TypeError) as err:
+                    raise ConfigError(f"cassette {self.path}, line {lineno}: expected a JSON object with "
+                                      f"'key' and 'response.text' ({err})") from err
+                if self.model_filter and entry.get("model") != self.model_filter:
+                    continue
+                self._entries[key].append(entry)
+                if isinstance(entry.get("context_window"), int):
+                    windows.append(entry["context_window"])
+        if windows:
+            self._context_window = min(windows)
+        models = sorted({e.get("model", "?") for es in self._entries.values() for e in es})
+        self.recorded_models: tuple[str, ...] = tuple(models)
+
+    @property
+    def name(self) -> str:
+        return f"replay:{self.path}"
+
+    @property
+    def context_window(self) -> int:
+        return self._context_window
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._entries.values())
+
+    def __repr__(self) -> str:
+        return f"ReplayModel({str(self.path)!r}, entries={len(self)})"
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        key = request_key(request)
+        with self._lock:
+            self.calls += 1
+            entries = self._entries.get(key)
+            if entries:
+                i = self._served[key]
+                self._served[key] = i + 1
+                entry = entries[min(i, len(entries) - 1)]
+                return Completion.from_dict(entry["response"], cached=True)
+        raise ReplayMissError(self._miss_message(request, key), ErrorKind.OTHER)
+
+    def _miss_message(self, request: CompletionRequest, key: str) -> str:
+        msg = (f"cassette {self.path} has no answer for request {key[:12]} ({request_summary(request)})")
+        closest = self._closest(request)
+        if closest is None:
+            return msg + "; the cassette is empty"
+        entry, diffs = closest
+        return (msg + f"; closest recorded: {entry['key'][:12]} ({entry.get('summary', '?')}), "
+                f"differs in {', '.join(diffs) or 'nothing visible (redacted secret?)'}; "
+                "re-record the cassette if the prompts or data changed")
+
+    def _closest(self, request: CompletionRequest) -> tuple[dict[str, Any], list[str]] | None:
+        wanted = redact_obj(request.key_payload())
+        best: tuple[float, dict[str, Any]] | None = None
+        for entries in self._entries.values():
+            entry = entries[0]
+            got = entry.get("request", {})
+            score = _similarity(wanted, got)
+            if best is None or score > best[0]:
+                best = (score, entry)
+        if best is None:
+            return None
+        return best[1], _differences(wanted, best[1].get("request", {}))
+
+
+def _similarity(a: dict[str, Any], b: dict[str, Any]) -> float:
+    same_fields = sum(1 for k in a if a.get(k) == b.get(k))
+    text_a = json.dumps(a.get("messages", []), sort_keys=True)[:4000]
+    text_b = json.dumps(b.get("messages", []), sort_keys=True)[:4000]
+    return same_fields + difflib.SequenceMatcher(None, text_a, text_b, autojunk=False).quick_ratio()
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    diffs: list[str] = []
+    for field in ("system", "max_tokens", "temperature", "stop", "prompt_id"):
+        if a.get(field) != b.get(field):
+            diffs.append(field)
+    ma: Sequence[Any] = a.get("messages", [])
+    mb: Sequence[Any] = b.get("messages", [])
+    if len(ma) != len(mb):
+        diffs.append(f"message count ({len(ma)} vs {len(mb)})")
+    for i, (x, y) in enumerate(zip(ma, mb)):
+        if x != y:
+            diffs.append(f"messages[{i}]")
+            break
+    return diffs

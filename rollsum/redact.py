@@ -1,0 +1,39 @@
+"""Mask credentials in text before it is logged or stored.
+
+Model output, error messages and request dumps can echo an API key back (a misconfigured
+proxy, a prompt that quoted an environment dump). Anything that goes to a log, cache, cassette
+or report passes through `redact` first, so a key never reaches disk.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+MASK = "***"
+KEY_ENV_VARS: tuple[str, ...] = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Anthropic keys first, so the generic sk- rule does not leave the tail visible.
+    (re.compile(r"sk-ant-[A-Za-z0-9_\-]{4,}"), "sk-ant-" + MASK),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"), "sk-" + MASK),
+    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{8,}"), r"\g<1>" + MASK),
+    (re.compile(r"(?i)\b((?:x-api-key|api[_-]?key|aws_secret_access_key|secret[_-]?key|access[_-]?token)"
+                r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]+"), r"\g<1>" + MASK),
+    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"), "AKIA" + MASK),
+)
+
+
+def redact(text: str) -> str:
+    """`text` with API keys, bearer tokens and AWS-style keys replaced by a mask.
+
+    The live values of the key environment variables are masked too, whatever their shape;
+    they are read at call time because tests and users set them after import.
+    """
+    for var in KEY_ENV_VARS:
+        secret = os.environ.get(var, "")
+        if len(secret) >= 8 and secret in text:
+            text = text.replace(secret, MASK)
+    for pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text

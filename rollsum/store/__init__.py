@@ -1,0 +1,33 @@
+"""Where conversations, messages and the summary chain live.
+
+`MemoryStore` for replays, tests and benchmarks; `SQLiteStore` when summaries must outlive the
+process. Both implement `Store` with identical rules (shared contract tests), so choosing one
+is a deployment decision, never a behavioural one. `open_store` turns a user-facing spec string
+(CLI flag, sweep spec field) into a store.
+"""
+
+from __future__ import annotations
+
+from rollsum.errors import ConfigError
+from rollsum.store.base import Store, StoredMessage
+from rollsum.store.memory import MemoryStore
+from rollsum.store.sqlite import SQLiteStore
+
+__all__ = ["MemoryStore", "SQLiteStore", "Store", "StoredMessage", "open_store"]
+
+
+def open_store(spec: str) -> Store:
+    """``"memory"`` -> `MemoryStore`; ``"sqlite:PATH"`` or a bare path -> `SQLiteStore`.
+
+    ``"sqlite::memory:"`` opens a private in-memory SQLite database (useful to exercise the
+    SQL path without a file).
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ConfigError(f"store: expected 'memory', 'sqlite:PATH' or a file path, got {spec!r}")
+    spec = spec.strip()
+    if spec == "memory":
+        return MemoryStore()
+    path = spec.removeprefix("sqlite:")
+    if not path:
+        raise ConfigError(f"store: {spec!r} names no file; expected 'sqlite:PATH'")
+    return SQLiteStore(path)

@@ -1,0 +1,424 @@
+"""A SQLite `Store`: conversations, messages and the summary chain in one file.
+
+Why SQLite: summaries must outlive the process (seed 001, US-303: "summaries can be reused
+across sessions"), several processes may read the same file, and the one guarantee that
+matters -- a summary and the state change of the messages it covers happen together or not at
+all -- is exactly a SQLite transaction. The schema and the guarantees are in docs/storage.md.
+
+Design notes:
+
+- One connection per store, guarded by a lock. The async engine's background thread and the
+  caller's thread share it; every operation is a few statements, so serialising them costs
+  less than the extra connections would, and in-process writers can never deadlock on
+  SQLite's file lock. Other *processes* coordinate through WAL and ``busy_timeout``.
+- Autocommit mode with explicit ``BEGIN IMMEDIATE``: a write takes the write lock up front, so
+  two processes never both read-then-try-to-upgrade (the classic ``SQLITE_BUSY`` deadlock).
+- The file carries ``application_id`` and ``user_version``: opening a foreign database, or one
+  written by a newer rollsum, is a `ConfigError` instead of silent corruption.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from rollsum.errors import ConfigError
+from rollsum.store.base import (
+    COVERABLE_STATES,
+    StoredMessage,
+    check_covered_ids,
+    check_settable,
+    uncoverable_error,
+)
+from rollsum.types import Message, MessageState, SummaryRecord
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x726F6C6C  # "roll": marks a file as a rollsum store
+Synchronous = Literal["NORMAL", "FULL"]
+
+_SCHEMA: tuple[str, ...] = (
+    """CREATE TABLE conversations (
+        id          TEXT PRIMARY KEY,
+        created_at  TEXT NOT NULL
+    )""",
+    # Seed 001's columns first (id .. created_at), then the chain columns that make a
+    # SummaryRecord round-trip exactly. JSON columns hold to_dict() values.
+    """CREATE TABLE conversation_summaries (
+        id                TEXT PRIMARY KEY,
+        conversation_id   TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        summary_text      TEXT NOT NULL,
+        messages_covered  INTEGER NOT NULL,
+        start_message_id  TEXT,
+        end_message_id    TEXT,
+        created_at        TEXT NOT NULL,
+        parent_id         TEXT,
+        depth             INTEGER NOT NULL DEFAULT 0,
+        seq               INTEGER NOT NULL DEFAULT 0,
+        key_points        TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(key_points)),
+        facets            TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(facets)),
+        pinned_facts      TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(pinned_facts)),
+        covered_ids       TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(covered_ids)),
+        tokens            INTEGER NOT NULL DEFAULT 0,
+        model             TEXT NOT NULL DEFAULT '',
+        prompt_id         TEXT NOT NULL DEFAULT '',
+        prompt_hash       TEXT NOT NULL DEFAULT '',
+        usage             TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(usage)),
+        fallback          TEXT,
+        notes             TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(notes)),
+        facts             TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(facts)),
+        ledger            TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(ledger)),
+        meta              TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(meta))
+    )""",
+    """CREATE INDEX conversation_summaries_latest
+        ON conversation_summaries(conversation_id, created_at, seq)""",
+    # summary_id references the summary table so a covered message can never name a summary
+    # that does not exist; deferred so a conversation's cascade delete is order-independent.
+    """CREATE TABLE messages (
+        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        seq             INTEGER NOT NULL,
+        id              TEXT NOT NULL,
+        role            TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+        content         TEXT NOT NULL,
+        name            TEXT,
+        created_at      TEXT,
+        meta            TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(meta)),
+        state           TEXT NOT NULL DEFAULT 'active'
+                        CHECK (state IN ('active', 'pending', 'covered', 'dropped')),
+        summary_id      TEXT REFERENCES conversation_summaries(id) DEFERRABLE INITIALLY DEFERRED,
+        reason          TEXT,
+        PRIMARY KEY (conversation_id, id),
+        CHECK ((state = 'covered') = (summary_id IS NOT NULL))
+    )""",
+    "CREATE INDEX messages_by_seq ON messages(conversation_id, seq)",
+    "CREATE INDEX messages_by_summary ON messages(summary_id)",
+)
+
+_SUMMARY_COLUMNS: tuple[str, ...] = (
+    "id", "conversation_id", "summary_text", "messages_covered", "start_message_id",
+    "end_message_id", "created_at", "parent_id", "depth", "seq", "key_points", "facets",
+    "pinned_facts", "covered_ids", "tokens", "model", "prompt_id", "prompt_hash", "usage",
+    "fallback", "notes", "facts", "ledger", "meta",
+)
+_JSON_SUMMARY_FIELDS: tuple[str, ...] = (
+    "key_points", "facets", "pinned_facts", "covered_ids", "usage", "notes", "facts", "ledger",
+    "meta",
+)
+_SUMMARY_SELECT = f"SELECT {', '.join(_SUMMARY_COLUMNS)} FROM conversation_summaries"
+_SUMMARY_ORDER = "ORDER BY created_at, seq, rowid"
+_COVERABLE_SQL = ", ".join(f"'{s}'" for s in sorted(COVERABLE_STATES))
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _dumps(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+class SQLiteStore:
+    """`Store` in a SQLite file (or ``":memory:"``); safe across threads and processes.
+
+    `clock` stamps ``conversations.created_at`` (injectable so tests are deterministic).
+    `synchronous` trades durability for speed: ``"FULL"`` (default) fsyncs every commit, so a
+    returned call survives a power cut; ``"NORMAL"`` (about 4x faster writes) still survives
+    any process crash and never half-applies a transaction, but a power cut may lose the last
+    few commits -- fine for replays that can be re-run.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], datetime] | None = None,
+                 busy_timeout_s: float = 10.0, synchronous: Synchronous = "FULL") -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ConfigError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        self.path = str(path)
+        self._clock = clock or _utc_now
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        conn = self._connect(busy_timeout_s)
+        try:
+            self._prepare(conn, synchronous)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    # --- opening -------------------------------------------------------------------------
+
+    def _connect(self, busy_timeout_s: float) -> sqlite3.Connection:
+        if self.path != ":memory:":
+            parent = Path(self.path).parent
+            if not parent.is_dir():
+                raise ConfigError(f"{self.path}: directory {str(parent)!r} does not exist")
+            if Path(self.path).is_dir():
+                raise ConfigError(f"{self.path}: is a directory, expected a SQLite file path")
+        try:
+            # isolation_level=None: autocommit; transactions are explicit BEGIN IMMEDIATE.
+            conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise ConfigError(f"{self.path}: cannot open SQLite store: {exc}") from None
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection, synchronous: Synchronous) -> None:
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            app_id, version = self._identity(conn)
+            self._check_identity(conn, app_id, version)
+            if self.path != ":memory:":
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    log.warning("%s: journal_mode is %s, not WAL", self.path, mode)
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+            if version == 0:
+                self._create_schema(conn)
+        except sqlite3.DatabaseError as exc:
+            name = getattr(exc, "sqlite_errorname", "")
+            if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+                raise  # another process held the lock past busy_timeout: not the user's file's fault
+            raise ConfigError(f"{self.path}: not a usable SQLite database ({exc})") from None
+
+    @staticmethod
+    def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
+        app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        return app_id, version
+
+    def _check_identity(self, conn: sqlite3.Connection, app_id: int, version: int) -> None:
+        if app_id not in (0, APPLICATION_ID):
+            raise ConfigError(f"{self.path}: not a rollsum store (application_id {app_id:#x}, "
+                              f"expected {APPLICATION_ID:#x})")
+        if version > SCHEMA_VERSION:
+            raise ConfigError(f"{self.path}: store schema version {version} is newer than this "
+                              f"rollsum supports ({SCHEMA_VERSION}); upgrade rollsum")
+        if app_id == APPLICATION_ID and version < 1:
+            raise ConfigError(f"{self.path}: unknown rollsum store schema version {version}, "
+                              f"expected {SCHEMA_VERSION}")
+        if app_id == 0:
+            tables = [r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+            if tables:
+                raise ConfigError(f"{self.path}: not a rollsum store (it has tables "
+                                  f"{', '.join(tables[:5])}); pass a new or rollsum-created file")
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have created it between our check and our write lock.
+            app_id, version = self._identity(conn)
+            if version == 0:
+                self._check_identity(conn, app_id, version)
+                for stmt in _SCHEMA:
+                    conn.execute(stmt)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                log.debug("%s: created rollsum store schema v%d", self.path, SCHEMA_VERSION)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ConfigError(f"{self.path}: store is closed")
+        return self._conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction under the lock: all statements commit together or none do."""
+        with self._lock:
+            conn = self._db()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")  # inside: a deferred-constraint failure here rolls back too
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def _ensure_conversation(self, conn: sqlite3.Connection, conversation_id: str) -> None:
+        conn.execute("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, ?)",
+                     (conversation_id, self._clock().isoformat()))
+
+    # --- the Store protocol --------------------------------------------------------------
+
+    def add_message(self, conversation_id: str, seq: int, message: Message) -> None:
+        if message.id is None:
+            raise ConfigError("a stored message needs an id")
+        meta = _dumps(dict(message.meta), f"message {message.id!r}: meta")
+        row = (conversation_id, seq, message.id, message.role, message.content, message.name,
+               message.created_at, meta)
+        try:
+            with self._write() as conn:
+                self._ensure_conversation(conn, conversation_id)
+                conn.execute("INSERT INTO messages (conversation_id, seq, id, role, content, name, "
+                             "created_at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+        except sqlite3.IntegrityError:
+            raise ConfigError(f"duplicate message id {message.id!r} in {conversation_id!r}") from None
+        except UnicodeEncodeError as exc:
+            raise ConfigError(f"message {message.id!r}: text is not valid Unicode ({exc.reason})"
+                              ) from None
+
+    def commit_summary(self, record: SummaryRecord, covered_ids: Sequence[str]) -> None:
+        check_covered_ids(record, covered_ids)
+        d = record.to_dict()
+        values: dict[str, Any] = {
+            "id": record.id, "conversation_id": record.conversation_id,
+            "summary_text": record.text, "messages_covered": record.messages_covered,
+            "start_message_id": record.start_id, "end_message_id": record.end_id,
+            "created_at": record.created_at, "parent_id": record.parent_id,
+            "depth": record.depth, "seq": record.seq, "tokens": record.tokens,
+            "model": record.model, "prompt_id": record.prompt_id,
+            "prompt_hash": record.prompt_hash, "fallback": record.fallback,
+        }
+        for name in _JSON_SUMMARY_FIELDS:
+            values[name] = _dumps(d[name], f"summary {record.id!r}: {name}")
+        cid = record.conversation_id
+        try:
+            with self._write() as conn:
+                if conn.execute("SELECT 1 FROM conversation_summaries WHERE id = ?",
+                                (record.id,)).fetchone():
+                    raise ConfigError(f"summary id {record.id!r} already exists; nothing was committed")
+                self._ensure_conversation(conn, cid)
+                # The record first, then the messages it covers: same transaction, so a failure
+                # anywhere below (or a crash) leaves neither.
+                conn.execute(
+                    f"INSERT INTO conversation_summaries ({', '.join(_SUMMARY_COLUMNS)}) "
+                    f"VALUES ({', '.join(':' + c for c in _SUMMARY_COLUMNS)})", values)
+                cur = conn.executemany(
+                    "UPDATE messages SET state = 'covered', summary_id = ?, reason = NULL "
+                    f"WHERE conversation_id = ? AND id = ? AND state IN ({_COVERABLE_SQL})",
+                    [(record.id, cid, mid) for mid in covered_ids])
+                if covered_ids and cur.rowcount != len(covered_ids):
+                    raise uncoverable_error(record, self._problems(conn, cid, covered_ids, record.id))
+        except sqlite3.IntegrityError as exc:
+            raise ConfigError(f"summary {record.id!r}: rejected by the store ({exc}); "
+                              "nothing was committed") from None
+        except UnicodeEncodeError as exc:
+            raise ConfigError(f"summary {record.id!r}: text is not valid Unicode ({exc.reason})"
+                              ) from None
+        log.debug("committed summary %s covering %d messages of %s", record.id, len(covered_ids), cid)
+
+    @staticmethod
+    def _problems(conn: sqlite3.Connection, cid: str, ids: Sequence[str], summary_id: str
+                  ) -> list[tuple[str, str | None]]:
+        """Why the UPDATE touched fewer rows than asked, read inside the doomed transaction."""
+        problems: list[tuple[str, str | None]] = []
+        for mid in ids:
+            row = conn.execute("SELECT state, summary_id FROM messages "
+                               "WHERE conversation_id = ? AND id = ?", (cid, mid)).fetchone()
+            if row is None:
+                problems.append((mid, None))
+            elif row[1] != summary_id:  # not updated by us: it was covered/dropped already
+                problems.append((mid, row[0]))
+        return problems
+
+    def set_state(self, conversation_id: str, ids: Sequence[str], state: MessageState,
+                  reason: str | None = None) -> None:
+        check_settable(state)
+        if not ids:
+            return
+        with self._write() as conn:
+            found: dict[str, str] = {}
+            for mid in dict.fromkeys(ids):
+                row = conn.execute("SELECT state FROM messages WHERE conversation_id = ? AND id = ?",
+                                   (conversation_id, mid)).fetchone()
+                if row is not None:
+                    found[mid] = row[0]
+            unknown = [mid for mid in ids if mid not in found]
+            if unknown:
+                raise ConfigError(f"set_state: unknown message ids in {conversation_id!r}: "
+                                  f"{unknown[:5]}; nothing was changed")
+            covered = [mid for mid in ids if found[mid] == "covered"]
+            if covered:
+                raise ConfigError(f"set_state: messages {covered[:5]} are covered by a summary "
+                                  "and cannot change state; nothing was changed")
+            conn.executemany("UPDATE messages SET state = ?, reason = ? "
+                             "WHERE conversation_id = ? AND id = ?",
+                             [(state, reason, conversation_id, mid) for mid in found])
+
+    def messages(self, conversation_id: str, state: MessageState | None = None
+                 ) -> list[StoredMessage]:
+        sql = ("SELECT seq, id, role, content, name, created_at, meta, state, summary_id, reason "
+               "FROM messages WHERE conversation_id = ?")
+        params: tuple[Any, ...] = (conversation_id,)
+        if state is not None:
+            sql += " AND state = ?"
+            params += (state,)
+        with self._lock:
+            rows = self._db().execute(sql + " ORDER BY seq, rowid", params).fetchall()
+        return [
+            StoredMessage(
+                conversation_id=conversation_id, seq=seq,
+                message=Message(role=role, content=content, id=mid, name=name,
+                                created_at=created_at, meta=json.loads(meta)),
+                state=st, summary_id=summary_id, reason=reason)
+            for seq, mid, role, content, name, created_at, meta, st, summary_id, reason in rows
+        ]
+
+    def summaries(self, conversation_id: str) -> list[SummaryRecord]:
+        with self._lock:
+            rows = self._db().execute(f"{_SUMMARY_SELECT} WHERE conversation_id = ? {_SUMMARY_ORDER}",
+                                      (conversation_id,)).fetchall()
+        return [_record(row) for row in rows]
+
+    def latest_summary(self, conversation_id: str) -> SummaryRecord | None:
+        with self._lock:
+            row = self._db().execute(
+                f"{_SUMMARY_SELECT} WHERE conversation_id = ? "
+                "ORDER BY created_at DESC, seq DESC, rowid DESC LIMIT 1", (conversation_id,)).fetchone()
+        return None if row is None else _record(row)
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    def conversations(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db().execute("SELECT id FROM conversations ORDER BY id")]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+
+def _record(row: Sequence[Any]) -> SummaryRecord:
+    col: Mapping[str, Any] = dict(zip(_SUMMARY_COLUMNS, row))
+    d: dict[str, Any] = {
+        "id": col["id"], "conversation_id": col["conversation_id"], "text": col["summary_text"],
+        "messages_covered": col["messages_covered"], "start_id": col["start_message_id"],
+        "end_id": col["end_message_id"], "created_at": col["created_at"],
+        "parent_id": col["parent_id"], "depth": col["depth"], "seq": col["seq"],
+        "tokens": col["tokens"], "model": col["model"], "prompt_id": col["prompt_id"],
+        "prompt_hash": col["prompt_hash"], "fallback": col["fallback"],
+    }
+    for name in _JSON_SUMMARY_FIELDS:
+        d[name] = json.loads(col[name])
+    return SummaryRecord.from_dict(d)

@@ -1,0 +1,222 @@
+"""Rule-based one-line summaries of tool results (seed 002's compact form).
+
+Tool output is the bulk of a coding agent's context and mostly re-derivable (the file is still
+on disk), but the *fact* that a file was read, a command failed, or a search hit three files is
+what the agent needs to keep working. Each extractor keeps those facts in one line:
+
+    [✓ read_file: File: src/app.ts | Lines: 120 | Type: typescript | Exports: hello, world]
+    [❌ execute_bash: Command: npm test | Exit: 1 | Output: 3 lines | Error: Error: Module not found]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rollsum.types import Message
+
+Status = Literal["success", "error", "partial"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSummary:
+    tool_name: str
+    status: Status
+    key_facts: tuple[str, ...]
+    metadata: Mapping[str, str | int | bool | None] = field(default_factory=dict)
+
+
+_FILE_TYPES = {
+    "ts": "typescript", "tsx": "typescript", "js": "javascript", "jsx": "javascript",
+    "mjs": "javascript", "cjs": "javascript", "py": "python", "pyi": "python", "md": "markdown",
+    "json": "json", "jsonl": "json", "toml": "toml", "yaml": "yaml", "yml": "yaml", "go": "go",
+    "rs": "rust", "swift": "swift", "java": "java", "kt": "kotlin", "c": "c", "h": "c",
+    "cpp": "cpp", "cc": "cpp", "hpp": "cpp", "rb": "ruby", "php": "php", "sh": "shell",
+    "sql": "sql", "html": "html", "css": "css", "txt": "text", "csv": "csv",
+}
+_JS_EXPORT_RE = re.compile(
+    r"export\s+(?:default\s+)?(?:async\s+)?(?:const|let|var|function\*?|class|interface|type|enum)\s+(\w+)")
+_JS_IMPORT_RE = re.compile(r"^\s*import\s+.*?from\s+['\"][^'\"]+['\"]|^\s*import\s+['\"][^'\"]+['\"]", re.M)
+_PY_DEF_RE = re.compile(r"^(?:async\s+)?(?:def|class)\s+(\w+)", re.M)
+_PY_IMPORT_RE = re.compile(r"^(?:from\s+\S+\s+)?import\s+\S", re.M)
+_ERROR_LINE_RE = re.compile(r"error|failed|exception|traceback|fatal", re.I)
+_NOT_AN_ERROR_RE = re.compile(r"\b0\s+(?:failed|errors?|failures?)\b|\bno errors?\b", re.I)
+_EXIT_RE = re.compile(r"\bexit(?:ed)?(?:\s+with)?(?:\s+(?:code|status))?\s*[:=]?\s*(-?\d+)", re.I)
+_PROMPT_LINE_RE = re.compile(r"^\$\s+(.+)$", re.M)
+_READ_FAILED_RE = re.compile(r"^\s*(?:error|no such file|permission denied|enoent)", re.I)
+_MATCH_LINE_RE = re.compile(r"^([^\s:][^:\n]*?):(?:\d+[:\-]|\s)")
+_PATH_ONLY_RE = re.compile(r"^[\w./\\\-]+\.\w+$")
+_DIFF_ADD_RE = re.compile(r"^\+(?!\+\+)", re.M)
+_DIFF_DEL_RE = re.compile(r"^-(?!--)", re.M)
+_NO_MATCH_RE = re.compile(r"^\s*(?:no matches|no results|0 matches)", re.I)
+
+
+def _meta_str(m: Message, *keys: str) -> str | None:
+    for k in keys:
+        v = m.meta.get(k)
+        if v is not None and str(v):
+            return str(v)
+    return None
+
+
+def _line_count(content: str) -> int:
+    return content.count("\n") + 1 if content else 0
+
+
+def _cut(text: str, n: int) -> str:
+    text = text.strip()
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _error_line(content: str) -> str | None:
+    for line in content.splitlines():
+        if _ERROR_LINE_RE.search(line) and not _NOT_AN_ERROR_RE.search(line):
+            return line.strip()
+    return None
+
+
+def file_type(path: str) -> str:
+    ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    return _FILE_TYPES.get(ext, "unknown")
+
+
+def _read_file(m: Message) -> ToolSummary:
+    content = m.content
+    path = _meta_str(m, "path", "file_path", "filename") or "unknown"
+    lines = _line_count(content)
+    ftype = file_type(path)
+    facts = [f"File: {path}", f"Lines: {lines}", f"Type: {ftype}"]
+    if _READ_FAILED_RE.match(content):
+        facts.append(f"Error: {_cut(content.splitlines()[0], 100)}")
+        return ToolSummary("read_file", "error", tuple(facts), {"path": path, "lines": lines})
+    if ftype in ("typescript", "javascript", "unknown"):
+        exports = _JS_EXPORT_RE.findall(content)[:5]
+        if exports:
+            facts.append(f"Exports: {', '.join(exports)}")
+        imports = len(_JS_IMPORT_RE.findall(content))
+        if imports:
+            facts.append(f"Imports: {imports} modules")
+    elif ftype == "python":
+        defs = _PY_DEF_RE.findall(content)[:5]
+        if defs:
+            facts.append(f"Defines: {', '.join(defs)}")
+        imports = len(_PY_IMPORT_RE.findall(content))
+        if imports:
+            facts.append(f"Imports: {imports} modules")
+    return ToolSummary("read_file", "success", tuple(facts), {
+        "path": path, "lines": lines,
+        "hasExports": "export " in content, "hasImports": "import " in content,
+    })
+
+
+def _bash(m: Message) -> ToolSummary:
+    content = m.content
+    command = _meta_str(m, "command", "cmd")
+    if command is None:
+        pm = _PROMPT_LINE_RE.search(content)
+        command = pm.group(1) if pm else "unknown"
+    exit_code: int | None = None
+    raw_exit = m.meta.get("exit_code", m.meta.get("exitCode"))
+    if raw_exit is not None:
+        try:
+            exit_code = int(raw_exit)
+        except (TypeError, ValueError):
+            exit_code = None
+    if exit_code is None:
+        em = _EXIT_RE.search(content)
+        if em:
+            exit_code = int(em.group(1))
+    err = _error_line(content)
+    out_lines = _line_count(content)
+    facts = [f"Command: {_cut(command, 60)}", f"Exit: {'?' if exit_code is None else exit_code}",
+             f"Output: {out_lines} lines"]
+    if err:
+        facts.append(f"Error: {_cut(err, 100)}")
+    failed = (exit_code is not None and exit_code != 0) or err is not None
+    return ToolSummary("execute_bash", "error" if failed else "success", tuple(facts), {
+        "command": command, "exitCode": exit_code, "outputLines": out_lines, "hasError": err is not None,
+    })
+
+
+def _search(m: Message) -> ToolSummary:
+    content = m.content
+    pattern = _meta_str(m, "pattern", "query", "regex") or "unknown"
+    files: dict[str, None] = {}
+    matches = 0
+    if not _NO_MATCH_RE.match(content):
+        for line in content.splitlines():
+            hit = _MATCH_LINE_RE.match(line)
+            if hit:
+                matches += 1
+                files.setdefault(hit.group(1).strip(), None)
+            elif _PATH_ONLY_RE.match(line.strip()):
+                matches += 1
+                files.setdefault(line.strip(), None)
+    names = list(files)
+    facts = [f'Pattern: "{_cut(pattern, 60)}"', f"Matches: {matches}", f"Files: {len(names)}"]
+    if names:
+        facts.append(f"Top files: {', '.join(names[:3])}")
+    return ToolSummary(m.name or "search_files", "success" if matches else "partial", tuple(facts), {
+        "pattern": pattern, "matchCount": matches, "fileCount": len(names),
+    })
+
+
+def _write(action: str) -> Callable[[Message], ToolSummary]:
+    def extract(m: Message) -> ToolSummary:
+        content = m.content
+        path = _meta_str(m, "path", "file_path", "filename") or "unknown"
+        facts = [f"File: {path}", f"Action: {action}"]
+        written = m.meta.get("content")
+        if isinstance(written, str):
+            facts.append(f"Lines: {_line_count(written)}")
+        added, removed = len(_DIFF_ADD_RE.findall(content)), len(_DIFF_DEL_RE.findall(content))
+        if added or removed:
+            facts.append(f"Changes: +{added} -{removed}")
+        err = _error_line(content)
+        if err:
+            facts.append(f"Error: {_cut(err, 100)}")
+        tool = m.name or ("create_file" if action == "created" else "edit_file")
+        return ToolSummary(tool, "error" if err else "success", tuple(facts), {"path": path, "action": action})
+    return extract
+
+
+def _default(m: Message) -> ToolSummary:
+    content = m.content
+    first = next((ln for ln in content.splitlines() if ln.strip()), "")
+    facts = [_cut(first, 100)] if first else ["(empty)"]
+    lines = _line_count(content)
+    if lines > 1:
+        facts.append(f"Output: {lines} lines")
+    err = _error_line(content) if m.role == "tool" else None
+    return ToolSummary(m.name or m.role, "error" if err else "success", tuple(facts), {"lines": lines})
+
+
+EXTRACTORS: Mapping[str, Callable[[Message], ToolSummary]] = {
+    "read_file": _read_file,
+    "execute_bash": _bash,
+    "bash": _bash,
+    "search_files": _search,
+    "grep": _search,
+    "create_file": _write("created"),
+    "write_file": _write("created"),
+    "edit_file": _write("edited"),
+}
+
+
+def summarize_tool_result(message: Message) -> ToolSummary:
+    """The key facts of one tool result; unknown tools get a generic first-line summary."""
+    extractor = EXTRACTORS.get(message.name or "", _default)
+    return extractor(message)
+
+
+def format_tool_summary(summary: ToolSummary) -> str:
+    status = "❌" if summary.status == "error" else "✓"
+    return f"[{status} {summary.tool_name}: {' | '.join(summary.key_facts)}]"
+
+
+def summarize_dropped(messages: Sequence[Message]) -> str:
+    """Seed 002's block for messages dropped to fit the budget: a header plus one line each."""
+    lines = [format_tool_summary(summarize_tool_result(m)) for m in messages]
+    return f"--- Summarized Context ({len(messages)} items) ---\n" + "\n".join(lines)

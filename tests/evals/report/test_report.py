@@ -1,0 +1,114 @@
+import base64
+import json
+import re
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import pytest
+
+from evals.cli import main
+from evals.plots import pareto_frontier
+from evals.report import config_table, load, summaries_at_checkpoint, write_report
+from rollsum.errors import ConfigError
+from tests.evals.report.fakerun import INJECTION, make_run
+
+CONFIGS = {"since-last[keep_last=2]": 0.35, "since-last[keep_last=20]": 0.85, "truncate[n=10]": 0.2}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("runs") / "demo", CONFIGS, errors={"truncate[n=10]": 1})
+
+
+@pytest.fixture(scope="module")
+def built(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_report(run_dir, tmp_path_factory.mktemp("out"), n_resamples=300)
+
+
+def test_report_writes_markdown_html_and_plots(built: Path) -> None:
+    out = built.parent
+    assert built.name == "report.html"
+    assert (out / "report.md").exists()
+    for name in ("retention_vs_tokens", "retention_by_age", "where_facts_die", "cost_split",
+                 "retention_by_category"):
+        assert (out / f"{name}.png").stat().st_size > 1000, name
+
+
+def test_html_is_self_contained_and_every_plot_decodes(built: Path) -> None:
+    page = built.read_text()
+    assert not re.search(r"""(src|href)=["']?(https?:|//)""", page)
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(images) == 5
+    for data in images:
+        png = base64.b64decode(data)
+        assert png.startswith(b"\x89PNG")
+        pixels = mpimg.imread(__import__("io").BytesIO(png), format="png")
+        assert pixels.shape[0] > 100 and pixels.shape[1] > 300
+
+
+def test_conversation_text_is_escaped_in_html(built: Path) -> None:
+    page = built.read_text()
+    assert "<script" not in page.lower()
+    assert "&lt;script&gt;window.__pwned=1" in page
+    assert "&lt;b&gt;bold&lt;/b&gt;" in page  # answers of lost facts
+
+
+def test_ranked_table_puts_the_best_configuration_first(built: Path) -> None:
+    md = (built.parent / "report.md").read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    assert "keep_last=20" in rows[0] and "keep_last=2]" in rows[1]
+    assert "1 unit(s) failed" in md
+
+
+def test_config_table_intervals_bracket_the_estimate_and_mark_the_frontier(run_dir: Path) -> None:
+    table = config_table(load(run_dir), n_resamples=300)
+    assert table["config"].iloc[0] == "since-last[keep_last=20]"
+    assert (table["retention_low"] <= table["retention"]).all()
+    assert (table["retention"] <= table["retention_high"]).all()
+    # truncate is dominated: fewer facts for more tokens than keep_last=20
+    assert not table.set_index("config").loc["truncate[n=10]", "pareto"]
+    assert int(table.set_index("config").loc["truncate[n=10]", "units"]) == 7  # the failed unit is out
+
+
+def test_pareto_frontier_keeps_only_undominated_points() -> None:
+    tokens = [100.0, 200.0, 150.0, 300.0]
+    retention = [0.5, 0.9, 0.4, 0.8]
+    assert pareto_frontier(tokens, retention) == [0, 1]
+
+
+def test_checkpoint_shows_both_summaries_at_the_same_turn(run_dir: Path) -> None:
+    cp = summaries_at_checkpoint(load(run_dir), ["since-last[keep_last=20]", "truncate[n=10]"])
+    assert cp is not None
+    # fake summaries land at turns 15+15g+ci: keep_last=20 (ci=1) last at 46, truncate (ci=2) at 47
+    assert cp.turn == 46
+    assert "gen 2" in cp.texts["since-last[keep_last=20]"]
+    assert "gen 1" in cp.texts["truncate[n=10]"]
+    assert INJECTION in cp.texts["truncate[n=10]"]
+
+
+def test_trend_plot_appears_when_a_history_exists(run_dir: Path, tmp_path: Path) -> None:
+    hist = tmp_path / "h.history.jsonl"
+    hist.write_text("".join(json.dumps({"time": f"2025-01-0{i}T00:00:00", "status": "pass",
+                                        "configs": {"since-last[keep_last=20]": {"retention": 0.8 + i / 100}}})
+                            + "\n" for i in range(1, 4)))
+    page = write_report(run_dir, tmp_path / "out", history=hist, n_resamples=200)
+    assert (page.parent / "trend.png").exists()
+    assert page.read_text().count("data:image/png;base64,") == 6
+
+
+def test_missing_run_directory_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="nope"):
+        load(tmp_path / "nope")
+
+
+def test_cli_report_prints_the_path_and_exits_0(run_dir: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(run_dir), "--out", str(tmp_path), "--resamples", "200"]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "report.html")
+
+
+def test_cli_report_on_a_bad_directory_exits_2_with_one_line(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert "missing" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

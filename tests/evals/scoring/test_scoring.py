@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from rouge_score import rouge_scorer
+
+from evals.data.types import Conversation, Probe
+from evals.replay import Snapshot, Trace, TurnRecord
+from evals.scoring import ScoreContext, score_all
+from evals.scoring.rouge import rouge_l
+from evals.scoring.text import contains, locomo_f1, normalize_answer, token_f1
+from evals.spec import Unit
+from rollsum.types import Message, SummaryRecord, Usage
+
+
+def test_normalize_follows_locomo() -> None:
+    assert normalize_answer("The  Copper-Pot, and a Bar!") == "copperpot bar"
+
+
+def test_contains_respects_word_boundaries() -> None:
+    hay = normalize_answer("my code is 12345 and the room is 12")
+    assert contains(hay, "12")
+    assert not contains(normalize_answer("my code is 12345"), "1234")
+    assert not contains(hay, "")
+
+
+def test_token_f1_and_adversarial_rule() -> None:
+    assert token_f1("in Paris, France", "Paris") == pytest.approx(0.5)  # P=1/3, R=1
+    assert locomo_f1("No information available.", "x", "adversarial") == 1.0
+    assert locomo_f1("It was Paris", "x", "adversarial") == 0.0
+    assert locomo_f1("apples, pears", "pears, apples", "multi-hop") == 1.0
+
+
+def test_rouge_l_matches_rouge_score_exactly() -> None:
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    words = ["the", "cat", "sat", "on", "a", "mat", "running", "runs", "dog", "jumped", "over",
+             "lazy", "fox", "42", "ORD-1"]
+    rng = random.Random(3)
+    for _ in range(200):
+        a = " ".join(rng.choice(words) for _ in range(rng.randint(0, 80)))
+        b = " ".join(rng.choice(words) for _ in range(rng.randint(0, 80)))
+        assert rouge_l(a, b) == pytest.approx(scorer.score(a, b)["rougeL"].fmeasure, abs=1e-12)
+
+
+def _unit(scorers: tuple[str, ...]) -> Unit:
+    return Unit(unit_id="u", dataset="d", conversation_id="c", dataset_hash="h", config="cfg",
+                preset="since-last", params_json="{}", prompt="", model="extractive", seed=0,
+                context_window=1000, probe_timing="end", scorers=scorers,
+                main_model="claude-haiku-4-5")
+
+
+def _case() -> tuple[Conversation, Trace]:
+    msgs = tuple(Message("user" if i % 2 == 0 else "assistant", t, id=f"m{i}") for i, t in enumerate([
+        "my locker code is 4417", "noted", "the venue is The Copper Pot", "ok",
+        "meeting moved to May 8", "fine", "actually the meeting is June 17", "got it"]))
+    probes = (
+        Probe("p-code", "locker code?", "4417", evidence=("m0",), category="number"),
+        Probe("p-venue", "venue?", "Copper Pot", evidence=("m2",)),
+        Probe("p-meet", "meeting?", "June 17", evidence=("m6",), category="superseded",
+              stale_answers=("May 8",)),
+        Probe("p-adv", "pet name?", "none", category="adversarial"),
+    )
+    conv = Conversation("c", msgs, probes)
+    r0 = SummaryRecord(id="r0", conversation_id="c", text="User's locker code is 4417.",
+                       covered_ids=("m0", "m1", "m2", "m3"), seq=0)
+    r1 = SummaryRecord(id="r1", conversation_id="c", text="Meeting on May 8.",
+                       covered_ids=("m4", "m5"), seq=1)
+    snap = Snapshot(turn=7, context=(Message("assistant", r1.render()), msgs[6], msgs[7]),
+                    summary_text=r1.render(), verbatim_text="actually the meeting is June 17\ngot it")
+    trace = Trace(unit_id="u", messages=msgs, summaries=[r0, r1], summary_turns=[4, 6],
+                  snapshots={7: snap}, asked_turn={p.id: 7 for p in probes},
+                  evidence_turn={"p-code": 0, "p-venue": 2, "p-meet": 6, "p-adv": -1},
+                  turns=[TurnRecord(i, m.role, 10 * (i + 1), 1, 0) for i, m in enumerate(msgs)],
+                  usage=Usage(100, 20, calls=2))
+    return conv, trace
+
+
+def test_retention_stale_and_where_facts_die() -> None:
+    conv, trace = _case()
+    s = score_all(("answer_retention", "fact_survival", "cost"),
+                  ScoreContext(unit=_unit(()), conversation=conv, trace=trace))
+    p = s.probes
+    assert p["p-code"]["retained"] is False and p["p-code"]["baseline_retained"] is True
+    assert p["p-code"]["died_at_generation"] == 1  # in r0, lost by r1
+    assert p["p-venue"]["died_at_generation"] == 0  # covered by r0, never in it
+    assert p["p-meet"] == {**p["p-meet"], "retained": True, "stale": False, "in_verbatim": True,
+                           "in_summary": False, "died_at_generation": -1}
+    assert p["p-adv"]["baseline_retained"] is None
+    assert s.unit["retention"] == pytest.approx(1 / 3)
+    assert s.unit["relative_retention"] == pytest.approx(1 / 3)
+    assert s.unit["stale_rate"] == 0.0
+    # one main-model call per assistant message, sent the context after the message before it
+    assert s.unit["main_input_tokens"] == 10 + 30 + 50 + 70
+    assert s.unit["max_context_tokens"] == 80
+    assert s.unit["cost_summarizer_usd"] == 0.0 and s.unit["cost_main_usd"] > 0
+
+
+def test_stale_value_counts_when_the_current_one_is_gone() -> None:
+    conv, trace = _case()
+    snap = trace.snapshots[7]
+    trace.snapshots[7] = Snapshot(7, (Message("assistant", "Meeting on May 8."),), "Meeting on May 8.", "")
+    s = score_all(("answer_retention",), ScoreContext(unit=_unit(()), conversation=conv, trace=trace))
+    assert s.probes["p-meet"]["stale"] is True
+    assert s.unit["stale_rate"] == 1.0
+    assert snap.turn == 7
+
+
+def test_rouge_without_references_is_nan_and_span_is_scored() -> None:
+    conv, trace = _case()
+    s = score_all(("rouge",), ScoreContext(unit=_unit(()), conversation=conv, trace=trace))
+    assert math.isnan(s.unit["rouge_l"])
+    assert 0 < s.unit["rouge_l_span"] <= 1

@@ -1,0 +1,106 @@
+"""Fixtures for the model layer: a network guard and real SDK clients on a MockTransport."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+TEST_KEY = "sk-ant-test-SECRET"
+Handler = Callable[[httpx2.Request], httpx2.Response]
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any test that opens a real network connection (Unix sockets stay allowed)."""
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def _refuse(address: Any) -> RuntimeError:
+        return RuntimeError(f"test tried to open a real network connection to {address!r}")
+
+    def connect(self: socket.socket, address: Any) -> None:
+        if self.family == socket.AF_UNIX:
+            return real_connect(self, address)
+        raise _refuse(address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        if self.family == socket.AF_UNIX:
+            return real_connect_ex(self, address)
+        raise _refuse(address)
+
+    def create_connection(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+        raise _refuse(address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests decide for themselves whether a key exists."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("ROLLSUM_PRICES", raising=False)
+
+
+def message_json(text: str = "hello", *, stop_reason: str = "end_turn", input_tokens: int = 10,
+                 output_tokens: int = 2, cache_read: int | None = None, cache_write: int | None = None,
+                 model: str = "claude-haiku-4-5-20251001", content: list[dict[str, Any]] | None = None
+                 ) -> dict[str, Any]:
+    return {
+        "id": "msg_test", "type": "message", "role": "assistant", "model": model,
+        "content": [{"type": "text", "text": text}] if content is None else content,
+        "stop_reason": stop_reason, "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                  "cache_read_input_tokens": cache_read, "cache_creation_input_tokens": cache_write},
+    }
+
+
+class Recorder:
+    """A MockTransport handler that serves queued responses and keeps every request."""
+
+    def __init__(self, *responses: httpx2.Response | Exception | Handler) -> None:
+        self.queue = list(responses)
+        self.requests: list[httpx2.Request] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        item = self.queue.pop(0) if len(self.queue) > 1 else self.queue[0]
+        if isinstance(item, Exception):
+            raise item
+        if callable(item) and not isinstance(item, httpx2.Response):
+            return item(request)
+        return item
+
+
+@pytest.fixture
+def sdk_client() -> Iterator[Callable[..., anthropic.Anthropic]]:
+    """Factory: the real `anthropic.Anthropic` on an httpx2 MockTransport."""
+    made: list[httpx2.Client] = []
+
+    def make(handler: Handler, *, max_retries: int = 0, api_key: str = TEST_KEY) -> anthropic.Anthropic:
+        http = httpx2.Client(transport=httpx2.MockTransport(handler))
+        made.append(http)
+        return anthropic.Anthropic(api_key=api_key, http_client=http, max_retries=max_retries)
+
+    yield make
+    for http in made:
+        http.close()
+
+
+@pytest.fixture
+def recorder() -> type[Recorder]:
+    """The `Recorder` class (test modules do not import conftest)."""
+    return Recorder
+
+
+@pytest.fixture
+def msg() -> Callable[..., dict[str, Any]]:
+    """`message_json`: a Messages API response body."""
+    return message_json

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from rollsum.summarizers import (
+    ToolSummary,
+    format_tool_summary,
+    summarize_dropped,
+    summarize_tool_result,
+)
+from rollsum.types import Message
+
+
+def tool(name: str, text: str, **meta: object) -> Message:
+    return Message("tool", text, name=name, meta=meta)
+
+
+def test_read_file_with_metadata_seed_002() -> None:
+    m = tool("read_file", "export function hello() {}\nexport const world = 42;\nimport { foo } from 'bar';")
+    s = summarize_tool_result(m)
+    assert s.tool_name == "read_file" and s.status == "success"
+    assert any(f.startswith("Lines:") for f in s.key_facts) and s.metadata["hasExports"] is True
+
+
+def test_read_file_one_line_form() -> None:
+    content = "\n".join(["export function hello() {}", "export const world = 1;"] + ["//"] * 118)
+    line = format_tool_summary(summarize_tool_result(tool("read_file", content, path="src/app.ts")))
+    assert line == "[✓ read_file: File: src/app.ts | Lines: 120 | Type: typescript | Exports: hello, world]"
+
+
+def test_read_python_file_lists_definitions() -> None:
+    s = summarize_tool_result(tool("read_file", "import os\n\ndef main():\n    pass\nclass Bot:\n  x=1", path="a.py"))
+    assert "Type: python" in s.key_facts and "Defines: main, Bot" in s.key_facts
+
+
+def test_bash_with_error_detection_seed_002() -> None:
+    s = summarize_tool_result(tool("execute_bash", "npm test\nError: Module not found\nexit code: 1"))
+    assert s.status == "error" and any(f.startswith("Error:") for f in s.key_facts)
+
+
+def test_bash_one_line_form_from_meta() -> None:
+    m = tool("execute_bash", "npm test\nError: Module not found\nexit code: 1", command="npm test")
+    assert format_tool_summary(summarize_tool_result(m)) == (
+        "[❌ execute_bash: Command: npm test | Exit: 1 | Output: 3 lines | Error: Error: Module not found]")
+
+
+def test_bash_success_and_meta_exit_code_win() -> None:
+    ok = summarize_tool_result(tool("execute_bash", "10 passed, 0 failed", command="pytest", exit_code=0))
+    assert ok.status == "success" and "Exit: 0" in ok.key_facts
+    bad = summarize_tool_result(tool("execute_bash", "done", command="make", exit_code=2))
+    assert bad.status == "error" and "Exit: 2" in bad.key_facts
+
+
+def test_bash_command_from_prompt_line_and_long_command_cut() -> None:
+    s = summarize_tool_result(tool("execute_bash", "$ ls -la\ntotal 0"))
+    assert "Command: ls -la" in s.key_facts
+    long = summarize_tool_result(tool("execute_bash", "", command="x" * 100))
+    assert long.key_facts[0] == "Command: " + "x" * 57 + "..."
+
+
+def test_search_counts_matches_and_files() -> None:
+    out = "src/a.py:3:foo()\nsrc/a.py:9:foo(1)\nsrc/b.py:1:import foo"
+    for name in ("search_files", "grep"):
+        line = format_tool_summary(summarize_tool_result(tool(name, out, pattern="foo")))
+        assert line == f'[✓ {name}: Pattern: "foo" | Matches: 3 | Files: 2 | Top files: src/a.py, src/b.py]'
+    none = summarize_tool_result(tool("grep", "No matches found", pattern="zzz"))
+    assert none.status == "partial" and "Matches: 0" in none.key_facts
+
+
+def test_create_and_edit_file() -> None:
+    c = summarize_tool_result(tool("create_file", "Created", path="docs/x.md", content="a\nb"))
+    assert c.key_facts == ("File: docs/x.md", "Action: created", "Lines: 2") and c.status == "success"
+    e = summarize_tool_result(tool("edit_file", "--- a\n+++ b\n-old\n+new\n+more", path="x.py"))
+    assert "Changes: +2 -1" in e.key_facts and "Action: edited" in e.key_facts
+    err = summarize_tool_result(tool("edit_file", "Error: file not found", path="y.py"))
+    assert err.status == "error"
+
+
+def test_unknown_tool_gets_a_generic_line() -> None:
+    s = summarize_tool_result(tool("weather", "Sunny, 21C\nwind 3 km/h"))
+    assert format_tool_summary(s) == "[✓ weather: Sunny, 21C | Output: 2 lines]"
+
+
+def test_format_is_concise_seed_002() -> None:
+    ts = ToolSummary("read_file", "success", ("File: /app.ts", "Lines: 100"), {})
+    assert format_tool_summary(ts) == "[✓ read_file: File: /app.ts | Lines: 100]"
+
+
+def test_summarize_dropped_has_header_and_one_line_each() -> None:
+    out = summarize_dropped([tool("read_file", "x", path="a.ts"), tool("execute_bash", "ok", command="ls")])
+    lines = out.split("\n")
+    assert lines[0] == "--- Summarized Context (2 items) ---" and len(lines) == 3
+    assert lines[1].startswith("[✓ read_file: File: a.ts") and lines[2].startswith("[✓ execute_bash:")

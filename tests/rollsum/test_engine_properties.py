@@ -1,0 +1,155 @@
+"""Property: whatever the stream, parameters, triggers and failures, no message is ever lost.
+
+Every message ever added is, in the store, exactly one of: active (in the window), pending
+(evicted, awaiting a summary), covered by exactly one summary record (whose covered_ids name
+it), or dropped by a policy whose design drops (truncation, tool-only evictions). Failures
+never drop or cover anything. The in-memory window agrees with the store.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rollsum import Message, RollingSummarizer
+from rollsum.errors import ErrorKind, SummarizeError
+from rollsum.store.memory import MemoryStore
+from rollsum.store.sqlite import SQLiteStore
+from rollsum.summarizers.base import SummaryDraft, SummaryRequest
+from rollsum.summarizers.extractive import ExtractiveSummarizer
+
+DROPPING = {"truncate", "evict-window", "budget-rule-based"}
+
+
+class Flaky:
+    """Wraps the extractive summarizer and fails on the calls a test chose."""
+
+    name = "flaky"
+
+    def __init__(self, failures: list[str]) -> None:
+        self.inner = ExtractiveSummarizer()
+        self.failures = failures
+        self.calls = 0
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        kind = self.failures[self.calls % len(self.failures)] if self.failures else "ok"
+        self.calls += 1
+        if kind == "transport":
+            raise SummarizeError("injected 500", transport=True, kind=ErrorKind.SERVER)
+        if kind == "validation":
+            raise SummarizeError("injected bad JSON", transport=False, kind=ErrorKind.MALFORMED)
+        if kind == "empty":
+            return SummaryDraft(text="  ")
+        return self.inner.summarize(request)
+
+
+roles = st.sampled_from(["user", "assistant", "assistant", "tool", "system"])
+messages = st.lists(st.tuples(roles, st.integers(1, 120)), min_size=1, max_size=120)
+presets = st.sampled_from(["count-and-tokens", "since-last", "budget-rule-based", "token-ratio",
+                           "evict-window", "full-context", "truncate"])
+
+
+def params_for(preset: str, data: st.DataObject) -> dict[str, Any]:
+    d: dict[str, Any] = {"context_window": data.draw(st.integers(300, 3000), label="window"),
+                         "ledger": data.draw(st.sampled_from(["pin", "retry", "off"]), label="ledger"),
+                         "lag_turns": data.draw(st.sampled_from([0, 0, 1, 3]), label="lag")}
+    if preset == "count-and-tokens":
+        d |= {"message_count_threshold": data.draw(st.integers(2, 20)),
+              "messages_to_summarize": data.draw(st.integers(1, 10)),
+              "recent_messages_to_keep": data.draw(st.integers(0, 6)),
+              "token_threshold": data.draw(st.integers(0, 300))}
+    elif preset == "since-last":
+        d |= {"messages_per_summary": data.draw(st.integers(1, 15)), "keep_last": data.draw(st.integers(0, 8)),
+              "count_since": data.draw(st.sampled_from(["covered", "event"]))}
+    elif preset == "token-ratio":
+        d |= {"min_messages": data.draw(st.integers(1, 12)), "preserve_recent": data.draw(st.integers(2, 6)),
+              "cooldown_messages": data.draw(st.integers(0, 5)),
+              "max_depth": data.draw(st.sampled_from([1, 3, None]))}
+    elif preset == "evict-window":
+        d |= {"head": data.draw(st.integers(0, 3)), "tail": data.draw(st.integers(1, 6)),
+              "min_evicted": data.draw(st.integers(1, 10))}
+    elif preset == "truncate":
+        d |= {"keep": data.draw(st.integers(1, 10))}
+    elif preset == "budget-rule-based":
+        d |= {"min_keep": data.draw(st.integers(0, 5)), "reserved_output_tokens": data.draw(st.integers(0, 200))}
+    return d
+
+
+def check(rs: RollingSummarizer, added: list[Message], preset: str, failures: list[str]) -> None:
+    rs.flush()
+    rows = rs.store.messages(rs.conversation_id)
+    # every message, once, with its content intact and in order
+    assert [r.message.id for r in rows] == [m.id for m in added]
+    assert [r.message.content for r in rows] == [m.content for m in added]
+    records = rs.store.summaries(rs.conversation_id)
+    assert [r.id for r in records] == [r.id for r in rs.history]
+    in_records = Counter(mid for rec in records for mid in rec.covered_ids)
+    assert all(n == 1 for n in in_records.values()), "a message is covered by two records"
+    by_state = Counter(r.state for r in rows)
+    for r in rows:
+        if r.state == "covered":
+            assert in_records[r.message.id] == 1 and r.summary_id in {x.id for x in records}
+            assert r.message.id in next(x for x in records if x.id == r.summary_id).covered_ids
+        else:
+            assert r.message.id not in in_records
+    if preset not in DROPPING:
+        assert by_state["dropped"] == 0
+    if preset in ("full-context",):
+        assert by_state["active"] == len(added)
+    # the window agrees with the store
+    active_ids = [r.message.id for r in rows if r.state == "active" and r.message.role != "system"]
+    assert [m.id for m in rs.messages] == active_ids
+    assert [m.id for m in rs.pending] == [r.message.id for r in rows if r.state == "pending"]
+    # messages_covered is cumulative and consistent
+    if records:
+        assert records[-1].messages_covered == sum(len(r.covered_ids) for r in records)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=messages, preset=presets, failures=st.lists(
+    st.sampled_from(["ok", "ok", "transport", "validation", "empty"]), max_size=6), data=st.data())
+def test_no_message_is_lost_or_duplicated(stream: list[tuple[str, int]], preset: str, failures: list[str],
+                                          data: st.DataObject) -> None:
+    params = params_for(preset, data)
+    rs = RollingSummarizer.from_preset(preset, store=MemoryStore(), sleep=lambda s: None, **params)
+    rs.summarizer = Flaky(failures)
+    added = []
+    for i, (role, words) in enumerate(stream):
+        m = Message(role, f"m{i} " + " ".join(f"w{j}" for j in range(words)),  # type: ignore[arg-type]
+                    name="execute_bash" if role == "tool" else None)
+        rs.add(m)
+        added.append(rs.store.messages(rs.conversation_id)[-1].message)
+    check(rs, added, preset, failures)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=messages, failures=st.lists(st.sampled_from(["ok", "transport", "validation"]), max_size=4),
+       restart_at=st.integers(0, 120), data=st.data())
+def test_sqlite_survives_restarts_mid_stream(stream: list[tuple[str, int]], failures: list[str],
+                                             restart_at: int, data: st.DataObject) -> None:
+    preset = data.draw(st.sampled_from(["since-last", "evict-window", "token-ratio"]))
+    params = {**params_for(preset, data), "lag_turns": 0}
+    with TemporaryDirectory() as tmp:
+        db = Path(tmp) / "rs.db"
+
+        def open_engine() -> RollingSummarizer:
+            rs = RollingSummarizer.from_preset(preset, store=SQLiteStore(db), conversation_id="c",
+                                               sleep=lambda s: None, **params)
+            rs.summarizer = Flaky(failures)
+            return rs
+
+        rs = open_engine()
+        added = []
+        for i, (role, words) in enumerate(stream):
+            if i == restart_at:
+                rs.store.close()
+                rs = open_engine()
+            rs.add(Message(role, f"m{i} " + "x " * words))  # type: ignore[arg-type]
+            added.append(rs.store.messages("c")[-1].message)
+        check(rs, added, preset, failures)
+        rs.store.close()
