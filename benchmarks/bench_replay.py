@@ -16,8 +16,10 @@ import time
 
 from rollsum import Message, RollingSummarizer, presets
 
-WORDS = ("alpha beta gamma delta the a to of and we will meet Priya in Lisbon on March 14 ticket INC-2093 "
-         "deploy failed build passed Tuesday 42 users reported latency budget 1,200 ms decided").split()
+WORDS = tuple(
+    "alpha beta gamma delta the a to of and we will meet Priya in Lisbon on March 14 ticket INC-2093 "
+    "deploy failed build passed Tuesday 42 users reported latency budget 1,200 ms decided".split()
+)
 
 
 def stream(n: int, seed: int = 7) -> list[Message]:

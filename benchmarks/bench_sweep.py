@@ -42,8 +42,7 @@ params = {{ min_evicted = 6, tail = 6{extra} }}
 
 [[configs]]
 preset = "count-and-tokens"
-params = {{ message_count_threshold = 12, messages_to_summarize = 6, recent_messages_to_keep = 4,
-           token_threshold = 200{extra} }}
+params = {{ message_count_threshold = 12, messages_to_summarize = 6, recent_messages_to_keep = 4, token_threshold = 200{extra} }}
 
 [[configs]]
 preset = "token-ratio"

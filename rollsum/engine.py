@@ -25,6 +25,7 @@ from rollsum.context import ContextFormat, budget_summary, get_format
 from rollsum.errors import ConfigError, ErrorKind, RollsumError, SummarizeError
 from rollsum.policies._util import tool_units
 from rollsum.policies.base import Decision, Policy, WindowState, policy_params
+from rollsum.redact import redact
 from rollsum.store.base import Store
 from rollsum.store.memory import MemoryStore
 from rollsum.summarizers.base import Summarizer, SummaryDraft, SummaryRequest
@@ -501,7 +502,7 @@ class RollingSummarizer:
         draft = self._attempt(self.summarizer, request, out)
         if draft is None and self.fallback is not None:
             log.warning("summarizer %s failed (%s); using fallback %s", getattr(self.summarizer, "name", "?"),
-                        out.error, getattr(self.fallback, "name", "?"))
+                        redact(str(out.error)), getattr(self.fallback, "name", "?"))
             draft = self._attempt(self.fallback, request, out, retries=0)
             if draft is not None:
                 out.fallback = getattr(self.fallback, "name", "fallback")
@@ -569,11 +570,12 @@ class RollingSummarizer:
         if outcome.draft is None:
             self._failed_turn = self._seq - 1
             err = outcome.error
+            reason = redact(str(err)) if err else "unknown"
             log.warning("summary failed at turn %d after %d attempt(s): %s; all %d messages kept",
-                        job.turn, outcome.attempts, err, len(covered))
+                        job.turn, outcome.attempts, reason, len(covered))
             return SummaryEvent("failure", job.turn, job.decision.reason, depth=job.depth, messages=0,
                                 tokens_before=job.tokens_before, tokens_after=self.context_tokens(),
-                                lag_turns=lag, error=str(err) if err else "unknown",
+                                lag_turns=lag, error=reason,
                                 error_kind=err.kind.value if err else None, attempts=outcome.attempts,
                                 usage=outcome.usage)
         draft = outcome.draft
@@ -611,10 +613,10 @@ class RollingSummarizer:
             self.store.commit_summary(record, ids)
         except RollsumError as err:
             self._failed_turn = self._seq - 1
-            log.error("store refused summary %s: %s; all messages kept", record.id, err)
+            log.error("store refused summary %s: %s; all messages kept", record.id, redact(str(err)))
             return SummaryEvent("failure", job.turn, job.decision.reason, depth=job.depth,
                                 tokens_before=job.tokens_before, tokens_after=self.context_tokens(),
-                                lag_turns=lag, error=f"store: {err}", error_kind="store",
+                                lag_turns=lag, error=redact(f"store: {err}"), error_kind="store",
                                 attempts=outcome.attempts, usage=outcome.usage)
         # committed: now change the window
         self._remove(set(m.id for m in job.span if m.id is not None))

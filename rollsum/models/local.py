@@ -127,6 +127,11 @@ class LocalModel:
         start = self._clock()
         try:
             with self._lock:
+                # Re-using the KV cache of the previous prompt changes the float arithmetic and
+                # so, sometimes, the greedy choice: start clean so a request always gives one answer.
+                reset = getattr(self._llama, "reset", None)
+                if callable(reset):
+                    reset()
                 out = self._llama.create_chat_completion(
                     messages=messages, max_tokens=request.max_tokens, temperature=0.0,
                     seed=self.seed, stop=list(request.stop) or None)

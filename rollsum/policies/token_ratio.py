@@ -11,8 +11,12 @@ from rollsum.policies.base import Decision, WindowState
 
 @dataclass(frozen=True)
 class TokenRatio:
-    """Fires when context tokens / window reach `trigger_ratio` and compresses everything but
-    the newest `preserve_recent` messages (the previous summary is folded in).
+    """Fires when the summarizable part of the context (summary + verbatim messages) fills
+    `trigger_ratio` of the room the window leaves after the pinned system messages, and
+    compresses everything but the newest `preserve_recent` messages (the previous summary is
+    folded in). Measuring against the room rather than the whole window means a large system
+    prompt cannot keep the ratio above the trigger on every turn; with a small one the two
+    readings coincide (docs/seeds.md).
 
     Guards, as in the seed:
     - cooldown: at least `cooldown_messages` new messages since the last summary;
@@ -58,7 +62,8 @@ class TokenRatio:
         if self.max_depth is not None and next_depth >= self.max_depth:
             return None
         window = self.window(state)
-        r = ratio(state.context_tokens, window)
+        room = max(1, window - state.pinned_tokens)
+        r = ratio(state.summary_tokens + state.active_tokens, room)
         if r < self.trigger_ratio:
             return None
         emergency = r >= self.emergency_ratio
@@ -70,7 +75,7 @@ class TokenRatio:
                 if state.since_summary < self.cooldown_messages:
                     return None
                 low = state.min_tokens_since_summary
-                rearmed = (low is not None and ratio(low, window) < self.reset_ratio) or \
+                rearmed = (low is not None and ratio(low - state.pinned_tokens, room) < self.reset_ratio) or \
                     state.since_summary >= self.rearm_messages
                 if not rearmed:
                     return None
@@ -82,5 +87,5 @@ class TokenRatio:
             return None
         why = "emergency" if emergency else ("second pass" if second_pass else "trigger")
         return Decision.span("summarize", 0, end,
-                             f"{why}: {state.context_tokens}/{window} tokens = {r:.2f} >= "
+                             f"{why}: {state.summary_tokens + state.active_tokens}/{room} tokens of room = {r:.2f} >= "
                              f"{self.emergency_ratio if emergency else self.trigger_ratio}")
