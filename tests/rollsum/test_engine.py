@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -188,7 +189,7 @@ def test_a_large_system_prompt_does_not_fire_the_token_trigger_every_turn() -> N
         if ev and ev.kind == "summary":
             turns.append(i)
     assert 1 <= len(turns) <= 3  # capped by depth, spaced by the room left, not every turn
-    assert all(b - a > 4 for a, b in zip(turns, turns[1:]))
+    assert all(b - a > 4 for a, b in itertools.pairwise(turns))
 
 
 def test_context_tokens_count_the_system_prompt_when_given() -> None:
