@@ -8,14 +8,13 @@ import nox
 
 nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_existing_virtualenvs = True
-PY = "3.11"
 
 
 def _install(session: nox.Session, extras: str = "dev") -> None:
     session.install("-e", f".[{extras}]")
 
 
-@nox.session(python=PY)
+@nox.session
 def tests(session: nox.Session) -> None:
     """The test suite, offline. Extra pytest arguments pass through: `nox -s tests -- -k seeds`."""
     _install(session)
@@ -23,7 +22,7 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-n", workers, *session.posargs)
 
 
-@nox.session(python=PY)
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff and mypy over the library, the harness and the tests."""
     _install(session)
@@ -31,14 +30,14 @@ def lint(session: nox.Session) -> None:
     session.run("mypy")
 
 
-@nox.session(python=PY)
+@nox.session
 def demo(session: nox.Session) -> None:
     """The main job: the offline quickstart sweep and its report; prints the report's path."""
     _install(session)
     session.run("rollsum", "demo", *session.posargs)
 
 
-@nox.session(python=PY)
+@nox.session
 def sweep(session: nox.Session) -> None:
     """Run a sweep spec and report it: `nox -s sweep -- evals/sweeps/thresholds.toml`."""
     _install(session)
@@ -49,7 +48,7 @@ def sweep(session: nox.Session) -> None:
     session.run("rollsum", "report", out)
 
 
-@nox.session(python=PY)
+@nox.session
 def ab(session: nox.Session) -> None:
     """A/B two configurations of one sweep: `nox -s ab -- SPEC CONFIG_A CONFIG_B`."""
     _install(session)
@@ -61,7 +60,7 @@ def ab(session: nox.Session) -> None:
     session.run("rollsum", "compare", out, "--a", a, "--b", b)
 
 
-@nox.session(python=PY)
+@nox.session
 def nightly(session: nox.Session) -> None:
     """Nightly sweep, report, and the regression gate against the committed baseline."""
     _install(session)
@@ -71,14 +70,14 @@ def nightly(session: nox.Session) -> None:
     session.run("rollsum", "regress", out, "--baseline", "reports/baselines/nightly.json")
 
 
-@nox.session(python=PY)
+@nox.session
 def local(session: nox.Session) -> None:
     """Installs the local-model extra (builds llama-cpp-python, ~4 min) and runs its tests."""
     _install(session, "dev,local")
     session.run("pytest", "-m", "local", "tests/rollsum/models", *session.posargs)
 
 
-@nox.session(python=PY)
+@nox.session
 def bench(session: nox.Session) -> None:
     """The benchmarks; each prints a table."""
     _install(session)
