@@ -52,14 +52,7 @@ class AsyncRollingSummarizer:
         applied: list[SummaryEvent] = []
         if not self.busy:
             last_failed = core._recently_failed()
-            for passes in range(core.max_passes):
-                decision = core._decide(passes, last_failed)
-                if decision is None:
-                    break
-                cheap = core._apply_cheap(decision)
-                if cheap is not None:
-                    applied.append(cheap)
-                    continue
+            for decision in core._summary_decisions(applied, last_failed):
                 if not last_failed:
                     self._task = asyncio.create_task(self._summarize(core._plan(decision)))
                 break

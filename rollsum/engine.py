@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -413,17 +413,28 @@ class RollingSummarizer:
             return self._drop(decision)
         return None
 
-    def _step(self) -> list[SummaryEvent]:
-        events: list[SummaryEvent] = []
-        last_failed = self._recently_failed()
-        for passes in range(self.max_passes):
-            decision = self._decide(passes, last_failed)
+    def _summary_decisions(self, events: list[SummaryEvent], last_failed: bool) -> Iterator[Decision]:
+        """This turn's summarize decisions; evictions and drops are applied on the way.
+
+        `WindowState.passes` counts the summaries already made this turn (seed 003's second
+        pass); `max_passes` bounds the whole loop so a policy cannot spin.
+        """
+        summaries = 0
+        for _ in range(self.max_passes):
+            decision = self._decide(summaries, last_failed)
             if decision is None:
-                break
+                return
             cheap = self._apply_cheap(decision)
             if cheap is not None:
                 events.append(cheap)
                 continue
+            yield decision
+            summaries += 1
+
+    def _step(self) -> list[SummaryEvent]:
+        events: list[SummaryEvent] = []
+        last_failed = self._recently_failed()
+        for decision in self._summary_decisions(events, last_failed):
             if last_failed:
                 break
             job = self._plan(decision)
