@@ -2,13 +2,18 @@
 
 Model output, error messages and request dumps can echo an API key back (a misconfigured
 proxy, a prompt that quoted an environment dump). Anything that goes to a log, cache, cassette
-or report passes through `redact` first, so a key never reaches disk.
+or report passes through `redact` / `redact_obj` first, and the CLI installs
+`RedactingFilter` on its log handlers (the SDK's DEBUG log prints request bodies), so a key
+never reaches disk.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+from collections.abc import Mapping
+from typing import Any
 
 MASK = "***"
 KEY_ENV_VARS: tuple[str, ...] = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
@@ -37,3 +42,38 @@ def redact(text: str) -> str:
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
     return text
+
+
+_SECRET_HEADERS = frozenset({"x-api-key", "authorization", "anthropic-api-key", "proxy-authorization"})
+
+
+def redact_obj(obj: Any) -> Any:
+    """Deep copy of JSON-like data with every string redacted and auth headers masked."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, Mapping):
+        return {str(k): (MASK if str(k).lower() in _SECRET_HEADERS else redact_obj(v)) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [redact_obj(v) for v in obj]
+    return obj
+
+
+class RedactingFilter(logging.Filter):
+    """A handler filter that scrubs keys from every record before it is written."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+def install_log_redaction(logger: logging.Logger | None = None) -> None:
+    """Add a `RedactingFilter` to every handler of `logger` (the root logger by default)."""
+    target = logger or logging.getLogger()
+    for handler in target.handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())

@@ -22,7 +22,7 @@ from anthropic.types import model_param
 
 from rollsum.errors import ConfigError, ErrorKind, MissingCredentials, ModelError
 from rollsum.models.base import Completion, CompletionRequest
-from rollsum.models.redact import redact
+from rollsum.redact import redact
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from typing import Literal
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model
-from rollsum.models.redact import redact, redact_obj
+from rollsum.redact import redact, redact_obj
 
 log = logging.getLogger(__name__)
 

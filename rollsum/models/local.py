@@ -121,6 +121,11 @@ class LocalModel:
     def __repr__(self) -> str:
         return f"LocalModel({self._spec_name!r})"
 
+    @property
+    def engine(self) -> Any:
+        """The underlying ``llama_cpp.Llama`` (benchmarks time it directly)."""
+        return self._llama
+
     def complete(self, request: CompletionRequest) -> Completion:
         system, turns = to_messages_api(request)
         messages = ([{"role": "system", "content": system}] if system else []) + turns

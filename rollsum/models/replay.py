@@ -22,7 +22,7 @@ from typing import Any
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model
-from rollsum.models.redact import redact_obj
+from rollsum.redact import redact_obj
 
 log = logging.getLogger(__name__)
 

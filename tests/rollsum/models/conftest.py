@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,41 +11,6 @@ import pytest
 
 TEST_KEY = "sk-ant-test-SECRET"
 Handler = Callable[[httpx2.Request], httpx2.Response]
-
-
-@pytest.fixture(autouse=True)
-def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any test that opens a real network connection (Unix sockets stay allowed)."""
-    real_connect = socket.socket.connect
-    real_connect_ex = socket.socket.connect_ex
-
-    def _refuse(address: Any) -> RuntimeError:
-        return RuntimeError(f"test tried to open a real network connection to {address!r}")
-
-    def connect(self: socket.socket, address: Any) -> None:
-        if self.family == socket.AF_UNIX:
-            return real_connect(self, address)
-        raise _refuse(address)
-
-    def connect_ex(self: socket.socket, address: Any) -> int:
-        if self.family == socket.AF_UNIX:
-            return real_connect_ex(self, address)
-        raise _refuse(address)
-
-    def create_connection(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
-        raise _refuse(address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
-    monkeypatch.setattr(socket, "create_connection", create_connection)
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests decide for themselves whether a key exists."""
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    monkeypatch.delenv("ROLLSUM_PRICES", raising=False)
 
 
 def message_json(text: str = "hello", *, stop_reason: str = "end_turn", input_tokens: int = 10,

@@ -75,7 +75,12 @@ def gemma() -> LocalModel:
 def test_gemma_runs_end_to_end_offline_and_deterministically(gemma: LocalModel) -> None:
     req = CompletionRequest(system="Summarize.", messages=[Message("user", "Alice met Bob in Paris.")],
                             max_tokens=24)
-    first, second = gemma.complete(req), gemma.complete(req)
+    first = gemma.complete(req)
+    try:  # anything in between must not change the next answer
+        gemma.complete(CompletionRequest(system="", messages=[Message("user", "Something else.")], max_tokens=8))
+    except ModelError as err:  # a base model may answer nothing: reported as EMPTY, never as ""
+        assert err.kind is ErrorKind.EMPTY
+    second = gemma.complete(req)
     assert first.text.strip() and first.input_tokens > 0 and first.output_tokens > 0
     assert first.text == second.text
     assert not gemma.path.resolve().is_relative_to(REPO)  # the assembled .gguf never lands in the repo

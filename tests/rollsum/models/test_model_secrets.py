@@ -14,7 +14,7 @@ import pytest
 from rollsum.errors import ModelError
 from rollsum.models import CachedModel, CompletionRequest, ReplayModel
 from rollsum.models.anthropic_model import AnthropicModel
-from rollsum.models.redact import RedactingFilter
+from rollsum.redact import RedactingFilter
 from rollsum.types import Message
 
 KEY = "sk-ant-test-SECRET"
