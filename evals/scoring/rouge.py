@@ -24,7 +24,7 @@ class _CachedStemmer:
     """rouge-score's Porter stemmer, memoized: chat text repeats the same words constantly."""
 
     def __init__(self) -> None:
-        from nltk.stem import porter  # type: ignore[import-untyped]
+        from nltk.stem import porter
 
         self._stem = lru_cache(maxsize=200_000)(porter.PorterStemmer().stem)
 

@@ -42,7 +42,7 @@ def _stem(word: str) -> str:
 
 @lru_cache(maxsize=1)
 def _stemmer() -> Any:
-    from nltk.stem import PorterStemmer  # type: ignore[import-untyped]
+    from nltk.stem import PorterStemmer
 
     return PorterStemmer()
 
