@@ -1,10 +1,12 @@
 """Replay one Unit: feed a conversation to the engine and record what the main model would see.
 
 The trace is everything a scorer needs and nothing more: context tokens at each turn, every
-summary event, the summary chain with the turn each record appeared, and a snapshot of the
-assembled context at each turn where a probe is asked. Snapshots are taken during the replay,
-because for probes asked "N turns after their evidence" the context that matters is the one at
-that turn, not the final one.
+summary event, the summary chain with the turn each record appeared, and, for every *ask* (a
+probe asked at one turn), what the assembled context held at that turn. Probes are asked at
+several ages (N turns after their evidence) as well as at the end, so the context that matters
+is the one at the asking turn, not the final one. Observing it during the replay keeps the
+trace small: whole contexts are only kept when a scorer needs them (``qa`` sends them to a
+model), and each message is normalized once however many turns it is seen at.
 
 The engine is a seam (`EngineFactory`): the default builds `rollsum.RollingSummarizer` from
 the Unit's preset; tests inject a stand-in.
@@ -18,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evals.data.types import Conversation, Probe
-from evals.spec import OFFLINE_MODELS, Unit
-from rollsum.models.base import Completion, CompletionRequest, Model
+from evals.scoring.text import contains, normalize_answer
+from evals.spec import OFFLINE_MODELS, ProbeTiming, Unit
+from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
 
 
@@ -68,7 +71,7 @@ def default_engine(unit: Unit, model: Model | None,
     return engine
 
 
-class MeteredModel:
+class MeteredModel(ModelWrapper):
     """Wraps the summarizer model to count calls, cache hits and latency for the cost scorer.
 
     Usage of *paid* calls (cache misses) is kept apart: the budget stops on real spend, while
@@ -76,20 +79,12 @@ class MeteredModel:
     """
 
     def __init__(self, inner: Model) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.calls = 0
         self.cached_calls = 0
         self.latency_s = 0.0
         self.paid = Usage()
         self.nominal = Usage()
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def context_window(self) -> int:
-        return self.inner.context_window
 
     def complete(self, request: CompletionRequest) -> Completion:
         c = self.inner.complete(request)
@@ -126,6 +121,52 @@ class TurnRecord:
     summary_tokens: int
 
 
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One probe asked at one turn: one row of ``probes.parquet``."""
+
+    key: str
+    """Unique within a Unit: the probe id when each probe is asked once, else ``id@turn``."""
+    probe: Probe
+    asked_turn: int
+    evidence_turn: int
+    """The probe's last evidence message, -1 when it has none."""
+
+    @property
+    def age_turns(self) -> int:
+        return self.asked_turn - self.evidence_turn if self.evidence_turn >= 0 else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """Where a probe's answer was at its asking turn (normalized, on word boundaries)."""
+
+    in_context: bool
+    in_summary: bool
+    in_verbatim: bool
+    in_prefix: bool
+    """In the conversation so far: what `full-context` would have sent."""
+    stale_in_context: bool
+    """An out-of-date value of a superseded fact is in the context."""
+
+
+@dataclass(frozen=True, slots=True)
+class _NormalizedView:
+    context: str
+    summary: str
+    verbatim: str
+    prefix: str
+
+
+def observe(probe: Probe, view: _NormalizedView) -> Observation:
+    return Observation(
+        in_context=contains(view.context, probe.answer),
+        in_summary=contains(view.summary, probe.answer),
+        in_verbatim=contains(view.verbatim, probe.answer),
+        in_prefix=contains(view.prefix, probe.answer),
+        stale_in_context=any(contains(view.context, a) for a in probe.stale_answers))
+
+
 @dataclass(slots=True)
 class Trace:
     unit_id: str
@@ -137,8 +178,13 @@ class Trace:
     summaries: list[SummaryRecord] = field(default_factory=list)
     summary_turns: list[int] = field(default_factory=list)
     snapshots: dict[int, Snapshot] = field(default_factory=dict)
+    """Whole contexts at asking turns: only when a scorer needs them (``qa``) or in tests."""
     asked_turn: dict[str, int] = field(default_factory=dict)
+    """Probe id -> its last asking turn (kept for callers that ask each probe once)."""
     evidence_turn: dict[str, int] = field(default_factory=dict)
+    asks: list[Ask] = field(default_factory=list)
+    observations: dict[str, Observation] = field(default_factory=dict)
+    """Ask key -> what the context held at the asking turn, recorded during the replay."""
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
     cached_calls: int = 0
@@ -152,9 +198,31 @@ class Trace:
         return sum(1 for e in self.events if e.kind == "failure")
 
     def snapshot_for(self, probe_id: str) -> Snapshot:
-        turn = self.asked_turn.get(probe_id, -1)
+        return self.snapshot_at(self.asked_turn.get(probe_id, -1))
+
+    def snapshot_at(self, turn: int) -> Snapshot:
         return self.snapshots.get(turn) or Snapshot(turn=turn, context=(), summary_text="",
                                                      verbatim_text="")
+
+    def asks_for(self, probes: Sequence[Probe]) -> list[Ask]:
+        """The asks of this trace; for a hand-built trace without them, one per probe."""
+        if self.asks:
+            return self.asks
+        last = len(self.messages) - 1
+        return [Ask(p.id, p, self.asked_turn.get(p.id, last), self.evidence_turn.get(p.id, -1))
+                for p in probes]
+
+    def observation(self, ask: Ask) -> Observation:
+        """Recorded during the replay, or computed from a stored snapshot."""
+        found = self.observations.get(ask.key)
+        if found is not None:
+            return found
+        snap = self.snapshot_at(ask.asked_turn)
+        view = _NormalizedView(
+            context=normalize_answer(snap.context_text), summary=normalize_answer(snap.summary_text),
+            verbatim=normalize_answer(snap.verbatim_text),
+            prefix=normalize_answer("\n".join(m.content for m in self.messages[: ask.asked_turn + 1])))
+        return observe(ask.probe, view)
 
 
 def with_ids(messages: Sequence[Message]) -> tuple[Message, ...]:
@@ -162,26 +230,66 @@ def with_ids(messages: Sequence[Message]) -> tuple[Message, ...]:
     return tuple(m if m.id is not None else m.with_id(f"m{i}") for i, m in enumerate(messages))
 
 
-def probe_schedule(probes: Sequence[Probe], messages: Sequence[Message],
-                   after_turns: int | None) -> tuple[dict[str, int], dict[str, int]]:
-    """(asked turn, evidence turn) per probe. Evidence turn = last evidence message, -1 if none."""
+def schedule_asks(probes: Sequence[Probe], messages: Sequence[Message],
+                  timing: ProbeTiming) -> list[Ask]:
+    """Every (probe, asking turn) of a Unit, in probe order then turn order.
+
+    An age the conversation is too short for is skipped rather than clipped to the end, so an
+    ``age_turns`` value always means the same thing. A probe without evidence has no age: it
+    is asked once, at the end. Two timings landing on the same turn give one ask.
+    """
     last = len(messages) - 1
     index = {m.id: i for i, m in enumerate(messages)}
-    asked: dict[str, int] = {}
-    evidence: dict[str, int] = {}
+    asks: list[Ask] = []
     for p in probes:
         ev = max((index[e] for e in p.evidence if e in index), default=-1)
-        evidence[p.id] = ev
-        if after_turns is None or ev < 0:
-            asked[p.id] = last
+        if timing.ask == "end" or ev < 0:
+            turns = [last]
+        elif timing.ask == "after":
+            turns = [min(ev + timing.after_turns, last)]
         else:
-            asked[p.id] = min(ev + after_turns, last)
-    return asked, evidence
+            turns = [ev + a for a in timing.ages if ev + a <= last]
+            if timing.end and last not in turns:
+                turns.append(last)
+        many = timing.ask == "ages"
+        asks += [Ask(f"{p.id}@{t}" if many else p.id, p, t, ev) for t in turns]
+    return asks
+
+
+def probe_schedule(probes: Sequence[Probe], messages: Sequence[Message],
+                   after_turns: int | None) -> tuple[dict[str, int], dict[str, int]]:
+    """(asked turn, evidence turn) per probe, for one-ask-per-probe timings."""
+    timing = ProbeTiming() if after_turns is None else ProbeTiming("after", after_turns)
+    asks = schedule_asks(probes, messages, timing)
+    return {a.probe.id: a.asked_turn for a in asks}, {a.probe.id: a.evidence_turn for a in asks}
+
+
+class _Normalizer:
+    """Normalized text per message content, computed once per replay: a long conversation
+    probed at many turns would otherwise re-normalize the same messages at every one."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, str] = {}
+
+    def __call__(self, text: str) -> str:
+        out = self._cache.get(text)
+        if out is None:
+            out = self._cache[text] = normalize_answer(text)
+        return out
+
+    def join(self, texts: Sequence[str]) -> str:
+        # normalize_answer("a\nb") == normalize(a) + " " + normalize(b): it only maps characters,
+        # drops whole words and collapses whitespace, so per-message results can be joined.
+        return " ".join(n for n in map(self, texts) if n)
 
 
 def replay(unit: Unit, conversation: Conversation, *, engine_factory: EngineFactory = default_engine,
-           model: Model | None = None, clock: Callable[[], float] = time.perf_counter) -> Trace:
+           model: Model | None = None, clock: Callable[[], float] = time.perf_counter,
+           keep_contexts: bool | None = None) -> Trace:
     """Feed every message to a fresh engine and record the trace.
+
+    `keep_contexts` keeps the whole context of each asking turn in ``trace.snapshots``
+    (default: only when the Unit is scored by ``qa``).
 
     Engine errors propagate: the runner records the Unit as ``error`` with a one-line message.
     """
@@ -199,21 +307,39 @@ def replay(unit: Unit, conversation: Conversation, *, engine_factory: EngineFact
             trace.summary_turns.append(current_turn[0])
 
     engine = engine_factory(unit, metered, on_event)
-    trace.asked_turn, trace.evidence_turn = probe_schedule(conversation.probes, messages,
-                                                           unit.after_turns)
-    snapshot_turns = set(trace.asked_turn.values())
+    trace.asks = schedule_asks(conversation.probes, messages, unit.timing)
+    for a in trace.asks:
+        trace.asked_turn[a.probe.id] = max(a.asked_turn, trace.asked_turn.get(a.probe.id, -1))
+        trace.evidence_turn[a.probe.id] = a.evidence_turn
+    by_turn: dict[int, list[Ask]] = {}
+    for a in trace.asks:
+        by_turn.setdefault(a.asked_turn, []).append(a)
+    keep = ("qa" in unit.scorers) if keep_contexts is None else keep_contexts
+    norm = _Normalizer()
+    prefix: list[str] = []
     for i, msg in enumerate(messages):
         current_turn[0] = i
         engine.add(msg)
+        prefix.append(norm(msg.content))
         summary = engine.summary
         trace.turns.append(TurnRecord(
             turn=i, role=msg.role, context_tokens=engine.context_tokens(),
             active_messages=len(engine.messages),
             summary_tokens=summary.tokens if summary is not None else 0))
-        if i in snapshot_turns:
-            trace.snapshots[i] = Snapshot(
-                turn=i, context=tuple(engine.context()), summary_text=engine.summary_text(),
-                verbatim_text="\n".join(m.content for m in engine.messages))
+        asked_now = by_turn.get(i)
+        if asked_now is None:
+            continue
+        context = tuple(engine.context())
+        summary_text = engine.summary_text()
+        verbatim = [m.content for m in engine.messages]
+        view = _NormalizedView(context=norm.join([m.content for m in context]),
+                               summary=norm(summary_text), verbatim=norm.join(verbatim),
+                               prefix=" ".join(n for n in prefix if n))
+        for a in asked_now:
+            trace.observations[a.key] = observe(a.probe, view)
+        if keep:
+            trace.snapshots[i] = Snapshot(turn=i, context=context, summary_text=summary_text,
+                                          verbatim_text="\n".join(verbatim))
     # Records the engine made that were not announced through an event (defensive: the chain
     # is what fact_survival reads, so it must be complete).
     known = {r.id for r in trace.summaries}

@@ -113,3 +113,22 @@ class Model(Protocol):
     def context_window(self) -> int: ...
 
     def complete(self, request: CompletionRequest) -> Completion: ...
+
+
+class ModelWrapper:
+    """Base for a model that wraps another (cache, recorder, rate limiter, meter).
+
+    It answers to the inner model's name and window, so wrapping never changes which model a
+    manifest says was used or how much a summarizer may send it.
+    """
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def context_window(self) -> int:
+        return self.inner.context_window

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
-from rollsum.models.base import Completion, CompletionRequest, Model
+from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.redact import redact, redact_obj
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def provider_of(model: Model) -> str:
     return str(getattr(model, "provider", "") or model.name.partition(":")[0])
 
 
-class CachedModel:
+class CachedModel(ModelWrapper):
     """Wraps any `Model`; answers repeated requests from an SQLite file.
 
     Modes: ``on`` (read and write), ``off`` (pass-through), ``read-only`` (serve hits, never
@@ -85,7 +85,7 @@ class CachedModel:
                  clock: Callable[[], float] = time.time) -> None:
         if mode not in CACHE_MODES:
             raise ConfigError(f"cache mode {mode!r}: expected one of {', '.join(CACHE_MODES)}")
-        self.inner = inner
+        super().__init__(inner)
         self.path = Path(path)
         self.mode = mode
         self.stats = CacheStats()
@@ -100,14 +100,6 @@ class CachedModel:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         if mode != "off":
             self._connect()  # a bad path or a non-SQLite file fails at construction
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def context_window(self) -> int:
-        return self.inner.context_window
 
     def __repr__(self) -> str:
         return f"CachedModel({self.inner!r}, {str(self.path)!r}, mode={self.mode!r})"

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from rollsum.errors import ConfigError
-from rollsum.models.base import Completion, CompletionRequest, Model
+from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.tokens import CLAUDE_CALIBRATION, HeuristicCounter
 
 
@@ -92,7 +92,7 @@ class RateLimiter:
             self._tokens.level = min(self._tokens.capacity, self._tokens.level + reserved - actual)
 
 
-class LimitedModel:
+class LimitedModel(ModelWrapper):
     """Wraps a model with a shared `RateLimiter` and a cap on concurrent calls.
 
     Tokens are reserved before the call from an estimate (input by the calibrated heuristic plus
@@ -104,7 +104,7 @@ class LimitedModel:
                  *, semaphore: threading.Semaphore | None = None) -> None:
         if max_concurrency is not None and max_concurrency < 1:
             raise ConfigError(f"max_concurrency={max_concurrency}: expected at least 1")
-        self.inner = inner
+        super().__init__(inner)
         self.limiter = limiter
         self._semaphore = semaphore or (threading.BoundedSemaphore(max_concurrency)
                                         if max_concurrency else None)
@@ -112,14 +112,6 @@ class LimitedModel:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def context_window(self) -> int:
-        return self.inner.context_window
 
     def __repr__(self) -> str:
         return f"LimitedModel({self.inner!r})"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
-from rollsum.models.base import Completion, CompletionRequest, Model
+from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.redact import redact_obj
 
 log = logging.getLogger(__name__)
@@ -50,11 +50,11 @@ def _utc_now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-class RecordingModel:
+class RecordingModel(ModelWrapper):
     """Passes calls to `inner` and appends each success to a cassette."""
 
     def __init__(self, inner: Model, path: str | Path, *, now: Callable[[], str] = _utc_now) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._now = now
@@ -64,10 +64,6 @@ class RecordingModel:
     @property
     def name(self) -> str:
         return f"record:{self.path}:{self.inner.name}"
-
-    @property
-    def context_window(self) -> int:
-        return self.inner.context_window
 
     def __repr__(self) -> str:
         return f"RecordingModel({self.inner!r}, {str(self.path)!r})"

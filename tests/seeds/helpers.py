@@ -10,23 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rollsum.models.base import Completion, CompletionRequest, Model
+from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.models.fake import FakeModel
 from rollsum.types import Message
 
 
-class Recording:
+class Recording(ModelWrapper):
     def __init__(self, inner: Model) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.requests: list[CompletionRequest] = []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def context_window(self) -> int:
-        return self.inner.context_window
 
     def complete(self, request: CompletionRequest) -> Completion:
         self.requests.append(request)
