@@ -12,13 +12,15 @@ Usage: python benchmarks/bench_models.py [--calls 200] [--latency-ms 50] [--loca
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from rollsum.errors import ModelError
 from rollsum.models import CachedModel, CompletionRequest, FakeModel, from_spec
-from rollsum.models.local import llama_available
+from rollsum.models.local import LocalModel, llama_available
 from rollsum.types import Message
 
 
@@ -60,38 +62,39 @@ def bench_cache(calls: int, latency_ms: float) -> bool:
 
 def bench_local(spec: str) -> None:
     model = from_spec(spec, n_ctx=4096)
-    print(f"## Local model: {spec}\n")
-    long_text = " ".join(f"Sentence {i} says that the release train {i} leaves at {i % 12} o'clock." for i in range(60))
-    prompt_req = CompletionRequest(system="Summarize.", messages=[Message("user", long_text)], max_tokens=1)
+    assert isinstance(model, LocalModel)
+    engine = model.engine
+    print(f"## Local model: {spec} (CPU, {os.cpu_count()} cores)\n")
+    text = " ".join(f"Sentence {i} says that release train {i} leaves at {i % 12} o'clock." for i in range(40))
+    tokens = engine.tokenize(text.encode("utf-8"))
+    engine.reset()
     t0 = time.perf_counter()
-    out = model.complete(prompt_req)
+    engine.eval(tokens)
     prompt_s = time.perf_counter() - t0
-    gen_req = CompletionRequest(system="", messages=[Message("user", "Write a long story about a lighthouse.")],
-                                max_tokens=128)
-    short = CompletionRequest(system="", messages=[Message("user", "Write a long story about a lighthouse.")],
-                              max_tokens=1)
+    engine.reset()
     t0 = time.perf_counter()
-    model.complete(short)
-    base_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    gen = model.complete(gen_req)
-    gen_s = time.perf_counter() - t0
+    out = engine.create_completion(prompt=text, max_tokens=64, temperature=0.0, seed=0)
+    total_s = time.perf_counter() - t0
+    generated = int(out["usage"]["completion_tokens"])
+    gen_rate = generated / max(1e-9, total_s - prompt_s)
     turns = [Message("user" if i % 2 == 0 else "assistant",
-                     f"Turn {i}: we discussed item {i}; owner is person {i % 5}; due in {i + 1} days.")
+                     f"Turn {i}: we discussed item {i}; the owner is person {i % 5}; it is due in {i + 1} days.")
              for i in range(20)]
-    transcript = "\n".join(f"{m.role}: {m.content}" for m in turns)
     summary_req = CompletionRequest(system="Summarize this conversation in a few sentences.",
-                                    messages=[Message("user", transcript)], max_tokens=200)
+                                    messages=turns, max_tokens=200)
     t0 = time.perf_counter()
-    summary = model.complete(summary_req)
+    try:
+        summary = model.complete(summary_req)
+        result = f"{summary.input_tokens} in, {summary.output_tokens} out: {summary.text[:100]!r}"
+    except ModelError as err:
+        result = f"{err.kind.value}: {err}"
     summary_s = time.perf_counter() - t0
-    gen_tokens = max(1, gen.output_tokens - 1)
     print("| measure | value |")
     print("|---|---:|")
-    print(f"| prompt tokens/s ({out.input_tokens} prompt tokens) | {out.input_tokens / prompt_s:.0f} |")
-    print(f"| generation tokens/s ({gen.output_tokens} tokens) | {gen_tokens / max(1e-9, gen_s - base_s):.1f} |")
-    print(f"| 20-message summary wall s ({summary.input_tokens} in, {summary.output_tokens} out) | {summary_s:.2f} |")
-    print(f"\nsummary text (first 160 chars): {summary.text[:160]!r}\n")
+    print(f"| prompt eval tokens/s ({len(tokens)} tokens) | {len(tokens) / prompt_s:.0f} |")
+    print(f"| generation tokens/s ({generated} tokens, greedy) | {gen_rate:.1f} |")
+    print(f"| one 20-message summary, wall s | {summary_s:.2f} |")
+    print(f"\n20-message summary result: {result}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

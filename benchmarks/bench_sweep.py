@@ -1,14 +1,24 @@
 """Sweep throughput: does the worker pool overlap model latency, and does the cache pay off?
 
 A FakeModel with 50 ms latency per call stands in for an API model. The sweep is 16 synthetic
-conversations × 4 summarizing configurations (64 Units), run with --jobs 16 on a cold cache,
-then re-run identically into a fresh run directory (the model cache is warm).
+conversations × 4 summarizing configurations (64 Units). Each scenario runs on a cold model
+cache and a cold Unit-result cache (a fresh cache dir); the main scenario (--jobs 16, executor
+auto) is then re-run identically into a fresh run directory, warm.
 
-Figures printed:
-- wall time vs the critical path (the slowest single Unit) and vs the ideal bound
-  max(critical path, total Unit time / jobs): 64 equal Units on 16 workers cannot beat 4×
-  the critical path, so the bound is the fair yardstick;
-- the warm re-run's wall time as a share of the cold run's.
+Why two yardsticks. The issue's target, "within 1.3× of the critical path (the slowest single
+Unit)", is only reachable when every Unit can run at once (jobs ≥ units): 64 Units on 16
+workers cannot beat total work / 16. So each scenario prints
+- the critical path: the slowest Unit timed ALONE (in-sweep ``wall_s`` is inflated by the other
+  Units competing for the CPU, which would flatter the ratio);
+- the achievable bound max(critical path, total Unit work / jobs), total work = replay CPU +
+  model latency summed over Units;
+- the CPU floor: replay CPU / cores the executor can use (1 for threads: the GIL). Not part of
+  the bound the target names, but it is why a threaded run cannot reach it;
+- measured wall and both ratios. The --jobs 64 scenarios are where "1.3× the critical path" is
+  a meaningful target; the table says whether it is met.
+
+Exit code: 1 on a clear miss, i.e. the main scenario over 1.5× its achievable bound, or the warm
+re-run over 5 % of the cold run, or cached tables that differ from replayed ones; else 0.
 
 Usage: .venv/bin/python benchmarks/bench_sweep.py [--jobs 16] [--messages 120] [--latency-ms 50]
 """
@@ -17,9 +27,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SPEC = """
 name = "bench"
@@ -42,17 +55,75 @@ params = {{ min_evicted = 6, tail = 6{extra} }}
 
 [[configs]]
 preset = "count-and-tokens"
-params = {{ message_count_threshold = 12, messages_to_summarize = 6, recent_messages_to_keep = 4, token_threshold = 200{extra} }}
+params = {{ message_count_threshold = 12, messages_to_summarize = 6, recent_messages_to_keep = 4, token_threshold = 200{extra} }}  # noqa: E501
 
 [[configs]]
 preset = "token-ratio"
 params = {{ trigger_ratio = 0.3, reset_ratio = 0.2, min_messages = 6{extra} }}
 """
 
+BOUND_LIMIT = 1.5
+CACHE_LIMIT = 0.05
+CRITICAL_TARGET = 1.3
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+
+@dataclass
+class Scenario:
+    name: str
+    jobs: int
+    executor: str
+    chosen: str = ""
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    latency_s: float = 0.0
+    units: Any = None
+
+
+def _volatile() -> list[str]:
+    from evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
+
+    return list(NON_DETERMINISTIC_UNIT_COLUMNS)
+
+
+def _run(spec: Any, tmp: Path, sc: Scenario, latency_ms: float) -> None:
+    from evals.rundir import load_run
+    from evals.runner import run_sweep
+
+    os.environ["ROLLSUM_CACHE_DIR"] = str(tmp / f"cache-{sc.name}")
+    t = time.perf_counter()
+    res = run_sweep(spec, tmp / sc.name, jobs=sc.jobs, executor=sc.executor, progress=False)
+    sc.wall_s = time.perf_counter() - t
+    run = load_run(tmp / sc.name)
+    sc.chosen = res.executor
+    sc.cpu_s = float(run.manifest["timing"]["unit_cpu_s"])
+    sc.latency_s = int(run.units["summarizer_calls"].sum()) * latency_ms / 1000
+    sc.units = run.units
+
+
+def _slowest_alone(spec: Any, units: Any, candidates: int = 3) -> float:
+    """Time the heaviest Units one at a time, uncached, with nothing else running."""
+    from evals.runner import ModelFactory, default_loader, execute_unit, load_datasets
+    from evals.scoring import versions
+    from evals.spec import expand
+
+    ds = load_datasets(spec, default_loader)
+    all_units = {u.unit_id: u for u in expand(spec, {n: (h, [c.id for c in cs]) for n, (h, cs) in ds.items()},
+                                               versions(spec.scorers))}
+    convs = {(n, c.id): c for n, (_, cs) in ds.items() for c in cs}
+    heaviest = units.sort_values(["summarizer_calls", "wall_s"], ascending=False)["unit_id"][:candidates]
+    worst = 0.0
+    for uid in heaviest:
+        u = all_units[uid]
+        t = time.perf_counter()
+        execute_unit(u, convs[(u.dataset, u.conversation_id)], models=ModelFactory())
+        worst = max(worst, time.perf_counter() - t)
+    return worst
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--jobs", type=int, default=16)
+    ap.add_argument("--all-jobs", type=int, default=64, help="the every-Unit-at-once scenario")
     ap.add_argument("--conversations", type=int, default=16)
     ap.add_argument("--messages", type=int, default=120)
     ap.add_argument("--latency-ms", type=float, default=50.0)
@@ -63,42 +134,61 @@ def main() -> None:
     from evals.runner import run_sweep
     from evals.spec import parse_spec
 
-    with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
-        os.environ["ROLLSUM_CACHE_DIR"] = str(Path(tmp) / "cache")
-        spec = parse_spec(SPEC.format(latency=args.latency_ms, conversations=args.conversations,
-                                      messages=args.messages,
-                                      extra=f', ledger = "{args.ledger}"' if args.ledger else ""),
-                          "bench.toml")
+    spec = parse_spec(SPEC.format(latency=args.latency_ms, conversations=args.conversations,
+                                  messages=args.messages,
+                                  extra=f', ledger = "{args.ledger}"' if args.ledger else ""),
+                      "bench.toml")
+    cores = os.cpu_count() or 1
+    scenarios = [Scenario("main", args.jobs, "auto"),
+                 Scenario("thread", args.jobs, "thread"),
+                 Scenario("process", args.jobs, "process"),
+                 Scenario("all-thread", args.all_jobs, "thread"),
+                 Scenario("all-process", args.all_jobs, "process")]
+    with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp_s:
+        tmp = Path(tmp_s)
+        for sc in scenarios:
+            _run(spec, tmp, sc, args.latency_ms)
+        main_sc = scenarios[0]
+        os.environ["ROLLSUM_CACHE_DIR"] = str(tmp / "cache-main")
         t = time.perf_counter()
-        cold = run_sweep(spec, Path(tmp) / "cold", jobs=args.jobs, progress=False)
-        cold_s = time.perf_counter() - t
-        t = time.perf_counter()
-        run_sweep(spec, Path(tmp) / "warm", jobs=args.jobs, progress=False)
+        warm = run_sweep(spec, tmp / "warm", jobs=args.jobs, progress=False)
         warm_s = time.perf_counter() - t
-        units = load_run(Path(tmp) / "cold").units
-        warm_units = load_run(Path(tmp) / "warm").units
-        stats = load_run(Path(tmp) / "warm").manifest["cache"]["stats"]
+        warm_run = load_run(tmp / "warm")
+        crit = _slowest_alone(spec, main_sc.units)
 
-    crit = float(units["wall_s"].max())
-    total = float(units["wall_s"].sum())
-    bound = max(crit, total / args.jobs)
-    calls = int(units["summarizer_calls"].sum())
-    same = units.drop(columns=["wall_s", "summarizer_latency_s"]).equals(
-        warm_units.drop(columns=["wall_s", "summarizer_latency_s"]))
+    drop = _volatile()
+    ref = main_sc.units.drop(columns=drop)
+    same_warm = ref.equals(warm_run.units.drop(columns=drop))
+    same_exec = all(ref.equals(sc.units.drop(columns=drop)) for sc in scenarios[1:])
+    ucache = warm_run.manifest["unit_cache"]
+
+    print(f"{main_sc.units.shape[0]} units, {int(main_sc.units['summarizer_calls'].sum())} model calls × "
+          f"{args.latency_ms:.0f} ms, {cores} cores, ledger {args.ledger or 'preset default'}")
+    print(f"critical path (slowest unit, timed alone): {crit:.2f} s")
+    print()
+    print("| scenario | jobs | executor | wall s | work/jobs s | CPU floor s | bound s "
+          "| wall/bound | wall/critical |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for sc in scenarios:
+        work = sc.cpu_s + sc.latency_s
+        bound = max(crit, work / sc.jobs)
+        floor = sc.cpu_s / (min(cores, sc.jobs) if sc.chosen == "process" else 1)
+        print(f"| {sc.name} | {sc.jobs} | {sc.chosen} | {sc.wall_s:.2f} | {work / sc.jobs:.2f} | "
+              f"{floor:.2f} | {bound:.2f} | {sc.wall_s / bound:.2f}× | {sc.wall_s / crit:.2f}× |")
+    print()
+    main_bound = max(crit, (main_sc.cpu_s + main_sc.latency_s) / main_sc.jobs)
+    best_all = min(scenarios[3:], key=lambda s: s.wall_s)
     rows = [
-        ("units", f"{cold.total}"),
-        ("model calls (cold)", f"{calls} × {args.latency_ms:.0f} ms"),
-        ("jobs", f"{args.jobs}"),
-        ("ledger", args.ledger or "preset default"),
-        ("cold wall", f"{cold_s:.2f} s"),
-        ("critical path (slowest unit)", f"{crit:.2f} s"),
-        ("sum of unit times / jobs", f"{total / args.jobs:.2f} s"),
-        ("cold wall / critical path", f"{cold_s / crit:.2f}×"),
-        ("cold wall / ideal bound", f"{cold_s / bound:.2f}×  (target ≤ 1.3×)"),
+        ("replay CPU summed over units (main)", f"{main_sc.cpu_s:.2f} s"),
+        (f"main wall / achievable bound (limit {BOUND_LIMIT}×)", f"{main_sc.wall_s / main_bound:.2f}×"),
+        (f"jobs {args.all_jobs}: best wall / critical path (target {CRITICAL_TARGET}×)",
+         f"{best_all.wall_s / crit:.2f}× ({best_all.chosen}) "
+         f"{'met' if best_all.wall_s <= CRITICAL_TARGET * crit else 'NOT met'}"),
         ("warm re-run wall", f"{warm_s:.2f} s"),
-        ("warm / cold", f"{100 * warm_s / cold_s:.1f} %  (target ≤ 5 %)"),
-        ("warm cache hits / misses", f"{stats.get('hits', 0)} / {stats.get('misses', 0)}"),
-        ("tables identical cold vs warm", f"{same}"),
+        (f"warm / cold (target ≤ {CACHE_LIMIT:.0%})", f"{100 * warm_s / main_sc.wall_s:.1f} %"),
+        ("warm unit-cache hits / misses", f"{ucache['hits']} / {ucache['misses']} ({warm.cached} copied)"),
+        ("tables identical: cached vs replayed", f"{same_warm}"),
+        ("tables identical: every executor and jobs", f"{same_exec}"),
     ]
     width = max(len(k) for k, _ in rows)
     print(f"| {'measure'.ljust(width)} | value |")
@@ -106,6 +196,17 @@ def main() -> None:
     for k, v in rows:
         print(f"| {k.ljust(width)} | {v} |")
 
+    failed = []
+    if main_sc.wall_s > BOUND_LIMIT * main_bound:
+        failed.append(f"main scenario {main_sc.wall_s / main_bound:.2f}× its achievable bound")
+    if warm_s > CACHE_LIMIT * main_sc.wall_s:
+        failed.append(f"warm re-run {100 * warm_s / main_sc.wall_s:.1f} % of cold")
+    if not (same_warm and same_exec):
+        failed.append("tables differ")
+    for f in failed:
+        print(f"MISS: {f}", file=sys.stderr)
+    return 1 if failed else 0
+
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

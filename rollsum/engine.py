@@ -85,8 +85,8 @@ class RollingSummarizer:
     - `ledger`: "pin" keeps facts the summary dropped in a Facts section, "retry" asks the
       summarizer once more naming them (then pins), "off" skips the ledger. "auto" (default)
       pins for model-backed summarizers and is off for the extractive one, which already
-      selects fact-bearing sentences from the same span: the ledger's regex pass would cost
-      several times the summary itself for little gain (see docs/ledger.md, bench_replay).
+      selects fact-bearing sentences from the same span; with it on, an offline replay runs at
+      about half the speed (docs/ledger.md, benchmarks/bench_replay.py).
     - `lag_turns`: simulate an asynchronous summarizer that lands N turns after the trigger.
     - `rebuild_from_raw`: summarize all covered raw messages again instead of folding the
       previous summary (no drift, more tokens).

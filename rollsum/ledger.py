@@ -82,7 +82,19 @@ _FACT_RE = _alternation(g for g, _ in _BRANCHES)
 # character). A fact can only start in a token holding a digit, capital, '_', '/', '.', '%' or
 # currency sign, at a candidate position, and there only the branches that can begin with that
 # character need trying, in their original order: the same leftmost-first match, far fewer tries.
-_TRIGGER_TOKEN_RE = re.compile(r"(?<!\S)[^\s\d_/A-Z$€£%.]*+[\d_/A-Z$€£%.]\S*+")
+_TRIGGER_TOKEN_RE = re.compile(r"""
+    (?<!\S)
+    # A plain lower-case word with trailing punctuation ("tired.", "don't,") starts no fact.
+    (?![(\["'‘“]*+ [a-z]++ (?:['’][a-z]++)?+ [.,;:!?)\]"'’”]*+ (?!\S))
+    # Nor does a plain capitalised word ("Hey,", "I'm", "Understood.", "Yoga in"), the most
+    # common trigger in chat, unless it may open a date (a month or weekday) or a name (another
+    # capitalised word follows on the same line).
+    (?![(\["'‘“]*+ (?!Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|Mon|Tue|Wed|Thu|Fri|Sat|Sun)
+        [A-Z][a-z]*+
+        (?: ['’][a-z]++ [.,;:!?)\]"'’”]*+ | [.,;:!?)\]"'’”]++ | (?<=[A-Z]) | (?![ \t]++[A-Z]) )
+        (?!\S))
+    [^\s\d_/A-Z$€£%.]*+ [\d_/A-Z$€£%.] \S*+
+    """, re.VERBOSE)
 # Where a branch can begin: a word start (every `\b` branch), or the punctuation that opens a
 # path ('~', '.', '/', or '.'/'-' right after a word) or an amount ('$', '€', '£').
 _CANDIDATE_RE = re.compile(r"(?<!\w)\w|[~./$€£\-]")
@@ -94,14 +106,6 @@ _START_RE: dict[str, re.Pattern[str]] = {
     **dict.fromkeys("ABCDEFGHIJKLMNOPQRSTUVWXYZ", _UPPER_START),
     **dict.fromkeys("abcdefghijklmnopqrstuvwxyz", _LOWER_START),
 }
-# A capitalised plain word ("Hey,", "I'm", "Understood.") is the most common trigger token in
-# chat and can start only a date (a month or weekday) or a name (followed on the same line by
-# another capitalised word); anything else in such a token cannot start a fact at all.
-_PLAIN_CAP_RE = re.compile(r"[A-Z][a-z]*+(['’][a-z]++)?+([.,;:!?)\"'’]*+)")
-_CALENDAR_PREFIXES = frozenset(
-    "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec Mon Tue Wed Thu Fri Sat Sun".split())
-_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
 _KIND_OF_GROUP: dict[str, FactKind] = {
     "date": "date", "uuid": "identifier", "ticket": "identifier", "version": "identifier",
     "path": "identifier", "time": "number", "money": "number", "quantity": "number",
@@ -120,6 +124,10 @@ _SENTENCE_END = frozenset(".!?:;\n\"'([-*>#")
 _CONSTRAINT_RE = re.compile(
     r"\b(?:must(?:n't)?|never|always|don[’']?t|do not|cannot|can[’']?t|allergic|allergy|prefer(?:s|red)?|"
     r"avoid|required?|no more than|at most|at least)\b", re.IGNORECASE)
+# On ASCII text a case-insensitive keyword match implies the lower-cased text holds one of these;
+# a literal alternation is scanned ~5x faster than the `\b`-anchored, case-folding pattern.
+_CONSTRAINT_HINT_RE = re.compile(
+    r"must|never|always|don'?t|do not|cannot|can'?t|allerg|prefer|avoid|require|no more than|at most|at least")
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WS_RE = re.compile(r"\s+")
 
@@ -160,9 +168,9 @@ def extract_facts(messages: Iterable[Message], *, max_facts: int = MAX_FACTS) ->
                 continue
             if not add(text.strip(), _KIND_OF_GROUP[group], m.id):
                 return out
-        if m.role == "user" and _CONSTRAINT_RE.search(content):
+        if m.role == "user" and _may_hold_constraint(content):
             for sentence in _SENTENCE_SPLIT_RE.split(content):
-                if _CONSTRAINT_RE.search(sentence):
+                if _may_hold_constraint(sentence) and _CONSTRAINT_RE.search(sentence):
                     s = _WS_RE.sub(" ", sentence).strip()
                     if len(s) > MAX_CONSTRAINT_CHARS:
                         s = s[:MAX_CONSTRAINT_CHARS].rsplit(" ", 1)[0]
@@ -199,34 +207,27 @@ def _fact_matches(content: str, end: int) -> Iterator[re.Match[str]]:
         if stop <= done:
             continue
         if start < done:
-            start = done
-        elif _cannot_start_fact(content, start, stop, end):
-            continue
+            start, at = done, -1
+        else:  # after whitespace, so an ASCII letter or digit here is a word start
+            at = start if content[start] in _START_RE else -1
         while start < stop:
-            cand = _CANDIDATE_RE.search(content, start, stop)
-            if cand is None:
-                break
-            at = cand.start()
-            pattern = _START_RE.get(content[at], _FACT_RE)
-            match = pattern.match(content, at, end)
+            if at < 0:
+                cand = _CANDIDATE_RE.search(content, start, stop)
+                if cand is None:
+                    break
+                at = cand.start()
+            match = _START_RE.get(content[at], _FACT_RE).match(content, at, end)
             if match is None:
                 start = at + 1
-                continue
-            done = start = match.end()
-            yield match
+            else:
+                done = start = match.end()
+                yield match
+            at = -1
 
 
-def _cannot_start_fact(content: str, start: int, stop: int, end: int) -> bool:
-    plain = _PLAIN_CAP_RE.fullmatch(content, start, stop)
-    if plain is None:
-        return False
-    if content[start:start + 3] in _CALENDAR_PREFIXES:
-        return False
-    if plain.group(1) is not None or plain.group(2) or stop - start < 2:
-        return True
-    while stop < end and content[stop] in " \t":
-        stop += 1
-    return stop >= end or content[stop] not in _UPPER
+def _may_hold_constraint(text: str) -> bool:
+    """A cheap necessary condition for `_CONSTRAINT_RE.search(text)`."""
+    return not text.isascii() or _CONSTRAINT_HINT_RE.search(text.lower()) is not None
 
 
 def _trivial_number(text: str) -> bool:
@@ -254,7 +255,8 @@ def _prev_char(content: str, start: int) -> str:
 
 
 def normalize(text: str) -> str:
-    return _WS_RE.sub(" ", text).strip().casefold()
+    # str.split() and re's \s agree on what whitespace is; split/join is ~3x cheaper than sub.
+    return " ".join(text.split()).casefold()
 
 
 def missing(facts: Sequence[Fact], text: str) -> list[Fact]:

@@ -65,3 +65,41 @@ def test_missing_is_case_and_whitespace_insensitive() -> None:
              Fact("March 14", "date")]
     lost = missing(facts, "The user  DANA\nwhitfield paid $1250 for pay-4821.")
     assert lost == [Fact("March 14", "date")]
+
+
+def test_fast_scan_finds_exactly_what_the_full_alternation_finds() -> None:
+    # The ledger tries the fact pattern only where a fact can start; it must never see more or
+    # less than a plain leftmost-first scan of the whole text would.
+    import random
+
+    from rollsum.ledger import _FACT_RE, _fact_matches
+
+    pieces = ["March", "May", "Friday", "Tue", "Dana", "Smith", "I", "I'm", "Hey,", "tired.", "(Dana",
+              "Whitfield)", "am", "pm", "ms", "minutes", "src/", "app.py", "v2.3", "PAY-", "of", "st",
+              "2024", "12", "1,200", "deadbeef", "-dead", "J.", "$", "€", "~", "/", ".", "-", "_x", "aB",
+              "3f9a2c1d", "٣", "é", " ", " ", " ", "\t", "\n", ",", "'", '"']
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 25)))
+        want = [(m.lastgroup, m.span()) for m in _FACT_RE.finditer(text)]
+        assert [(m.lastgroup, m.span()) for m in _fact_matches(text, len(text))] == want, text
+
+
+def test_plain_capitalised_words_still_open_names_and_dates() -> None:
+    got = facts_of("Hey, I met Priya Raman and Dana Whitfield on Tue 4 March. Yoga helps.")
+    assert {"Priya Raman", "Dana Whitfield", "Tue 4 March"} <= set(got)
+    assert not {"Hey", "Yoga", "I"} & set(got)
+
+
+def test_constraints_are_found_whatever_the_case_or_script() -> None:
+    got = facts_of("I MUST leave by noon. Café rules: we Don’t serve pork.")
+    assert got["I MUST leave by noon."] == "constraint"
+    assert got["Café rules: we Don’t serve pork."] == "constraint"
+
+
+def test_missing_tool_scan_window_and_long_inputs() -> None:
+    long_tool = Message("tool", "x " * 1200 + "see /etc/late.conf", id="t")
+    assert extract_facts([long_tool]) == []  # only the first 2,000 characters are scanned
+    facts = [Fact(f"K{i:02d}Z", "identifier") for i in range(60)]
+    summary = "\n".join(f"k{i:02d}z" for i in range(0, 60, 2))
+    assert [f.text for f in missing(facts, summary)] == [f"K{i:02d}Z" for i in range(1, 60, 2)]
