@@ -121,7 +121,8 @@ def _pair_metrics(pair: str, a: _Side, b: _Side, warnings: list[str],
                   ) -> list[tuple[str, str, pd.Series, pd.Series, list[str]]]:
     """(pair, metric, values A, values B, cluster labels) for every metric, aligned row by row."""
     out = []
-    pk = [*UNIT_KEY, "probe_id"]
+    # a probe asked at several ages is several rows: pair by (probe, age)
+    pk = [*UNIT_KEY, "probe_id", *(c for c in ("age_turns",) if c in a.probes and c in b.probes)]
     if not a.probes.empty and not b.probes.empty:
         m = a.probes[[*pk, "retained"]].merge(b.probes[[*pk, "retained"]], on=pk, suffixes=("_a", "_b"))
         unmatched = len(a.probes) + len(b.probes) - 2 * len(m)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evals.data.types import Conversation, Probe
-from evals.scoring.text import contains, normalize_answer
+from evals.scoring.text import contains, normalize_text
 from evals.spec import OFFLINE_MODELS, ProbeTiming, Unit
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
@@ -219,9 +219,9 @@ class Trace:
             return found
         snap = self.snapshot_at(ask.asked_turn)
         view = _NormalizedView(
-            context=normalize_answer(snap.context_text), summary=normalize_answer(snap.summary_text),
-            verbatim=normalize_answer(snap.verbatim_text),
-            prefix=normalize_answer("\n".join(m.content for m in self.messages[: ask.asked_turn + 1])))
+            context=normalize_text(snap.context_text), summary=normalize_text(snap.summary_text),
+            verbatim=normalize_text(snap.verbatim_text),
+            prefix=normalize_text("\n".join(m.content for m in self.messages[: ask.asked_turn + 1])))
         return observe(ask.probe, view)
 
 
@@ -274,11 +274,11 @@ class _Normalizer:
     def __call__(self, text: str) -> str:
         out = self._cache.get(text)
         if out is None:
-            out = self._cache[text] = normalize_answer(text)
+            out = self._cache[text] = normalize_text(text)
         return out
 
     def join(self, texts: Sequence[str]) -> str:
-        # normalize_answer("a\nb") == normalize(a) + " " + normalize(b): it only maps characters,
+        # normalize_text("a\nb") == normalize(a) + " " + normalize(b): it only maps characters,
         # drops whole words and collapses whitespace, so per-message results can be joined.
         return " ".join(n for n in map(self, texts) if n)
 

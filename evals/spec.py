@@ -37,7 +37,7 @@ _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", 
              "context_window", "probes", "seeds", "main_model", "qa", "cache", "limits"}
 _DATASET_KEYS = {"name", "source", "format", "limit"}
 _CONFIG_KEYS = {"preset", "label", "params", "grid", "prompts", "models"}
-_PROBE_KEYS = {"ask", "after_turns"}
+_PROBE_KEYS = {"ask", "after_turns", "ages", "end"}
 _QA_KEYS = {"model", "judge"}
 _LIMIT_KEYS = {"requests_per_minute"}
 
@@ -62,14 +62,38 @@ class ConfigSpec:
 
 @dataclass(frozen=True, slots=True)
 class ProbeTiming:
-    """When probes are asked: at the end of the conversation, or N turns after their evidence."""
+    """When probes are asked.
+
+    ``end``: once, at the end of the conversation. ``after``: once, N turns after the probe's
+    last evidence message. ``ages``: once per listed age (N turns after the evidence, when the
+    conversation is that long), plus once at the end when ``end`` is true. Users ask about facts
+    of every age; only a spread of ages shows what the verbatim tail is worth.
+    """
 
     ask: str = "end"
     after_turns: int = 0
+    ages: tuple[int, ...] = ()
+    end: bool = True
 
     @property
     def key(self) -> str:
+        if self.ask == "ages":
+            return f"ages:{','.join(str(a) for a in self.ages)}{'+end' if self.end else ''}"
         return "end" if self.ask == "end" else f"after:{self.after_turns}"
+
+
+def parse_timing(key: str) -> ProbeTiming:
+    """The inverse of `ProbeTiming.key` (Units carry the key, a plain string)."""
+    if key == "end":
+        return ProbeTiming()
+    kind, _, rest = key.partition(":")
+    if kind == "after":
+        return ProbeTiming(ask="after", after_turns=int(rest))
+    if kind == "ages":
+        end = rest.endswith("+end")
+        ages = tuple(int(a) for a in rest.removesuffix("+end").split(",") if a)
+        return ProbeTiming(ask="ages", ages=ages, end=end)
+    raise ValueError(f"unknown probe timing {key!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +150,13 @@ class Unit:
 
     @property
     def after_turns(self) -> int | None:
-        return None if self.probe_timing == "end" else int(self.probe_timing.split(":", 1)[1])
+        """N for ``after:N`` timing, else None (``end`` and ``ages`` timings)."""
+        t = parse_timing(self.probe_timing)
+        return t.after_turns if t.ask == "after" else None
+
+    @property
+    def timing(self) -> ProbeTiming:
+        return parse_timing(self.probe_timing)
 
 
 def canonical_json(obj: Any) -> str:
@@ -167,7 +197,7 @@ class _Where:
 
 
 def load_spec(path: str | Path, *, model_override: str | None = None,
-              locomo: str | None = None) -> SweepSpec:
+              locomo: str | None = None, overrides: Sequence[str] = ()) -> SweepSpec:
     """Read and validate a sweep spec. Every mistake is a ConfigError naming file, line, field."""
     p = Path(path)
     try:
@@ -176,11 +206,12 @@ def load_spec(path: str | Path, *, model_override: str | None = None,
         raise ConfigError(f"{p}: sweep spec not found") from None
     except OSError as err:
         raise ConfigError(f"{p}: cannot read sweep spec: {err.strerror}") from None
-    return parse_spec(text, str(p), model_override=model_override, locomo=locomo)
+    return parse_spec(text, str(p), model_override=model_override, locomo=locomo,
+                      overrides=overrides)
 
 
 def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = None,
-               locomo: str | None = None) -> SweepSpec:
+               locomo: str | None = None, overrides: Sequence[str] = ()) -> SweepSpec:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -193,6 +224,9 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
         for cfg in raw.get("configs") or []:
             if isinstance(cfg, dict):
                 cfg.pop("models", None)
+
+    for item in overrides:
+        apply_override(raw, item, path)
 
     name = _str(w, raw, "name", default=Path(path).stem)
     datasets = _datasets(w, raw.get("datasets"), locomo)
@@ -251,6 +285,42 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
                      main_model=main_model, qa_model=qa_model, judge=judge, cache=cache,
                      requests_per_minute=None if rpm is None else float(rpm),
                      description=description, raw=raw, path=path)
+
+
+def _toml_value(text: str) -> Any:
+    """`10` -> 10, `0.8` -> 0.8, `true` -> True, `"x"` or a bare word -> str."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None:
+    """``--set SELECTOR.PARAM=VALUE``: fix one parameter of every config whose preset or label
+    is SELECTOR, replacing a grid over it. The label does not change when the config has an
+    explicit ``label``, so a baseline keyed by label still gates the degraded run.
+    """
+    target, eq, value = item.partition("=")
+    selector, dot, param = target.strip().rpartition(".")
+    if not eq or not dot or not selector or not param:
+        raise ConfigError(f"--set {item!r}: expected PRESET.PARAM=VALUE (or LABEL.PARAM=VALUE), "
+                          "e.g. since-last.keep_last=2")
+    configs = raw.get("configs")
+    matched = 0
+    for cfg in configs if isinstance(configs, list) else []:
+        if isinstance(cfg, dict) and selector in (cfg.get("preset"), cfg.get("label")):
+            params = cfg.setdefault("params", {})
+            grid = cfg.get("grid")
+            if isinstance(grid, dict):
+                grid.pop(param, None)
+            if isinstance(params, dict):
+                params[param] = _toml_value(value.strip())
+                matched += 1
+    if not matched:
+        known = sorted({str(c.get(k)) for c in configs if isinstance(c, dict) for k in ("preset", "label")
+                        if c.get(k)} if isinstance(configs, list) else set())
+        raise ConfigError(f"{path}: --set {item!r}: no config with preset or label {selector!r} "
+                          f"(expected one of: {', '.join(known) or 'none'})")
 
 
 def _check_keys(w: _Where, prefix: str, table: Mapping[str, Any], allowed: set[str],
@@ -355,11 +425,29 @@ def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
 
 def _probes(w: _Where, v: Any) -> ProbeTiming:
     if not isinstance(v, dict):
-        raise w.error("probes", "a table with 'ask' and 'after_turns'", v)
+        raise w.error("probes", "a table with 'ask' and 'after_turns', or 'ages'", v)
     _check_keys(w, "probes.", v, _PROBE_KEYS)
+    if "ages" in v:
+        ages = v["ages"]
+        if (not isinstance(ages, list) or not ages
+                or not all(isinstance(a, int) and not isinstance(a, bool) and a > 0 for a in ages)):
+            raise w.error("probes.ages", "a non-empty list of positive integers (turns after the "
+                          "evidence)", ages, key="ages")
+        if len(set(ages)) != len(ages):
+            raise w.error("probes.ages", "ages listed once each", ages, key="ages")
+        if v.get("ask", "ages") != "ages" or "after_turns" in v:
+            raise w.error("probes.ages", "either 'ages' or 'ask'/'after_turns', not both",
+                          key="ages")
+        end = v.get("end", True)
+        if not isinstance(end, bool):
+            raise w.error("probes.end", "true or false (also ask every probe at the end)", end,
+                          key="end")
+        return ProbeTiming(ask="ages", ages=tuple(sorted(ages)), end=end)
+    if "end" in v:
+        raise w.error("probes.end", "only together with 'ages'", key="end")
     ask = v.get("ask", "end")
     if ask not in ("end", "after"):
-        raise w.error("probes.ask", "'end' or 'after'", ask, key="ask")
+        raise w.error("probes.ask", "'end' or 'after' (or use 'ages = [...]')", ask, key="ask")
     after = v.get("after_turns", 0)
     if not isinstance(after, int) or isinstance(after, bool) or after < 0:
         raise w.error("probes.after_turns", "a non-negative integer", after, key="after_turns")

@@ -26,8 +26,15 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                      help="summarizer model for every config, e.g. anthropic:claude-haiku-4-5")
     run.add_argument("--max-cost-usd", type=float, metavar="X",
                      help="stop before real spend (summarizer + QA calls) would pass X dollars")
-    run.add_argument("--executor", choices=("thread", "process"), default="thread",
-                     help="threads for API-bound models (default), processes for local ones")
+    run.add_argument("--set", action="append", default=[], metavar="PRESET.PARAM=VALUE",
+                     dest="overrides",
+                     help="fix a parameter of every config with that preset (or label), "
+                     "replacing any grid over it; repeatable, e.g. --set since-last.keep_last=2")
+    run.add_argument("--executor", choices=("auto", "thread", "process"), default="auto",
+                     help="auto (default): processes for large CPU-heavy sweeps, else threads; "
+                     "threads suit API-bound models, processes CPU-bound replay")
+    run.add_argument("--no-unit-cache", action="store_true",
+                     help="replay every Unit even if an identical one is in the Unit-result cache")
     run.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="the offline quickstart sweep and its report",
@@ -49,16 +56,19 @@ def _default_out(name: str) -> Path:
 
 
 def _run(spec_path: str | Path, args: argparse.Namespace, *, resume: bool = False,
-         model: str | None = None, max_cost: float | None = None, executor: str = "thread") -> Any:
+         model: str | None = None, max_cost: float | None = None, executor: str = "auto") -> Any:
     from evals.runner import run_sweep
     from evals.spec import load_spec
 
-    spec = load_spec(spec_path, model_override=model, locomo=args.locomo)
+    spec = load_spec(spec_path, model_override=model, locomo=args.locomo,
+                     overrides=getattr(args, "overrides", None) or ())
     out = Path(args.out) if args.out else _default_out(spec.name)
     result = run_sweep(spec, out, jobs=args.jobs, resume=resume, executor=executor,
-                       max_cost_usd=max_cost, progress=not args.no_progress and sys.stderr.isatty())
+                       max_cost_usd=max_cost, progress=not args.no_progress and sys.stderr.isatty(),
+                       unit_cache=False if getattr(args, "no_unit_cache", False) else None)
     print(f"{result.done}/{result.total} units in {result.run_dir} "
-          f"({result.ran} run now, {result.errors} errors, ${result.spent_usd:.4f} spent, "
+          f"({result.ran} run now, {result.cached} from the unit cache, {result.errors} errors, "
+          f"${result.spent_usd:.4f} spent, "
           f"{result.wall_s:.1f}s)")
     if result.stopped_for_budget:
         print(f"stopped before passing --max-cost-usd {max_cost}: {result.skipped} units not run; "

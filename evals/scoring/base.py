@@ -34,7 +34,8 @@ class Scores:
     unit: dict[str, Any] = field(default_factory=dict)
     """Columns of the Unit's row in ``units``."""
     probes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """probe id -> columns of that probe's row in ``probes``."""
+    """ask key (the probe id, or ``id@turn`` when probes are asked at several ages) -> columns
+    of that row in ``probes``."""
 
 
 @runtime_checkable

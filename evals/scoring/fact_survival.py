@@ -9,29 +9,29 @@ from __future__ import annotations
 
 from evals.scoring.answer_retention import UNANSWERABLE
 from evals.scoring.base import ScoreContext, Scores
-from evals.scoring.text import contains, normalize_answer
+from evals.scoring.text import contains, normalize_text
 
 
 class FactSurvival:
     name = "fact_survival"
-    version = "1"
+    version = "2"
 
     def score(self, ctx: ScoreContext) -> Scores:
         trace = ctx.trace
-        rendered = [normalize_answer(r.render()) for r in trace.summaries]
+        rendered = [normalize_text(r.render()) for r in trace.summaries]
         covered_by: dict[str, int] = {}
         for gen, rec in enumerate(trace.summaries):
             for mid in rec.covered_ids:
                 covered_by.setdefault(mid, gen)
         out = Scores()
-        for probe in ctx.conversation.probes:
-            asked = trace.asked_turn.get(probe.id, len(trace.messages) - 1)
+        for ask in trace.asks_for(ctx.conversation.probes):
+            probe, asked = ask.probe, ask.asked_turn
             first_cover = min((covered_by[e] for e in probe.evidence if e in covered_by),
                               default=None)
             died = -1
             in_play = False
             if probe.category in UNANSWERABLE:
-                out.probes[probe.id] = {"died_at_generation": died}
+                out.probes[ask.key] = {"died_at_generation": died}
                 continue
             for gen, text in enumerate(rendered):
                 if trace.summary_turns[gen] > asked:
@@ -43,5 +43,5 @@ class FactSurvival:
                 if in_play or (first_cover is not None and gen >= first_cover):
                     died = gen
                     break
-            out.probes[probe.id] = {"died_at_generation": died}
+            out.probes[ask.key] = {"died_at_generation": died}
         return out

@@ -51,13 +51,14 @@ class QA:
         out = Scores()
         f1s: list[float] = []
         judged: list[bool] = []
-        for probe in ctx.conversation.probes:
-            snap = ctx.trace.snapshot_for(probe.id)
+        for ask in ctx.trace.asks_for(ctx.conversation.probes):
+            probe = ask.probe
+            snap = ctx.trace.snapshot_at(ask.asked_turn)
             req = CompletionRequest(
                 system=_QA_SYSTEM,
                 messages=[Message("user", f"{_transcript(snap.context)}\n\nQuestion: {probe.question}")],
                 max_tokens=64, prompt_id=QA_PROMPT_ID,
-                metadata={"purpose": "qa", "unit": ctx.unit.unit_id, "probe": probe.id})
+                metadata={"purpose": "qa", "unit": ctx.unit.unit_id, "probe": ask.key})
             try:
                 c = model.complete(req)
                 prediction = c.text.strip()
@@ -76,7 +77,7 @@ class QA:
                     messages=[Message("user", f"Question: {probe.question}\nReference: {probe.answer}\n"
                                               f"Candidate: {prediction}")],
                     max_tokens=4, prompt_id=JUDGE_PROMPT_ID,
-                    metadata={"purpose": "judge", "unit": ctx.unit.unit_id, "probe": probe.id})
+                    metadata={"purpose": "judge", "unit": ctx.unit.unit_id, "probe": ask.key})
                 try:
                     jc = model.complete(jreq)
                     usage = usage + jc.usage
@@ -85,7 +86,7 @@ class QA:
                     judged.append(verdict)
                 except ModelError:
                     pass
-            out.probes[probe.id] = cols
+            out.probes[ask.key] = cols
         out.unit.update({
             "qa_f1": sum(f1s) / len(f1s) if f1s else math.nan,
             "judge_accuracy": sum(judged) / len(judged) if judged else math.nan,

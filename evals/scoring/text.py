@@ -23,12 +23,28 @@ def normalize_answer(s: str) -> str:
     return " ".join(_ARTICLES.sub(" ", s).split())
 
 
+_PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation})
+
+
+def normalize_text(s: str) -> str:
+    """Normalization for *containment*: LoCoMo's, except that punctuation separates words.
+
+    LoCoMo deletes punctuation, which is right for token F1 but glues neighbours together in
+    running text: "src/app.py:163:def" would become "srcapppy163def" and the gold answer
+    "src/app.py" would not be found on a word boundary even in the full conversation. Commas
+    are still dropped ("4,417" matches "4417"). Maps characters only, so normalizing a joined
+    text equals joining the normalized parts.
+    """
+    s = s.replace(",", "").lower().translate(_PUNCT_TO_SPACE)
+    return " ".join(_ARTICLES.sub(" ", s).split())
+
+
 def contains(haystack_norm: str, needle: str) -> bool:
-    """Is the normalized `needle` in the already-normalized haystack, on word boundaries?
+    """Is `needle` in the haystack (already `normalize_text`-ed), on word boundaries?
 
     Word boundaries matter: the gold answer "12" must not be found inside "1234".
     """
-    n = normalize_answer(needle)
+    n = normalize_text(needle)
     if not n:
         return False
     return f" {n} " in f" {haystack_norm} "

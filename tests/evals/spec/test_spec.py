@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from evals.spec import expand, parse_spec, variants
@@ -81,3 +83,57 @@ def test_mistakes_name_file_line_and_field(text: str, needle: str) -> None:
     with pytest.raises(ConfigError) as err:
         _units(text)
     assert needle in str(err.value)
+
+
+AGES = SPEC + '\n[probes]\nages = [60, 5, 20]\n'
+
+
+def test_probe_ages_become_the_units_timing_and_change_unit_ids() -> None:
+    spec = parse_spec(AGES, "t.toml")
+    assert spec.probes.key == "ages:5,20,60+end"
+    units = _units(AGES)
+    assert {u.probe_timing for u in units} == {"ages:5,20,60+end"}
+    assert units[0].timing.ages == (5, 20, 60) and units[0].timing.end
+    assert units[0].after_turns is None
+    no_end = _units(AGES.replace("[60, 5, 20]", "[60, 5, 20]\nend = false"))
+    assert {u.probe_timing for u in no_end} == {"ages:5,20,60"}
+    assert not {u.unit_id for u in units} & {u.unit_id for u in _units()}
+
+
+def test_old_probe_timings_still_parse() -> None:
+    after = _units(SPEC + '\n[probes]\nask = "after"\nafter_turns = 7\n')
+    assert after[0].probe_timing == "after:7" and after[0].after_turns == 7
+    assert _units()[0].probe_timing == "end" and _units()[0].after_turns is None
+
+
+@pytest.mark.parametrize(("probes", "needle"), [
+    ("ages = []", "t.toml:23: field 'probes.ages': expected a non-empty list of positive integers"),
+    ("ages = [5, 0]", "field 'probes.ages'"),
+    ("ages = [5, 5]", "ages listed once each"),
+    ('ages = [5]\nask = "after"', "either 'ages' or 'ask'"),
+    ('ages = [5]\nend = "yes"', "field 'probes.end': expected true or false"),
+    ("end = false", "only together with 'ages'"),
+])
+def test_probe_age_mistakes_name_the_field(probes: str, needle: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        parse_spec(SPEC + "\n[probes]\n" + probes + "\n", "t.toml")
+
+
+def test_set_fixes_a_param_replacing_its_grid_and_keeps_explicit_labels() -> None:
+    spec = parse_spec(SPEC, "t.toml", overrides=["since-last.keep_last=7"])
+    assert [v.label for v in variants(spec)] == ["since-last[keep_last=7]", "full-context"]
+    assert spec.raw["configs"][0]["params"] == {"keep_last": 7}
+    assert spec.sha256() != parse_spec(SPEC, "t.toml").sha256()
+    labelled = SPEC.replace('grid = { keep_last = [2, 5] }', 'label = "sl"\nparams = { keep_last = 5 }')
+    spec = parse_spec(labelled, "t.toml", overrides=["sl.keep_last=2", "sl.mode=\"x\""])
+    assert next((v.label, dict(v.params)) for v in variants(spec)) == ("sl", {"keep_last": 2, "mode": "x"})
+
+
+@pytest.mark.parametrize(("item", "needle"), [
+    ("keep_last=2", "expected PRESET.PARAM=VALUE"),
+    ("since-last.keep_last", "expected PRESET.PARAM=VALUE"),
+    ("nope.keep_last=2", "no config with preset or label 'nope' (expected one of: full-context, since-last)"),
+])
+def test_set_mistakes_are_config_errors(item: str, needle: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        parse_spec(SPEC, "t.toml", overrides=[item])
