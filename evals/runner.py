@@ -142,6 +142,7 @@ class ModelFactory:
     cache_path: Path | None = None
     limiter: Any = None
     caches: list[Any] = field(default_factory=list)
+    _file: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, spec: str) -> Model | None:
@@ -155,13 +156,22 @@ class ModelFactory:
 
             model = LimitedModel(model, self.limiter)
         if self.cache_path is not None:
-            from rollsum.models.cache import CachedModel
+            from rollsum.models.cache import CachedModel, CacheFile
 
-            cached = CachedModel(model, self.cache_path, "on")
-            with self._lock:
+            with self._lock:  # one set of connections for every Unit's model
+                if self._file is None:
+                    self._file = CacheFile(self.cache_path, "on")
+                cached = CachedModel(model, self._file)
                 self.caches.append(cached)
             model = cached
         return model
+
+    def close(self) -> None:
+        """Close the shared cache file once no Unit uses it (end of the sweep or worker)."""
+        with self._lock:
+            file, self._file = self._file, None
+        if file is not None:
+            file.close()
 
     def stats(self) -> dict[str, int]:
         total: dict[str, int] = {}
@@ -187,7 +197,7 @@ def cache_path_for(spec: SweepSpec, run_dir: Path) -> Path | None:
 def unit_cache_path_for(spec: SweepSpec) -> Path | None:
     """Only the shared user cache can serve another run: a run-local one would only ever be
     read by ``--resume``, which re-runs unfinished Units by design."""
-    if spec.cache != "user" or not getattr(spec, "unit_cache", True):
+    if spec.cache != "user" or not spec.unit_cache:
         return None
     return user_cache_dir() / UNIT_CACHE_FILE
 
@@ -353,7 +363,10 @@ def _process_worker(unit: Unit, conv: Conversation, cache_path: str | None,
                     secrets: Sequence[str] = ()) -> UnitResult:
     """Entry point in a worker process: builds its own models (a limiter cannot be shared)."""
     factory = ModelFactory(cache_path=Path(cache_path) if cache_path else None)
-    result = execute_unit(unit, conv, engine_factory=engine_factory, models=models or factory)
+    try:
+        result = execute_unit(unit, conv, engine_factory=engine_factory, models=models or factory)
+    finally:
+        factory.close()
     result.cache_stats = factory.stats()
     return _redact_result(result, secrets)
 
@@ -738,6 +751,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     rd.write_tables(unit_ids)
     finished_ids = rd.finished_ids() & unit_ids
     stats = factory.stats() if isinstance(factory, ModelFactory) else {}
+    if isinstance(factory, ModelFactory):
+        factory.close()
     for k, v in extra_stats.items():
         stats[k] = stats.get(k, 0) + v
     manifest.update(status="stopped: budget" if stopped else "complete", finished_at=now(),

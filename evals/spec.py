@@ -34,7 +34,7 @@ DEFAULT_MAIN_MODEL = "claude-haiku-4-5"
 DEFAULT_CONTEXT_WINDOW = 200_000
 
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
-             "context_window", "probes", "seeds", "main_model", "qa", "cache", "limits"}
+             "context_window", "probes", "seeds", "main_model", "qa", "cache", "unit_cache", "limits"}
 _DATASET_KEYS = {"name", "source", "format", "limit"}
 _CONFIG_KEYS = {"preset", "label", "params", "grid", "prompts", "models"}
 _PROBE_KEYS = {"ask", "after_turns", "ages", "end"}
@@ -112,6 +112,8 @@ class SweepSpec:
     judge: bool = False
     cache: str = "user"
     """``user`` (~/.cache/rollsum, shared between runs), ``run`` (inside the run dir) or ``off``."""
+    unit_cache: bool = True
+    """Copy finished Units from the Unit-result cache (needs ``cache = "user"``)."""
     requests_per_minute: float | None = None
     description: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict)
@@ -269,6 +271,9 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     cache = _str(w, raw, "cache", default="user")
     if cache not in ("user", "run", "off"):
         raise w.error("cache", "'user', 'run' or 'off'", cache)
+    unit_cache = raw.get("unit_cache", True)
+    if not isinstance(unit_cache, bool):
+        raise w.error("unit_cache", "true or false", unit_cache)
     limits = raw.get("limits", {})
     if not isinstance(limits, dict):
         raise w.error("limits", "a table", limits)
@@ -283,7 +288,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     return SweepSpec(name=name, datasets=datasets, configs=configs, prompts=prompts, models=models,
                      scorers=scorers, context_windows=windows, probes=probes, seeds=seeds,
                      main_model=main_model, qa_model=qa_model, judge=judge, cache=cache,
-                     requests_per_minute=None if rpm is None else float(rpm),
+                     unit_cache=unit_cache, requests_per_minute=None if rpm is None else float(rpm),
                      description=description, raw=raw, path=path)
 
 

@@ -73,23 +73,19 @@ def provider_of(model: Model) -> str:
     return str(getattr(model, "provider", "") or model.name.partition(":")[0])
 
 
-class CachedModel(ModelWrapper):
-    """Wraps any `Model`; answers repeated requests from an SQLite file.
+class CacheFile:
+    """One cache file: its mode and one connection per thread, schema set up once.
 
-    Modes: ``on`` (read and write), ``off`` (pass-through), ``read-only`` (serve hits, never
-    write: for runs on a shared cache), ``strict`` (a miss raises `CacheMissError`: proves a CI
-    run made no live call).
+    Many `CachedModel`s can share one `CacheFile` (a sweep makes a fresh model per Unit), so
+    that dozens of concurrent Units do not each open a connection and rewrite the schema under
+    the file's write lock.
     """
 
-    def __init__(self, inner: Model, path: str | Path, mode: str = "on", *,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: str | Path, mode: str = "on") -> None:
         if mode not in CACHE_MODES:
             raise ConfigError(f"cache mode {mode!r}: expected one of {', '.join(CACHE_MODES)}")
-        super().__init__(inner)
         self.path = Path(path)
         self.mode = mode
-        self.stats = CacheStats()
-        self._clock = clock
         self._lock = threading.Lock()
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -100,13 +96,6 @@ class CachedModel(ModelWrapper):
             self.path.parent.mkdir(parents=True, exist_ok=True)
         if mode != "off":
             self._connect()  # a bad path or a non-SQLite file fails at construction
-
-    def __repr__(self) -> str:
-        return f"CachedModel({self.inner!r}, {str(self.path)!r}, mode={self.mode!r})"
-
-    def key(self, request: CompletionRequest) -> str:
-        answering = innermost(self.inner)
-        return request.hash(provider_of(answering), answering.name)
 
     def _connect(self) -> sqlite3.Connection | None:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -123,10 +112,11 @@ class CachedModel(ModelWrapper):
                 conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
-                conn.execute("INSERT OR IGNORE INTO meta(name, value) VALUES ('schema', ?)",
-                             (str(SCHEMA_VERSION),))
-                conn.commit()
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses'").fetchone() is None:
+                    conn.executescript(_SCHEMA)
+                    conn.execute("INSERT OR IGNORE INTO meta(name, value) VALUES ('schema', ?)",
+                                 (str(SCHEMA_VERSION),))
+                    conn.commit()
         except sqlite3.Error as err:
             raise ConfigError(f"cache file {self.path}: cannot open as SQLite ({err})") from err
         self._local.conn = conn
@@ -134,7 +124,7 @@ class CachedModel(ModelWrapper):
             self._connections.append(conn)
         return conn
 
-    def _lookup(self, key: str) -> Completion | None:
+    def lookup(self, key: str) -> Completion | None:
         conn = self._connect()
         if conn is None:
             return None
@@ -152,19 +142,60 @@ class CachedModel(ModelWrapper):
             log.warning("cache %s: unreadable entry %s… ignored (%s)", self.path, key[:12], err)
             return None
 
-    def _store(self, key: str, request: CompletionRequest, completion: Completion) -> None:
+    def store(self, key: str, model_name: str, prompt_id: str, completion: Completion, now: float) -> bool:
         conn = self._connect()
         if conn is None:
-            return
+            return False
         blob = json.dumps(redact_obj(completion.to_dict()), ensure_ascii=False)
         with conn:
             conn.execute(
                 "INSERT OR REPLACE INTO responses(key, model, prompt_id, response, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (key, redact(self.inner.name), request.prompt_id, blob, self._clock()),
+                (key, redact(model_name), prompt_id, blob, now),
             )
+        return True
+
+    def close(self) -> None:
         with self._lock:
-            self.stats.writes += 1
+            conns, self._connections = self._connections, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+
+class CachedModel(ModelWrapper):
+    """Wraps any `Model`; answers repeated requests from an SQLite file.
+
+    Modes: ``on`` (read and write), ``off`` (pass-through), ``read-only`` (serve hits, never
+    write: for runs on a shared cache), ``strict`` (a miss raises `CacheMissError`: proves a CI
+    run made no live call). Pass a `CacheFile` instead of a path to share connections.
+    """
+
+    def __init__(self, inner: Model, path: str | Path | CacheFile, mode: str = "on", *,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__(inner)
+        self._owns_file = not isinstance(path, CacheFile)
+        self.file = path if isinstance(path, CacheFile) else CacheFile(path, mode)
+        self.path = self.file.path
+        self.mode = self.file.mode
+        self.stats = CacheStats()
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"CachedModel({self.inner!r}, {str(self.path)!r}, mode={self.mode!r})"
+
+    def key(self, request: CompletionRequest) -> str:
+        answering = innermost(self.inner)
+        return request.hash(provider_of(answering), answering.name)
+
+    def _lookup(self, key: str) -> Completion | None:
+        return self.file.lookup(key)
+
+    def _store(self, key: str, request: CompletionRequest, completion: Completion) -> None:
+        if self.file.store(key, self.inner.name, request.prompt_id, completion, self._clock()):
+            with self._lock:
+                self.stats.writes += 1
 
     def complete(self, request: CompletionRequest) -> Completion:
         if self.mode == "off":
@@ -190,8 +221,6 @@ class CachedModel(ModelWrapper):
         return completion
 
     def close(self) -> None:
-        with self._lock:
-            conns, self._connections = self._connections, []
-        for conn in conns:
-            conn.close()
-        self._local = threading.local()
+        """Close the file if this model opened it; a shared `CacheFile` is its owner's to close."""
+        if self._owns_file:
+            self.file.close()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +138,15 @@ def test_set_fixes_a_param_replacing_its_grid_and_keeps_explicit_labels() -> Non
 def test_set_mistakes_are_config_errors(item: str, needle: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(needle)):
         parse_spec(SPEC, "t.toml", overrides=[item])
+
+
+def test_unit_cache_switch_is_a_checked_boolean(tmp_path: Path) -> None:
+    from evals.spec import load_spec
+
+    p = tmp_path / "s.toml"
+    p.write_text('name = "x"\nunit_cache = false\n[[datasets]]\nname = "d"\n'
+                 'source = "synth:chat?conversations=1&messages=40"\n[[configs]]\npreset = "since-last"\n')
+    assert load_spec(p).unit_cache is False
+    p.write_text(p.read_text().replace("unit_cache = false", 'unit_cache = "no"'))
+    with pytest.raises(ConfigError, match="unit_cache"):
+        load_spec(p)
