@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rollsum import presets
 from rollsum.errors import ConfigError
 
 BASELINE_PRESETS: frozenset[str] = frozenset({"full-context", "truncate"})
@@ -405,6 +406,9 @@ def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
         if not isinstance(preset, str) or not preset:
             raise w.error(f"configs[{i}].preset", "a preset name", preset, key="configs",
                           occurrence=i)
+        if preset not in presets.names():
+            raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
+                          key="preset", occurrence=i)
         params = c.get("params", {})
         if not isinstance(params, dict):
             raise w.error(f"configs[{i}].params", "a table of overrides", params, key="params")

@@ -193,6 +193,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
             roles[m.role] += 1
             tokens += counter.count(m.content) + counter.overhead
         cats.update(p.category for p in conv.probes)
+    if convs == 0:
+        from rollsum.errors import ConfigError
+
+        raise ConfigError(f"{args.file}: no readable conversation (see the warnings above, or run "
+                          "`rollsum data validate` on it)")
     stats = {"conversations": convs, "messages": msgs, "max_messages": longest, "tokens": tokens,
              "references": refs, "messages_by_role": dict(sorted(roles.items())),
              "probes": sum(cats.values()), "probes_by_category": dict(sorted(cats.items()))}
