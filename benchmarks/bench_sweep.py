@@ -17,8 +17,9 @@ workers cannot beat total work / 16. So each scenario prints
 - measured wall and both ratios. The --jobs 64 scenarios are where "1.3× the critical path" is
   a meaningful target; the table says whether it is met.
 
-Exit code: 1 on a clear miss, i.e. the main scenario over 1.5× its achievable bound, or the warm
-re-run over 5 % of the cold run, or cached tables that differ from replayed ones; else 0.
+Exit code: 1 on a miss: the main scenario over 1.5× its achievable bound, the --jobs 64 run on
+the executor ``auto`` picks over 1.3× the critical path, the warm re-run over 5 % of the cold
+run, or cached tables that differ from replayed ones; else 0.
 
 Usage: .venv/bin/python benchmarks/bench_sweep.py [--jobs 16] [--messages 120] [--latency-ms 50]
 """
@@ -195,13 +196,16 @@ def main() -> int:
               f"{floor:.2f} | {bound:.2f} | {sc.wall_s / bound:.2f}× | {sc.wall_s / crit:.2f}× |")
     print()
     main_bound = max(crit, (main_sc.cpu_s + main_sc.latency_s) / main_sc.jobs)
-    best_all = min(scenarios[3:], key=lambda s: s.wall_s)
+    # Judged on the executor `auto` picks for this sweep (what a user gets), not the best of two.
+    all_sc = next(s for s in scenarios[3:] if s.chosen == main_sc.chosen)
+    all_met = all_sc.wall_s <= CRITICAL_TARGET * crit
     rows = [
         ("replay CPU summed over units (main)", f"{main_sc.cpu_s:.2f} s"),
         (f"main wall / achievable bound (limit {BOUND_LIMIT}×)", f"{main_sc.wall_s / main_bound:.2f}×"),
-        (f"jobs {args.all_jobs}: best wall / critical path (target {CRITICAL_TARGET}×)",
-         f"{best_all.wall_s / crit:.2f}× ({best_all.chosen}) "
-         f"{'met' if best_all.wall_s <= CRITICAL_TARGET * crit else 'NOT met'}"),
+        (f"jobs {args.all_jobs} ({all_sc.chosen}, auto's pick): wall / critical path "
+         f"(target ≤ {CRITICAL_TARGET}×)",
+         f"{all_sc.wall_s:.2f} s / {crit:.2f} s = {all_sc.wall_s / crit:.2f}× "
+         f"{'met' if all_met else 'NOT met'}"),
         ("warm re-run wall", f"{warm_s:.2f} s"),
         (f"warm / cold (target ≤ {CACHE_LIMIT:.0%})", f"{100 * warm_s / main_sc.wall_s:.1f} %"),
         ("warm unit-cache hits / misses", f"{ucache['hits']} / {ucache['misses']} ({warm.cached} copied)"),
@@ -219,6 +223,9 @@ def main() -> int:
         failed.append(f"main scenario {main_sc.wall_s / main_bound:.2f}× its achievable bound")
     if warm_s > CACHE_LIMIT * main_sc.wall_s:
         failed.append(f"warm re-run {100 * warm_s / main_sc.wall_s:.1f} % of cold")
+    if not all_met:
+        failed.append(f"jobs {args.all_jobs} {all_sc.wall_s / crit:.2f}× the critical path "
+                      f"(target {CRITICAL_TARGET}×)")
     if not (same_warm and same_exec):
         failed.append("tables differ")
     for f in failed:

@@ -40,7 +40,7 @@ def test_run_writes_a_run_directory_and_prints_it_last(tmp_path: Path, capsys: p
 
 @pytest.mark.parametrize(("text", "needle"), [
     (SPEC.replace('preset = "since-last"', 'preset = "since-last"\nparams = { keep_lats = 2 }'), "keep_lats"),
-    (SPEC.replace('preset = "full-context"', 'preset = "nope"'), "unknown preset"),
+    (SPEC.replace('preset = "full-context"', 'preset = "nope"'), "s.toml:14: field 'configs[1].preset'"),
     (SPEC.replace("context_window = 2000", "context_window = 'big'"), "s.toml:3: field 'context_window'"),
 ])
 def test_user_mistakes_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
