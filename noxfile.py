@@ -81,5 +81,5 @@ def local(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """The benchmarks; each prints a table."""
     _install(session)
-    for script in ("bench_replay.py", "bench_models.py", "bench_sweep.py"):
+    for script in ("bench_replay.py", "bench_ledger.py", "bench_models.py", "bench_sweep.py"):
         session.run("python", f"benchmarks/{script}", *session.posargs)
