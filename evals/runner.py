@@ -52,6 +52,7 @@ from evals.scoring.cost import price
 from evals.spec import BASELINE_PRESETS, OFFLINE_MODELS, DatasetSpec, SweepSpec, Unit, canonical_json, expand
 from rollsum.errors import ConfigError, RollsumError
 from rollsum.models.base import Model
+from rollsum.redact import env_secrets, redact, redact_obj
 from rollsum.types import Usage
 
 log = logging.getLogger(__name__)
@@ -63,36 +64,12 @@ ModelBuilder = Callable[[str], "Model | None"]
 _PACKAGES = ("rollsum", "anthropic", "pandas", "pyarrow", "rouge-score", "tqdm", "datasets", "nltk")
 
 
-_SECRET_ENV_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
-
-
-def _env_secrets() -> list[str]:
-    """Values of credential-looking environment variables: masked even in formats `redact`
-    does not recognise."""
-    return [v for k, v in os.environ.items()
-            if k.upper().endswith(_SECRET_ENV_SUFFIXES) and len(v) >= 8]
-
-
 def _redact(text: str, secrets: Sequence[str] | None = None) -> str:
-    from rollsum.redact import redact
-
-    text = redact(text)
-    for value in _env_secrets() if secrets is None else secrets:
-        if value in text:
-            text = text.replace(value, "***")
-    return text
+    return redact(text, env_secrets() if secrets is None else secrets)
 
 
 def _redact_obj(obj: Any, secrets: Sequence[str] | None = None) -> Any:
-    if secrets is None:
-        secrets = _env_secrets()
-    if isinstance(obj, str):
-        return _redact(obj, secrets) if len(obj) >= 8 else obj
-    if isinstance(obj, Mapping):
-        return {str(k): _redact_obj(v, secrets) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_redact_obj(v, secrets) for v in obj]
-    return obj
+    return redact_obj(obj, env_secrets() if secrets is None else secrets)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -797,7 +774,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         fingerprint = code_fingerprint()
         keys = {u.unit_id: unit_cache_key(u, fingerprint) for u in todo}
         if not resume:
-            hits = ucache.get_many(keys, secrets=_env_secrets())
+            hits = ucache.get_many(keys, secrets=env_secrets())
     todo = [u for u in todo if u.unit_id not in hits]
     if todo:
         _preflight(todo, engine_factory, factory)
@@ -824,7 +801,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     }
     rd.write_manifest(_redact_obj(manifest))
 
-    secrets = _env_secrets()
+    secrets = env_secrets()
     if hits:
         rd.append_many([hits[uid] for uid in sorted(hits)])
     spent = float(previous.get("spent_usd", 0.0))

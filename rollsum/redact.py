@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 MASK = "***"
@@ -36,11 +36,21 @@ skipping the regex then is what makes redacting every cached completion cheap (i
 of a sweep Unit's CPU)."""
 
 
-def redact(text: str) -> str:
+SECRET_ENV_SUFFIXES: tuple[str, ...] = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+
+
+def env_secrets() -> list[str]:
+    """Values of every credential-looking environment variable (8+ characters): for writers
+    that must mask secrets even in shapes the patterns do not know (run directories)."""
+    return [v for k, v in os.environ.items() if k.upper().endswith(SECRET_ENV_SUFFIXES) and len(v) >= 8]
+
+
+def redact(text: str, extra_secrets: Sequence[str] = ()) -> str:
     """`text` with API keys, bearer tokens and AWS-style keys replaced by a mask.
 
     The live values of the key environment variables are masked too, whatever their shape;
-    they are read at call time because tests and users set them after import.
+    they are read at call time because tests and users set them after import. `extra_secrets`
+    are literal values masked last (e.g. `env_secrets()`).
     """
     for var in KEY_ENV_VARS:
         secret = os.environ.get(var, "")
@@ -50,20 +60,25 @@ def redact(text: str) -> str:
     for (pattern, repl), needles in zip(_PATTERNS, _NEEDLES):
         if any(n in lowered for n in needles):
             text = pattern.sub(repl, text)
+    for value in extra_secrets:
+        if value in text:
+            text = text.replace(value, MASK)
     return text
 
 
 _SECRET_HEADERS = frozenset({"x-api-key", "authorization", "anthropic-api-key", "proxy-authorization"})
 
 
-def redact_obj(obj: Any) -> Any:
+def redact_obj(obj: Any, extra_secrets: Sequence[str] = ()) -> Any:
     """Deep copy of JSON-like data with every string redacted and auth headers masked."""
     if isinstance(obj, str):
-        return redact(obj)
+        # no secret the patterns or the live keys describe fits in fewer than 8 characters
+        return redact(obj, extra_secrets) if len(obj) >= 8 else obj
     if isinstance(obj, Mapping):
-        return {str(k): (MASK if str(k).lower() in _SECRET_HEADERS else redact_obj(v)) for k, v in obj.items()}
+        return {str(k): (MASK if str(k).lower() in _SECRET_HEADERS else redact_obj(v, extra_secrets))
+                for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [redact_obj(v) for v in obj]
+        return [redact_obj(v, extra_secrets) for v in obj]
     return obj
 
 

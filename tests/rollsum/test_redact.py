@@ -34,3 +34,14 @@ def test_live_env_key_is_masked_whatever_its_shape(monkeypatch: pytest.MonkeyPat
 def test_ordinary_text_is_unchanged() -> None:
     text = "The task-sk list: skip sk-1, Bearer of bad news, api docs."
     assert redact(text) == text
+
+
+def test_extra_secrets_and_env_secrets_mask_unknown_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rollsum.redact import env_secrets, redact_obj
+
+    monkeypatch.setenv("BILLING_SERVICE_TOKEN", "plain-looking-value-42")
+    secrets = env_secrets()
+    assert "plain-looking-value-42" in secrets
+    out = redact_obj({"note": "token plain-looking-value-42 used", "n": [1, "short"]}, secrets)
+    assert out == {"note": "token *** used", "n": [1, "short"]}
+    assert "plain-looking-value-42" in redact_obj("token plain-looking-value-42")  # only when asked
