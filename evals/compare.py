@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from evals import report
+from evals.fileio import atomic_write_text
 from evals.stats import DEFAULT_ALPHA, DEFAULT_RESAMPLES, Interval, holm_intervals
 from rollsum.errors import ConfigError
 
@@ -272,7 +273,7 @@ def _slug(text: str) -> str:
 
 def write_compare(comparison: Comparison, out_dir: str | os.PathLike[str]) -> Path:
     path = Path(out_dir) / "compare.md"
-    report.write_text_atomic(path, to_markdown(comparison))
+    atomic_write_text(path, to_markdown(comparison))
     return path
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from evals import report
+from evals.fileio import atomic_write_text
 from evals.stats import DEFAULT_RESAMPLES
 from rollsum.errors import ConfigError
 
@@ -253,7 +254,7 @@ def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[st
     append_history(history_path(path), history_entry(run, name, result, new, when, promote))
     text = gate_table(result) if result is not None else f"no baseline at {path} yet"
     if promote:
-        report.write_text_atomic(path, json.dumps(new, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(path, json.dumps(new, indent=2, sort_keys=True) + "\n")
         text += f"\npromoted: {path} now holds {len(new['configs'])} configuration(s) from run {run.name}"
         return EXIT_PASS, text
     assert result is not None

@@ -18,7 +18,6 @@ import json
 import logging
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from evals import plots
+from evals.fileio import atomic_write_text
 from evals.stats import DEFAULT_RESAMPLES, cluster_bootstrap
 from rollsum.errors import ConfigError
 
@@ -368,19 +368,6 @@ def ranked_rows(table: pd.DataFrame) -> list[list[str]]:
     return rows
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shared report from its readers
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 CSS = """
@@ -506,7 +493,7 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     if lost:
         md += [f"## Facts lost by the top configuration ({md_escape(configs[0])})", "",
                md_table(lost_headers, lost), ""]
-    write_text_atomic(out / "report.md", "\n".join(md))
+    atomic_write_text(out / "report.md", "\n".join(md))
 
     # ---- HTML
     e = html.escape
@@ -537,6 +524,6 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
         parts.append(html_table(lost_headers, lost, "lost"))
     parts.append("</body></html>")
     html_path = out / "report.html"
-    write_text_atomic(html_path, "\n".join(parts))
+    atomic_write_text(html_path, "\n".join(parts))
     log.info("report written to %s", html_path)
     return html_path

@@ -8,13 +8,11 @@ drops torn lines and lines of unfinished Units, and re-runs those Units whole.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
 import os
 import sqlite3
-import tempfile
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -22,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals.fileio import atomic_write_bytes, atomic_writer
 from rollsum.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -106,20 +105,6 @@ def _dumps(row: Mapping[str, Any]) -> str:
 
 def _lines(rows: Iterable[Mapping[str, Any]]) -> str:
     return "".join(_dumps(r) + "\n" for r in rows)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
@@ -384,15 +369,8 @@ def _frame(rows: list[dict[str, Any]], columns: Mapping[str, Any], sort: list[st
 
 
 def _write_parquet(path: Path, df: pd.DataFrame) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_writer(path, binary=True) as fh:
+        df.to_parquet(fh, index=False)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from evals.data.reader import DEFAULT_LIMITS, Limits
 from evals.data.types import Conversation, Probe
 from evals.data.validate import RecordError, iter_checked
+from evals.fileio import atomic_writer
 from rollsum.types import Message
 
 log = logging.getLogger(__name__)
@@ -35,26 +34,6 @@ def iter_jsonl(path: str | os.PathLike[str], *, strict: bool = False,
 def dumps(conv: Conversation) -> str:
     """One line of canonical JSONL; stable bytes for equal conversations (manifests hash them)."""
     return json.dumps(conv.to_dict(), ensure_ascii=False, separators=(",", ":"))
-
-
-@contextmanager
-def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
-    """A text file that appears at `path` complete or not at all (temp file + fsync + rename)."""
-    target = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(target))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(target), dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a dataset is meant to be shared
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_jsonl(conversations: Iterable[Conversation], path: str | os.PathLike[str]) -> int:

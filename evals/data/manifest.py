@@ -10,8 +10,8 @@ import json
 import os
 from typing import Any
 
-from evals.data.jsonl import atomic_writer
 from evals.data.reader import dataset_hash
+from evals.fileio import atomic_writer
 
 
 def read(path: str | os.PathLike[str]) -> dict[str, Any]:
