@@ -1,10 +1,24 @@
-"""Throughput of `RollingSummarizer.add()` per preset, offline (extractive summarizer).
+"""Throughput of `RollingSummarizer.add()` per preset, and whether each preset keeps its promise.
 
-Targets (issue #2): >= 20,000 messages/s for since-last, and per-message time at 100k within
-1.3x of 10k (replay is linear). Prints one table; exits 1 when a target is missed so the
-benchmark can gate a change.
+Two tables, both offline (extractive summarizer):
+
+1. Throughput (issue #2): >= 20,000 messages/s for since-last, and per-message time at 100k
+   within 1.3x of 10k (replay is linear).
+2. Window and cadence (issue #14): per preset with its defaults at each `--windows` size, over
+   synthetic chat conversations of `--synth-messages` messages (the harness's generator) and,
+   when present, the LoCoMo dev conversations: the largest context seen after any `add()`
+   divided by the window, summarizer calls per 100 messages, and messages/s. Targets: every
+   windowed preset <= 1.00, no preset above 10 calls per 100 messages, since-last >= 20,000
+   msg/s on the throughput table.
+
+Prints the tables; exits 1 when a target is missed so the benchmark can gate a change.
 
     python benchmarks/bench_replay.py [--sizes 10000 100000] [--presets since-last ...] [--repeat 3]
+                                      [--windows 4000 8000] [--synth 2] [--synth-messages 2000]
+                                      [--locomo ../shared/datasets/locomo/locomo-dev.json]
+                                      [--skip-throughput] [--skip-window]
+
+The benchmark may import the harness's data generators (the library may not).
 """
 
 from __future__ import annotations
@@ -13,13 +27,23 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from rollsum import Message, RollingSummarizer, presets
+from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 
 WORDS = tuple(
     "alpha beta gamma delta the a to of and we will meet Priya in Lisbon on March 14 ticket INC-2093 "
     "deploy failed build passed Tuesday 42 users reported latency budget 1,200 ms decided".split()
 )
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_LOCOMO = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo-dev.json"
+WINDOWED = ("count-and-tokens", "since-last", "budget-rule-based", "token-ratio", "evict-window")
+"""Presets that promise to stay inside a window they are given (the baselines do not)."""
+MAX_CALLS_PER_100 = 10.0
 
 
 def stream(n: int, seed: int = 7) -> list[Message]:
@@ -42,15 +66,7 @@ def run(preset: str, msgs: list[Message], window: int, ledger: str = "auto") -> 
     return time.perf_counter() - t0, len(rs.history)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    ap.add_argument("--presets", nargs="+", default=presets.names())
-    ap.add_argument("--window", type=int, default=8_000, help="main-model context window (tokens)")
-    ap.add_argument("--repeat", type=int, default=3, help="best of N runs per cell")
-    ap.add_argument("--ledger", nargs="+", default=["auto", "pin"], choices=["auto", "pin", "retry", "off"],
-                    help="ledger modes to measure for since-last (other presets use auto)")
-    args = ap.parse_args()
+def throughput(args: argparse.Namespace) -> bool:
     data = {n: stream(n) for n in args.sizes}
     print(f"{'preset':<20}{'ledger':>7}{'messages':>10}{'msg/s':>12}{'us/msg':>9}{'summaries':>11}{'vs smallest':>13}")
     ok = True
@@ -69,6 +85,122 @@ def main() -> int:
                     ok = False
     print("targets:", "met" if ok else "MISSED",
           "(since-last with its default ledger >= 20,000 msg/s; 100k within 1.3x of 10k for every row)")
+    return ok
+
+
+class CountingSummarizer:
+    """Counts every call (attempt) to the wrapped summarizer; keeps its name so `ledger="auto"`
+    resolves as it would without the wrapper."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.calls = 0
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        self.calls += 1
+        draft: SummaryDraft = self.inner.summarize(request)
+        return draft
+
+    def params(self) -> dict[str, Any]:
+        p = getattr(self.inner, "params", None)
+        return p() if callable(p) else {}
+
+
+@dataclass
+class Cell:
+    max_ratio: float = 0.0
+    calls: int = 0
+    messages: int = 0
+    seconds: float = 0.0
+
+    def add(self, max_ratio: float, calls: int, messages: int, seconds: float) -> None:
+        self.max_ratio = max(self.max_ratio, max_ratio)
+        self.calls += calls
+        self.messages += messages
+        self.seconds += seconds
+
+
+def replay_window(preset: str, msgs: Sequence[Message], window: int) -> tuple[float, int, float]:
+    """(max context / window after any add, summarizer calls, seconds) for one conversation."""
+    rs = RollingSummarizer.from_preset(preset, context_window=window)
+    counting = CountingSummarizer(rs.summarizer)
+    rs.summarizer = counting  # type: ignore[assignment]
+    peak = 0
+    add, tokens = rs.add, rs.context_tokens
+    t0 = time.perf_counter()
+    for m in msgs:
+        add(m)
+        n = tokens()
+        if n > peak:
+            peak = n
+    secs = time.perf_counter() - t0
+    return peak / window, counting.calls, secs
+
+
+def conversations(args: argparse.Namespace) -> dict[str, list[list[Message]]]:
+    from evals.data.synth import make_conversation  # the harness's generator: benchmark only
+
+    out: dict[str, list[list[Message]]] = {
+        f"synth:chat x{args.synth} ({args.synth_messages} msgs)": [
+            list(make_conversation("chat", n_messages=args.synth_messages, seed=k).messages)
+            for k in range(args.synth)]}
+    path = Path(args.locomo)
+    if path.exists():
+        from evals.data.locomo import iter_locomo
+
+        convs = [list(c.messages) for c in iter_locomo(path)]
+        out[f"locomo-dev x{len(convs)} ({sum(map(len, convs))} msgs)"] = convs
+    else:
+        print(f"(LoCoMo dev data not found at {path}: its rows are skipped)")
+    return out
+
+
+def window_table(args: argparse.Namespace) -> bool:
+    data = conversations(args)
+    ok = True
+    print(f"\n{'data':<34}{'preset':<20}{'window':>7}{'max ctx/window':>16}{'calls/100 msgs':>16}"
+          f"{'msg/s':>10}  target")
+    for label, convs in data.items():
+        for preset in args.presets:
+            for window in args.windows:
+                cell = Cell()
+                for msgs in convs:
+                    r, calls, secs = replay_window(preset, msgs, window)
+                    cell.add(r, calls, len(msgs), secs)
+                per100 = 100 * cell.calls / cell.messages
+                windowed = preset in WINDOWED
+                good = (not windowed or cell.max_ratio <= 1.0) and per100 <= MAX_CALLS_PER_100
+                ok = ok and good
+                target = ("ok" if good else "MISSED") + ("" if windowed else " (not windowed)")
+                print(f"{label:<34}{preset:<20}{window:>7}{cell.max_ratio:>16.2f}{per100:>16.1f}"
+                      f"{cell.messages / cell.seconds:>10,.0f}  {target}")
+    print("targets:", "met" if ok else "MISSED",
+          f"(every windowed preset <= 1.00 of its window after every add; <= {MAX_CALLS_PER_100:g} "
+          "summarizer calls per 100 messages)")
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--presets", nargs="+", default=presets.names())
+    ap.add_argument("--window", type=int, default=8_000, help="main-model context window (tokens), table 1")
+    ap.add_argument("--repeat", type=int, default=3, help="best of N runs per cell")
+    ap.add_argument("--ledger", nargs="+", default=["auto", "pin"], choices=["auto", "pin", "retry", "off"],
+                    help="ledger modes to measure for since-last (other presets use auto)")
+    ap.add_argument("--windows", type=int, nargs="+", default=[4_000, 8_000], help="windows for table 2")
+    ap.add_argument("--synth", type=int, default=2, help="synthetic chat conversations for table 2")
+    ap.add_argument("--synth-messages", type=int, default=2_000)
+    ap.add_argument("--locomo", default=str(DEFAULT_LOCOMO), help="LoCoMo dev file (skipped when absent)")
+    ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--skip-window", action="store_true")
+    args = ap.parse_args()
+    ok = True
+    if not args.skip_throughput:
+        ok = throughput(args) and ok
+    if not args.skip_window:
+        ok = window_table(args) and ok
     return 0 if ok else 1
 
 

@@ -2,10 +2,16 @@
 
 Seed 001's requirements: the response returns before the summary completes; a failure does
 not disturb message handling; a burst of messages starts at most one summarization per
-conversation. The summarizer runs in a worker thread (`asyncio.to_thread`) on an immutable
-snapshot; the result is applied on the event loop, so the window is only ever mutated by one
-thread and no lock is needed. Messages that arrive meanwhile stay active and count toward the
-next trigger; the event records how many turns the summary lagged.
+conversation at a time. The summarizer runs in a worker thread (`asyncio.to_thread`) on an
+immutable snapshot; the result is applied on the event loop, so the window is only ever
+mutated by one thread and no lock is needed. Messages that arrive meanwhile stay active and
+count toward the next trigger; the event records how many turns the summary lagged.
+
+Catching up: when a summary lands, the policy is asked again at once, so after a burst the
+summaries run back to back (still one at a time) until no policy would trigger; `wait_idle()`
+returns only then. The window guard runs on every `add()` and after every landing, without
+waiting for the model (it moves the oldest messages to pending while a summary is running), so
+``context_tokens() <= context_window`` holds whenever control is back with the caller.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ import asyncio
 import logging
 from typing import Any
 
-from rollsum.engine import RollingSummarizer
+from rollsum.engine import RollingSummarizer, _Job, _Outcome
+from rollsum.errors import classify_exception
 from rollsum.types import Message, SummaryEvent
 
 log = logging.getLogger(__name__)
@@ -42,47 +49,57 @@ class AsyncRollingSummarizer:
     async def add(self, message: Message) -> list[SummaryEvent]:
         """Append and return at once; start a background summary if due and none is running.
 
-        Returns the events applied synchronously this turn (evictions, drops); summary events
-        arrive later in `events` and through the core's `on_event` callback.
+        Returns the events applied synchronously this turn (evictions, drops, the window
+        guard's moves); summary events arrive later in `events` and through the core's
+        `on_event` callback. Raises only if the message could not be stored.
         """
-        core = self.core
-        message = core._append(message)
-        if message.role == "system":
-            return []
-        applied: list[SummaryEvent] = []
-        if not self.busy:
-            last_failed = core._recently_failed()
-            for decision in core._summary_decisions(applied, last_failed):
-                if not last_failed:
-                    self._task = asyncio.create_task(self._summarize(core._plan(decision)))
-                break
-        core._observe()
-        for ev in applied:
-            self._emit(ev)
+        message = self.core._append(message)
+        applied = self._round(system=message.role == "system")
+        self._emit(applied)
         return applied
 
-    async def _summarize(self, job: Any) -> SummaryEvent:
+    def _round(self, *, system: bool = False) -> list[SummaryEvent]:
+        try:
+            return self.core._process(self._launch, lambda: self.busy, system=system)
+        except Exception as err:  # stored already: a failure is an event, never an exception
+            return [self.core._internal_failure(err)]
+
+    def _launch(self, job: _Job) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._summarize(job))
+        return None
+
+    async def _summarize(self, job: _Job) -> SummaryEvent:
         try:
             outcome = await asyncio.to_thread(self.core._run, job)
         except Exception as err:  # never let a background failure reach message handling
             log.exception("background summary crashed: %s", err)
-            from rollsum.engine import _Outcome
-            from rollsum.errors import SummarizeError
-
-            outcome = _Outcome(error=SummarizeError(f"crashed: {err}", transport=False))
-        event = self.core._apply(job, outcome)
-        self._emit(event)
+            outcome = _Outcome(error=classify_exception(err))
+        try:
+            event = self.core._apply(job, outcome)
+        except Exception as err:
+            event = self.core._internal_failure(err)
+        self._emit([event])
+        # this task is finishing: the next summary (if the policy wants one) starts right away,
+        # and the guard keeps the window after this landing
+        self._task = None
+        self._emit(self._round())
         return event
 
-    def _emit(self, event: SummaryEvent) -> None:
-        self.events.append(event)
-        if self.core.on_event is not None:
-            self.core.on_event(event)
+    def _emit(self, events: list[SummaryEvent]) -> None:
+        self.events.extend(events)
+        self.core._emit(events)
 
     async def wait_idle(self) -> None:
-        """Wait for the running summary, if any (tests, shutdown)."""
-        if self._task is not None:
-            await asyncio.shield(self._task)
+        """Wait until no summary runs and none would start: every landing asks the policy
+        again, so this returns only once the conversation has caught up (tests, shutdown)."""
+        while self._task is not None:
+            task = self._task
+            await asyncio.shield(task)
+            if self._task is task:
+                self._task = None
+
+    def close(self) -> None:
+        self.core.close()
 
     def context(self, system: str | None = None) -> list[Message]:
         return self.core.context(system)

@@ -90,6 +90,9 @@ def get_format(name: str) -> ContextFormat:
         raise ConfigError(f"unknown context format {name!r}; known: {', '.join(sorted(FORMATS))}") from None
 
 
+OMITTED_SUMMARY = "[Summary omitted - insufficient budget]"
+
+
 def budget_summary(text: str, budget_tokens: int, *, min_tokens: int,
                    count: Callable[[str], int]) -> tuple[str, str | None]:
     """Fit a rendered summary into its share of the budget; say so when it had to cut.
@@ -101,7 +104,7 @@ def budget_summary(text: str, budget_tokens: int, *, min_tokens: int,
     counter = count
     if budget_tokens < min_tokens:
         note = f"summary omitted: budget {budget_tokens} < {min_tokens} tokens"
-        return "[Summary omitted - insufficient budget]", note
+        return OMITTED_SUMMARY, note
     n = counter(text)
     if n <= budget_tokens:
         return text, None
@@ -111,3 +114,62 @@ def budget_summary(text: str, budget_tokens: int, *, min_tokens: int,
     while cut and counter(cut + marker) > budget_tokens:
         cut = cut[: int(len(cut) * 0.95)]
     return cut + marker, f"summary truncated from {n} to {budget_tokens} tokens"
+
+
+CLIP_MARKER = "[…{n} chars clipped to fit the context window…]"
+"""Shown in place of the middle of a message clipped by the window guard (the stored message
+is never altered): the model sees that something was cut and how much."""
+APPEND_MARKER = "[… earlier summary content truncated …]"
+
+
+def clip_text(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    """`text` cut from the middle to at most `max_tokens` with `CLIP_MARKER` in the gap.
+
+    The start (what the message is) and the end (its conclusion, the question asked) carry
+    the most. Returns the marker alone (possibly over budget) when nothing else fits: callers
+    size `max_tokens` from `clip_floor`.
+    """
+    if count(text) <= max_tokens:
+        return text
+    total = max(count(text), 1)
+    keep = int(len(text) * max_tokens / total)
+    while keep > 0:
+        head = keep - keep // 2
+        tail = keep // 2
+        out = text[:head] + CLIP_MARKER.format(n=len(text) - keep) + (text[len(text) - tail:] if tail else "")
+        if count(out) <= max_tokens:
+            return out
+        keep = int(keep * 0.9) - 1
+    return CLIP_MARKER.format(n=len(text))
+
+
+def append_summary(previous: str, new: str, budget_tokens: int,
+                   count: Callable[[str], int]) -> tuple[str, str | None]:
+    """`previous` + `new` within `budget_tokens`, cutting the *oldest* previous content first.
+
+    Used past seed 003's depth cap, where the new summary is appended instead of folding the
+    previous one in again: the newest content is what the conversation continues from, and the
+    cut is marked in the text and reported (the note goes on the record).
+    """
+    previous, new = previous.strip(), new.strip()
+    if not previous:
+        return new, None
+    sep = "\n\n"
+    combined = previous + sep + new
+    if count(combined) <= budget_tokens:
+        return combined, None
+    room = budget_tokens - count(new) - count(APPEND_MARKER + sep + sep)
+    if room <= 0:
+        return new, f"depth cap: dropped the previous summary ({len(previous)} chars) to fit {budget_tokens} tokens"
+    keep = int(len(previous) * room / max(count(previous), 1))
+    while keep > 0:
+        cut = previous[len(previous) - keep:]
+        space = cut.find(" ")
+        if 0 <= space < 40:
+            cut = cut[space + 1:]
+        out = APPEND_MARKER + sep + cut + sep + new
+        if count(out) <= budget_tokens:
+            return out, (f"depth cap: cut the oldest {len(previous) - len(cut)} of {len(previous)} chars "
+                         "of the previous summary")
+        keep = int(keep * 0.9) - 1
+    return new, f"depth cap: dropped the previous summary ({len(previous)} chars) to fit {budget_tokens} tokens"

@@ -4,7 +4,18 @@ Flow for each added message: persist it, ask the policy, and if it asks for a su
 the summarizer (with retries, fallback and the fact ledger) on a *snapshot* of the span, then
 commit the record and the covered messages' state change in one store transaction, and only
 then change the in-memory window. A failure at any step before the commit changes nothing:
-every message stays where it was.
+every message stays where it was. Once the message is stored, `add()` does not raise: any
+exception from a model, summarizer or store on the way is a classified failure event.
+
+Then the **window guard** (presets with a window): if the context is still over
+`context_window`, whatever the order of triggers and failures, the engine (1) compacts --
+summarizes the oldest messages down to a low-water mark, when the policy's own rate limit, the
+failure backoff and the guard's token bound allow a summarizer call; (2) moves the oldest
+active messages to ``pending`` (out of the context, never lost, folded into the next
+successful summary); (3) only when one message or the pinned system messages alone are larger
+than the window, clips their content *in the context* with a visible marker (a ``clip``
+event; the stored messages are never altered). So after `add()` returns,
+``context_tokens() <= context_window``.
 
 Planning, running and applying a summary are separate steps (`_plan`, `_run`, `_apply`) so
 the same core serves the synchronous engine, a simulated lag (`lag_turns`, for replays) and
@@ -13,18 +24,28 @@ the asyncio variant in `rollsum.aio`, which runs `_run` in a worker thread.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from rollsum import ledger as fact_ledger
-from rollsum.context import ContextFormat, budget_summary, get_format
-from rollsum.errors import ConfigError, ErrorKind, RollsumError, SummarizeError
+from rollsum.context import (
+    CLIP_MARKER,
+    OMITTED_SUMMARY,
+    ContextFormat,
+    append_summary,
+    budget_summary,
+    clip_text,
+    get_format,
+)
+from rollsum.errors import ConfigError, ErrorKind, SummarizeError, classify_exception
 from rollsum.policies._util import tool_units
-from rollsum.policies.base import Decision, Policy, WindowState, policy_params
+from rollsum.policies.base import Decision, Policy, WindowState, fold_allowed, may_summarize, policy_params
 from rollsum.redact import redact
 from rollsum.store.base import Store
 from rollsum.store.memory import MemoryStore
@@ -35,6 +56,12 @@ from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, new_id
 log = logging.getLogger(__name__)
 
 LedgerMode = Literal["auto", "pin", "retry", "off"]
+Launch = Callable[["_Job"], "SummaryEvent | None"]
+"""Runs a planned job: returns its applied event, or None when it lands later (lag, asyncio)."""
+
+MIN_WINDOW = 64
+"""Smallest window the guard can keep: room for the newest message's clip marker and framing."""
+MAX_KEY_POINTS = 30
 
 
 def _utcnow() -> datetime:
@@ -43,19 +70,21 @@ def _utcnow() -> datetime:
 
 @dataclass(slots=True)
 class _Job:
-    """A summary to make: an immutable snapshot taken when the policy decided."""
+    """A summary to make: an immutable snapshot taken when the policy (or the guard) decided."""
 
     decision: Decision
     turn: int
-    span: tuple[Message, ...]
-    """Active messages chosen by the decision, in window order."""
-    pending: tuple[Message, ...]
+    messages: tuple[Message, ...]
+    """Everything the summary will cover (pending and active), oldest first."""
+    span_ids: frozenset[str]
+    """Ids of the covered messages that were active when planned (the rest were pending)."""
     previous: SummaryRecord | None
     depth: int
     tokens_before: int
     added_at: int
     """`total_added` when planned: messages added after it count toward the next summary."""
     due_turn: int = 0
+    guard: bool = False
 
 
 @dataclass(slots=True)
@@ -75,13 +104,30 @@ class RollingSummarizer:
 
     Parameters that matter most:
     - `context_window`: the main model's window in tokens; ratios and budgets are taken on it.
+    - `enforce_window`: keep ``context_tokens() <= context_window`` after every `add()` (the
+      window guard). Default: on for presets that have a window (token-ratio,
+      budget-rule-based, evict-window; since-last and count-and-tokens when `from_preset` is
+      given a `context_window`), off for the baselines.
+    - `guard_low_water` / `guard_min_tail`: a guard compaction summarizes the oldest messages
+      until the context is projected at ``guard_low_water × context_window`` (summary at its
+      full share), keeping at least the newest `guard_min_tail`. Bound: at most one guard
+      summarizer call per ``(1 − guard_low_water) × context_window`` tokens added.
+    - `reserved_output_tokens`: room kept for the main model's answer (seed 002); the summary's
+      share is taken on the window minus it.
     - `summary_share` / `max_summary_tokens` / `min_summary_tokens`: the summary never takes
-      more than ``min(max_summary_tokens, summary_share × context_window)`` tokens of context;
-      with less than `min_summary_tokens` of room it is omitted with a marker.
+      more than ``min(max_summary_tokens, summary_share × (context_window −
+      reserved_output_tokens))`` tokens of context; with less than `min_summary_tokens` of room
+      it is omitted with a marker.
+    - `max_request_tokens`: one summary request carries at most this many tokens of messages
+      (default: one window), oldest first; a larger backlog is summarized in several requests.
     - `fallback`: a second summarizer used when the first fails for good (e.g. extractive);
       None means "no summary this time, nothing archived".
-    - `retries` / `backoff_s`: transport failures are retried with backoff_s × 2**n; validation
-      failures are not retried.
+    - `retries` / `backoff_s`: retryable failures (transport, timeouts, a locked cache) are
+      retried with backoff_s × 2**n (or the server's retry-after, up to `max_retry_after_s`);
+      others are not. The engine owns retries: `AnthropicModel` sets its SDK client's own
+      retries to 0, so a persistent 500 costs exactly ``retries + 1`` HTTP calls.
+    - `failure_cooldown` / `max_failure_backoff`: after k failed attempts in a row no new
+      attempt for ``min(failure_cooldown × 2**(k−1), max_failure_backoff)`` messages.
     - `ledger`: "pin" keeps facts the summary dropped in a Facts section, "retry" asks the
       summarizer once more naming them (then pins), "off" skips the ledger. "auto" (default)
       pins for model-backed summarizers and is off for the extractive one, which already
@@ -90,6 +136,8 @@ class RollingSummarizer:
     - `lag_turns`: simulate an asynchronous summarizer that lands N turns after the trigger.
     - `rebuild_from_raw`: summarize all covered raw messages again instead of folding the
       previous summary (no drift, more tokens).
+    - `takeover`: claim the conversation in the store even if another live engine holds it
+      (only when you know that engine is gone; a dead process's claim is taken over anyway).
     """
 
     def __init__(
@@ -102,12 +150,18 @@ class RollingSummarizer:
         context_format: ContextFormat | str = "earlier-heading",
         conversation_id: str | None = None,
         context_window: int = 200_000,
+        enforce_window: bool | None = None,
+        guard_low_water: float = 0.6,
+        guard_min_tail: int = 2,
+        reserved_output_tokens: int = 0,
         summary_share: float = 0.10,
         max_summary_tokens: int = 1024,
         min_summary_tokens: int = 50,
+        max_request_tokens: int | None = None,
         fallback: Summarizer | None = None,
         retries: int = 1,
         backoff_s: float = 0.25,
+        max_retry_after_s: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], datetime] = _utcnow,
         ledger: LedgerMode = "auto",
@@ -116,9 +170,11 @@ class RollingSummarizer:
         lag_turns: int = 0,
         max_passes: int = 4,
         failure_cooldown: int = 2,
+        max_failure_backoff: int = 64,
         rebuild_from_raw: bool = False,
         on_event: Callable[[SummaryEvent], None] | None = None,
         preset: str = "",
+        takeover: bool = False,
     ) -> None:
         if context_window <= 0:
             raise ConfigError("context_window must be a positive number of tokens")
@@ -128,6 +184,17 @@ class RollingSummarizer:
             raise ConfigError("ledger must be 'auto', 'pin', 'retry' or 'off'")
         if lag_turns < 0 or retries < 0:
             raise ConfigError("lag_turns and retries must be >= 0")
+        if not 0 < guard_low_water < 1:
+            raise ConfigError(f"guard_low_water must be in (0, 1), got {guard_low_water}")
+        if guard_min_tail < 1:
+            raise ConfigError(f"guard_min_tail must be >= 1, got {guard_min_tail}")
+        if not 0 <= reserved_output_tokens < context_window:
+            raise ConfigError(f"reserved_output_tokens ({reserved_output_tokens}) must be >= 0 and below "
+                              f"context_window ({context_window})")
+        if max_request_tokens is not None and max_request_tokens < 1:
+            raise ConfigError(f"max_request_tokens must be >= 1 or None, got {max_request_tokens}")
+        if failure_cooldown < 0 or max_failure_backoff < 0:
+            raise ConfigError("failure_cooldown and max_failure_backoff must be >= 0")
         self.policy = policy
         self.summarizer = summarizer
         self.counter: TokenCounter = counter or HeuristicCounter()
@@ -135,12 +202,22 @@ class RollingSummarizer:
         self.format = get_format(context_format) if isinstance(context_format, str) else context_format
         self.conversation_id = conversation_id or new_id("conv-")
         self.context_window = context_window
+        self.enforce_window = bool(getattr(policy, "windowed", False)) if enforce_window is None \
+            else bool(enforce_window)
+        if self.enforce_window and context_window < MIN_WINDOW:
+            raise ConfigError(f"context_window must be at least {MIN_WINDOW} tokens to be kept, "
+                              f"got {context_window}")
+        self.guard_low_water = guard_low_water
+        self.guard_min_tail = guard_min_tail
+        self.reserved_output_tokens = reserved_output_tokens
         self.summary_share = summary_share
         self.max_summary_tokens = max_summary_tokens
         self.min_summary_tokens = min_summary_tokens
+        self.max_request_tokens = max_request_tokens if max_request_tokens is not None else context_window
         self.fallback = fallback
         self.retries = retries
         self.backoff_s = backoff_s
+        self.max_retry_after_s = max_retry_after_s
         self._sleep = sleep
         self._clock = clock
         self.ledger: LedgerMode = ledger
@@ -149,30 +226,56 @@ class RollingSummarizer:
         self.lag_turns = lag_turns
         self.max_passes = max_passes
         self.failure_cooldown = failure_cooldown
+        self.max_failure_backoff = max_failure_backoff
         self.rebuild_from_raw = rebuild_from_raw
         self.on_event = on_event
         self.preset = preset
 
+        # the window: pinned system messages, active messages, pending (evicted) messages;
+        # token lists hold what each message takes *in the context* (clipped or not)
         self._pinned: list[Message] = []
+        self._pinned_n: list[int] = []
         self._pinned_tokens = 0
         self._active: list[Message] = []
+        self._active_seq: list[int] = []
         self._tokens: list[int] = []
         self._active_tokens = 0
         self._pending: list[Message] = []
+        self._pending_seq: list[int] = []
         self._history: list[SummaryRecord] = []
         self._summary_msg: Message | None = None
         self._summary_tokens = 0
         self._summary_note: str | None = None
+        self._summary_room = self._room_for_summary()
+        # the guard's last resort: display versions of clipped messages, omitted pinned ids
+        self._clips: dict[str, Message] = {}
+        self._omitted: set[str] = set()
+        self._summary_hidden = False
+        # counters
         self._seq = 0
         self._total_added = 0
+        self._added_tokens = 0
         self._since_summary = 0
         self._evicted_since = 0
+        self._since_attempt: int | None = None
+        self._attempts = 0
+        self._total_evicted = 0
+        self._guard_at: int | None = None
+        self._failures = 0
+        self._retry_at = 0
         self._dropped = 0
         self._min_tokens_since: int | None = None
-        self._failed_turn = -(10**9)
         self._inflight: tuple[_Job, _Outcome] | None = None
         self.usage = Usage()
         self.last_events: tuple[SummaryEvent, ...] = ()
+        self._owner = new_id("engine-")
+        claim = getattr(self.store, "claim", None)
+        if callable(claim):
+            claim(self.conversation_id, self._owner, takeover=takeover)
+            release = self.store.release
+            self._finalizer: Any = weakref.finalize(self, release, self.conversation_id, self._owner)
+        else:
+            self._finalizer = None
         self._resume_from_store()
 
     # ------------------------------------------------------------------ construction helpers
@@ -193,24 +296,43 @@ class RollingSummarizer:
         for row in rows:
             m = row.message
             self._seq = max(self._seq, row.seq + 1)
+            n = self.counter.count_message(m)
+            self._added_tokens += n
             if m.role == "system" and row.state == "active":
                 self._pinned.append(m)
-                self._pinned_tokens += self.counter.count_message(m)
+                self._pinned_n.append(n)
+                self._pinned_tokens += n
                 continue
             self._total_added += 1
             if row.state == "active":
-                n = self.counter.count_message(m)
                 self._active.append(m)
+                self._active_seq.append(row.seq)
                 self._tokens.append(n)
                 self._active_tokens += n
             elif row.state == "pending":
                 self._pending.append(m)
+                self._pending_seq.append(row.seq)
             elif row.state == "dropped":
                 self._dropped += 1
+        # the store keeps neither failed attempts nor how each covered message got there:
+        # rate limits resume from the successful summaries and from everything that left the window
+        self._attempts = len(self._history)
+        self._total_evicted = len(self._pending) + sum(1 for r in rows if r.state == "covered")
         covered_seq = max((r.seq for r in rows if r.state == "covered"), default=-1)
         self._since_summary = sum(1 for r in rows if r.seq > covered_seq and r.message.role != "system")
         self._evicted_since = len(self._pending)
         self._refresh_summary()
+
+    def close(self) -> None:
+        """Release this engine's claim on the conversation (another engine may then open it)."""
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def __enter__(self) -> RollingSummarizer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ------------------------------------------------------------------ public API
 
@@ -224,7 +346,11 @@ class RollingSummarizer:
 
     @property
     def messages(self) -> list[Message]:
-        return list(self._active)
+        """The verbatim (active) messages as they appear in the context: a message the window
+        guard had to clip carries its marker here too (the stored one is intact)."""
+        if not self._clips:
+            return list(self._active)
+        return [self._display(m) for m in self._active]
 
     @property
     def pending(self) -> list[Message]:
@@ -235,21 +361,21 @@ class RollingSummarizer:
         return self._seq
 
     def add(self, message: Message) -> SummaryEvent | None:
-        """Append a message; summarize if the policy says so. Returns this turn's last event."""
-        events: list[SummaryEvent] = []
+        """Append a message; summarize if the policy says so; keep the window. Returns this
+        turn's last event. Raises only if the message could not be stored (nothing changed)."""
         message = self._append(message)
-        if message.role != "system":
-            if self._inflight is not None and self._inflight[0].due_turn <= self._seq - 1:
+        events: list[SummaryEvent] = []
+        try:
+            if message.role != "system" and self._inflight is not None \
+                    and self._inflight[0].due_turn <= self._seq - 1:
                 job, outcome = self._inflight
                 self._inflight = None
                 events.append(self._apply(job, outcome))
-            if self._inflight is None:
-                events.extend(self._step())
-            self._observe()
+            events.extend(self._process(self._launch, self._lagging, system=message.role == "system"))
+        except Exception as err:  # stored already: a failure is an event, never an exception
+            events.append(self._internal_failure(err))
         self.last_events = tuple(events)
-        for ev in events:
-            if self.on_event is not None:
-                self.on_event(ev)
+        self._emit(events)
         return events[-1] if events else None
 
     def flush(self) -> SummaryEvent | None:
@@ -258,26 +384,39 @@ class RollingSummarizer:
             return None
         job, outcome = self._inflight
         self._inflight = None
-        ev = self._apply(job, outcome)
-        if self.on_event is not None:
-            self.on_event(ev)
-        return ev
+        events: list[SummaryEvent] = []
+        try:
+            events.append(self._apply(job, outcome))
+            events.extend(self._guard(self._run_now, lambda: False))
+        except Exception as err:
+            events.append(self._internal_failure(err))
+        self._emit(events)
+        return events[0]
 
     def context(self, system: str | None = None) -> list[Message]:
         """The messages to send to the main model, in this preset's format."""
-        return self.format.assemble(system=system, pinned=self._pinned, active=self._active,
-                                    summary=self._summary_msg, head=self._head())
+        pinned: Sequence[Message] = self._pinned
+        active: Sequence[Message] = self._active
+        if self._clips or self._omitted:
+            pinned = [self._display(m) for m in self._pinned if m.id not in self._omitted]
+            active = [self._display(m) for m in self._active]
+        summary = None if self._summary_hidden else self._summary_msg
+        return self.format.assemble(system=system, pinned=pinned, active=active, summary=summary,
+                                    head=self._head())
 
     def context_tokens(self, system: str | None = None) -> int:
         extra = self.counter.count(system) + getattr(self.counter, "overhead", 0) if system else 0
-        return self._pinned_tokens + self._summary_tokens + self._active_tokens + extra
+        summary = 0 if self._summary_hidden else self._summary_tokens
+        return self._pinned_tokens + summary + self._active_tokens + extra
 
     def summary_text(self) -> str:
         """The summary as it appears in the context (budgeted), or "" without one."""
-        return self._summary_msg.content if self._summary_msg is not None else ""
+        if self._summary_msg is None or self._summary_hidden:
+            return ""
+        return self._summary_msg.content
 
     def config(self) -> dict[str, Any]:
-        """Everything needed to re-create this engine: for manifests and logs."""
+        """Everything needed to re-create this engine, with every value resolved."""
         summ_params = getattr(self.summarizer, "params", None)
         fb = self.fallback
         return {
@@ -288,13 +427,21 @@ class RollingSummarizer:
             "fallback": getattr(fb, "name", None) if fb is not None else None,
             "context_format": self.format.name,
             "context_window": self.context_window,
+            "enforce_window": self.enforce_window,
+            "guard_low_water": self.guard_low_water,
+            "guard_min_tail": self.guard_min_tail,
+            "reserved_output_tokens": self.reserved_output_tokens,
             "summary_share": self.summary_share,
             "max_summary_tokens": self.max_summary_tokens,
             "min_summary_tokens": self.min_summary_tokens,
+            "summary_budget": self._budget(),
+            "max_request_tokens": self.max_request_tokens,
             "ledger": self.ledger_mode,
             "ledger_setting": self.ledger,
             "lag_turns": self.lag_turns,
             "retries": self.retries,
+            "failure_cooldown": self.failure_cooldown,
+            "max_failure_backoff": self.max_failure_backoff,
             "rebuild_from_raw": self.rebuild_from_raw,
         }
 
@@ -310,21 +457,30 @@ class RollingSummarizer:
     def _head(self) -> int:
         return int(getattr(self.policy, "head", 0)) if self.format.position == "after-head" else 0
 
+    def _display(self, m: Message) -> Message:
+        return self._clips.get(m.id, m) if m.id is not None else m
+
     def _append(self, message: Message) -> Message:
         if message.id is None:
             message = message.with_id(f"{self.conversation_id}/{self._seq}")
         self.store.add_message(self.conversation_id, self._seq, message)
+        seq = self._seq
         self._seq += 1
         n = self.counter.count_message(message)
+        self._added_tokens += n
         if message.role == "system":
             self._pinned.append(message)
+            self._pinned_n.append(n)
             self._pinned_tokens += n
             return message
         self._active.append(message)
+        self._active_seq.append(seq)
         self._tokens.append(n)
         self._active_tokens += n
         self._total_added += 1
         self._since_summary += 1
+        if self._since_attempt is not None:
+            self._since_attempt += 1
         return message
 
     def _observe(self) -> None:
@@ -332,13 +488,13 @@ class RollingSummarizer:
         if self._min_tokens_since is None or t < self._min_tokens_since:
             self._min_tokens_since = t
 
-    def _state(self, passes: int, last_failed: bool) -> WindowState:
+    def _state(self, passes: int) -> WindowState:
         return WindowState(
             messages=self._active,
             tokens=self._tokens,
             active_tokens=self._active_tokens,
             pinned_tokens=self._pinned_tokens,
-            summary_tokens=self._summary_tokens,
+            summary_tokens=0 if self._summary_hidden else self._summary_tokens,
             summary=self.summary,
             chain_length=len(self._history),
             messages_covered=self.summary.messages_covered if self.summary else 0,
@@ -351,23 +507,37 @@ class RollingSummarizer:
             min_tokens_since_summary=self._min_tokens_since,
             context_window=self.context_window,
             passes=passes,
-            last_failed=last_failed,
+            last_failed=self._in_backoff(),
+            since_attempt=self._since_attempt,
+            attempts=self._attempts,
+            total_evicted=self._total_evicted,
+            summary_budget=self._summary_room,
         )
 
-    def _remove(self, ids: set[str]) -> list[Message]:
+    def _remove(self, ids: set[str]) -> list[tuple[int, Message]]:
         """Take messages out of the active window by id (they may not be contiguous)."""
         kept: list[Message] = []
+        kept_seq: list[int] = []
         kept_tokens: list[int] = []
-        removed: list[Message] = []
-        for m, n in zip(self._active, self._tokens):
+        removed: list[tuple[int, Message]] = []
+        for m, s, n in zip(self._active, self._active_seq, self._tokens):
             if m.id in ids:
-                removed.append(m)
+                removed.append((s, m))
+                self._clips.pop(m.id, None)
             else:
                 kept.append(m)
+                kept_seq.append(s)
                 kept_tokens.append(n)
-        self._active, self._tokens = kept, kept_tokens
+        self._active, self._active_seq, self._tokens = kept, kept_seq, kept_tokens
         self._active_tokens = sum(kept_tokens)
         return removed
+
+    def _add_pending(self, removed: Sequence[tuple[int, Message]]) -> None:
+        """Pending stays in conversation order whatever order evictions come in."""
+        for s, m in removed:
+            k = bisect.bisect(self._pending_seq, s)
+            self._pending_seq.insert(k, s)
+            self._pending.insert(k, m)
 
     def _keep_tool_pairs(self, indices: Sequence[int]) -> tuple[int, ...]:
         """Never split a tool call from its results across the summary boundary.
@@ -392,18 +562,21 @@ class RollingSummarizer:
 
     # ------------------------------------------------------------------ internals: decisions
 
-    def _recently_failed(self) -> bool:
-        return self._seq - 1 - self._failed_turn < self.failure_cooldown
+    def _in_backoff(self) -> bool:
+        return self._failures > 0 and self._total_added < self._retry_at
 
-    def _decide(self, passes: int, last_failed: bool) -> Decision | None:
+    def _lagging(self) -> bool:
+        return self._inflight is not None
+
+    def _decide(self, passes: int) -> Decision | None:
         """Ask the policy, then make its answer safe: whole tool groups, something to do."""
-        decision = self.policy.decide(self._state(passes, last_failed))
+        decision = self.policy.decide(self._state(passes))
         if decision is None:
             return None
         indices = self._keep_tool_pairs(decision.indices)
         if not indices and not (decision.include_pending and self._pending):
             return None
-        return Decision(decision.action, indices, decision.reason, decision.include_pending)
+        return replace(decision, indices=indices)
 
     def _apply_cheap(self, decision: Decision) -> SummaryEvent | None:
         """Evictions and drops need no model: apply them at once. None for a summary."""
@@ -413,7 +586,7 @@ class RollingSummarizer:
             return self._drop(decision)
         return None
 
-    def _summary_decisions(self, events: list[SummaryEvent], last_failed: bool) -> Iterator[Decision]:
+    def _summary_decisions(self, events: list[SummaryEvent]) -> Iterator[Decision]:
         """This turn's summarize decisions; evictions and drops are applied on the way.
 
         `WindowState.passes` counts the summaries already made this turn (seed 003's second
@@ -421,7 +594,7 @@ class RollingSummarizer:
         """
         summaries = 0
         for _ in range(self.max_passes):
-            decision = self._decide(summaries, last_failed)
+            decision = self._decide(summaries)
             if decision is None:
                 return
             cheap = self._apply_cheap(decision)
@@ -431,74 +604,304 @@ class RollingSummarizer:
             yield decision
             summaries += 1
 
-    def _step(self) -> list[SummaryEvent]:
+    def _process(self, launch: Launch, busy: Callable[[], bool], *, system: bool = False) -> list[SummaryEvent]:
+        """One round after a message (or a background landing): policy, then window guard.
+
+        While a summary is in flight (lag, asyncio) the policy is not asked (one summary at a
+        time per conversation); the guard still keeps the window, without the model.
+        """
         events: list[SummaryEvent] = []
-        last_failed = self._recently_failed()
-        for decision in self._summary_decisions(events, last_failed):
-            if last_failed:
-                break
-            job = self._plan(decision)
-            outcome = self._run(job)
-            if self.lag_turns > 0:
-                job.due_turn = job.turn + self.lag_turns
-                self._inflight = (job, outcome)
-                break
-            ev = self._apply(job, outcome)
-            events.append(ev)
-            if ev.kind != "summary":
-                break
+        self._unclip()
+        if not system and not busy():
+            for decision in self._summary_decisions(events):
+                if self._in_backoff():
+                    break
+                ev = launch(self._plan(decision))
+                if ev is None:
+                    break
+                events.append(ev)
+                if ev.kind != "summary":
+                    break
+        events.extend(self._guard(launch, busy))
+        self._observe()
         return events
 
-    def _evict(self, decision: Decision) -> SummaryEvent:
+    def _launch(self, job: _Job) -> SummaryEvent | None:
+        outcome = self._run(job)
+        if self.lag_turns > 0:
+            job.due_turn = job.turn + self.lag_turns
+            self._inflight = (job, outcome)
+            return None
+        return self._apply(job, outcome)
+
+    def _run_now(self, job: _Job) -> SummaryEvent:
+        return self._apply(job, self._run(job))
+
+    def _evict(self, decision: Decision, *, guard: bool = False) -> SummaryEvent:
         before = self.context_tokens()
-        ids = {self._active[i].id for i in decision.indices if self._active[i].id is not None}
-        removed = self._remove(ids)  # type: ignore[arg-type]
-        self.store.set_state(self.conversation_id, [m.id for m in removed if m.id], "pending", decision.reason)
-        self._pending.extend(removed)
+        ids = [self._active[i].id for i in decision.indices if self._active[i].id is not None]
+        self.store.set_state(self.conversation_id, ids, "pending", decision.reason)  # type: ignore[arg-type]
+        removed = self._remove(set(ids))  # type: ignore[arg-type]
+        self._add_pending(removed)
         self._evicted_since += len(removed)
+        self._total_evicted += len(removed)
         return SummaryEvent("evict", self._seq - 1, decision.reason, messages=len(removed),
-                            tokens_before=before, tokens_after=self.context_tokens())
+                            tokens_before=before, tokens_after=self.context_tokens(), guard=guard)
 
     def _drop(self, decision: Decision) -> SummaryEvent:
         before = self.context_tokens()
-        ids = {self._active[i].id for i in decision.indices if self._active[i].id is not None}
-        removed = self._remove(ids)  # type: ignore[arg-type]
+        ids = [self._active[i].id for i in decision.indices if self._active[i].id is not None]
         if decision.include_pending:
-            removed.extend(self._pending)
-            self._pending = []
+            ids.extend(m.id for m in self._pending if m.id is not None)
+        self.store.set_state(self.conversation_id, ids, "dropped", decision.reason)  # type: ignore[arg-type]
+        removed = self._remove(set(ids))  # type: ignore[arg-type]
+        n = len(removed)
+        if decision.include_pending:
+            n += len(self._pending)
+            self._pending, self._pending_seq = [], []
             self._evicted_since = 0
-        self.store.set_state(self.conversation_id, [m.id for m in removed if m.id], "dropped", decision.reason)
-        self._dropped += len(removed)
-        return SummaryEvent("drop", self._seq - 1, decision.reason, messages=len(removed),
+        self._dropped += n
+        return SummaryEvent("drop", self._seq - 1, decision.reason, messages=n,
                             tokens_before=before, tokens_after=self.context_tokens())
+
+    # ------------------------------------------------------------------ internals: window guard
+
+    def _guard(self, launch: Launch, busy: Callable[[], bool]) -> list[SummaryEvent]:
+        """Keep ``context_tokens() <= context_window``: compact, else evict to pending, else clip."""
+        window = self.context_window
+        if not self.enforce_window or self.context_tokens() <= window:
+            return []
+        events: list[SummaryEvent] = []
+        if not busy() and self._guard_may_compact():
+            decision = self._guard_decision()
+            if decision is not None:
+                ev = launch(self._plan(decision, guard=True))
+                if ev is not None:
+                    events.append(ev)
+        if self.context_tokens() > window:
+            ev = self._guard_evict()
+            if ev is not None:
+                events.append(ev)
+        if self.context_tokens() > window:
+            events.append(self._clip())
+        return events
+
+    def _guard_gap(self) -> int:
+        return max(1, int((1 - self.guard_low_water) * self.context_window))
+
+    def _guard_may_compact(self) -> bool:
+        """A guard summary only when it is allowed (backoff, the policy's own rate limit, the
+        guard's token bound) and can bring the context inside the window at all."""
+        if self._in_backoff():
+            return False
+        if self._guard_at is not None and self._added_tokens - self._guard_at < self._guard_gap():
+            return False
+        if self._pinned_tokens + self._summary_room >= self.context_window:
+            return False
+        return may_summarize(self.policy, self._state(0))
+
+    def _guard_order(self, limit: int) -> list[int]:
+        """Active indices below `limit` in the order the guard takes them: oldest first, a
+        preserved head (seed 004's task statement) last."""
+        head = min(self._head(), limit)
+        return list(range(head, limit)) + list(range(head))
+
+    def _guard_decision(self) -> Decision | None:
+        n = len(self._active)
+        limit = n - min(self.guard_min_tail, n)
+        target = int(self.guard_low_water * self.context_window) - self._pinned_tokens - self._summary_room
+        remaining = self._active_tokens
+        picked: list[int] = []
+        for i in self._guard_order(limit):
+            if remaining <= target:
+                break
+            picked.append(i)
+            remaining -= self._tokens[i]
+        indices = tuple(i for i in self._keep_tool_pairs(sorted(picked)) if i < n - 1)
+        if not indices and not self._pending:
+            return None
+        depth = self.summary.depth + 1 if self.summary is not None else 0
+        fold = fold_allowed(self.policy, depth)
+        return Decision("summarize", indices,
+                        f"window guard: context {self.context_tokens()} > window {self.context_window}; "
+                        f"compacting to {self.guard_low_water:g} of it" + ("" if fold else " (appended)"),
+                        fold=fold)
+
+    def _guard_evict(self) -> SummaryEvent | None:
+        """Oldest active messages to pending until the context fits; never the newest."""
+        over = self.context_tokens() - self.context_window
+        picked: list[int] = []
+        freed = 0
+        for i in self._guard_order(len(self._active) - 1):
+            if freed >= over:
+                break
+            picked.append(i)
+            freed += self._tokens[i]
+        if not picked:
+            return None
+        reason = (f"window guard: context {self.context_tokens()} > window {self.context_window}; "
+                  f"moved {len(picked)} oldest messages out of the context until the next summary")
+        return self._evict(Decision("evict", tuple(sorted(picked)), reason, include_pending=False), guard=True)
+
+    def _clip(self) -> SummaryEvent:
+        """The impossible case: what must stay (the newest message, pinned system messages) is
+        larger than the window on its own. Clip it in the context, never in the store.
+
+        Water-filling: every item above a common cap is cut to it, so small messages are left
+        whole and the largest give up the most. If even markers cannot fit, the summary is left
+        out of the context, then the oldest pinned messages.
+        """
+        before = self.context_tokens()
+        window = self.context_window
+        items: list[tuple[str, Message, int]] = []  # (where, message, original tokens)
+        for m, n in zip(self._pinned, self._pinned_n):
+            items.append(("pinned", m, n))
+        for m, n in zip(self._active, self._tokens):
+            items.append(("active", m, n))
+        floor = {m.id: self._clip_floor(m) for _, m, _ in items}
+        omitted: list[str] = []
+
+        def level(avail: int) -> float:
+            """The common cap: every item above it is cut to it, the rest fit whole."""
+            sizes = sorted(n for _, m, n in items if m.id not in omitted)
+            left = avail
+            for k, s in enumerate(sizes):
+                share = left / (len(sizes) - k)
+                if s > share:
+                    return share
+                left -= s
+            return float("inf")
+
+        def feasible(c: float) -> bool:
+            return all(n <= c or c >= floor[m.id] for _, m, n in items if m.id not in omitted)
+
+        summary = self._summary_tokens
+        cap = level(window - summary)
+        if not feasible(cap) and summary:
+            self._summary_hidden, summary = True, 0
+            cap = level(window)
+        for where, m, _ in items:
+            if feasible(cap) or where != "pinned":
+                break
+            omitted.append(m.id)  # type: ignore[arg-type]
+            cap = level(window - summary)
+        clipped = 0
+        for _, m, n in items:
+            if m.id in omitted:
+                continue
+            if n > cap:
+                shown = self._clip_message(m, int(cap))
+                self._clips[m.id] = shown  # type: ignore[index]
+                clipped += 1
+        self._omitted = set(omitted)
+        self._recount()
+        if self.context_tokens() > window and not self._summary_hidden:
+            self._summary_hidden = True
+        if self.context_tokens() > window:
+            log.error("window guard could not fit %s into %d tokens", self.conversation_id, window)
+        what = [f"{clipped} message(s) clipped in the context"]
+        if omitted:
+            what.append(f"{len(omitted)} pinned system message(s) left out")
+        if self._summary_hidden:
+            what.append("the summary left out")
+        reason = (f"window guard: what must stay is larger than the window {window} on its own: "
+                  + ", ".join(what) + "; stored messages unchanged")
+        log.warning("%s (conversation %s)", reason, self.conversation_id)
+        return SummaryEvent("clip", self._seq - 1, reason, messages=clipped + len(omitted),
+                            tokens_before=before, tokens_after=self.context_tokens(), guard=True)
+
+    def _clip_floor(self, m: Message) -> int:
+        return self.counter.count_message(Message(m.role, CLIP_MARKER.format(n=len(m.content)), id=f"{m.id}#f"))
+
+    def _clip_message(self, m: Message, max_tokens: int) -> Message:
+        overhead = self.counter.count_message(Message(m.role, "", id=f"{m.id}#o"))
+        room = max(0, max_tokens - overhead)
+        while True:
+            text = clip_text(m.content, room, self.counter.count)
+            shown = replace(m, content=text, meta={**m.meta, "clipped_chars": len(m.content) - len(text)})
+            if room <= 0 or self.counter.count_message(shown) <= max_tokens:
+                return shown
+            room -= 1  # a counter whose message framing is not constant: tighten and retry
+
+    def _recount(self) -> None:
+        """Token lists from the display versions (after clipping or unclipping)."""
+        count = self.counter.count_message
+        self._pinned_n = [0 if m.id in self._omitted else count(self._display(m)) for m in self._pinned]
+        self._pinned_tokens = sum(self._pinned_n)
+        self._tokens = [count(self._display(m)) for m in self._active]
+        self._active_tokens = sum(self._tokens)
+
+    def _unclip(self) -> None:
+        """Back to the full messages before deciding again: clipping is redone only if needed."""
+        if not (self._clips or self._omitted or self._summary_hidden):
+            return
+        self._clips.clear()
+        self._omitted.clear()
+        self._summary_hidden = False
+        self._recount()
 
     # ------------------------------------------------------------------ internals: summaries
 
     def _budget(self) -> int:
-        return min(self.max_summary_tokens, int(self.summary_share * self.context_window))
+        available = self.context_window - self.reserved_output_tokens
+        return max(0, min(self.max_summary_tokens, int(self.summary_share * available)))
 
-    def _plan(self, decision: Decision) -> _Job:
-        span = tuple(self._active[i] for i in decision.indices)
-        pending = tuple(self._pending) if decision.include_pending else ()
+    def _room_for_summary(self) -> int:
+        """Tokens the summary message can take in the context at most, framing included."""
+        framing = self.counter.count_message(self.format.summary_message("", None))
+        return framing + max(self._budget(), self.counter.count(OMITTED_SUMMARY)) + 2
+
+    def _plan(self, decision: Decision, *, guard: bool = False) -> _Job:
+        """Snapshot the span; a request carries at most `max_request_tokens`, oldest first."""
+        chosen = [(self._active_seq[i], self._active[i], self._tokens[i]) for i in decision.indices]
+        if decision.include_pending:
+            chosen += [(s, m, self.counter.count_message(m)) for s, m in zip(self._pending_seq, self._pending)]
+        chosen.sort(key=lambda t: t[0])
+        taken: list[Message] = []
+        used = 0
+        for _, m, n in chosen:
+            if taken and used + n > self.max_request_tokens:
+                break
+            taken.append(m)
+            used += n
+        span_ids = frozenset(self._active[i].id for i in decision.indices) & {m.id for m in taken}
         previous = self.summary
-        depth = previous.depth + 1 if previous is not None and not self.rebuild_from_raw else 0
-        return _Job(decision, self._seq - 1, span, pending, previous, depth, self.context_tokens(),
-                    self._total_added)
+        if self.rebuild_from_raw or previous is None:
+            depth = 0
+        else:
+            depth = previous.depth + 1 if decision.fold else previous.depth
+        self._since_attempt = 0
+        self._attempts += 1
+        if guard:
+            self._guard_at = self._added_tokens
+        return _Job(decision, self._seq - 1, tuple(taken), span_ids, previous, depth,  # type: ignore[arg-type]
+                    self.context_tokens(), self._total_added, guard=guard)
 
     def _request_messages(self, job: _Job) -> tuple[list[Message], SummaryRecord | None]:
-        # pending messages were evicted earlier than anything still active: they come first
-        msgs = list(job.pending) + list(job.span)
+        msgs = list(job.messages)
         if self.rebuild_from_raw and job.previous is not None:
             raw = [r.message for r in self.store.messages(self.conversation_id, "covered")]
             return raw + msgs, None
+        if not job.decision.fold:
+            return msgs, None  # past the depth cap: the span alone, appended in `_run`
         return msgs, job.previous
 
     def _run(self, job: _Job) -> _Outcome:
         """Make the summary for a job. Touches no engine state: safe in a worker thread."""
+        out = _Outcome()
+        try:
+            self._make(job, out)
+        except Exception as err:  # the ledger, a merge: whatever breaks is this job's failure
+            out.draft = None
+            out.error = classify_exception(err)
+        return out
+
+    def _make(self, job: _Job, out: _Outcome) -> None:
         msgs, previous = self._request_messages(job)
         mode = self.ledger_mode
         budget = self._budget()
         text_budget = budget if mode == "off" else max(1, int(budget * (1 - self.ledger_share)))
+        appending = not job.decision.fold and job.previous is not None and not self.rebuild_from_raw
         tracked: list[str] = []
         if mode != "off":
             prev_facts = list(job.previous.facts) if job.previous is not None else []
@@ -506,10 +909,9 @@ class RollingSummarizer:
             tracked = list(dict.fromkeys(prev_facts + new_facts))[-self.ledger_max_facts:]
         request = SummaryRequest(
             conversation_id=self.conversation_id, messages=msgs, previous=previous, depth=job.depth,
-            max_tokens=text_budget, must_keep=tuple(tracked),
+            max_tokens=max(1, text_budget // 2) if appending else text_budget, must_keep=tuple(tracked),
             total_messages=self._total_added, total_tokens=job.tokens_before,
         )
-        out = _Outcome()
         draft = self._attempt(self.summarizer, request, out)
         if draft is None and self.fallback is not None:
             log.warning("summarizer %s failed (%s); using fallback %s", getattr(self.summarizer, "name", "?"),
@@ -518,13 +920,15 @@ class RollingSummarizer:
             if draft is not None:
                 out.fallback = getattr(self.fallback, "name", "fallback")
         if draft is None:
-            return out
+            return
+        if appending:
+            draft = self._appended(job.previous, draft, text_budget)  # type: ignore[arg-type]
         lost = self._missing(tracked, draft)
         if lost and mode == "retry":
-            retry_req = SummaryRequest(**{**_fields(request), "must_keep": tuple(lost)})
+            retry_req = replace(request, must_keep=tuple(lost))
             again = self._attempt(self.summarizer, retry_req, out, retries=0)
             if again is not None:
-                draft = again
+                draft = self._appended(job.previous, again, text_budget) if appending else again  # type: ignore[arg-type]
                 lost = self._missing(tracked, draft)
         pinned: list[str] = []
         if lost and mode != "off":
@@ -541,7 +945,15 @@ class RollingSummarizer:
         out.pinned = tuple(pinned)
         out.counts = {"found": len(tracked), "kept": len(tracked) - len(lost), "pinned": len(pinned),
                       "lost": len(lost) - len(pinned)}
-        return out
+
+    def _appended(self, previous: SummaryRecord, draft: SummaryDraft, budget: int) -> SummaryDraft:
+        """Past the depth cap: the span's summary after the previous text, oldest cut first."""
+        text, note = append_summary(previous.text, draft.text, budget, self.counter.count)
+        points = tuple(dict.fromkeys(tuple(draft.key_points) + tuple(previous.key_points)))[:MAX_KEY_POINTS]
+        facets = {k: tuple(dict.fromkeys(tuple(draft.facets.get(k, ())) + tuple(previous.facets.get(k, ()))))
+                  for k in set(draft.facets) | set(previous.facets)}
+        notes = tuple(draft.notes) + ("appended at the depth cap",) + ((note,) if note else ())
+        return replace(draft, text=text, key_points=points, facets=facets, notes=notes)
 
     def _attempt(self, summarizer: Summarizer, request: SummaryRequest, out: _Outcome,
                  retries: int | None = None) -> SummaryDraft | None:
@@ -550,16 +962,17 @@ class RollingSummarizer:
             out.attempts += 1
             try:
                 draft = summarizer.summarize(request)
-            except SummarizeError as err:
+            except Exception as exc:  # a misbehaving model or summarizer must not take messages down
+                err = classify_exception(exc)
                 out.error = err
                 if err.transport and n + 1 < tries:
-                    self._sleep(self.backoff_s * (2 ** n))
+                    wait = self.backoff_s * (2 ** n)
+                    if err.retry_after is not None:
+                        wait = max(wait, min(err.retry_after, self.max_retry_after_s))
+                    self._sleep(wait)
                     continue
                 return None
-            except RollsumError as err:  # a misbehaving summarizer must not take messages down
-                out.error = SummarizeError(str(err), transport=False, kind=ErrorKind.OTHER)
-                return None
-            if not draft.text.strip():
+            if not isinstance(draft, SummaryDraft) or not draft.text.strip():
                 out.error = SummarizeError("summarizer returned an empty summary", transport=False,
                                            kind=ErrorKind.EMPTY)
                 return None
@@ -573,13 +986,20 @@ class RollingSummarizer:
         return [f.text for f in fact_ledger.missing([fact_ledger.Fact(t, "identifier", None) for t in facts],
                                                     _render(draft))]
 
+    def _failed(self) -> None:
+        """Back off: the k-th failure in a row blocks attempts for cooldown × 2**(k−1) messages."""
+        self._failures += 1
+        wait = min(self.failure_cooldown * 2 ** min(self._failures - 1, 30),
+                   max(self.max_failure_backoff, self.failure_cooldown))
+        self._retry_at = self._total_added + wait
+
     def _apply(self, job: _Job, outcome: _Outcome) -> SummaryEvent:
         """Commit a finished job. Before the store commit nothing changes; after it, the window."""
         lag = (self._seq - 1) - job.turn
-        covered = list(job.pending) + list(job.span)
+        covered = job.messages
         self.usage = self.usage + outcome.usage
         if outcome.draft is None:
-            self._failed_turn = self._seq - 1
+            self._failed()
             err = outcome.error
             reason = redact(str(err)) if err else "unknown"
             log.warning("summary failed at turn %d after %d attempt(s): %s; all %d messages kept",
@@ -588,7 +1008,7 @@ class RollingSummarizer:
                                 tokens_before=job.tokens_before, tokens_after=self.context_tokens(),
                                 lag_turns=lag, error=reason,
                                 error_kind=err.kind.value if err else None, attempts=outcome.attempts,
-                                usage=outcome.usage)
+                                usage=outcome.usage, guard=job.guard)
         draft = outcome.draft
         prev = job.previous
         seq = len(self._history)
@@ -617,26 +1037,30 @@ class RollingSummarizer:
             notes=draft.notes,
             facts=outcome.facts,
             ledger=outcome.counts,
-            meta={"reason": job.decision.reason, "turn": job.turn, "preset": self.preset},
+            meta={"reason": job.decision.reason, "turn": job.turn, "preset": self.preset,
+                  **({"guard": True} if job.guard else {}), **({} if job.decision.fold else {"appended": True})},
         )
-        record = _with_tokens(record, self.counter.count(record.render()))
+        record = replace(record, tokens=self.counter.count(record.render()))
         try:
             self.store.commit_summary(record, ids)
-        except RollsumError as err:
-            self._failed_turn = self._seq - 1
+        except Exception as err:  # a refusing or broken store: nothing committed, nothing moves
+            self._failed()
             log.error("store refused summary %s: %s; all messages kept", record.id, redact(str(err)))
             return SummaryEvent("failure", job.turn, job.decision.reason, depth=job.depth,
                                 tokens_before=job.tokens_before, tokens_after=self.context_tokens(),
                                 lag_turns=lag, error=redact(f"store: {err}"), error_kind="store",
-                                attempts=outcome.attempts, usage=outcome.usage)
+                                attempts=outcome.attempts, usage=outcome.usage, guard=job.guard)
         # committed: now change the window
-        self._remove(set(m.id for m in job.span if m.id is not None))
-        if job.pending:
-            done = set(ids)
-            self._pending = [m for m in self._pending if m.id not in done]
+        done = set(ids)
+        self._remove(done & job.span_ids)
+        if self._pending:
+            keep = [(s, m) for s, m in zip(self._pending_seq, self._pending) if m.id not in done]
+            self._pending_seq = [s for s, _ in keep]
+            self._pending = [m for _, m in keep]
         self._history.append(record)
         self._since_summary = self._total_added - job.added_at
         self._evicted_since = len(self._pending)
+        self._failures = 0
         self._min_tokens_since = None
         self._refresh_summary()
         c = outcome.counts
@@ -645,7 +1069,7 @@ class RollingSummarizer:
                             tokens_after=self.context_tokens(), lag_turns=lag, attempts=outcome.attempts,
                             facts_found=c.get("found", 0), facts_kept=c.get("kept", 0),
                             facts_pinned=c.get("pinned", 0), facts_lost=c.get("lost", 0),
-                            usage=outcome.usage, fallback=record.fallback)
+                            usage=outcome.usage, fallback=record.fallback, guard=job.guard)
 
     def _refresh_summary(self) -> None:
         rec = self.summary
@@ -660,18 +1084,24 @@ class RollingSummarizer:
         self._summary_msg = self.format.summary_message(text, rec)
         self._summary_tokens = self.counter.count_message(self._summary_msg)
 
+    # ------------------------------------------------------------------ internals: events
+
+    def _internal_failure(self, err: Exception) -> SummaryEvent:
+        log.exception("rollsum: unexpected error after storing a message; the message is kept")
+        return SummaryEvent("failure", self._seq - 1, "internal error", error=redact(f"{type(err).__name__}: {err}"),
+                            error_kind="internal")
+
+    def _emit(self, events: Sequence[SummaryEvent]) -> None:
+        if self.on_event is None:
+            return
+        for ev in events:
+            try:
+                self.on_event(ev)
+            except Exception:  # the caller's callback must not turn a stored message into an error
+                log.exception("rollsum: on_event callback raised; event %s dropped from it", ev.kind)
+
 
 def _render(draft: SummaryDraft) -> str:
     parts = [draft.text]
     parts.extend(draft.key_points)
     return "\n".join(parts)
-
-
-def _with_tokens(record: SummaryRecord, tokens: int) -> SummaryRecord:
-    from dataclasses import replace
-
-    return replace(record, tokens=tokens)
-
-
-def _fields(request: SummaryRequest) -> dict[str, Any]:
-    return {name: getattr(request, name) for name in request.__dataclass_fields__}

@@ -8,6 +8,7 @@ validation errors are not (retrying a model that returned malformed output tends
 
 from __future__ import annotations
 
+import sqlite3
 from enum import StrEnum
 
 
@@ -67,12 +68,41 @@ class SummarizeError(RollsumError):
     """
 
     def __init__(self, message: str, *, transport: bool, kind: ErrorKind = ErrorKind.OTHER,
-                 raw: str | None = None) -> None:
+                 raw: str | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.transport = transport
         self.kind = kind
         self.raw = raw
+        self.retry_after = retry_after
 
     @classmethod
     def from_model_error(cls, err: ModelError) -> SummarizeError:
-        return cls(str(err), transport=err.retryable, kind=err.kind)
+        return cls(str(err), transport=err.retryable, kind=err.kind, retry_after=err.retry_after)
+
+
+def classify_exception(err: BaseException) -> SummarizeError:
+    """Any exception raised while making a summary, as a classified `SummarizeError`.
+
+    The engine calls models and summarizers it did not write (a custom model, a cache on a
+    full disk), so it cannot rely on them raising our own errors: a `TimeoutError` or a reset
+    connection is a transport failure worth a retry like a 5xx, a locked SQLite cache is
+    transient too, and anything else (a `ValueError` from a parser, a bug) is a failure that
+    retrying will not fix. Either way it becomes a summarizer failure, never an exception out
+    of `RollingSummarizer.add()`.
+    """
+    if isinstance(err, SummarizeError):
+        return err
+    if isinstance(err, ModelError):
+        return SummarizeError.from_model_error(err)
+    name = type(err).__name__
+    text = f"{name}: {err}" if str(err) else name
+    if isinstance(err, TimeoutError):
+        return SummarizeError(text, transport=True, kind=ErrorKind.TIMEOUT)
+    if isinstance(err, ConnectionError):
+        return SummarizeError(text, transport=True, kind=ErrorKind.CONNECTION)
+    if isinstance(err, sqlite3.OperationalError) and any(
+            w in str(err).lower() for w in ("locked", "busy")):
+        return SummarizeError(text, transport=True, kind=ErrorKind.OTHER)
+    if isinstance(err, OSError):
+        return SummarizeError(text, transport=True, kind=ErrorKind.CONNECTION)
+    return SummarizeError(text, transport=False, kind=ErrorKind.OTHER)

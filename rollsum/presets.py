@@ -1,9 +1,12 @@
 """Named presets: each seed design as one ready configuration.
 
 A preset is a policy class, a context format, a prompt for model-backed summaries, the kind of
-summarizer the seed used, and engine defaults. `build` routes each override by name to whoever
-owns it (policy constructor, engine, summarizer), so a sweep can vary any parameter with one
-flat dictionary and a typo is an error, not a silently ignored key.
+summarizer the seed used, and engine defaults. `build` routes each override by name to *every*
+component that owns it (policy constructor, engine, summarizer): a parameter means one thing
+everywhere, so `context_window` given to token-ratio sets the policy's window *and* the
+engine's (and with it the summary's 10 % share), and `reserved_output_tokens` given to
+budget-rule-based shrinks both the trim budget and the summary's share. A sweep can vary any
+parameter with one flat dictionary, and a typo is an error, not a silently ignored key.
 """
 
 from __future__ import annotations
@@ -31,7 +34,12 @@ if TYPE_CHECKING:
     from rollsum.models.base import Model
 
 SummarizerKind = Literal["prompted", "structured", "extractive"]
-SUMMARIZER_PARAMS = ("prompt", "max_output_tokens", "merge", "conversational", "transcript_budget")
+MODEL_SUMMARIZER_PARAMS = ("prompt", "max_output_tokens", "transcript_budget", "transcript_overflow",
+                           "filter_noise", "max_message_chars")
+EXTRACTIVE_PARAMS = ("merge", "conversational")
+SUMMARIZER_PARAMS = MODEL_SUMMARIZER_PARAMS + EXTRACTIVE_PARAMS
+WINDOW_ALIASES: Mapping[str, str] = {"max_context_tokens": "context_window"}
+"""A policy's own name for the main model's window (seed 002's maxContextTokens)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,11 @@ class Preset:
     extractive: Mapping[str, Any] = field(default_factory=dict)
     engine: Mapping[str, Any] = field(default_factory=dict)
     max_output_tokens: int = 1024
+    summarizer: Mapping[str, Any] = field(default_factory=dict)
+    """Defaults for the model-backed summarizer (transcript shaping the seed asks for)."""
+    guard_when_given: bool = False
+    """The window guard is on when `context_window` is given (seeds 000 and 001 have no
+    window of their own); presets whose policy is windowed have it on anyway."""
 
     def doc(self) -> str:
         return f"{self.name} (seed {self.seed}): {self.description}"
@@ -61,21 +74,25 @@ PRESETS: dict[str, Preset] = {
                "more than 30 messages AND the oldest 20 over 15,000 tokens; keeps the last 10; "
                "rolling third-person summary as a bracketed assistant message",
                CountAndTokens, "bracketed-assistant", "count-and-tokens/v1", "prompted",
-               max_output_tokens=1024),
+               max_output_tokens=1024, guard_when_given=True),
         Preset("since-last", "001",
                ">= 20 messages since the last summary, outside the verbatim window of 10; "
                "summary under '## Earlier in this conversation' before recent history",
                SinceLast, "earlier-heading", "since-last/v1", "prompted",
-               engine={"max_summary_tokens": 600}, max_output_tokens=500),
+               engine={"max_summary_tokens": 600}, max_output_tokens=500, guard_when_given=True),
         Preset("budget-rule-based", "002",
                "over budget: drop by priority and summarize what was dropped (rule-based by "
                "default); system message '[Previous Conversation Summary]', <= 10% of budget",
                BudgetTrim, "system-summary", "budget-rule-based/v1", "prompted", fallback="extractive",
-               extractive={"merge": "append"}, max_output_tokens=500),
+               extractive={"merge": "append"}, max_output_tokens=500,
+               summarizer={"max_message_chars": 1000}),
         Preset("token-ratio", "003",
-               "tokens/window >= 0.8 with hysteresis 0.7, cooldown 4, depth <= 3, emergency >= 1.0; "
-               "keeps the last 6 (down to 2); structured JSON summary as a tagged system message",
-               TokenRatio, "tagged-system", "structured/v1", "structured", max_output_tokens=1024),
+               "tokens/window >= 0.8 with hysteresis 0.7, cooldown 4, emergency >= 1.0; folds up to "
+               "depth 3, then appends (oldest summary text cut); keeps the last 6 (down to 2); "
+               "structured JSON summary as a tagged system message",
+               TokenRatio, "tagged-system", "structured/v1", "structured", max_output_tokens=1024,
+               summarizer={"filter_noise": True, "transcript_budget": 8000,
+                           "transcript_overflow": "trim-oldest"}),
         Preset("evict-window", "004",
                "head + tail window; the evicted middle is summarized once >= 10 messages were "
                "evicted since the last summary; '[Conversation Summary]' between head and tail",
@@ -122,13 +139,14 @@ def make_summarizer(preset: Preset, model: Model | None, params: Mapping[str, An
     kind = kind or (preset.model_summarizer if model is not None else "extractive")
     p = dict(params)
     if kind == "extractive":
-        for key in ("prompt", "max_output_tokens", "transcript_budget"):
+        for key in MODEL_SUMMARIZER_PARAMS:
             p.pop(key, None)
         return ExtractiveSummarizer(**{**preset.extractive, **p})
     if model is None:
         raise ConfigError(f"the {kind} summarizer needs a model (e.g. anthropic:claude-haiku-4-5 or fake:mode=json)")
-    p.pop("merge", None)
-    p.pop("conversational", None)
+    for key in EXTRACTIVE_PARAMS:
+        p.pop(key, None)
+    p = {**preset.summarizer, **p}
     p.setdefault("prompt", preset.prompt or "since-last/v1")
     p.setdefault("max_output_tokens", preset.max_output_tokens)
     if kind == "structured":
@@ -149,13 +167,23 @@ def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
     kind: SummarizerKind | None = overrides.pop("summarizer", None)
     fallback_opt = overrides.pop("fallback", preset.fallback)
     for key, value in overrides.items():
-        if key in policy_fields:
+        owners = 0
+        if key in policy_fields:  # every owner gets it: one parameter, one meaning
             policy_kw[key] = value
-        elif key in SUMMARIZER_PARAMS:
+            owners += 1
+        if key in SUMMARIZER_PARAMS:
             summ_kw[key] = value
-        elif key in engine_fields:
+            owners += 1
+        if key in engine_fields:
             engine_kw[key] = value
-        else:
+            owners += 1
+        if key in WINDOW_ALIASES and key in policy_fields and value is not None:
+            alias = WINDOW_ALIASES[key]
+            if alias in overrides and overrides[alias] != value:
+                raise ConfigError(f"preset {name}: {key}={value} and {alias}={overrides[alias]} name the same "
+                                  "window with different values; give one of them")
+            engine_kw[alias] = value
+        if not owners:
             valid = sorted(policy_fields | set(SUMMARIZER_PARAMS) | engine_fields | {"summarizer", "fallback"})
             raise ConfigError(f"preset {name}: unknown parameter {key!r}; valid: {', '.join(valid)}")
     if kind is not None and kind not in ("prompted", "structured", "extractive"):
@@ -164,10 +192,17 @@ def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
         policy = preset.policy(**policy_kw)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"preset {name}: {err}") from None
+    # a value the policy holds by default (reserved_output_tokens, max_summary_tokens) is the
+    # engine's too, so the summary's share is taken on the same budget the policy trims to
+    for key in sorted(policy_fields & engine_fields):
+        value = getattr(policy, key)
+        if value is not None:
+            engine_kw.setdefault(key, value)
     if hasattr(policy, "max_summary_tokens"):
         # the seeds' max_summary_tokens caps both the model's answer and the summary's room
-        engine_kw.setdefault("max_summary_tokens", policy.max_summary_tokens)
         summ_kw.setdefault("max_output_tokens", policy.max_summary_tokens)
+    if preset.guard_when_given and ("context_window" in overrides or any(a in overrides for a in WINDOW_ALIASES)):
+        engine_kw.setdefault("enforce_window", True)
     resolved = _resolve_model(model)
     counter = engine_kw.get("counter")
     if counter is not None:
@@ -179,4 +214,7 @@ def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
     elif fallback_opt not in (None, "extractive"):
         raise ConfigError(f"fallback must be 'extractive' or None, got {fallback_opt!r}")
     engine_kw.setdefault("context_format", preset.context_format)
-    return engine_cls(policy, summarizer, preset=name, **engine_kw)
+    try:
+        return engine_cls(policy, summarizer, preset=name, **engine_kw)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"preset {name}: {err}") from None

@@ -225,7 +225,7 @@ class SummaryRecord:
         return "\n\n".join(p for p in parts if p)
 
 
-EventKind = Literal["summary", "failure", "evict", "drop", "skip"]
+EventKind = Literal["summary", "failure", "evict", "drop", "skip", "clip"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +234,12 @@ class SummaryEvent:
 
     Emitted for every summary made, every failed attempt (with nothing lost), and every
     eviction or drop, so a replay trace can say exactly what happened at which turn.
+
+    ``clip`` is the window guard's last resort: something that must stay in the context (the
+    newest message, the pinned system messages) is larger than the window on its own, so its
+    content is clipped *in the context* with a visible marker (the stored message is never
+    altered); `messages` counts the clipped or omitted messages. `guard` is True for events
+    the engine's window guard caused rather than the preset's own trigger.
     """
 
     kind: EventKind
@@ -256,6 +262,8 @@ class SummaryEvent:
     facts_lost: int = 0
     usage: Usage = field(default_factory=Usage)
     fallback: str | None = None
+    guard: bool = False
+    """Caused by the engine's window guard (see `RollingSummarizer`), not the preset's trigger."""
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -277,5 +285,6 @@ class SummaryEvent:
             "facts_lost": self.facts_lost,
             "usage": self.usage.to_dict(),
             "fallback": self.fallback,
+            "guard": self.guard,
         }
         return d

@@ -13,6 +13,7 @@ from rollsum.models.fake import FakeModel
 from rollsum.models.limits import LimitedModel, RateLimiter
 from rollsum.models.pricing import Price, PriceTable, cost_usd, price_for
 from rollsum.models.replay import RecordingModel, ReplayMissError, ReplayModel
+from rollsum.models.retrying import RetryingModel
 from rollsum.models.spec import SPEC_FORMS, from_spec
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "RecordingModel",
     "ReplayMissError",
     "ReplayModel",
+    "RetryingModel",
     "cost_usd",
     "from_spec",
     "price_for",

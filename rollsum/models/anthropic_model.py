@@ -147,6 +147,13 @@ class AnthropicModel:
 
     Without an injected `client`, the key comes from ``ANTHROPIC_API_KEY`` and its absence
     raises `MissingCredentials` here, at construction, so a sweep fails before its first unit.
+
+    Retries: one policy end to end. The engine (`RollingSummarizer`, ``retries``) owns them, so
+    the SDK client is built -- or, when injected, re-optioned with ``client.with_options`` --
+    with ``max_retries=0`` by default: a persistent 500 costs exactly the engine's
+    ``retries + 1`` HTTP calls instead of (SDK retries + 1) × (engine retries + 1). Code that
+    calls the model directly, outside an engine, can pass ``max_retries=N`` to get the SDK's
+    own retrying back (or wrap the model in `rollsum.models.RetryingModel`).
     The installed SDK no longer has a ``temperature`` keyword; it is sent in the request body,
     by default only to models that accept it (`accepts_temperature`); ``send_temperature``
     forces it either way.
@@ -155,7 +162,7 @@ class AnthropicModel:
     provider = "anthropic"
 
     def __init__(self, client: anthropic.Anthropic | None = None, model: str = DEFAULT_MODEL, *,
-                 max_retries: int = 2, timeout: float = 120.0, api_key: str | None = None,
+                 max_retries: int = 0, timeout: float = 120.0, api_key: str | None = None,
                  allow_unknown_model: bool = False, send_temperature: bool | None = None,
                  context_window: int = DEFAULT_CONTEXT_WINDOW,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -165,6 +172,9 @@ class AnthropicModel:
             if not key:
                 raise MissingCredentials(MISSING_KEY_MESSAGE)
             client = anthropic.Anthropic(api_key=key, max_retries=max_retries, timeout=timeout)
+        elif client.max_retries != max_retries:
+            client = client.with_options(max_retries=max_retries)
+        self.max_retries = max_retries
         self._client = client
         self._send_temperature = (accepts_temperature(self.model) if send_temperature is None
                                   else send_temperature)

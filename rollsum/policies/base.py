@@ -53,7 +53,18 @@ class WindowState:
     passes: int = 0
     """How many summaries were already made in response to this same message (second pass)."""
     last_failed: bool = False
-    """The previous attempt at this turn failed: policies must not ask for it again."""
+    """The last attempt failed and the engine is backing off: policies must not ask again."""
+    since_attempt: int | None = None
+    """Messages added since the last summary *attempt*, successful or not (None: no attempt
+    yet). Rate limits count attempts, so a failing model is not called more often than a
+    working one."""
+    attempts: int = 0
+    """Summary attempts so far (successful or not, the window guard's included)."""
+    total_evicted: int = 0
+    """Messages ever moved to pending (by the policy or the window guard)."""
+    summary_budget: int = 0
+    """Tokens the rendered summary may take in the context at most (its share of the window,
+    with its framing): what a policy must leave room for before a summary lands."""
 
     @property
     def context_tokens(self) -> int:
@@ -78,6 +89,10 @@ class Decision:
     indices: tuple[int, ...]
     reason: str
     include_pending: bool = True
+    fold: bool = True
+    """Fold the previous summary into the new one (the summarizer rewrites the whole story).
+    False appends a summary of the span alone to the previous text, cutting the oldest summary
+    content with a marker to stay in budget: seed 003's depth cap (docs/seeds.md)."""
 
     @classmethod
     def span(cls, action: Action, start: int, end: int, reason: str, **kw: Any) -> Decision:
@@ -90,11 +105,40 @@ class Decision:
 
 @runtime_checkable
 class Policy(Protocol):
-    """Decides when to compress and which span. One class per seed design."""
+    """Decides when to compress and which span. One class per seed design.
+
+    Optional members the engine uses when present (a policy without them gets the defaults):
+
+    - ``windowed: bool`` (default False): the preset promises to stay inside
+      `WindowState.context_window`, so the engine's window guard is on by default.
+    - ``may_summarize(state) -> bool`` (default True): whether the window guard may ask the
+      summarizer now, i.e. the policy's own rate limit and mode allow a summary. When it says
+      no, the guard keeps the window without a model call (evicting to pending).
+    - ``fold_allowed(depth) -> bool`` (default True): whether a summary at `depth` may fold the
+      previous one (seed 003's depth cap); otherwise the guard appends (`Decision.fold`).
+    """
 
     name: str
 
     def decide(self, state: WindowState) -> Decision | None: ...
+
+
+def may_summarize(policy: object, state: WindowState) -> bool:
+    hook = getattr(policy, "may_summarize", None)
+    return bool(hook(state)) if callable(hook) else True
+
+
+def fold_allowed(policy: object, depth: int) -> bool:
+    hook = getattr(policy, "fold_allowed", None)
+    return bool(hook(depth)) if callable(hook) else True
+
+
+def attempts_allowed(attempts: int, earned: int, every: int) -> bool:
+    """A rate limit on attempts: the k-th attempt needs at least k × `every` items (messages
+    added, messages evicted) so far. Cumulative, so a failing model is called no more often
+    than a working one, and a burst that arrived while a summary ran (asyncio, lag) may be
+    caught up at once by back-to-back summaries without ever exceeding the rate."""
+    return (attempts + 1) * every <= earned
 
 
 def policy_params(policy: object) -> dict[str, Any]:

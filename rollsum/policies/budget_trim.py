@@ -34,6 +34,12 @@ class BudgetTrim:
     oldest first within a priority, never the newest `min_keep`, never a tool call without its
     results; with `summarize_on_trim` the dropped messages become the rolling summary (the
     rule-based extractive summarizer by default), otherwise they are simply dropped.
+
+    Hysteresis: a trim frees enough to bring the context down to `low_water` of the budget
+    (counting the summary at its full share, since the new summary replaces the old one), not
+    just under it, so the next trim is many messages away rather than on the next message --
+    LangChain's summary buffer in spirit, and a handful of summaries per 100 messages instead
+    of one on most messages.
     """
 
     max_context_tokens: int | None = None
@@ -42,18 +48,31 @@ class BudgetTrim:
     preserve_error_details: bool = True
     summarize_on_trim: bool = True
     max_summary_tokens: int = 500
+    low_water: float = 0.5
 
     name: ClassVar[str] = "budget-rule-based"
+    windowed: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.low_water <= 1:
+            raise ValueError("low_water must be in (0, 1]")
+        if self.reserved_output_tokens < 0 or self.min_keep < 0:
+            raise ValueError("reserved_output_tokens and min_keep must be >= 0")
 
     def budget(self, state: WindowState) -> int:
         window = self.max_context_tokens if self.max_context_tokens is not None else state.context_window
         return max(0, window - self.reserved_output_tokens)
 
+    def may_summarize(self, state: WindowState) -> bool:
+        return self.summarize_on_trim
+
     def decide(self, state: WindowState) -> Decision | None:
         budget = self.budget(state)
-        over = state.context_tokens - budget
-        if over <= 0:
+        if state.context_tokens - budget <= 0:
             return None
+        summary_after = max(state.summary_tokens, state.summary_budget) if self.summarize_on_trim else 0
+        projected = state.pinned_tokens + summary_after + state.active_tokens
+        need = projected - int(self.low_water * budget)
         end = max(0, state.count - self.min_keep)
         units = tool_units(state.messages, 0, end)
         if not units:
@@ -68,9 +87,9 @@ class BudgetTrim:
         for u in sorted(units, key=unit_key):
             picked.extend(range(*u))
             freed += sum(state.tokens[u[0]:u[1]])
-            if freed >= over:
+            if freed >= need:
                 break
         action: Action = "summarize" if self.summarize_on_trim else "drop"
         return Decision(action, tuple(sorted(picked)),
                         f"context {state.context_tokens} > budget {budget}: trimmed {len(picked)} "
-                        f"messages ({freed} tokens) by priority")
+                        f"messages ({freed} tokens) by priority to {self.low_water:g} of the budget")

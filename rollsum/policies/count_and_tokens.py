@@ -17,7 +17,14 @@ class CountAndTokens:
 
     The token condition stops the policy from summarizing many short messages that cost
     little; on chat data with ~100-token messages the default 15,000 never fires, which is
-    exactly the kind of finding a threshold sweep is for.
+    exactly the kind of finding a threshold sweep is for (given a `context_window`, the
+    engine's window guard keeps the context inside it meanwhile).
+
+    Cadence: a summary always takes a full batch of `messages_to_summarize`. At the seed's
+    defaults that is what the two thresholds give anyway (more than 30 messages, keep 10:
+    at least 21 candidates); with `recent_messages_to_keep + messages_to_summarize >
+    message_count_threshold + 1` the seed's formula would summarize a few messages on every
+    turn, so the policy waits for the full batch instead (docs/seeds.md).
     """
 
     message_count_threshold: int = 30
@@ -40,9 +47,9 @@ class CountAndTokens:
     def decide(self, state: WindowState) -> Decision | None:
         total = state.count
         candidates = total - min(self.recent_messages_to_keep, total)
-        if candidates <= 0:
+        n = self.messages_to_summarize
+        if candidates < n:
             return None
-        n = min(self.messages_to_summarize, candidates)
         oldest = sum(state.tokens[:n])
         if not self.should_summarize(total, oldest):
             return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rollsum.policies.base import Action, Decision, WindowState
+from rollsum.policies.base import Action, Decision, WindowState, attempts_allowed
 from rollsum.types import Message
 
 
@@ -23,6 +23,13 @@ class EvictionWindow:
     "[Conversation Summary]" message between head and tail (the seed's rate limit). A pending
     batch with no user or assistant text is dropped unsummarized, as the seed says. With
     `summarize_on_trim=False` it is a plain sliding window.
+
+    The window is head + summary + tail, so the summary's room (`WindowState.summary_budget`)
+    is kept free from the first eviction on: a summary landing never pushes the context over.
+    The rate limit counts attempts: the k-th summary attempt (successful or not) needs k ×
+    `min_evicted` evictions so far, so a failing model is not asked more often than a working
+    one, and each try carries a bounded slice of the backlog, oldest first (the engine caps a
+    request; the rest waits for the next attempt).
     """
 
     max_tokens: int | None = None
@@ -33,13 +40,24 @@ class EvictionWindow:
     max_summary_tokens: int = 1024
 
     name: ClassVar[str] = "evict-window"
+    windowed: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if min(self.head, self.tail) < 0 or self.min_evicted < 1:
+            raise ValueError("head and tail must be >= 0 and min_evicted >= 1")
 
     def budget(self, state: WindowState) -> int:
         return self.max_tokens if self.max_tokens is not None else state.context_window
 
+    def may_summarize(self, state: WindowState) -> bool:
+        return self.summarize_on_trim and attempts_allowed(state.attempts, state.total_evicted, self.min_evicted)
+
     def decide(self, state: WindowState) -> Decision | None:
         budget = self.budget(state)
-        over = state.context_tokens - budget
+        summary_room = max(state.summary_tokens, state.summary_budget) if self.summarize_on_trim else \
+            state.summary_tokens
+        used = state.pinned_tokens + summary_room + state.active_tokens
+        over = used - budget
         if over > 0:
             start = min(self.head, state.count)
             end = max(start, state.count - self.tail)
@@ -53,9 +71,9 @@ class EvictionWindow:
             if picked:
                 action: Action = "evict" if self.summarize_on_trim else "drop"
                 return Decision(action, tuple(picked),
-                                f"context {state.context_tokens} > {budget}: evicted {len(picked)} "
-                                "middle messages", include_pending=False)
-        if self.summarize_on_trim and state.pending >= self.min_evicted:
+                                f"context {used} > {budget}: evicted {len(picked)} middle messages",
+                                include_pending=False)
+        if self.summarize_on_trim and state.pending >= self.min_evicted and self.may_summarize(state):
             if not has_meaningful_text(list(state.pending_messages)):
                 return Decision("drop", (), f"{state.pending} evicted messages hold only tool output")
             return Decision("summarize", (), f"{state.pending} messages evicted since the last summary "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from rollsum.policies.base import Decision, WindowState
+from rollsum.policies.base import Decision, WindowState, attempts_allowed
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,14 @@ class SinceLast:
     - `count_since="covered"`: messages since the last summary = total − `messages_covered`,
       the stories' arithmetic. `"event"` counts messages added since the last summary was
       made, the verification checklist's reading (15 / 25 / 35 / 50).
+
+    Cadence: whatever the reading, the summarizer is asked at most once per
+    `messages_per_summary` messages added: the k-th attempt (successful or not, the window
+    guard's included) needs k × `messages_per_summary` messages. The "covered" count includes
+    the verbatim window, so with `keep_last >= messages_per_summary - 1` it alone would fire
+    again on the very next message (one message per call; seed 001's own database code does
+    this with its 20-message window); the attempt count makes every combination of the two
+    parameters safe, so none is refused (docs/seeds.md).
     """
 
     messages_per_summary: int = 20
@@ -40,12 +48,16 @@ class SinceLast:
             return state.since_summary
         return state.total_added - state.messages_covered
 
+    def may_summarize(self, state: WindowState) -> bool:
+        return attempts_allowed(state.attempts, state.total_added, self.messages_per_summary)
+
     def decide(self, state: WindowState) -> Decision | None:
+        since = self.messages_since(state)
+        if since < self.messages_per_summary or not self.may_summarize(state):
+            return None
+        why = f"{since} messages since the last summary >= {self.messages_per_summary}"
         outside = state.count - self.keep_last
         if outside <= 0:
-            return None
-        since = self.messages_since(state)
-        if since < self.messages_per_summary:
-            return None
-        return Decision.span("summarize", 0, outside,
-                             f"{since} messages since the last summary >= {self.messages_per_summary}")
+            # the window guard moved older messages out: fold them in when the count says so
+            return Decision("summarize", (), why + f"; {state.pending} pending") if state.pending else None
+        return Decision.span("summarize", 0, outside, why)

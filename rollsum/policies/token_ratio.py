@@ -19,17 +19,23 @@ class TokenRatio:
     readings coincide (docs/seeds.md).
 
     Guards, as in the seed:
-    - cooldown: at least `cooldown_messages` new messages since the last summary;
+    - cooldown: at least `cooldown_messages` new messages since the last summary *attempt*
+      (a failed one included: the rate limit counts attempts);
     - hysteresis: after a summary, re-arm only once usage has dropped below `reset_ratio`, or
       `rearm_messages` new messages have arrived (the seed says "enough new messages" without a
       number; 12, its min_messages, is ours);
-    - depth guard: no summary deeper than `max_depth` − 1 (depth 0 is the first), so at most
-      `max_depth` folds; `max_depth=None` removes the cap;
+    - depth guard: no summary *folds* deeper than `max_depth` − 1 (depth 0 is the first).
+      Seed 003's first goal is "avoid hard stops", so at the cap summarizing does not stop:
+      the new summary covers its span alone and is appended to the previous text, whose
+      oldest content is cut with a marker to stay in budget (`Decision.fold=False`; the depth
+      stays put because no summary is re-summarized). `max_depth=None` removes the cap;
     - emergency: at `emergency_ratio` (≥ 1.0) cooldown, hysteresis and `min_messages` are
       ignored (the seed orders min_messages first; an oversized single message would then
       overflow forever, so emergency wins here — see docs/seeds.md);
     - second pass: if a summary leaves usage still at or above the trigger, compress again in
-      the same turn with the preserved tail halved each pass, never below `min_preserve`.
+      the same turn with the preserved tail halved each pass, never below `min_preserve` —
+      but only when that tail is small enough for another pass to help (one huge newest
+      message is the engine's window guard's case, not a reason to burn passes).
     """
 
     trigger_ratio: float = 0.8
@@ -45,25 +51,32 @@ class TokenRatio:
     enabled: bool = True
 
     name: ClassVar[str] = "token-ratio"
+    windowed: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if not 0 < self.reset_ratio < self.trigger_ratio <= self.emergency_ratio:
             raise ValueError("need 0 < reset_ratio < trigger_ratio <= emergency_ratio")
         if self.min_preserve < 0 or self.preserve_recent < self.min_preserve:
             raise ValueError("need 0 <= min_preserve <= preserve_recent")
+        if self.max_depth is not None and self.max_depth < 1:
+            raise ValueError("max_depth must be >= 1 or None")
 
     def window(self, state: WindowState) -> int:
         return self.context_window if self.context_window is not None else state.context_window
 
+    def fold_allowed(self, depth: int) -> bool:
+        return self.max_depth is None or depth < self.max_depth
+
+    def may_summarize(self, state: WindowState) -> bool:
+        return self.enabled
+
     def decide(self, state: WindowState) -> Decision | None:
         if not self.enabled or state.last_failed:
             return None
-        next_depth = state.summary.depth + 1 if state.summary is not None else 0
-        if self.max_depth is not None and next_depth >= self.max_depth:
-            return None
         window = self.window(state)
         room = max(1, window - state.pinned_tokens)
-        r = ratio(state.summary_tokens + state.active_tokens, room)
+        used = state.summary_tokens + state.active_tokens
+        r = ratio(used, room)
         if r < self.trigger_ratio:
             return None
         emergency = r >= self.emergency_ratio
@@ -71,9 +84,12 @@ class TokenRatio:
         if not (emergency or second_pass):
             if state.count < self.min_messages:
                 return None
+            since = state.since_summary if state.since_attempt is None else min(state.since_summary,
+                                                                                 state.since_attempt)
+            attempted = state.summary is not None or state.since_attempt is not None
+            if attempted and since < self.cooldown_messages:
+                return None
             if state.summary is not None:
-                if state.since_summary < self.cooldown_messages:
-                    return None
                 low = state.min_tokens_since_summary
                 rearmed = (low is not None and ratio(low - state.pinned_tokens, room) < self.reset_ratio) or \
                     state.since_summary >= self.rearm_messages
@@ -85,7 +101,14 @@ class TokenRatio:
         end = state.count - min(keep, state.count)
         if end <= 0:
             return None
+        if second_pass:
+            tail = sum(state.tokens[end:])
+            if tail + max(state.summary_tokens, state.summary_budget) >= self.trigger_ratio * room:
+                return None  # the tail alone keeps usage up: another pass cannot help
+        next_depth = state.summary.depth + 1 if state.summary is not None else 0
+        fold = self.fold_allowed(next_depth)
         why = "emergency" if emergency else ("second pass" if second_pass else "trigger")
-        return Decision.span("summarize", 0, end,
-                             f"{why}: {state.summary_tokens + state.active_tokens}/{room} tokens of room = {r:.2f} >= "
-                             f"{self.emergency_ratio if emergency else self.trigger_ratio}")
+        cap = "" if fold else f"; depth cap {self.max_depth}: appended, oldest summary content cut"
+        return Decision("summarize", tuple(range(end)),
+                        f"{why}: {used}/{room} tokens of room = {r:.2f} >= "
+                        f"{self.emergency_ratio if emergency else self.trigger_ratio}{cap}", fold=fold)

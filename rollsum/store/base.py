@@ -57,6 +57,18 @@ class Store(Protocol):
 
     def conversations(self) -> list[str]: ...
 
+    def claim(self, conversation_id: str, owner: str, *, takeover: bool = False) -> None:
+        """Make `owner` (one engine) the only writer of the conversation, or raise `ConfigError`.
+
+        Two engines on one conversation would each keep their own window and both write to the
+        store (duplicate message ids, two summaries with one id, forever). So the second one is
+        refused at open with one line naming the holder. A holder that is gone (its process
+        died, or it released) is taken over; `takeover=True` takes over a live one too.
+        """
+
+    def release(self, conversation_id: str, owner: str) -> None:
+        """Give the conversation up (no-op if `owner` does not hold it)."""
+
     def close(self) -> None: ...
 
 
@@ -96,3 +108,9 @@ def uncoverable_error(record: SummaryRecord, problems: Sequence[tuple[str, str |
     return ConfigError(
         f"summary {record.id!r} of conversation {record.conversation_id!r} covers messages "
         f"that are not active or pending: {shown}{more}; nothing was committed")
+
+
+def owner_error(where: str, conversation_id: str, holder: str) -> ConfigError:
+    return ConfigError(f"{where}: conversation {conversation_id!r} is already open by another engine ({holder}); "
+                       "close it first (RollingSummarizer.close()), use another conversation id, or pass "
+                       "takeover=True if that engine is gone")

@@ -16,6 +16,7 @@ from rollsum.store.base import (
     StoredMessage,
     check_covered_ids,
     check_settable,
+    owner_error,
     uncoverable_error,
 )
 from rollsum.types import Message, MessageState, SummaryRecord
@@ -30,6 +31,7 @@ class MemoryStore:
         self._index: dict[str, dict[str, int]] = {}
         self._summaries: dict[str, list[SummaryRecord]] = {}
         self._summary_ids: dict[str, str] = {}  # summary id -> conversation id (ids are global)
+        self._owners: dict[str, str] = {}  # conversation id -> the engine that writes it
 
     def add_message(self, conversation_id: str, seq: int, message: Message) -> None:
         if message.id is None:
@@ -110,5 +112,18 @@ class MemoryStore:
         with self._lock:
             return sorted(set(self._messages) | set(self._summaries))
 
+    def claim(self, conversation_id: str, owner: str, *, takeover: bool = False) -> None:
+        with self._lock:
+            holder = self._owners.get(conversation_id)
+            if holder is not None and holder != owner and not takeover:
+                raise owner_error("memory store", conversation_id, f"engine {holder} in this process")
+            self._owners[conversation_id] = owner
+
+    def release(self, conversation_id: str, owner: str) -> None:
+        with self._lock:
+            if self._owners.get(conversation_id) == owner:
+                del self._owners[conversation_id]
+
     def close(self) -> None:
-        return None
+        with self._lock:
+            self._owners.clear()

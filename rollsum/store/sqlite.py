@@ -14,7 +14,12 @@ Design notes:
 - Autocommit mode with explicit ``BEGIN IMMEDIATE``: a write takes the write lock up front, so
   two processes never both read-then-try-to-upgrade (the classic ``SQLITE_BUSY`` deadlock).
 - The file carries ``application_id`` and ``user_version``: opening a foreign database, or one
-  written by a newer rollsum, is a `ConfigError` instead of silent corruption.
+  written by a newer rollsum, is a `ConfigError` instead of silent corruption. Version 1 files
+  are upgraded in place (one added table) when opened.
+- One writer per conversation: an engine `claim`s its conversation in ``conversation_owners``
+  (owner token, pid, process start time, host); a second engine is refused with one line, and
+  a claim whose process is gone (killed, crashed; a reused pid is told apart by its start
+  time) is taken over in the same transaction that checks it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,13 +42,14 @@ from rollsum.store.base import (
     StoredMessage,
     check_covered_ids,
     check_settable,
+    owner_error,
     uncoverable_error,
 )
 from rollsum.types import Message, MessageState, SummaryRecord
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x726F6C6C  # "roll": marks a file as a rollsum store
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -102,6 +109,15 @@ _SCHEMA: tuple[str, ...] = (
     "CREATE INDEX messages_by_seq ON messages(conversation_id, seq)",
     "CREATE INDEX messages_by_summary ON messages(summary_id)",
 )
+# version 2: which engine writes each conversation (see `SQLiteStore.claim`)
+_OWNERS = """CREATE TABLE IF NOT EXISTS conversation_owners (
+        conversation_id TEXT PRIMARY KEY,
+        owner           TEXT NOT NULL,
+        pid             INTEGER NOT NULL,
+        process_start   TEXT NOT NULL,
+        host            TEXT NOT NULL,
+        claimed_at      TEXT NOT NULL
+    )"""
 
 _SUMMARY_COLUMNS: tuple[str, ...] = (
     "id", "conversation_id", "summary_text", "messages_covered", "start_message_id",
@@ -120,6 +136,39 @@ _COVERABLE_SQL = ", ".join(f"'{s}'" for s in sorted(COVERABLE_STATES))
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def process_start(pid: int) -> str:
+    """An id for the process `pid` that a reused pid does not share: boot id + start time from
+    /proc (Linux). Empty where /proc is not available; liveness then rests on the pid alone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rpartition(")")[2].split()
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip()
+        return f"{boot}:{fields[19]}"
+    except (OSError, IndexError):
+        return ""
+
+
+def process_alive(pid: int, start: str, host: str) -> bool | None:
+    """True if the process that made a claim still runs, False if it is gone, None when that
+    cannot be known from here (another host)."""
+    if host != socket.gethostname():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    except OSError:
+        return None
+    if start:
+        now = process_start(pid)
+        if now and now != start:
+            return False  # the pid was reused by another process
+    return True
 
 
 def _dumps(value: Any, what: str) -> str:
@@ -147,6 +196,7 @@ class SQLiteStore:
         self._clock = clock or _utc_now
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        self._claims: set[tuple[str, str]] = set()
         conn = self._connect(busy_timeout_s)
         try:
             self._prepare(conn, synchronous)
@@ -182,7 +232,7 @@ class SQLiteStore:
                 if str(mode).lower() != "wal":
                     log.warning("%s: journal_mode is %s, not WAL", self.path, mode)
             conn.execute(f"PRAGMA synchronous = {synchronous}")
-            if version == 0:
+            if version < SCHEMA_VERSION:
                 self._create_schema(conn)
         except sqlite3.DatabaseError as exc:
             name = getattr(exc, "sqlite_errorname", "")
@@ -223,8 +273,10 @@ class SQLiteStore:
                 for stmt in _SCHEMA:
                     conn.execute(stmt)
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 log.debug("%s: created rollsum store schema v%d", self.path, SCHEMA_VERSION)
+            if version < SCHEMA_VERSION:
+                conn.execute(_OWNERS)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -393,8 +445,40 @@ class SQLiteStore:
         with self._lock:
             return [r[0] for r in self._db().execute("SELECT id FROM conversations ORDER BY id")]
 
+    def claim(self, conversation_id: str, owner: str, *, takeover: bool = False) -> None:
+        me, host = os.getpid(), socket.gethostname()
+        with self._write() as conn:
+            row = conn.execute("SELECT owner, pid, process_start, host, claimed_at FROM conversation_owners "
+                               "WHERE conversation_id = ?", (conversation_id,)).fetchone()
+            if row is not None and row[0] != owner:
+                held_by, pid, start, their_host, since = row
+                alive = process_alive(int(pid), str(start), str(their_host))
+                if alive is not False and not takeover:
+                    raise owner_error(self.path, conversation_id, f"pid {pid} on {their_host} since {since}")
+                log.warning("%s: conversation %r: taking over from engine %s (pid %s on %s, %s)", self.path,
+                            conversation_id, held_by, pid, their_host, "gone" if alive is False else "forced")
+            conn.execute("INSERT OR REPLACE INTO conversation_owners (conversation_id, owner, pid, "
+                         "process_start, host, claimed_at) VALUES (?, ?, ?, ?, ?, ?)",
+                         (conversation_id, owner, me, process_start(me), host, self._clock().isoformat()))
+            self._claims.add((conversation_id, owner))
+
+    def release(self, conversation_id: str, owner: str) -> None:
+        with self._lock:
+            self._claims.discard((conversation_id, owner))
+            if self._conn is None:
+                return
+            with self._write() as conn:
+                conn.execute("DELETE FROM conversation_owners WHERE conversation_id = ? AND owner = ?",
+                             (conversation_id, owner))
+
     def close(self) -> None:
         with self._lock:
+            for cid, owner in sorted(self._claims):
+                try:
+                    self.release(cid, owner)
+                except sqlite3.Error as exc:  # closing must not fail; the claim is stale now anyway
+                    log.warning("%s: could not release conversation %r: %s", self.path, cid, exc)
+            self._claims.clear()
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

@@ -11,14 +11,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError, SummarizeError
 from rollsum.models.base import CompletionRequest, Model
 from rollsum.prompts import PromptTemplate
 from rollsum.prompts import get as get_prompt
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
-from rollsum.summarizers.transcript import NO_PREVIOUS, chunk_lines, render_line, render_must_keep
+from rollsum.summarizers.transcript import (
+    NO_PREVIOUS,
+    chunk_lines,
+    filter_noise,
+    render_line,
+    render_must_keep,
+    trim_oldest,
+)
 from rollsum.tokens import HeuristicCounter, TokenCounter
 from rollsum.types import Message, Usage
 
@@ -29,6 +36,7 @@ MIN_CHUNK_TOKENS = 64
 """Below this a chunk holds too little conversation to be worth a model call: overflow error."""
 SAFETY_FRACTION = 0.05
 """Headroom kept free in the model's window: our token counts are estimates."""
+Overflow = Literal["chunk", "trim-oldest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +48,25 @@ class _Parsed:
 
 
 class _ModelSummarizer:
-    """Prompt building, overflow handling and the model call; subclasses parse the output."""
+    """Prompt building, overflow handling and the model call; subclasses parse the output.
+
+    Transcript shaping, each from a seed and each reported in the draft's notes:
+    - `max_message_chars`: every message is capped at this many characters, with a marker
+      (seed 002's LLM mode: 1,000);
+    - `filter_noise`: tool output reduced to a one-line digest (what ran, the first error),
+      system messages left out (seed 003);
+    - `transcript_budget` with `transcript_overflow`: a transcript over the budget (or over the
+      model's window) is either summarized in consecutive chunks (``"chunk"``, nothing left
+      out) or cut to its newest messages (``"trim-oldest"``, seed 003's "cap at 8K, trimming
+      oldest": one call, the previous summary carries the older story).
+    """
 
     name = "model"
 
     def __init__(self, model: Model, prompt: str, *, max_output_tokens: int = 1024,
-                 counter: TokenCounter | None = None, transcript_budget: int | None = None) -> None:
+                 counter: TokenCounter | None = None, transcript_budget: int | None = None,
+                 transcript_overflow: Overflow = "chunk", filter_noise: bool = False,
+                 max_message_chars: int | None = None) -> None:
         if model is None:
             raise ConfigError(f"summarizer {self.name!r} needs a model (or use 'extractive')")
         if max_output_tokens <= 0:
@@ -53,11 +74,18 @@ class _ModelSummarizer:
         if transcript_budget is not None and transcript_budget < MIN_CHUNK_TOKENS:
             raise ConfigError(
                 f"transcript_budget: expected at least {MIN_CHUNK_TOKENS} tokens or None, got {transcript_budget}")
+        if transcript_overflow not in ("chunk", "trim-oldest"):
+            raise ConfigError(f"transcript_overflow: expected 'chunk' or 'trim-oldest', got {transcript_overflow!r}")
+        if max_message_chars is not None and max_message_chars < 1:
+            raise ConfigError(f"max_message_chars: expected a positive integer or None, got {max_message_chars}")
         self.model = model
         self.template: PromptTemplate = get_prompt(prompt)
         self.max_output_tokens = max_output_tokens
         self.counter: TokenCounter = counter or HeuristicCounter()
         self.transcript_budget = transcript_budget
+        self.transcript_overflow: Overflow = transcript_overflow
+        self.filter_noise = filter_noise
+        self.max_message_chars = max_message_chars
 
     def params(self) -> dict[str, Any]:
         return {
@@ -66,6 +94,9 @@ class _ModelSummarizer:
             "prompt_sha256": self.template.sha256,
             "max_output_tokens": self.max_output_tokens,
             "transcript_budget": self.transcript_budget,
+            "transcript_overflow": self.transcript_overflow,
+            "filter_noise": self.filter_noise,
+            "max_message_chars": self.max_message_chars,
         }
 
     def __repr__(self) -> str:
@@ -109,9 +140,21 @@ class _ModelSummarizer:
         window = self.model.context_window
         available = window - self.max_output_tokens - int(window * SAFETY_FRACTION)
         overhead = count(tpl.system) + count(build("", ""))
-        lines = [render_line(m) for m in request.messages]
-        transcript_tokens = sum(count(ln) + 1 for ln in lines)
         notes: list[str] = []
+        messages: Sequence[Message] = request.messages
+        if self.filter_noise:
+            messages, filtered = filter_noise(messages)
+            if filtered:
+                notes.append(f"filtered {filtered} tool/system message(s) to one-line digests")
+            if not messages:
+                raise SummarizeError("nothing to summarize: the span held only system messages",
+                                     transport=False, kind=ErrorKind.EMPTY)
+        lines = [render_line(m, self.max_message_chars) for m in messages]
+        if self.max_message_chars is not None:
+            capped = sum(1 for m in messages if len(m.content.strip()) > self.max_message_chars)
+            if capped:
+                notes.append(f"capped {capped} message(s) at {self.max_message_chars} characters")
+        transcript_tokens = sum(count(ln) + 1 for ln in lines)
         fits = overhead + count(previous) + transcript_tokens <= available
         if fits and (self.transcript_budget is None or transcript_tokens <= self.transcript_budget):
             chunks: tuple[tuple[str, ...], ...] = (tuple(lines),)
@@ -125,11 +168,16 @@ class _ModelSummarizer:
                     f"summary prompt cannot fit model {self.model.name!r}: window {window}, output "
                     f"{self.max_output_tokens}, prompt overhead {overhead}, previous summary {reserve} tokens",
                     transport=False, kind=ErrorKind.OVERFLOW)
-            chunking = chunk_lines(request.messages, budget, self.counter)
-            chunks = chunking.chunks
-            notes.extend(chunking.notes)
-            if len(chunks) > 1:
-                notes.append(f"chunked into {len(chunks)} parts")
+            if self.transcript_overflow == "trim-oldest":
+                trimmed, note = trim_oldest(lines, budget, self.counter)
+                chunks = (trimmed,)
+                notes.extend([note] if note else [])
+            else:
+                chunking = chunk_lines(messages, budget, self.counter, lines)
+                chunks = chunking.chunks
+                notes.extend(chunking.notes)
+                if len(chunks) > 1:
+                    notes.append(f"chunked into {len(chunks)} parts")
 
         usage = Usage()
         parts: list[_Parsed] = []
@@ -181,6 +229,9 @@ class PromptedSummarizer(_ModelSummarizer):
     name = "prompted"
 
     def __init__(self, model: Model, prompt: str = "since-last/v1", *, max_output_tokens: int = 1024,
-                 counter: TokenCounter | None = None, transcript_budget: int | None = None) -> None:
+                 counter: TokenCounter | None = None, transcript_budget: int | None = None,
+                 transcript_overflow: Overflow = "chunk", filter_noise: bool = False,
+                 max_message_chars: int | None = None) -> None:
         super().__init__(model, prompt, max_output_tokens=max_output_tokens, counter=counter,
-                         transcript_budget=transcript_budget)
+                         transcript_budget=transcript_budget, transcript_overflow=transcript_overflow,
+                         filter_noise=filter_noise, max_message_chars=max_message_chars)

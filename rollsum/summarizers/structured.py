@@ -18,7 +18,7 @@ from typing import Any
 from rollsum.errors import ErrorKind, SummarizeError
 from rollsum.models.base import Model
 from rollsum.redact import redact
-from rollsum.summarizers.prompted import _ModelSummarizer, _Parsed
+from rollsum.summarizers.prompted import Overflow, _ModelSummarizer, _Parsed
 from rollsum.tokens import TokenCounter
 from rollsum.types import FACET_NAMES
 
@@ -144,9 +144,12 @@ class StructuredSummarizer(_ModelSummarizer):
     name = "structured"
 
     def __init__(self, model: Model, prompt: str = "structured/v1", *, max_output_tokens: int = 1024,
-                 counter: TokenCounter | None = None, transcript_budget: int | None = None) -> None:
+                 counter: TokenCounter | None = None, transcript_budget: int | None = None,
+                 transcript_overflow: Overflow = "chunk", filter_noise: bool = False,
+                 max_message_chars: int | None = None) -> None:
         super().__init__(model, prompt, max_output_tokens=max_output_tokens, counter=counter,
-                         transcript_budget=transcript_budget)
+                         transcript_budget=transcript_budget, transcript_overflow=transcript_overflow,
+                         filter_noise=filter_noise, max_message_chars=max_message_chars)
 
     def _parse(self, raw: str) -> _Parsed:
         return parse_structured(raw)

@@ -1,33 +1,49 @@
-"""Property: whatever the stream, parameters, triggers and failures, no message is ever lost.
+"""Properties: whatever the stream, parameters, triggers and failures,
 
-Every message ever added is, in the store, exactly one of: active (in the window), pending
-(evicted, awaiting a summary), covered by exactly one summary record (whose covered_ids name
-it), or dropped by a policy whose design drops (truncation, tool-only evictions). Failures
-never drop or cover anything. The in-memory window agrees with the store.
+1. no message is ever lost: every message ever added is, in the store, exactly one of: active
+   (in the window), pending (evicted, awaiting a summary), covered by exactly one summary
+   record (whose covered_ids name it), or dropped by a policy whose design drops (truncation,
+   tool-only evictions). Failures never drop or cover anything. The window agrees with the store;
+2. (issue #14) every preset with a window keeps it: after every `add()`,
+   ``context_tokens() <= context_window``, counted on the context actually assembled; only when
+   the newest message (or the pinned system messages) alone is larger does the window guard
+   clip, in the context only, and says so with a ``clip`` event;
+3. (issue #14) the summarizer is called at a bounded rate, success or failure: since-last at
+   most once per `messages_per_summary` messages added, evict-window once per `min_evicted`
+   evictions, the window guard once per ``(1 - guard_low_water) × window`` tokens added.
 """
 
 from __future__ import annotations
 
+import itertools
+import sqlite3
 from collections import Counter
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rollsum import Message, RollingSummarizer
+from rollsum.context import CLIP_MARKER
 from rollsum.errors import ErrorKind, SummarizeError
 from rollsum.store.memory import MemoryStore
 from rollsum.store.sqlite import SQLiteStore
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from rollsum.summarizers.extractive import ExtractiveSummarizer
+from rollsum.types import SummaryEvent
 
 DROPPING = {"truncate", "evict-window", "budget-rule-based"}
+WINDOWED = ("token-ratio", "budget-rule-based", "evict-window", "since-last", "count-and-tokens")
+EXAMPLES_PER_PRESET = 200
+FAILURES = ("ok", "ok", "ok", "transport", "validation", "empty", "timeout", "reset", "value", "locked", "bug")
 
 
 class Flaky:
-    """Wraps the extractive summarizer and fails on the calls a test chose."""
+    """Wraps the extractive summarizer and fails on the calls a test chose, with our own
+    errors and with the exceptions a real model or cache raises."""
 
     name = "flaky"
 
@@ -45,6 +61,16 @@ class Flaky:
             raise SummarizeError("injected bad JSON", transport=False, kind=ErrorKind.MALFORMED)
         if kind == "empty":
             return SummaryDraft(text="  ")
+        if kind == "timeout":
+            raise TimeoutError("read timed out")
+        if kind == "reset":
+            raise ConnectionResetError(104, "Connection reset by peer")
+        if kind == "value":
+            raise ValueError("unparseable answer")
+        if kind == "locked":
+            raise sqlite3.OperationalError("database is locked")
+        if kind == "bug":
+            raise KeyError("content")
         return self.inner.summarize(request)
 
 
@@ -153,3 +179,92 @@ def test_sqlite_survives_restarts_mid_stream(stream: list[tuple[str, int]], fail
             added.append(rs.store.messages("c")[-1].message)
         check(rs, added, preset, failures)
         rs.store.close()
+
+
+# ------------------------------------------------------------------------------------ window
+
+# mostly chat-sized messages, sometimes one far larger than any window drawn below
+sizes = st.one_of(st.integers(1, 90), st.integers(1, 90), st.integers(1, 90), st.integers(1, 90),
+                  st.integers(1, 90), st.integers(1, 90), st.integers(1, 90), st.integers(1, 90),
+                  st.integers(1, 90), st.integers(600, 2500))
+window_streams = st.lists(st.tuples(roles, sizes), min_size=1, max_size=45)
+
+
+def window_params(preset: str, data: st.DataObject) -> dict[str, Any]:
+    d = params_for(preset, data)
+    d["guard_low_water"] = data.draw(st.sampled_from([0.5, 0.6, 0.75]), label="low_water")
+    if preset == "since-last":  # degenerate combinations included: keep_last >= messages_per_summary - 1
+        d["keep_last"] = data.draw(st.integers(0, 25), label="keep_last")
+    if preset == "budget-rule-based":
+        d["reserved_output_tokens"] = min(d["reserved_output_tokens"], d["context_window"] // 2)
+    if preset == "evict-window":
+        d["tail"] = data.draw(st.integers(1, 12), label="tail")
+    d["max_request_tokens"] = data.draw(st.sampled_from([None, None, 150, 600]), label="request cap")
+    return d
+
+
+def attempts(events: list[SummaryEvent]) -> list[SummaryEvent]:
+    """One summary or failure event per summarizer attempt, at the turn it was planned."""
+    return sorted((e for e in events if e.kind in ("summary", "failure") and e.error_kind != "internal"),
+                  key=lambda e: e.turn)
+
+
+def check_cadence(rs: RollingSummarizer, preset: str, added: list[Message], events: list[SummaryEvent],
+                  params: dict[str, Any]) -> None:
+    nonsystem_upto: list[int] = []
+    tokens_upto: list[int] = []
+    n = t = 0
+    for m in added:
+        n += m.role != "system"
+        t += rs.counter.count_message(m)
+        nonsystem_upto.append(n)
+        tokens_upto.append(t)
+    tried = attempts(events)
+    per_turn = Counter(e.turn for e in tried)
+    assert max(per_turn.values(), default=0) <= rs.max_passes + 1
+    if preset == "since-last":
+        every = params.get("messages_per_summary", 20)
+        for k, e in enumerate(tried, start=1):
+            assert k * every <= nonsystem_upto[e.turn], f"attempt {k} at turn {e.turn}: rate limit broken"
+    if preset == "evict-window":
+        every = params.get("min_evicted", 10)
+        for k, e in enumerate(tried, start=1):
+            evicted = sum(x.messages for x in events if x.kind == "evict" and x.turn <= e.turn)
+            assert k * every <= evicted, f"attempt {k} at turn {e.turn}: {evicted} evictions"
+    guard = [e for e in tried if e.guard]
+    gap = int((1 - rs.guard_low_water) * rs.context_window)
+    for a, b in itertools.pairwise(guard):
+        assert tokens_upto[b.turn] - tokens_upto[a.turn] >= gap, "guard compactions too close"
+
+
+@pytest.mark.parametrize("preset", WINDOWED)
+@settings(max_examples=EXAMPLES_PER_PRESET, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(stream=window_streams, failures=st.lists(st.sampled_from(FAILURES), max_size=6), data=st.data())
+def test_every_windowed_preset_keeps_its_window_on_every_turn(
+        preset: str, stream: list[tuple[str, int]], failures: list[str], data: st.DataObject) -> None:
+    params = window_params(preset, data)
+    window = params["context_window"]
+    events: list[SummaryEvent] = []
+    rs = RollingSummarizer.from_preset(preset, store=MemoryStore(), sleep=lambda s: None,
+                                       on_event=events.append, **params)
+    assert rs.enforce_window and rs.config()["context_window"] == window
+    rs.summarizer = Flaky(failures)
+    added: list[Message] = []
+    for i, (role, words) in enumerate(stream):
+        m = Message(role, f"m{i} " + " ".join(f"w{j}" for j in range(words)),  # type: ignore[arg-type]
+                    name="execute_bash" if role == "tool" else None)
+        rs.add(m)
+        added.append(rs.store.messages(rs.conversation_id)[-1].message)
+        context = rs.context()
+        counted = sum(rs.counter.count_message(x) for x in context)
+        assert counted == rs.context_tokens(), "context_tokens() must count the context sent"
+        assert counted <= window, f"turn {i}: {counted} tokens in a {window}-token window"
+        clipped = [x for x in context if x.meta.get("clipped_chars")]
+        kinds = [e.kind for e in rs.last_events]
+        assert bool(clipped) == ("clip" in kinds), "a clip is always announced, and only then"
+        if clipped:
+            assert all(CLIP_MARKER.split("{")[0] in x.content for x in clipped)
+            assert len(rs.messages) <= 1, "clipping is the last resort: everything else moved out first"
+    check(rs, added, preset, failures)
+    check_cadence(rs, preset, added, events, params)

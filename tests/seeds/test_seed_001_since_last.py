@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import time
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rollsum import Message, RollingSummarizer
 from rollsum.aio import AsyncRollingSummarizer
 from rollsum.errors import ConfigError
+from rollsum.models.base import Completion, CompletionRequest
+from rollsum.models.fake import FakeModel
 from rollsum.policies import SinceLast, WindowState
 from rollsum.prompts import get as get_prompt
 from rollsum.store.sqlite import SQLiteStore
-from tests.seeds.helpers import chat, fake
+from tests.seeds.helpers import Recording, chat, fake
 
 
 def state(total: int, covered: int, active: int | None = None, since: int | None = None) -> WindowState:
@@ -39,7 +42,13 @@ def test_us301_twentieth_message_triggers_the_first_summary() -> None:
 
 
 def test_us301_five_since_a_summary_covering_twenty_does_not_trigger() -> None:
-    assert SinceLast().decide(state(total=26, covered=20, active=6)) is None
+    # 25 messages with a summary covering 20 (US-301), plus one: the active window holds enough
+    # messages that only the "since the last summary" count can hold the trigger back
+    quiet = state(total=26, covered=20, active=26)
+    assert quiet.count - SinceLast().keep_last > 0
+    assert SinceLast().decide(quiet) is None
+    # ...and it is the count: the same window with 25 since the last summary fires
+    assert SinceLast().decide(state(total=45, covered=20, active=26)) is not None
 
 
 def test_us301_twentyfive_since_a_summary_covering_twenty_triggers() -> None:
@@ -48,15 +57,18 @@ def test_us301_twentyfive_since_a_summary_covering_twenty_triggers() -> None:
     assert d.size == 26 - 10  # everything outside the verbatim window of 10
 
 
-def test_us301_engine_follows_the_stories_arithmetic() -> None:
+def test_us301_engine_follows_the_stories_arithmetic_at_one_call_per_twenty_messages() -> None:
+    """The stories' count (total - covered) includes the verbatim window, so after the first
+    summary it reaches 20 again after only 10 new messages; the cadence rule (at most one call
+    per `messages_per_summary` new messages) keeps it to one summary per 20 messages."""
     rs = RollingSummarizer.from_preset("since-last")
     kinds = {}
-    for i, m in enumerate(chat(45), start=1):
+    for i, m in enumerate(chat(65), start=1):
         ev = rs.add(m)
         kinds[i] = ev.kind if ev else None
-    assert [i for i, k in kinds.items() if k == "summary"] == [20, 30, 40]
-    # messages_covered reflects the total summarized so far
-    assert [r.messages_covered for r in rs.history] == [10, 20, 30]
+    assert [i for i, k in kinds.items() if k == "summary"] == [20, 40, 60]
+    # messages_covered reflects the total summarized so far: everything outside the window
+    assert [r.messages_covered for r in rs.history] == [10, 30, 50]
 
 
 def test_us301_short_conversations_use_recent_history_alone() -> None:
@@ -87,7 +99,7 @@ def test_verification_checklist_reading_is_a_parameter() -> None:
 def test_us302_prompt_holds_all_messages_beyond_the_window_and_the_previous_summary() -> None:
     model = fake()
     rs = RollingSummarizer.from_preset("since-last", model)
-    msgs = list(chat(30))
+    msgs = list(chat(40))
     for m in msgs:
         rs.add(m)
     assert len(model.requests) == 2
@@ -96,7 +108,8 @@ def test_us302_prompt_holds_all_messages_beyond_the_window_and_the_previous_summ
     assert "message 10:" not in first
     second = model.prompt_text(1)
     assert rs.history[0].text[:40] in second
-    assert all(f"message {i}:" in second for i in range(10, 20))
+    assert all(f"message {i}:" in second for i in range(10, 30))
+    assert "message 30:" not in second
 
 
 def test_us302_prompt_asks_for_short_plain_text_with_names_dates_places() -> None:
@@ -135,29 +148,30 @@ def test_us303_summary_row_in_conversation_summaries(tmp_path: Path) -> None:
     db = tmp_path / "chat.db"
     store = SQLiteStore(db)
     rs = RollingSummarizer.from_preset("since-last", store=store, conversation_id="c1")
-    for m in chat(30):
+    for m in chat(40):
         rs.add(m)
     store.close()
     con = sqlite3.connect(db)
     rows = con.execute("SELECT conversation_id, summary_text, messages_covered, start_message_id, "
                        "end_message_id, created_at FROM conversation_summaries ORDER BY seq").fetchall()
     assert len(rows) == 2 and all(all(v not in (None, "") for v in r) for r in rows)
-    assert [r[2] for r in rows] == [10, 20]
+    assert [r[2] for r in rows] == [10, 30]
     latest = SQLiteStore(db).latest_summary("c1")
-    assert latest is not None and latest.messages_covered == 20
+    assert latest is not None and latest.messages_covered == 30
 
 
 def test_us303_restart_resumes_the_window_from_the_store(tmp_path: Path) -> None:
     db = tmp_path / "chat.db"
     rs = RollingSummarizer.from_preset("since-last", store=SQLiteStore(db), conversation_id="c1")
-    for m in chat(25):
+    for m in chat(35):
         rs.add(m)
+    rs.close()  # the app stops (a killed process is covered in tests/rollsum/store)
     again = RollingSummarizer.from_preset("since-last", store=SQLiteStore(db), conversation_id="c1")
     assert [m.id for m in again.messages] == [m.id for m in rs.messages]
     assert again.summary == rs.summary
-    for m in chat(5, start=25):
+    for m in chat(5, start=35):
         again.add(m)
-    assert len(again.history) == 2  # 30 messages: the second summary fires as if never restarted
+    assert len(again.history) == 2  # 40 messages: the second summary fires as if never restarted
 
 
 # US-304 --------------------------------------------------------------------------------------
@@ -175,9 +189,29 @@ def test_us304_summary_comes_first_under_its_heading_and_counts_in_tokens() -> N
 
 # US-305 --------------------------------------------------------------------------------------
 
+class Concurrency(Recording):
+    """Counts how many summary calls run at the same time."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.running = 0
+        self.peak = 0
+        self.lock = threading.Lock()
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        with self.lock:
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        try:
+            return super().complete(request)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
 def test_us305_adding_returns_before_the_summary_and_one_runs_at_a_time() -> None:
     async def scenario() -> None:
-        model = fake(latency_ms=150, sleep=time.sleep)
+        model = Concurrency(FakeModel("extractive", latency_ms=150))
         ars = AsyncRollingSummarizer.from_preset("since-last", model)
         for m in chat(20):
             await ars.add(m)
@@ -186,12 +220,33 @@ def test_us305_adding_returns_before_the_summary_and_one_runs_at_a_time() -> Non
         for m in chat(25, start=20):  # a burst while the summary runs
             await ars.add(m)
             await asyncio.sleep(0)
-        assert ars.busy and ars.summary is None
+        assert ars.busy and ars.summary is None and len(model.requests) == 1  # no second one started
         await ars.wait_idle()
-        assert len(model.requests) == 1  # one summarization for the whole burst
-        assert ars.summary is not None
-        assert ars.events[0].lag_turns == 25
-        assert len(ars.messages) == 35  # the 25 new messages stayed active
+        assert model.peak == 1  # never two at once for one conversation
+        assert ars.events[0].kind == "summary" and ars.events[0].lag_turns == 25
+        # caught up: the burst was summarized as soon as the first summary landed
+        assert len(model.requests) == 2 and [e.kind for e in ars.events] == ["summary", "summary"]
+        assert len(ars.messages) == 10 and ars.summary is not None and ars.summary.messages_covered == 35
+
+    asyncio.run(scenario())
+
+
+def test_us305_wait_idle_returns_once_caught_up_and_inside_the_window() -> None:
+    """1,000 messages added without awaiting a summary: when wait_idle returns, no policy would
+    trigger and the context is inside the window (issue #14: it used to stop after one)."""
+    async def scenario() -> None:
+        ars = AsyncRollingSummarizer.from_preset("since-last", FakeModel("extractive", latency_ms=5),
+                                                 context_window=4000)
+        for m in chat(1000, words=40):
+            await ars.add(m)
+            assert ars.context_tokens() <= 4000
+        await ars.wait_idle()
+        assert not ars.busy and ars.context_tokens() <= 4000
+        core = ars.core
+        assert core.policy.decide(core._state(0)) is None  # nothing left to trigger
+        assert len(ars.history) >= 2  # more than the one summary started by the burst's start
+        states = [s.state for s in core.store.messages(core.conversation_id)]
+        assert states.count("covered") + states.count("pending") + states.count("active") == 1000
 
     asyncio.run(scenario())
 

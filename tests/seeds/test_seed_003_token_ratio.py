@@ -62,19 +62,47 @@ def test_emergency_ignores_cooldown_and_hysteresis() -> None:
     assert d is not None and "emergency" in d.reason
 
 
-def test_depth_guard_stops_at_the_cap() -> None:
+def test_depth_guard_folds_up_to_the_cap_then_appends_instead_of_stopping() -> None:
+    """The cap stops re-summarizing summaries, not summarizing: seed 003's first goal is to
+    avoid hard stops, so past the cap a decision asks for an appended summary (fold=False)."""
     p = TokenRatio()
-    assert p.decide(st(2000, summary_depth=1)) is not None  # next would be depth 2 < 3
-    assert p.decide(st(2000, summary_depth=2)) is None  # next would be depth 3: capped
-    assert TokenRatio(max_depth=None).decide(st(2000, summary_depth=9)) is not None
+    below = p.decide(st(2000, summary_depth=1))  # next would be depth 2 < 3
+    assert below is not None and below.fold
+    at_cap = p.decide(st(2000, summary_depth=2))  # next would be depth 3: capped
+    assert at_cap is not None and not at_cap.fold and "depth cap" in at_cap.reason
+    uncapped = TokenRatio(max_depth=None).decide(st(2000, summary_depth=9))
+    assert uncapped is not None and uncapped.fold
 
 
-def test_small_context_compresses_repeatedly_up_to_the_cap() -> None:
+def test_small_context_compresses_repeatedly_and_stays_inside_the_window_past_the_cap() -> None:
     rs = RollingSummarizer.from_preset("token-ratio", fake("json"), context_window=2000)
     for m in chat(200, words=40):
         rs.add(m)
-    assert [r.depth for r in rs.history] == [0, 1, 2]
-    assert [r.parent_id for r in rs.history] == [None, rs.history[0].id, rs.history[1].id]
+        assert rs.context_tokens() <= 2000  # issue #14: 41,211 tokens in 8,000 before
+    depths = [r.depth for r in rs.history]
+    assert depths[:3] == [0, 1, 2] and len(depths) > 6
+    assert set(depths[3:]) == {2}  # appended: nothing re-summarized past the cap
+    assert all(r.meta.get("appended") and "appended at the depth cap" in r.notes for r in rs.history[3:])
+    assert [r.parent_id for r in rs.history[1:]] == [r.id for r in rs.history[:-1]]
+
+
+def test_past_the_cap_the_oldest_summary_content_is_cut_with_a_marker() -> None:
+    script = [json.dumps({"summary": f"Span {k} summary: " + f"detail{k} " * 60, "key_points": []})
+              for k in range(40)]
+    model = fake("scripted", script=script)
+    rs = RollingSummarizer.from_preset("token-ratio", model, context_window=2000, ledger="off")
+    for m in chat(300, words=40):
+        rs.add(m)
+    assert len(rs.history) > 8
+    last = rs.history[-1]
+    assert last.meta.get("appended")
+    # the newest span is whole, the oldest spans were cut, and the cut is marked and noted
+    newest = model.inner.calls - 1  # type: ignore[attr-defined]
+    assert f"Span {newest} summary" in last.text
+    assert "Span 0 summary" not in last.text
+    assert last.text.startswith("[… earlier summary content truncated …]")
+    assert any("cut the oldest" in n for n in last.notes)
+    assert rs.counter.count(last.text) <= rs.config()["summary_budget"]
 
 
 def test_second_pass_halves_the_preserved_tail_but_not_below_two() -> None:
@@ -105,9 +133,13 @@ def test_failure_falls_back_without_losing_messages() -> None:
     msgs = list(chat(40, words=40))
     for m in msgs:
         rs.add(m)
-    assert rs.summary is None and len(rs.messages) == 40
+        assert rs.context_tokens() <= 2000  # the window guard moves the oldest out meanwhile
+    assert rs.summary is None
     assert sleeps[:1] == [0.25]  # transport errors: one retry after 250 ms
-    assert all(s.state == "active" for s in rs.store.messages(rs.conversation_id))
+    states = [s.state for s in rs.store.messages(rs.conversation_id)]
+    assert set(states) == {"active", "pending"}  # nothing covered, nothing dropped: all kept
+    assert [m.id for m in rs.pending] == [s.message.id for s in rs.store.messages(rs.conversation_id)
+                                          if s.state == "pending"]
 
 
 def test_validation_failure_is_not_retried() -> None:

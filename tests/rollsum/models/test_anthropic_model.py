@@ -99,20 +99,33 @@ def test_429_carries_retry_after_and_is_retryable(sdk_client: MakeClient, record
     assert "slow down" in str(err)
 
 
-def test_sdk_retries_429_then_succeeds(sdk_client: MakeClient, recorder: Recorder, msg: Msg) -> None:
+def test_sdk_retries_429_then_succeeds_when_asked_to(sdk_client: MakeClient, recorder: Recorder, msg: Msg) -> None:
     rec = recorder(httpx2.Response(429, headers={"retry-after-ms": "1"},
                                    json={"type": "error", "error": {"type": "rate_limit_error", "message": "x"}}),
                    httpx2.Response(200, json=msg("ok")))
-    out = AnthropicModel(sdk_client(rec, max_retries=2)).complete(_request())
+    out = AnthropicModel(sdk_client(rec), max_retries=2).complete(_request())
     assert out.text == "ok" and len(rec.requests) == 2
 
 
-def test_500_then_success(sdk_client: MakeClient, recorder: Recorder, msg: Msg) -> None:
+def test_500_then_success_when_asked_to(sdk_client: MakeClient, recorder: Recorder, msg: Msg) -> None:
     rec = recorder(httpx2.Response(500, headers={"retry-after-ms": "1"},
                                    json={"type": "error", "error": {"type": "api_error", "message": "boom"}}),
                    httpx2.Response(200, json=msg("recovered")))
-    out = AnthropicModel(sdk_client(rec, max_retries=1)).complete(_request())
+    out = AnthropicModel(sdk_client(rec), max_retries=1).complete(_request())
     assert out.text == "recovered" and len(rec.requests) == 2
+
+
+def test_the_sdk_does_not_retry_by_default_even_on_an_injected_client(
+        sdk_client: MakeClient, recorder: Recorder, msg: Msg) -> None:
+    """The engine owns retries: an injected client built with SDK retries is re-optioned."""
+    boom = httpx2.Response(500, headers={"retry-after-ms": "1"},
+                           json={"type": "error", "error": {"type": "api_error", "message": "boom"}})
+    rec = recorder(boom)
+    model = AnthropicModel(sdk_client(rec, max_retries=3))
+    assert model.client.max_retries == 0
+    with pytest.raises(ModelError):
+        model.complete(_request())
+    assert len(rec.requests) == 1
 
 
 @pytest.mark.parametrize("status", [500, 503, 529])
@@ -215,3 +228,21 @@ def test_network_guard_blocks_real_connections() -> None:
     client = anthropic.Anthropic(api_key=TEST_KEY, base_url="http://192.0.2.1", max_retries=0)
     with pytest.raises((ModelError, RuntimeError)):
         AnthropicModel(client).complete(_request())
+
+
+@pytest.mark.parametrize("engine_retries", [0, 1, 3])
+def test_a_persistent_500_costs_exactly_the_engines_retries(
+        sdk_client: MakeClient, recorder: Recorder, engine_retries: int) -> None:
+    """One retry policy end to end (issue #14): the SDK's retries (here a client built with 2)
+    never multiply the engine's, so one trigger costs `retries + 1` HTTP calls, no more."""
+    from rollsum import RollingSummarizer
+    from tests.seeds.helpers import chat
+
+    rec = recorder(httpx2.Response(500, headers={"retry-after-ms": "1"},
+                                   json={"type": "error", "error": {"type": "api_error", "message": "boom"}}))
+    model = AnthropicModel(sdk_client(rec, max_retries=2))
+    rs = RollingSummarizer.from_preset("since-last", model, retries=engine_retries, sleep=lambda s: None)
+    for m in chat(20):
+        rs.add(m)
+    assert rs.last_events[-1].kind == "failure" and rs.last_events[-1].error_kind == "server"
+    assert len(rec.requests) == engine_retries + 1

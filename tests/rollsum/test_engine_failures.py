@@ -1,0 +1,157 @@
+"""Failures are contained: whatever a model, summarizer, store or callback raises inside `add()`
+after the message was stored is a classified failure event, never an exception (issue #14).
+
+An app that retries `add()` on an exception would store the message twice; so after the store
+accepted it, `add()` must return normally with every message still in place.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rollsum import Message, RollingSummarizer
+from rollsum.models import CachedModel, FakeModel
+from rollsum.summarizers.base import SummaryDraft, SummaryRequest
+from tests.seeds.helpers import Recording, chat
+
+TRANSIENT = [TimeoutError("read timed out"), ConnectionResetError(104, "Connection reset by peer"),
+             sqlite3.OperationalError("database is locked"), OSError(101, "Network is unreachable")]
+PERMANENT = [ValueError("could not parse the answer"), KeyError("content"), RuntimeError("bug"),
+             sqlite3.DatabaseError("file is not a database")]
+
+
+def run_until_trigger(rs: RollingSummarizer, n: int = 20) -> list[Any]:
+    events = []
+    for m in chat(n):
+        rs.add(m)  # must not raise
+        events.extend(rs.last_events)
+    return events
+
+
+@pytest.mark.parametrize("exc", TRANSIENT, ids=lambda e: type(e).__name__)
+def test_transient_exceptions_are_retried_then_a_failure_event(exc: BaseException) -> None:
+    model = Recording(FakeModel("scripted", script=[exc]))
+    sleeps: list[float] = []
+    rs = RollingSummarizer.from_preset("since-last", model, retries=2, sleep=sleeps.append)
+    events = run_until_trigger(rs)
+    assert len(model.requests) == 3 and sleeps == [0.25, 0.5]  # retried: it can pass
+    fail = events[-1]
+    assert fail.kind == "failure" and fail.attempts == 3 and type(exc).__name__ in (fail.error or "")
+    assert len(rs.messages) == 20 and rs.summary is None
+    assert [r.state for r in rs.store.messages(rs.conversation_id)] == ["active"] * 20
+
+
+@pytest.mark.parametrize("exc", PERMANENT, ids=lambda e: type(e).__name__)
+def test_other_exceptions_are_failures_without_a_retry(exc: BaseException) -> None:
+    model = Recording(FakeModel("scripted", script=[exc]))
+    rs = RollingSummarizer.from_preset("since-last", model, retries=2, sleep=lambda s: None)
+    events = run_until_trigger(rs)
+    assert len(model.requests) == 1
+    assert events[-1].kind == "failure" and events[-1].error_kind == "other"
+    assert len(rs.messages) == 20
+
+
+def test_a_failing_model_falls_back_when_the_preset_has_a_fallback() -> None:
+    rs = RollingSummarizer.from_preset("budget-rule-based", FakeModel("scripted", script=[ValueError("x")]),
+                                       context_window=1200, reserved_output_tokens=200)
+    for m in chat(40, words=40):
+        rs.add(m)
+    assert rs.summary is not None and rs.summary.fallback == "extractive"
+
+
+def test_a_broken_response_cache_is_a_summarizer_failure(tmp_path: Path) -> None:
+    """CachedModel raising a real sqlite error (its file was overwritten) inside add()."""
+    model = CachedModel(FakeModel("extractive"), tmp_path / "cache.sqlite")
+    rs = RollingSummarizer.from_preset("since-last", model, sleep=lambda s: None)
+    for f in tmp_path.iterdir():
+        f.write_bytes(b"not a database " * 400)
+    events = run_until_trigger(rs)
+    assert events[-1].kind == "failure" and "DatabaseError" in (events[-1].error or "")
+    assert len(rs.messages) == 20
+
+
+def test_retrying_add_after_a_failure_is_never_needed_and_would_be_refused() -> None:
+    rs = RollingSummarizer.from_preset("since-last", FakeModel("scripted", script=[TimeoutError()]),
+                                       sleep=lambda s: None)
+    msgs = [m.with_id(f"m{i}") for i, m in enumerate(chat(20))]
+    for m in msgs:
+        rs.add(m)  # the 20th triggers a failing summary: add() still returns
+    assert [r.message.id for r in rs.store.messages(rs.conversation_id)] == [m.id for m in msgs]
+
+
+class Exploding:
+    name = "exploding"
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        raise ZeroDivisionError("division by zero")
+
+
+def test_a_summarizer_bug_is_a_failure_event() -> None:
+    rs = RollingSummarizer.from_preset("since-last")
+    rs.summarizer = Exploding()
+    events = run_until_trigger(rs)
+    assert events[-1].kind == "failure" and "ZeroDivisionError" in (events[-1].error or "")
+
+
+class BrokenPolicy:
+    name = "broken"
+
+    def decide(self, state: Any) -> Any:
+        raise RuntimeError("policy bug")
+
+
+def test_even_an_internal_error_after_storing_is_an_event_not_an_exception() -> None:
+    rs = RollingSummarizer.from_preset("since-last")
+    rs.policy = BrokenPolicy()  # type: ignore[assignment]
+    ev = rs.add(Message("user", "hello"))
+    assert ev is not None and ev.kind == "failure" and ev.error_kind == "internal"
+    assert len(rs.store.messages(rs.conversation_id)) == 1
+
+
+def test_a_store_that_fails_the_commit_keeps_every_message() -> None:
+    rs = RollingSummarizer.from_preset("since-last")
+
+    def refuse(record: Any, ids: Any) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    rs.store.commit_summary = refuse  # type: ignore[method-assign]
+    events = run_until_trigger(rs)
+    assert events[-1].kind == "failure" and events[-1].error_kind == "store"
+    assert len(rs.messages) == 20
+
+
+def test_a_raising_event_callback_does_not_escape_add() -> None:
+    def callback(ev: Any) -> None:
+        raise RuntimeError("app bug")
+
+    rs = RollingSummarizer.from_preset("since-last", on_event=callback)
+    events = run_until_trigger(rs)
+    assert events[-1].kind == "summary"
+
+
+def test_failures_back_off_exponentially() -> None:
+    """A permanently failing model: attempts get rarer (2, 4, 8, ... messages apart, capped)."""
+    model = Recording(FakeModel("scripted", script=[ValueError("bad")]))
+    rs = RollingSummarizer.from_preset("count-and-tokens", model, message_count_threshold=4,
+                                       messages_to_summarize=2, recent_messages_to_keep=1, token_threshold=0,
+                                       failure_cooldown=2, max_failure_backoff=16)
+    turns = []
+    for i, m in enumerate(chat(120)):
+        rs.add(m)
+        if rs.last_events and rs.last_events[-1].kind == "failure":
+            turns.append(i)
+    gaps = [b - a for a, b in itertools.pairwise(turns)]
+    assert gaps[:4] == [2, 4, 8, 16] and set(gaps[4:]) == {16}
+
+
+def test_a_storage_failure_before_storing_raises_and_changes_nothing() -> None:
+    rs = RollingSummarizer.from_preset("since-last")
+    rs.add(Message("user", "one", id="a"))
+    with pytest.raises(Exception, match="duplicate message id"):
+        rs.add(Message("user", "again", id="a"))
+    assert len(rs.messages) == 1
