@@ -24,11 +24,14 @@ class SinceLast:
 
     Cadence: whatever the reading, the summarizer is asked at most once per
     `messages_per_summary` messages added: the k-th attempt (successful or not, the window
-    guard's included) needs k × `messages_per_summary` messages. The "covered" count includes
-    the verbatim window, so with `keep_last >= messages_per_summary - 1` it alone would fire
-    again on the very next message (one message per call; seed 001's own database code does
-    this with its 20-message window); the attempt count makes every combination of the two
-    parameters safe, so none is refused (docs/seeds.md).
+    guard's included) needs k × `messages_per_summary` messages, and `messages_per_summary`
+    new ones since the previous attempt -- unless it drains a backlog of pending messages (what
+    the window guard moved out during a burst or an outage), which may then be summarized back
+    to back in bounded chunks. The "covered" count includes the verbatim window, so with
+    `keep_last >= messages_per_summary - 1` it alone would fire again on the very next message
+    (one message per call; seed 001's own database code does this with its 20-message window);
+    counting attempts makes every combination of the two parameters safe, so none is refused
+    (docs/seeds.md).
     """
 
     messages_per_summary: int = 20
@@ -49,7 +52,10 @@ class SinceLast:
         return state.total_added - state.messages_covered
 
     def may_summarize(self, state: WindowState) -> bool:
-        return attempts_allowed(state.attempts, state.total_added, self.messages_per_summary)
+        if not attempts_allowed(state.attempts, state.total_added, self.messages_per_summary):
+            return False
+        fresh = state.since_attempt is None or state.since_attempt >= self.messages_per_summary
+        return fresh or state.pending > 0
 
     def decide(self, state: WindowState) -> Decision | None:
         since = self.messages_since(state)

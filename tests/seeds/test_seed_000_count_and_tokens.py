@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rollsum import Message, RollingSummarizer
-from rollsum.policies import CountAndTokens
+from rollsum.policies import CountAndTokens, WindowState
 from rollsum.prompts import get as get_prompt
 from tests.seeds.helpers import chat, fake
 
@@ -35,6 +35,46 @@ def test_both_conditions_must_hold_and_strictly_exceed() -> None:
     assert p.should_summarize(11, 101)
     assert not p.should_summarize(0, 0)
     assert p.should_summarize(1000, 50_000)
+
+
+def window(tokens: list[int]) -> WindowState:
+    msgs = [Message("user", f"m{i}", id=str(i)) for i in range(len(tokens))]
+    return WindowState(messages=msgs, tokens=tokens, active_tokens=sum(tokens), total_added=len(tokens))
+
+
+def test_the_token_condition_weighs_the_oldest_batch_only() -> None:
+    """The seed sums the tokens of the candidate batch (the oldest `messages_to_summarize`),
+    not of the whole session: heavy *recent* messages must not trigger, heavy *old* ones must."""
+    p = CountAndTokens()  # more than 30 messages, oldest 20 over 15,000 tokens, keep 10
+    light_old = window([100] * 20 + [5_000] * 11)  # 31 messages; 57,000 tokens, oldest 20 = 2,000
+    assert p.decide(light_old) is None
+    heavy_old = window([800] * 20 + [10] * 11)  # oldest 20 = 16,000 > 15,000
+    d = p.decide(heavy_old)
+    assert d is not None and d.indices == tuple(range(20))
+    edge = window([750] * 20 + [10_000] * 11)  # oldest 20 = exactly 15,000: must exceed
+    assert p.decide(edge) is None
+
+
+def test_a_batch_is_always_full_so_odd_thresholds_cannot_thrash() -> None:
+    """keep + batch > threshold + 1 would summarize a few messages on every turn; the policy
+    waits for a full batch instead (docs/seeds.md)."""
+    rs = RollingSummarizer.from_preset("count-and-tokens", message_count_threshold=10, messages_to_summarize=8,
+                                       recent_messages_to_keep=9, token_threshold=0)
+    for m in chat(100):
+        rs.add(m)
+    assert rs.history and all(len(r.covered_ids) == 8 for r in rs.history)
+    assert len(rs.history) <= 100 // 8
+
+
+def test_given_a_window_it_stays_inside_it_though_its_token_threshold_never_fires() -> None:
+    """Issue #14: on chat data the seed's 15,000-token condition never fires in an 8,000 window;
+    given a `context_window`, the engine's window guard keeps the promise (5-11x over before)."""
+    rs = RollingSummarizer.from_preset("count-and-tokens", context_window=4000)
+    for m in chat(400, words=60):
+        rs.add(m)
+        assert rs.context_tokens() <= 4000
+    assert rs.history and all(r.meta.get("guard") for r in rs.history)
+    assert len(rs.history) <= 400 * 90 // (4000 * 0.4)  # one per (1 - low water) x window tokens
 
 
 def test_few_or_no_messages_never_summarize() -> None:

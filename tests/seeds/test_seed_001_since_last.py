@@ -94,6 +94,30 @@ def test_verification_checklist_reading_is_a_parameter() -> None:
     assert len(rs.messages) >= 20
 
 
+@pytest.mark.parametrize(("keep_last", "count_since"),
+                         [(10, "covered"), (19, "covered"), (20, "covered"), (20, "event"), (40, "covered")])
+def test_no_reading_of_the_verbatim_window_thrashes(keep_last: int, count_since: str) -> None:
+    """Issue #14: keep_last >= messages_per_summary - 1 used to summarize on every new message,
+    one message per call (keep_last=40: 615 summaries for 670 messages). Now at most one call
+    per 20 messages added, every reading, and each call after the first covers a full span."""
+    model = fake()
+    rs = RollingSummarizer.from_preset("since-last", model, keep_last=keep_last, count_since=count_since)
+    for m in chat(670):
+        rs.add(m)
+    assert len(model.requests) <= 670 // 20
+    assert len(rs.history) >= 670 // 20 - 3  # still summarizing, at the seed's pace
+    assert all(len(r.covered_ids) >= 19 for r in rs.history[2:])
+    assert len(rs.messages) >= keep_last  # the verbatim window is kept
+
+
+def test_a_failing_model_is_asked_no_more_often_than_a_working_one() -> None:
+    model = fake(fail_rate=1.0, fail_kind="500")
+    rs = RollingSummarizer.from_preset("since-last", model, retries=0, keep_last=20)
+    for m in chat(400):
+        rs.add(m)
+    assert 1 <= len(model.requests) <= 400 // 20
+
+
 # US-302 --------------------------------------------------------------------------------------
 
 def test_us302_prompt_holds_all_messages_beyond_the_window_and_the_previous_summary() -> None:

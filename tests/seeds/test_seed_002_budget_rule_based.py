@@ -127,3 +127,49 @@ def test_llm_mode_uses_the_model_when_it_works() -> None:
         rs.add(m)
     assert rs.summary is not None and rs.summary.fallback is None
     assert rs.summary.prompt_id == "budget-rule-based/v1"
+
+
+def test_summary_cap_is_ten_percent_of_the_available_budget_not_the_window() -> None:
+    """Seed 002's safeSummarize: availableBudget × 0.1, where the available budget is the window
+    minus the reserved output tokens (4,000 − 1,000 → 300 tokens, not 400)."""
+    rs = RollingSummarizer.from_preset("budget-rule-based", context_window=4000, reserved_output_tokens=1000)
+    header = rs.counter.count("[Previous Conversation Summary]\n")
+    peak = 0
+    for m in agent_turns(40):
+        rs.add(m)
+        peak = max(peak, rs.counter.count(rs.summary_text()))
+    assert peak <= 300 + header
+    assert peak > 250  # the cap binds here: a 400-token cap would have let it grow past 300
+
+
+def test_llm_mode_sends_at_most_1000_characters_of_each_message() -> None:
+    model = fake()
+    rs = RollingSummarizer.from_preset("budget-rule-based", model, context_window=6000, reserved_output_tokens=500)
+    rs.add(Message("user", "Please run the full build."))
+    rs.add(Message("assistant", "Running it.", meta={"tool_calls": ["b1"]}))
+    rs.add(tool("execute_bash", "BUILD-LOG-START " + "x" * 15_000 + " BUILD-LOG-END", tool_call_id="b1",
+                command="make"))
+    for m in agent_turns(30):
+        rs.add(m)
+    prompts = [model.prompt_text(i) for i in range(len(model.requests))]
+    with_log = [p for p in prompts if "BUILD-LOG-START" in p]
+    assert with_log, "the build log was summarized"
+    assert all("BUILD-LOG-END" not in p and "x" * 1001 not in p for p in with_log)
+    assert all("more characters cut]" in p for p in with_log)
+    assert any("capped 1 message(s) at 1000 characters" in n for r in rs.history for n in r.notes)
+
+
+def test_trimming_goes_down_to_a_low_water_mark_so_summaries_are_few() -> None:
+    """Hysteresis (issue #14): 56-66 summaries per 100 messages at a 4,000-8,000 window before;
+    now a handful, also while the model fails a third of its calls."""
+    for window in (4000, 8000):
+        for fail_rate in (0.0, 0.3):
+            model = fake(fail_rate=fail_rate, fail_kind="500", seed=3)
+            rs = RollingSummarizer.from_preset("budget-rule-based", model, context_window=window, backoff_s=0.0)
+            msgs = agent_turns(100)
+            for m in msgs:
+                rs.add(m)
+                assert rs.context_tokens() <= window
+            per100 = 100 * len(model.requests) / len(msgs)
+            assert per100 <= 10, (window, fail_rate, per100)
+            assert rs.history  # it still summarizes

@@ -190,3 +190,72 @@ def test_drift_an_identifier_from_the_first_span_survives_the_second_summary() -
 def test_drift_without_the_ledger_loses_it() -> None:
     rs = drift_run("off")
     assert len(rs.history) == 2 and "src/ParserCore.swift" not in rs.summary_text()
+
+
+def test_tool_noise_is_filtered_from_the_transcript_by_default() -> None:
+    """Seed 003: "filter out purely mechanical/tool/system noise unless essential"."""
+    model = fake("json")
+    rs = RollingSummarizer.from_preset("token-ratio", model, context_window=6000)
+    rs.add(Message("user", "Run the test suite and tell me what broke."))
+    rs.add(Message("assistant", "Running pytest.", meta={"tool_calls": ["t1"]}))
+    noise = "collected 412 items\n" + "\n".join(f"tests/test_{i}.py ........ PASSED" for i in range(300))
+    rs.add(Message("tool", noise + "\nFAILED tests/test_parser.py::test_offsets - AssertionError: 3 != 4",
+                   name="execute_bash", meta={"tool_call_id": "t1"}))
+    for m in chat(40, words=40):
+        rs.add(m)
+    prompt = model.prompt_text(0)
+    assert "tests/test_17.py ........ PASSED" not in prompt  # the bulk is gone...
+    assert "tool output filtered" in prompt and "test_parser.py::test_offsets" in prompt  # ...the essential stays
+    assert "Running pytest." in prompt and "what broke" in prompt
+    assert any("filtered" in n for n in rs.history[0].notes)
+
+
+def test_the_transcript_is_capped_at_8k_tokens_oldest_trimmed_first_by_default() -> None:
+    model = fake("json")
+    rs = RollingSummarizer.from_preset("token-ratio", model, context_window=40_000, ledger="off")
+    for m in chat(400, words=60):  # ~100 tokens each: the first span is ~32,000 tokens
+        rs.add(m)
+        if model.requests:
+            break
+    assert len(model.requests) == 1 and len(rs.history) == 1  # one call, not a chunked series
+    prompt = model.prompt_text(0)
+    assert rs.counter.count(prompt) <= 8000 + 1200  # the cap, plus the prompt's own text
+    assert "earlier messages trimmed from this transcript" in prompt
+    assert "message 0:" not in prompt  # the oldest went first...
+    newest_in_span = rs.history[0].meta["turn"] - 6  # token-ratio keeps the last 6 verbatim
+    assert f"message {newest_in_span}:" in prompt and f"message {newest_in_span + 1}:" not in prompt
+    assert any("transcript trimmed" in n for n in rs.history[0].notes)
+
+
+def test_a_single_message_longer_than_the_window_is_clipped_in_the_context_only() -> None:
+    """Seed 003's named edge case, issue #14: one 15k-token message used to burn three emergency
+    passes in one turn and overflow for good. Now: a `clip` event, a marked clip in the context,
+    the stored message intact, and the next turn moves it out."""
+    model = fake("json")
+    rs = RollingSummarizer.from_preset("token-ratio", model, context_window=4000)
+    for m in chat(20, words=30):
+        rs.add(m)
+    huge = "The full incident log follows. " + "line of the log " * 15_000 + " END-OF-LOG"
+    calls_before = len(model.requests)
+    rs.add(Message("user", huge, id="huge"))
+    kinds = [e.kind for e in rs.last_events]
+    assert "clip" in kinds and rs.context_tokens() <= 4000
+    assert len(model.requests) - calls_before <= 2  # no burning of passes on a message no pass can move
+    shown = next(m for m in rs.context() if m.id == "huge")
+    assert shown.content.startswith("The full incident log") and shown.content.endswith("END-OF-LOG")
+    assert "chars clipped to fit the context window" in shown.content
+    stored = next(s for s in rs.store.messages(rs.conversation_id) if s.message.id == "huge")
+    assert stored.message.content == huge
+    rs.add(Message("assistant", "I read the log; the failure starts at 02:14."))
+    assert rs.context_tokens() <= 4000 and "clip" not in [e.kind for e in rs.last_events]
+    assert all(m.id != "huge" for m in rs.context())  # summarized or moved out, never lost
+    state = next(s for s in rs.store.messages(rs.conversation_id) if s.message.id == "huge").state
+    assert state in ("covered", "pending")
+
+
+def test_pinned_system_messages_larger_than_the_window_are_clipped_and_said_so() -> None:
+    rs = RollingSummarizer.from_preset("token-ratio", context_window=1000)
+    rs.add(Message("system", "You are a careful assistant. " + "rule " * 2000))
+    ev = rs.add(Message("user", "hello"))
+    assert ev is not None and ev.kind == "clip" and rs.context_tokens() <= 1000
+    assert rs.context()[-1].content == "hello"

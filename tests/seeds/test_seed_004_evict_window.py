@@ -68,3 +68,43 @@ def test_prompt_and_output_cap() -> None:
     model = fake()
     run(model)
     assert model.requests and all(r.max_tokens == 1024 for r in model.requests)
+
+
+def test_while_the_model_fails_the_rate_limit_still_counts_attempts() -> None:
+    """Issue #14: 256 calls for 264 evictions while failing, each carrying the whole backlog.
+    Now at most one attempt per 10 evictions, each request bounded, the backlog kept pending."""
+    model = fake(fail_rate=1.0, fail_kind="500")
+    # failure_cooldown=0: no engine backoff, so the policy's own rate limit is what is tested
+    rs = run(model, n=300, backoff_s=0.0, retries=0, failure_cooldown=0)
+    evicted = sum(1 for s in rs.store.messages(rs.conversation_id) if s.state == "pending")
+    assert evicted > 200 and rs.summary is None
+    assert evicted // 10 - 2 <= len(model.requests) <= evicted // 10
+    for req in model.requests:  # one window (2,500) of conversation per request at most
+        assert rs.counter.count("\n".join(m.content for m in req.messages)) <= 2500 + 600
+
+
+def test_after_an_outage_the_backlog_is_summarized_oldest_first_in_bounded_chunks() -> None:
+    script: list[str | BaseException] = [RuntimeError("down")] * 12 + ["summary"]
+    model = fake("scripted", script=script)
+    rs = run(model, n=200, backoff_s=0.0, retries=0)
+    pending_before = [s.message.id for s in rs.store.messages(rs.conversation_id) if s.state == "pending"]
+    assert len(pending_before) > 40 and rs.summary is None
+    model.inner.script = ["summary"]  # type: ignore[attr-defined]
+    for m in chat(120, start=500, words=40):
+        rs.add(m)
+        assert rs.context_tokens() <= 2500
+    covered = [rid for r in rs.history for rid in r.covered_ids]
+    assert covered[: len(pending_before)] == pending_before  # oldest first, nothing skipped
+    assert len(rs.history) >= 2  # in several bounded requests, not one ever-growing one
+
+
+def test_a_summary_landing_never_pushes_the_window_over() -> None:
+    """The window is head + summary + tail: the summary's room is kept free from the first
+    eviction (it used to end up to 5 % over when the summary landed)."""
+    rs = RollingSummarizer.from_preset("evict-window", context_window=2500)
+    for m in chat(400, words=40):
+        rs.add(m)
+        assert rs.context_tokens() <= 2500
+        assert all(e.tokens_after <= 2500 for e in rs.last_events)  # not even between two steps
+        assert not any(e.guard for e in rs.last_events)  # the policy keeps it, not the guard
+    assert len(rs.history) >= 30

@@ -1,0 +1,103 @@
+"""One meaning per parameter (issue #14): what `from_preset` (or a sweep, which passes a Unit's
+params plus `context_window`) is given reaches every component that uses it, and `config()`
+reports the resolved values.
+
+Before: `context_window` given to token-ratio reached only the policy; the engine stayed at
+200,000, so the summary's budget was 1,024 tokens instead of 10 % of the window.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rollsum import ConfigError, RollingSummarizer, presets
+from tests.seeds.helpers import chat, fake
+
+# (preset, max_summary_tokens, reserved_output_tokens) at the preset's defaults
+DEFAULTS = {"count-and-tokens": (1024, 0), "since-last": (600, 0), "budget-rule-based": (500, 1024),
+            "token-ratio": (1024, 0), "evict-window": (1024, 0), "full-context": (1024, 0),
+            "truncate": (1024, 0)}
+WINDOWED_ALWAYS = {"token-ratio", "budget-rule-based", "evict-window"}
+WINDOWED_WHEN_GIVEN = {"since-last", "count-and-tokens"}
+
+
+def test_every_preset_is_covered() -> None:
+    assert set(presets.names()) == set(DEFAULTS)
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
+@pytest.mark.parametrize("window", [2_000, 8_000, 32_000])
+def test_context_window_reaches_the_engine_the_budget_and_the_policy(name: str, window: int) -> None:
+    rs = RollingSummarizer.from_preset(name, context_window=window)
+    cfg = rs.config()
+    max_summary, reserved = DEFAULTS[name]
+    assert cfg["context_window"] == window
+    assert cfg["reserved_output_tokens"] == reserved
+    assert cfg["summary_budget"] == min(max_summary, int(0.10 * (window - reserved)))
+    assert cfg["max_request_tokens"] == window
+    assert cfg["enforce_window"] == (name in WINDOWED_ALWAYS | WINDOWED_WHEN_GIVEN)
+    if "context_window" in cfg["policy"]["params"]:
+        assert cfg["policy"]["params"]["context_window"] == window
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
+def test_without_a_window_only_the_windowed_presets_guard(name: str) -> None:
+    rs = RollingSummarizer.from_preset(name)
+    assert rs.config()["context_window"] == 200_000
+    assert rs.enforce_window == (name in WINDOWED_ALWAYS)
+
+
+def test_the_summary_in_context_takes_its_share_of_the_given_window() -> None:
+    rs = RollingSummarizer.from_preset("token-ratio", fake("json"), context_window=2000)
+    for m in chat(60, words=60):
+        rs.add(m)
+        assert rs.counter.count(rs.summary_text()) <= 200 + 15  # 10 % of 2,000 (+ its tag)
+    assert rs.summary is not None
+
+
+def test_a_sweep_units_params_resolve_like_a_direct_call() -> None:
+    unit_params: dict[str, Any] = {"trigger_ratio": 0.7, "reset_ratio": 0.5}
+    rs = RollingSummarizer.from_preset("token-ratio", **unit_params, context_window=4000)
+    cfg = rs.config()
+    assert cfg["policy"]["params"]["trigger_ratio"] == 0.7 and cfg["summary_budget"] == 400
+
+
+def test_shared_parameters_reach_every_owner() -> None:
+    rs = RollingSummarizer.from_preset("budget-rule-based", context_window=6000, reserved_output_tokens=2000,
+                                       max_summary_tokens=300)
+    cfg = rs.config()
+    assert cfg["policy"]["params"]["reserved_output_tokens"] == 2000 and cfg["reserved_output_tokens"] == 2000
+    assert cfg["policy"]["params"]["max_summary_tokens"] == 300 and cfg["max_summary_tokens"] == 300
+    assert cfg["summary_budget"] == 300  # min(300, 10 % of 4,000)
+    online = RollingSummarizer.from_preset("budget-rule-based", fake(), max_summary_tokens=300)
+    assert online.config()["summarizer"]["params"]["max_output_tokens"] == 300
+
+
+def test_the_policys_own_window_name_is_the_window() -> None:
+    rs = RollingSummarizer.from_preset("budget-rule-based", max_context_tokens=5000)
+    assert rs.config()["context_window"] == 5000 and rs.config()["summary_budget"] == int(0.1 * (5000 - 1024))
+    with pytest.raises(ConfigError, match="max_context_tokens=5000 and context_window=6000"):
+        RollingSummarizer.from_preset("budget-rule-based", max_context_tokens=5000, context_window=6000)
+
+
+def test_guard_parameters_are_reported_and_checked() -> None:
+    cfg = RollingSummarizer.from_preset("since-last", context_window=4000, guard_low_water=0.5).config()
+    assert cfg["guard_low_water"] == 0.5 and cfg["enforce_window"] is True
+    with pytest.raises(ConfigError, match="guard_low_water"):
+        RollingSummarizer.from_preset("since-last", guard_low_water=1.5)
+    with pytest.raises(ConfigError, match="at least 64"):
+        RollingSummarizer.from_preset("token-ratio", context_window=50)
+    assert RollingSummarizer.from_preset("since-last", enforce_window=False,
+                                         context_window=4000).enforce_window is False
+
+
+def test_model_summarizer_defaults_follow_the_seed() -> None:
+    ratio = RollingSummarizer.from_preset("token-ratio", fake("json")).config()["summarizer"]["params"]
+    assert (ratio["filter_noise"], ratio["transcript_budget"], ratio["transcript_overflow"]) == \
+        (True, 8000, "trim-oldest")
+    budget = RollingSummarizer.from_preset("budget-rule-based", fake()).config()["summarizer"]["params"]
+    assert budget["max_message_chars"] == 1000
+    plain = RollingSummarizer.from_preset("since-last", fake()).config()["summarizer"]["params"]
+    assert (plain["filter_noise"], plain["max_message_chars"], plain["transcript_overflow"]) == (False, None, "chunk")
