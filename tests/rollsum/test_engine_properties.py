@@ -138,7 +138,7 @@ def check(rs: RollingSummarizer, added: list[Message], preset: str, failures: li
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=messages, preset=presets, failures=st.lists(
-    st.sampled_from(["ok", "ok", "transport", "validation", "empty"]), max_size=6), data=st.data())
+    st.sampled_from(FAILURES), max_size=6), data=st.data())
 def test_no_message_is_lost_or_duplicated(stream: list[tuple[str, int]], preset: str, failures: list[str],
                                           data: st.DataObject) -> None:
     params = params_for(preset, data)
@@ -154,7 +154,7 @@ def test_no_message_is_lost_or_duplicated(stream: list[tuple[str, int]], preset:
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(stream=messages, failures=st.lists(st.sampled_from(["ok", "transport", "validation"]), max_size=4),
+@given(stream=messages, failures=st.lists(st.sampled_from(FAILURES), max_size=4),
        restart_at=st.integers(0, 120), data=st.data())
 def test_sqlite_survives_restarts_mid_stream(stream: list[tuple[str, int]], failures: list[str],
                                              restart_at: int, data: st.DataObject) -> None:
