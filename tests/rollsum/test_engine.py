@@ -254,3 +254,38 @@ def test_error_text_is_redacted(monkeypatch: pytest.MonkeyPatch, caplog: pytest.
         rs.add(m)
     assert "SECRET" not in (rs.last_events[-1].error or "")
     assert "SECRET" not in caplog.text
+
+
+def test_the_window_guard_compacts_to_its_low_water_mark() -> None:
+    """count-and-tokens' 15,000-token condition never fires here: only the guard acts, and each
+    guard summary brings the context down to the low-water mark, not just under the window."""
+    events: list[Any] = []
+    rs = RollingSummarizer.from_preset("count-and-tokens", context_window=3000, on_event=events.append)
+    for m in chat(300, words=40):
+        rs.add(m)
+        assert rs.context_tokens() <= 3000
+    compactions = [e for e in events if e.kind == "summary"]
+    assert compactions and all(e.guard and e.record.meta.get("guard") for e in compactions)
+    assert all(e.tokens_after <= 0.6 * 3000 for e in compactions)
+    assert not any(e.kind == "evict" for e in events)  # the summarizer worked: nothing left out
+
+
+def test_the_window_guard_moves_the_middle_out_before_a_preserved_head() -> None:
+    events: list[Any] = []
+    rs = RollingSummarizer.from_preset("evict-window", context_window=1500, summarize_on_trim=False,
+                                       on_event=events.append)
+    task = Message("user", "Task: port the billing service. " * 3)
+    rs.add(task)
+    rs.add(Message("assistant", "On it."))
+    for m in chat(30, words=120):  # ten of these are over the window: the tail alone overflows
+        rs.add(m)
+        assert rs.context_tokens() <= 1500
+        assert rs.context()[0].content == task.content  # the head stays while the middle goes
+    assert any(e.guard and e.kind == "evict" for e in events)
+
+
+def test_guard_events_and_clips_are_reported_in_the_config_and_events() -> None:
+    rs = RollingSummarizer.from_preset("token-ratio", context_window=800)
+    ev = rs.add(Message("user", "word " * 2000))
+    assert ev is not None and ev.kind == "clip" and ev.guard and ev.to_dict()["guard"] is True
+    assert rs.config()["enforce_window"] is True and rs.context_tokens() <= 800

@@ -1,0 +1,33 @@
+"""Context helpers the window guard and the depth cap rely on: cuts are bounded and visible."""
+
+from __future__ import annotations
+
+from rollsum.context import APPEND_MARKER, append_summary, clip_text
+from rollsum.tokens import HeuristicCounter
+
+count = HeuristicCounter().count
+
+
+def test_clip_text_fits_keeps_both_ends_and_says_how_much_went() -> None:
+    text = "BEGIN " + "middle words " * 2000 + " END"
+    for budget in (40, 200, 1000):
+        out = clip_text(text, budget, count)
+        assert count(out) <= budget
+        assert out.startswith("BEGIN") and out.endswith("END")
+        cut = len(text) - (len(out) - len(out[out.index("[…"):out.index("…]") + 2]))
+        assert f"[…{cut} chars clipped to fit the context window…]" in out
+    assert clip_text("short", 10, count) == "short"
+
+
+def test_append_summary_keeps_the_newest_and_cuts_the_oldest_visibly() -> None:
+    old = " ".join(f"old{i}" for i in range(400))
+    new = "The newest span: Priya moved the launch to May 3."
+    text, note = append_summary(old, new, 300, count)
+    assert count(text) <= 300
+    assert text.endswith(new) and text.startswith(APPEND_MARKER)
+    assert "old399" in text and "old0 " not in text  # the oldest went first
+    assert note is not None and "cut the oldest" in note
+    whole, none = append_summary("a short story.", new, 300, count)
+    assert whole == "a short story.\n\n" + new and none is None
+    only_new, dropped = append_summary(old, new, count(new) + 2, count)
+    assert only_new == new and dropped is not None and "dropped" in dropped
