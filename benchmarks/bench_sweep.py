@@ -85,14 +85,14 @@ class Scenario:
 
 
 def _volatile() -> list[str]:
-    from evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
+    from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
 
     return list(NON_DETERMINISTIC_UNIT_COLUMNS)
 
 
 def _run(spec: Any, tmp: Path, sc: Scenario, latency_ms: float) -> None:
-    from evals.rundir import load_run
-    from evals.runner import run_sweep
+    from rollsum_evals.rundir import load_run
+    from rollsum_evals.runner import run_sweep
 
     os.environ["ROLLSUM_CACHE_DIR"] = str(tmp / f"cache-{sc.name}")
     t = time.perf_counter()
@@ -107,9 +107,9 @@ def _run(spec: Any, tmp: Path, sc: Scenario, latency_ms: float) -> None:
 
 def _slowest_alone(spec: Any, units: Any, candidates: int = 3) -> float:
     """Time the heaviest Units one at a time, uncached, with nothing else running."""
-    from evals.runner import ModelFactory, default_loader, execute_unit, load_datasets
-    from evals.scoring import versions
-    from evals.spec import expand
+    from rollsum_evals.runner import ModelFactory, default_loader, execute_unit, load_datasets
+    from rollsum_evals.scoring import versions
+    from rollsum_evals.spec import expand
 
     ds = load_datasets(spec, default_loader)
     all_units = {u.unit_id: u for u in expand(spec, {n: (h, [c.id for c in cs]) for n, (h, cs) in ds.items()},
@@ -128,7 +128,7 @@ def _slowest_alone(spec: Any, units: Any, candidates: int = 3) -> float:
 def _start_forkserver() -> float:
     """Start the process executor's forkserver before timing anything: a CLI run pays this
     once (printed separately), and otherwise only the first process scenario would pay it."""
-    from evals.runner import _process_pool
+    from rollsum_evals.runner import _process_pool
 
     t = time.perf_counter()
     pool = _process_pool(1)
@@ -147,9 +147,9 @@ def main() -> int:
     ap.add_argument("--ledger", default=None, help="engine fact ledger: pin, retry or off (preset default)")
     args = ap.parse_args()
 
-    from evals.rundir import load_run
-    from evals.runner import run_sweep
-    from evals.spec import parse_spec
+    from rollsum_evals.rundir import load_run
+    from rollsum_evals.runner import run_sweep
+    from rollsum_evals.spec import parse_spec
 
     spec = parse_spec(SPEC.format(latency=args.latency_ms, conversations=args.conversations,
                                   messages=args.messages,

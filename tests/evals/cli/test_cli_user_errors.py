@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.cli import main
+from rollsum_evals.cli import main
 
 BAD_PRESET = 'name = "x"\n[[configs]]\npreset = "since-lats"\n[[datasets]]\nname = "d"\nsource = "synth:chat"\n'
 

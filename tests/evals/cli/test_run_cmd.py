@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.cli import main
+from rollsum_evals.cli import main
 
 SPEC = """
 name = "cli"

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from evals.data import guess_format, load, validate
+from rollsum_evals.data import guess_format, load, validate
 
 FIX = Path(__file__).parent / "fixtures"
 

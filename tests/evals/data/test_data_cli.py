@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.cli import build_parser, main
-from evals.data import load
+from rollsum_evals.cli import build_parser, main
+from rollsum_evals.data import load
 
 FIX = Path(__file__).parent / "fixtures"
 

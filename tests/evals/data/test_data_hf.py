@@ -1,7 +1,7 @@
 import pytest
 
-from evals.data import hf, load
-from evals.data.synth import make_conversation
+from rollsum_evals.data import hf, load
+from rollsum_evals.data.synth import make_conversation
 
 pytest.importorskip("datasets")
 

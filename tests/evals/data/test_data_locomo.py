@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.data import guess_format, load, validate
-from evals.data.locomo import UNANSWERABLE, parse_session_date
+from rollsum_evals.data import guess_format, load, validate
+from rollsum_evals.data.locomo import UNANSWERABLE, parse_session_date
 from rollsum.errors import ConfigError
 
 TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"

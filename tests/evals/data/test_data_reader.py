@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evals.data import reader
-from evals.data.reader import dataset_hash, iter_lines
+from rollsum_evals.data import reader
+from rollsum_evals.data.reader import dataset_hash, iter_lines
 
 
 def test_lines_are_numbered_and_the_last_line_needs_no_newline():

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from evals.data import load, parse_synth_spec, write_jsonl, write_streamed
-from evals.data.synth import CATEGORIES, SyntheticConversation, generate, make_conversation
+from rollsum_evals.data import load, parse_synth_spec, write_jsonl, write_streamed
+from rollsum_evals.data.synth import CATEGORIES, SyntheticConversation, generate, make_conversation
 from rollsum.errors import ConfigError
 
 
@@ -25,7 +25,7 @@ def test_same_seed_same_conversation_different_seed_different():
 def test_known_bytes_pin_cross_platform_determinism():
     # If this changes, the generator's output changed: bump GENERATOR_VERSION, regenerate
     # datasets/synthetic and its manifest (see datasets/README.md).
-    from evals.data.jsonl import dumps
+    from rollsum_evals.data.jsonl import dumps
 
     raw = dumps(make_conversation("mixed", n_messages=200, seed=1)).encode()
     assert hashlib.sha256(raw).hexdigest() == "888f71239dad43580a85b710fd3b83fdbf582089ad9fb47e342a02b9cc48cd53"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.data import dataset_hash, parse_synth_spec, validate, write_streamed
-from evals.data.synth import GENERATOR_VERSION
+from rollsum_evals.data import dataset_hash, parse_synth_spec, validate, write_streamed
+from rollsum_evals.data.synth import GENERATOR_VERSION
 
 SYNTH_DIR = Path(__file__).resolve().parents[3] / "datasets" / "synthetic"
 MANIFEST = json.loads((SYNTH_DIR / "manifest.json").read_text())

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.cli import main
-from evals.data import Limits, load, validate
+from rollsum_evals.cli import main
+from rollsum_evals.data import Limits, load, validate
 from rollsum.errors import ConfigError
 
 HERE = Path(__file__).parent
@@ -114,7 +114,7 @@ def test_schema_file_accepts_a_canonical_record():
     jsonschema = pytest.importorskip("jsonschema")
     from importlib.resources import files
 
-    schema = json.loads(files("evals.data").joinpath("conversation.schema.json").read_text())
+    schema = json.loads(files("rollsum_evals.data").joinpath("conversation.schema.json").read_text())
     rec = json.loads((HERE / "fixtures" / "valid.jsonl").read_text().splitlines()[0])
     jsonschema.validate(rec, schema)
     rec["messages"][0]["role"] = "robot"

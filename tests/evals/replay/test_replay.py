@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from evals.data.types import Conversation, Probe
-from evals.replay import replay
-from evals.scoring import ScoreContext, score_all
-from evals.spec import Unit
+from rollsum_evals.data.types import Conversation, Probe
+from rollsum_evals.replay import replay
+from rollsum_evals.scoring import ScoreContext, score_all
+from rollsum_evals.spec import Unit
 from rollsum.types import Message
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pytest
 
-from evals.cli import main
-from evals.plots import pareto_frontier
-from evals.report import config_table, load, summaries_at_checkpoint, write_report
+from rollsum_evals.cli import main
+from rollsum_evals.plots import pareto_frontier
+from rollsum_evals.report import config_table, load, summaries_at_checkpoint, write_report
 from rollsum.errors import ConfigError
 from tests.evals.report.fakerun import INJECTION, make_run
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evals.runner import run_sweep
-from evals.spec import parse_spec
+from rollsum_evals.runner import run_sweep
+from rollsum_evals.spec import parse_spec
 
 SPEC = """
 name = "kill"
@@ -53,7 +53,7 @@ def test_sigkill_at_five_random_moments_then_resume_matches_an_uninterrupted_run
     # early enough that each resumed (shorter) run is still likely to be going
     window = (0.4 + 0.05 * reference.wall_s, 0.5 + 0.4 * reference.wall_s)
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "evals", "-q", "run", str(spec_file), "--out", str(out), "--jobs", "2",
+    cmd = [sys.executable, "-m", "rollsum_evals", "-q", "run", str(spec_file), "--out", str(out), "--jobs", "2",
            "--resume", "--no-progress"]
     env = {**os.environ, "PYTHONHASHSEED": "random"}
     rng = random.Random(int(time.time()))

@@ -5,7 +5,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 
-from evals.runner import _process_pool
+from rollsum_evals.runner import _process_pool
 
 
 def test_many_jobs_share_a_few_worker_processes() -> None:

@@ -6,10 +6,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import evals
-from evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
-from evals.runner import run_sweep
-from evals.spec import parse_spec
+import rollsum_evals
+from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
+from rollsum_evals.runner import run_sweep
+from rollsum_evals.spec import parse_spec
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.fake import FakeModel
 
@@ -39,7 +39,7 @@ preset = "token-ratio"
 
 
 def _tables(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    run = evals.load_run(path)
+    run = rollsum_evals.load_run(path)
     return run.units.drop(columns=list(NON_DETERMINISTIC_UNIT_COLUMNS)), run.probes, run.turns
 
 
@@ -54,7 +54,7 @@ def test_jobs_1_and_jobs_8_give_identical_tables(tmp_path: Path) -> None:
     r8 = run_sweep(spec, tmp_path / "j8", jobs=8, progress=False)
     assert r1.done == r8.done == 15 and r1.errors == 0
     _assert_same(tmp_path / "j1", tmp_path / "j8")
-    run = evals.load_run(tmp_path / "j1")
+    run = rollsum_evals.load_run(tmp_path / "j1")
     assert list(run.units["unit_id"]) == sorted(run.units["unit_id"])
     assert set(run.units["preset"]) == {"full-context", "truncate", "since-last", "token-ratio"}
     assert len(run.probes) == run.units["n_probes"].sum() > 0 and len(run.turns) == 15 * 50
@@ -117,7 +117,7 @@ def test_budget_stops_before_it_is_passed_and_resume_finishes(tmp_path: Path) ->
     assert r.stopped_for_budget and r.exit_code == 1
     assert 0 < r.spent_usd <= 0.05
     assert 0 < r.done < r.total
-    assert evals.load_run(tmp_path / "b").manifest["status"] == "stopped: budget"
+    assert rollsum_evals.load_run(tmp_path / "b").manifest["status"] == "stopped: budget"
     r2 = run_sweep(spec, tmp_path / "b", jobs=2, resume=True, models=_fake_builder, progress=False)
     assert r2.done == r2.total and not r2.stopped_for_budget
 

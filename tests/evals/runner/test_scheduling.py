@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pandas as pd
 
-import evals
-from evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
-from evals.runner import Scheduler, choose_executor, run_sweep
-from evals.spec import Unit, parse_spec
+import rollsum_evals
+from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
+from rollsum_evals.runner import Scheduler, choose_executor, run_sweep
+from rollsum_evals.spec import Unit, parse_spec
 
 SPEC = """
 name = "sched"
@@ -41,7 +41,7 @@ def test_process_executor_gives_the_same_tables_as_one_thread(tmp_path: Path) ->
     r1 = run_sweep(spec, tmp_path / "t", jobs=1, executor="thread", progress=False)
     r4 = run_sweep(spec, tmp_path / "p", jobs=4, executor="process", progress=False)
     assert r1.executor == "thread" and r4.executor == "process" and r4.done == r4.total == 12
-    a, b = evals.load_run(tmp_path / "t"), evals.load_run(tmp_path / "p")
+    a, b = rollsum_evals.load_run(tmp_path / "t"), rollsum_evals.load_run(tmp_path / "p")
     cols = list(NON_DETERMINISTIC_UNIT_COLUMNS)
     pd.testing.assert_frame_equal(a.units.drop(columns=cols), b.units.drop(columns=cols))
     pd.testing.assert_frame_equal(a.probes, b.probes)

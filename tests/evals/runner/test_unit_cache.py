@@ -8,10 +8,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-import evals
-from evals.rundir import DETAIL_JOURNALS, UNITS_JOURNAL, UnitCache, UnitResult
-from evals.runner import code_fingerprint, run_sweep, unit_cache_key
-from evals.spec import parse_spec
+import rollsum_evals
+from rollsum_evals.rundir import DETAIL_JOURNALS, UNITS_JOURNAL, UnitCache, UnitResult
+from rollsum_evals.runner import code_fingerprint, run_sweep, unit_cache_key
+from rollsum_evals.spec import parse_spec
 
 SPEC = """
 name = "uc"
@@ -57,7 +57,7 @@ def _assert_same_run(a: Path, b: Path, *, both_replayed: bool = False) -> None:
     """Cached vs replayed: identical except wall_s. Two replays also differ in clock readings
     (created_at, latencies), which are masked only for that comparison."""
     keys = _CLOCK_KEYS if both_replayed else {"wall_s"}
-    ra, rb = evals.load_run(a), evals.load_run(b)
+    ra, rb = rollsum_evals.load_run(a), rollsum_evals.load_run(b)
     cols = [c for c in ra.units.columns if c in keys]
     pd.testing.assert_frame_equal(ra.units.drop(columns=cols), rb.units.drop(columns=cols))
     pd.testing.assert_frame_equal(ra.probes, rb.probes)
@@ -74,9 +74,9 @@ def test_identical_rerun_is_copied_from_the_unit_cache_row_for_row(tmp_path: Pat
     second = run_sweep(spec, tmp_path / "b", jobs=2, progress=False)
     assert second.cached == 8 and second.ran == 0 and second.done == 8
     _assert_same_run(tmp_path / "a", tmp_path / "b")
-    m = evals.load_run(tmp_path / "b").manifest
+    m = rollsum_evals.load_run(tmp_path / "b").manifest
     assert m["unit_cache"]["enabled"] and m["unit_cache"]["hits"] == 8 and m["unit_cache"]["misses"] == 0
-    assert evals.load_run(tmp_path / "a").manifest["unit_cache"]["stored"] == 8
+    assert rollsum_evals.load_run(tmp_path / "a").manifest["unit_cache"]["stored"] == 8
     assert (cache_dir / "units.sqlite").exists()
 
 
@@ -85,8 +85,8 @@ def test_cached_run_matches_a_replayed_run_even_for_summarizer_latency(tmp_path:
     spec = parse_spec(SPEC, "uc.toml")
     run_sweep(spec, tmp_path / "a", jobs=1, progress=False)
     run_sweep(spec, tmp_path / "b", jobs=1, progress=False)
-    a = evals.load_run(tmp_path / "a").units
-    b = evals.load_run(tmp_path / "b").units
+    a = rollsum_evals.load_run(tmp_path / "a").units
+    b = rollsum_evals.load_run(tmp_path / "b").units
     assert list(a["summarizer_latency_s"]) == list(b["summarizer_latency_s"])
     assert (b["n_summaries"] > 0).any()
 
@@ -96,7 +96,7 @@ def test_no_unit_cache_replays_everything_and_records_it(tmp_path: Path, cache_d
     run_sweep(spec, tmp_path / "a", progress=False)
     r = run_sweep(spec, tmp_path / "b", progress=False, unit_cache=False)
     assert r.cached == 0 and r.ran == 8
-    m = evals.load_run(tmp_path / "b").manifest
+    m = rollsum_evals.load_run(tmp_path / "b").manifest
     assert m["unit_cache"] == {"enabled": False, "path": None, "hits": 0, "misses": 0, "stored": 0}
     _assert_same_run(tmp_path / "a", tmp_path / "b", both_replayed=True)
 
@@ -148,7 +148,7 @@ def test_a_secret_in_the_environment_is_never_copied_from_the_cache(
     spec = parse_spec(SPEC, "uc.toml")
     run_sweep(spec, tmp_path / "a", progress=False)
     # some text that is certainly in the cached rows becomes "secret"
-    probe_q = evals.load_run(tmp_path / "a").probes["question"].iloc[0]
+    probe_q = rollsum_evals.load_run(tmp_path / "a").probes["question"].iloc[0]
     monkeypatch.setenv("SOME_SERVICE_TOKEN", probe_q)
     r = run_sweep(spec, tmp_path / "b", progress=False)
     assert r.cached < 8
@@ -187,9 +187,9 @@ def test_unit_cache_round_trips_exact_journal_text(tmp_path: Path) -> None:
 
 
 def _units(spec):  # type: ignore[no-untyped-def]
-    from evals.runner import default_loader, load_datasets
-    from evals.scoring import versions
-    from evals.spec import expand
+    from rollsum_evals.runner import default_loader, load_datasets
+    from rollsum_evals.scoring import versions
+    from rollsum_evals.spec import expand
 
     ds = load_datasets(spec, default_loader)
     return expand(spec, {n: (h, [c.id for c in cs]) for n, (h, cs) in ds.items()}, versions(spec.scorers))

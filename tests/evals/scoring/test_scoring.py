@@ -6,12 +6,12 @@ import random
 import pytest
 from rouge_score import rouge_scorer
 
-from evals.data.types import Conversation, Probe
-from evals.replay import Snapshot, Trace, TurnRecord
-from evals.scoring import ScoreContext, score_all
-from evals.scoring.rouge import rouge_l
-from evals.scoring.text import contains, locomo_f1, normalize_answer, token_f1
-from evals.spec import Unit
+from rollsum_evals.data.types import Conversation, Probe
+from rollsum_evals.replay import Snapshot, Trace, TurnRecord
+from rollsum_evals.scoring import ScoreContext, score_all
+from rollsum_evals.scoring.rouge import rouge_l
+from rollsum_evals.scoring.text import contains, locomo_f1, normalize_answer, token_f1
+from rollsum_evals.spec import Unit
 from rollsum.types import Message, SummaryRecord, Usage
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.spec import expand, parse_spec, variants
+from rollsum_evals.spec import expand, parse_spec, variants
 from rollsum.errors import ConfigError
 
 SPEC = """
@@ -141,7 +141,7 @@ def test_set_mistakes_are_config_errors(item: str, needle: str) -> None:
 
 
 def test_unit_cache_switch_is_a_checked_boolean(tmp_path: Path) -> None:
-    from evals.spec import load_spec
+    from rollsum_evals.spec import load_spec
 
     p = tmp_path / "s.toml"
     p.write_text('name = "x"\nunit_cache = false\n[[datasets]]\nname = "d"\n'

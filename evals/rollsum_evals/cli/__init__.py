@@ -1,0 +1,67 @@
+"""The `rollsum` command.
+
+It lives in the harness, not the library: `rollsum/` never imports `evals/`, and the CLI needs
+both. Each subcommand module exposes ``register(subparsers)``; heavy imports (pandas,
+matplotlib, datasets) happen inside the handlers so ``--help`` stays instant.
+
+Exit codes: 0 success, 1 a gate failed (regression found, budget exceeded), 2 a user mistake
+(bad arguments, bad input file, missing API key), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from rollsum.errors import RollsumError
+from rollsum.redact import install_log_redaction
+
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "rollsum_evals.cli.run_cmd",
+    "rollsum_evals.cli.data_cmd",
+    "rollsum_evals.cli.report_cmd",
+)
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rollsum",
+        description="Tune rolling conversation summaries: replay long conversations through "
+        "trigger policies, prompts and models; score what survives; compare and gate.",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.ERROR if args.quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    install_log_redaction()
+    try:
+        return int(args.func(args) or 0)
+    except RollsumError as err:
+        print(f"rollsum: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("rollsum: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `rollsum ... | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

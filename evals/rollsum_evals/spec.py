@@ -1,0 +1,566 @@
+"""Sweep specs: a TOML file that names datasets, configurations and grids, expanded into Units.
+
+A Unit is one conversation replayed through one configuration with one summarizer model and
+one seed. Its id is a hash of everything that can change its result, so a resumed run can tell
+finished work from new work, and two runs of the same spec can be compared Unit by Unit.
+Units are plain frozen dataclasses of strings and numbers: they pickle, so the executor can be
+threads, processes, or (later) a distributed engine.
+
+The spec format is documented in ``docs/sweeps.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rollsum import presets
+from rollsum.errors import ConfigError
+
+BASELINE_PRESETS: frozenset[str] = frozenset({"full-context", "truncate"})
+"""Presets that never call a summarizer: model and prompt do not apply to them."""
+
+OFFLINE_MODELS: frozenset[str] = frozenset({"extractive", ""})
+LOCOMO_PLACEHOLDER = "@locomo"
+"""A dataset whose source is this placeholder is only included when ``--locomo PATH`` is given."""
+
+DEFAULT_MAIN_MODEL = "claude-haiku-4-5"
+DEFAULT_CONTEXT_WINDOW = 200_000
+
+_TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
+             "context_window", "probes", "seeds", "main_model", "qa", "cache", "unit_cache", "limits"}
+_DATASET_KEYS = {"name", "source", "format", "limit"}
+_CONFIG_KEYS = {"preset", "label", "params", "grid", "prompts", "models"}
+_PROBE_KEYS = {"ask", "after_turns", "ages", "end"}
+_QA_KEYS = {"model", "judge"}
+_LIMIT_KEYS = {"requests_per_minute"}
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetSpec:
+    name: str
+    source: str
+    format: str | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSpec:
+    preset: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    grid: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    label: str | None = None
+    prompts: tuple[str, ...] | None = None
+    models: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeTiming:
+    """When probes are asked.
+
+    ``end``: once, at the end of the conversation. ``after``: once, N turns after the probe's
+    last evidence message. ``ages``: once per listed age (N turns after the evidence, when the
+    conversation is that long), plus once at the end when ``end`` is true. Users ask about facts
+    of every age; only a spread of ages shows what the verbatim tail is worth.
+    """
+
+    ask: str = "end"
+    after_turns: int = 0
+    ages: tuple[int, ...] = ()
+    end: bool = True
+
+    @property
+    def key(self) -> str:
+        if self.ask == "ages":
+            return f"ages:{','.join(str(a) for a in self.ages)}{'+end' if self.end else ''}"
+        return "end" if self.ask == "end" else f"after:{self.after_turns}"
+
+
+def parse_timing(key: str) -> ProbeTiming:
+    """The inverse of `ProbeTiming.key` (Units carry the key, a plain string)."""
+    if key == "end":
+        return ProbeTiming()
+    kind, _, rest = key.partition(":")
+    if kind == "after":
+        return ProbeTiming(ask="after", after_turns=int(rest))
+    if kind == "ages":
+        end = rest.endswith("+end")
+        ages = tuple(int(a) for a in rest.removesuffix("+end").split(",") if a)
+        return ProbeTiming(ask="ages", ages=ages, end=end)
+    raise ValueError(f"unknown probe timing {key!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSpec:
+    name: str
+    datasets: tuple[DatasetSpec, ...]
+    configs: tuple[ConfigSpec, ...]
+    prompts: tuple[str, ...] = ("",)
+    models: tuple[str, ...] = ("extractive",)
+    scorers: tuple[str, ...] = ("answer_retention", "fact_survival", "cost")
+    context_windows: tuple[int, ...] = (DEFAULT_CONTEXT_WINDOW,)
+    probes: ProbeTiming = ProbeTiming()
+    seeds: tuple[int, ...] = (0,)
+    main_model: str = DEFAULT_MAIN_MODEL
+    qa_model: str | None = None
+    judge: bool = False
+    cache: str = "user"
+    """``user`` (~/.cache/rollsum, shared between runs), ``run`` (inside the run dir) or ``off``."""
+    unit_cache: bool = True
+    """Copy finished Units from the Unit-result cache (needs ``cache = "user"``)."""
+    requests_per_minute: float | None = None
+    description: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict)
+    """The parsed TOML (after CLI overrides): goes into the manifest."""
+    path: str = ""
+
+    def sha256(self) -> str:
+        return hashlib.sha256(canonical_json(self.raw).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One conversation × configuration × model × seed. Plain, picklable data."""
+
+    unit_id: str
+    dataset: str
+    conversation_id: str
+    dataset_hash: str
+    config: str
+    preset: str
+    params_json: str
+    prompt: str
+    model: str
+    seed: int
+    context_window: int
+    probe_timing: str
+    scorers: tuple[str, ...]
+    main_model: str
+    qa_model: str = ""
+    judge: bool = False
+
+    @property
+    def params(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.params_json)
+        return loaded
+
+    @property
+    def after_turns(self) -> int | None:
+        """N for ``after:N`` timing, else None (``end`` and ``ages`` timings)."""
+        t = parse_timing(self.probe_timing)
+        return t.after_turns if t.ask == "after" else None
+
+    @property
+    def timing(self) -> ProbeTiming:
+        return parse_timing(self.probe_timing)
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def unit_hash(payload: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:20]
+
+
+# ----------------------------------------------------------------------------------------------
+# parsing
+
+
+class _Where:
+    """Turns a field path into ``file:line`` for error messages (tomllib keeps no positions)."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+
+    def line_of(self, key: str, occurrence: int = 0) -> int | None:
+        pat = re.compile(rf"^\s*(\[\[?\s*)?[\w.\-\"]*\b{re.escape(key)}\b")
+        seen = 0
+        for i, line in enumerate(self.lines, 1):
+            if pat.match(line):
+                if seen == occurrence:
+                    return i
+                seen += 1
+        return None
+
+    def error(self, fieldname: str, expected: str, got: Any = None, *, key: str | None = None,
+              occurrence: int = 0) -> ConfigError:
+        line = self.line_of(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence)
+        loc = f"{self.path}:{line}" if line else self.path
+        got_s = "" if got is None else f", got {got!r}"
+        return ConfigError(f"{loc}: field '{fieldname}': expected {expected}{got_s}")
+
+
+def load_spec(path: str | Path, *, model_override: str | None = None,
+              locomo: str | None = None, overrides: Sequence[str] = ()) -> SweepSpec:
+    """Read and validate a sweep spec. Every mistake is a ConfigError naming file, line, field."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: sweep spec not found") from None
+    except OSError as err:
+        raise ConfigError(f"{p}: cannot read sweep spec: {err.strerror}") from None
+    return parse_spec(text, str(p), model_override=model_override, locomo=locomo,
+                      overrides=overrides)
+
+
+def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = None,
+               locomo: str | None = None, overrides: Sequence[str] = ()) -> SweepSpec:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    w = _Where(path, text)
+    _check_keys(w, "", raw, _TOP_KEYS)
+
+    if model_override:
+        raw["models"] = [model_override]
+        for cfg in raw.get("configs") or []:
+            if isinstance(cfg, dict):
+                cfg.pop("models", None)
+
+    for item in overrides:
+        apply_override(raw, item, path)
+
+    name = _str(w, raw, "name", default=Path(path).stem)
+    datasets = _datasets(w, raw.get("datasets"), locomo)
+    if locomo:
+        raw["locomo"] = locomo
+    configs = _configs(w, raw.get("configs"))
+    prompts = _str_list(w, raw, "prompts", default=("",))
+    models = _str_list(w, raw, "models", default=("extractive",))
+    scorers = _str_list(w, raw, "scorers", default=("answer_retention", "fact_survival", "cost"))
+    from rollsum_evals.scoring import names as scorer_names
+
+    for i, s in enumerate(scorers):
+        if s not in scorer_names():
+            raise w.error(f"scorers[{i}]", f"one of {', '.join(scorer_names())}", s, key="scorers")
+    cw = raw.get("context_window", DEFAULT_CONTEXT_WINDOW)
+    windows = tuple(cw) if isinstance(cw, list) else (cw,)
+    for v in windows:
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise w.error("context_window", "a positive integer or a list of them", v)
+    probes = _probes(w, raw.get("probes", {}))
+    seeds_v = raw.get("seeds", [0])
+    seeds = tuple(seeds_v) if isinstance(seeds_v, list) else (seeds_v,)
+    for s in seeds:
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise w.error("seeds", "a list of integers", s)
+    main_model = _str(w, raw, "main_model", default=DEFAULT_MAIN_MODEL)
+    qa = raw.get("qa", {})
+    if not isinstance(qa, dict):
+        raise w.error("qa", "a table with 'model' and 'judge'", qa)
+    _check_keys(w, "qa.", qa, _QA_KEYS)
+    qa_model = qa.get("model")
+    if qa_model is not None and not isinstance(qa_model, str):
+        raise w.error("qa.model", "a model spec string", qa_model, key="model")
+    judge = qa.get("judge", False)
+    if not isinstance(judge, bool):
+        raise w.error("qa.judge", "true or false", judge, key="judge")
+    if "qa" in scorers and not qa_model:
+        raise w.error("qa.model", "a model spec (the 'qa' scorer needs a model to answer)",
+                      key="scorers")
+    cache = _str(w, raw, "cache", default="user")
+    if cache not in ("user", "run", "off"):
+        raise w.error("cache", "'user', 'run' or 'off'", cache)
+    unit_cache = raw.get("unit_cache", True)
+    if not isinstance(unit_cache, bool):
+        raise w.error("unit_cache", "true or false", unit_cache)
+    limits = raw.get("limits", {})
+    if not isinstance(limits, dict):
+        raise w.error("limits", "a table", limits)
+    _check_keys(w, "limits.", limits, _LIMIT_KEYS)
+    rpm = limits.get("requests_per_minute")
+    if rpm is not None and (not isinstance(rpm, int | float) or rpm <= 0):
+        raise w.error("limits.requests_per_minute", "a positive number", rpm,
+                      key="requests_per_minute")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise w.error("description", "a string", description)
+    return SweepSpec(name=name, datasets=datasets, configs=configs, prompts=prompts, models=models,
+                     scorers=scorers, context_windows=windows, probes=probes, seeds=seeds,
+                     main_model=main_model, qa_model=qa_model, judge=judge, cache=cache,
+                     unit_cache=unit_cache, requests_per_minute=None if rpm is None else float(rpm),
+                     description=description, raw=raw, path=path)
+
+
+def _toml_value(text: str) -> Any:
+    """`10` -> 10, `0.8` -> 0.8, `true` -> True, `"x"` or a bare word -> str."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None:
+    """``--set SELECTOR.PARAM=VALUE``: fix one parameter of every config whose preset or label
+    is SELECTOR, replacing a grid over it. The label does not change when the config has an
+    explicit ``label``, so a baseline keyed by label still gates the degraded run.
+    """
+    target, eq, value = item.partition("=")
+    selector, dot, param = target.strip().rpartition(".")
+    if not eq or not dot or not selector or not param:
+        raise ConfigError(f"--set {item!r}: expected PRESET.PARAM=VALUE (or LABEL.PARAM=VALUE), "
+                          "e.g. since-last.keep_last=2")
+    configs = raw.get("configs")
+    matched = 0
+    for cfg in configs if isinstance(configs, list) else []:
+        if isinstance(cfg, dict) and selector in (cfg.get("preset"), cfg.get("label")):
+            params = cfg.setdefault("params", {})
+            grid = cfg.get("grid")
+            if isinstance(grid, dict):
+                grid.pop(param, None)
+            if isinstance(params, dict):
+                params[param] = _toml_value(value.strip())
+                matched += 1
+    if not matched:
+        known = sorted({str(c.get(k)) for c in configs if isinstance(c, dict) for k in ("preset", "label")
+                        if c.get(k)} if isinstance(configs, list) else set())
+        raise ConfigError(f"{path}: --set {item!r}: no config with preset or label {selector!r} "
+                          f"(expected one of: {', '.join(known) or 'none'})")
+
+
+def _check_keys(w: _Where, prefix: str, table: Mapping[str, Any], allowed: set[str],
+                occurrence: int = 0) -> None:
+    for k in table:
+        if k not in allowed:
+            raise w.error(f"{prefix}{k}", f"one of {', '.join(sorted(allowed))} (unknown key)",
+                          key=k, occurrence=occurrence)
+
+
+def _str(w: _Where, table: Mapping[str, Any], key: str, *, default: str) -> str:
+    v = table.get(key, default)
+    if not isinstance(v, str):
+        raise w.error(key, "a string", v)
+    return v
+
+
+def _str_list(w: _Where, table: Mapping[str, Any], key: str, *, default: tuple[str, ...],
+              prefix: str = "") -> tuple[str, ...]:
+    v = table.get(key)
+    if v is None:
+        return default
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+        raise w.error(prefix + key, "a non-empty list of strings", v, key=key)
+    return tuple(v)
+
+
+def _datasets(w: _Where, v: Any, locomo: str | None) -> tuple[DatasetSpec, ...]:
+    if not isinstance(v, list) or not v:
+        raise w.error("datasets", "at least one [[datasets]] table with name and source", v)
+    out: list[DatasetSpec] = []
+    names: set[str] = set()
+    for i, d in enumerate(v):
+        if not isinstance(d, dict):
+            raise w.error(f"datasets[{i}]", "a table", d, key="datasets")
+        _check_keys(w, f"datasets[{i}].", d, _DATASET_KEYS, occurrence=i)
+        name, source = d.get("name"), d.get("source")
+        if not isinstance(source, str) or not source:
+            raise w.error(f"datasets[{i}].source", "a path or generator spec such as "
+                          "'synth:chat?conversations=4&messages=300&seed=1'", source,
+                          key="datasets", occurrence=i)
+        if name is None:
+            name = source
+        if not isinstance(name, str) or not name:
+            raise w.error(f"datasets[{i}].name", "a non-empty string", name, key="datasets",
+                          occurrence=i)
+        if name in names:
+            raise w.error(f"datasets[{i}].name", "a name unique in the spec", name, key="name",
+                          occurrence=i)
+        names.add(name)
+        fmt, limit = d.get("format"), d.get("limit")
+        if fmt is not None and not isinstance(fmt, str):
+            raise w.error(f"datasets[{i}].format", "a loader name", fmt, key="format")
+        if limit is not None and (not isinstance(limit, int) or limit <= 0):
+            raise w.error(f"datasets[{i}].limit", "a positive integer", limit, key="limit")
+        if source == LOCOMO_PLACEHOLDER:
+            if not locomo:
+                continue
+            source, fmt = locomo, fmt or "locomo"
+        out.append(DatasetSpec(name=name, source=source, format=fmt, limit=limit))
+    if not out:
+        raise w.error("datasets", "at least one dataset that is not '@locomo' (or pass --locomo PATH)")
+    return tuple(out)
+
+
+def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
+    if not isinstance(v, list) or not v:
+        raise w.error("configs", "at least one [[configs]] table with a preset", v)
+    out: list[ConfigSpec] = []
+    for i, c in enumerate(v):
+        if not isinstance(c, dict):
+            raise w.error(f"configs[{i}]", "a table", c, key="configs")
+        _check_keys(w, f"configs[{i}].", c, _CONFIG_KEYS, occurrence=i)
+        preset = c.get("preset")
+        if not isinstance(preset, str) or not preset:
+            raise w.error(f"configs[{i}].preset", "a preset name", preset, key="configs",
+                          occurrence=i)
+        if preset not in presets.names():
+            raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
+                          key="preset", occurrence=i)
+        params = c.get("params", {})
+        if not isinstance(params, dict):
+            raise w.error(f"configs[{i}].params", "a table of overrides", params, key="params")
+        grid = c.get("grid", {})
+        if not isinstance(grid, dict):
+            raise w.error(f"configs[{i}].grid", "a table of lists", grid, key="grid")
+        g: dict[str, tuple[Any, ...]] = {}
+        for k, vals in grid.items():
+            if not isinstance(vals, list) or not vals:
+                raise w.error(f"configs[{i}].grid.{k}", "a non-empty list of values", vals, key=k)
+            if k in params:
+                raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, key=k)
+            g[k] = tuple(vals)
+        label = c.get("label")
+        if label is not None and not isinstance(label, str):
+            raise w.error(f"configs[{i}].label", "a string", label, key="label")
+        prompts = _str_list(w, c, "prompts", default=(), prefix=f"configs[{i}].") or None
+        models = _str_list(w, c, "models", default=(), prefix=f"configs[{i}].") or None
+        out.append(ConfigSpec(preset=preset, params=dict(params), grid=g, label=label,
+                              prompts=prompts, models=models))
+    return tuple(out)
+
+
+def _probes(w: _Where, v: Any) -> ProbeTiming:
+    if not isinstance(v, dict):
+        raise w.error("probes", "a table with 'ask' and 'after_turns', or 'ages'", v)
+    _check_keys(w, "probes.", v, _PROBE_KEYS)
+    if "ages" in v:
+        ages = v["ages"]
+        if (not isinstance(ages, list) or not ages
+                or not all(isinstance(a, int) and not isinstance(a, bool) and a > 0 for a in ages)):
+            raise w.error("probes.ages", "a non-empty list of positive integers (turns after the "
+                          "evidence)", ages, key="ages")
+        if len(set(ages)) != len(ages):
+            raise w.error("probes.ages", "ages listed once each", ages, key="ages")
+        if v.get("ask", "ages") != "ages" or "after_turns" in v:
+            raise w.error("probes.ages", "either 'ages' or 'ask'/'after_turns', not both",
+                          key="ages")
+        end = v.get("end", True)
+        if not isinstance(end, bool):
+            raise w.error("probes.end", "true or false (also ask every probe at the end)", end,
+                          key="end")
+        return ProbeTiming(ask="ages", ages=tuple(sorted(ages)), end=end)
+    if "end" in v:
+        raise w.error("probes.end", "only together with 'ages'", key="end")
+    ask = v.get("ask", "end")
+    if ask not in ("end", "after"):
+        raise w.error("probes.ask", "'end' or 'after' (or use 'ages = [...]')", ask, key="ask")
+    after = v.get("after_turns", 0)
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise w.error("probes.after_turns", "a non-negative integer", after, key="after_turns")
+    if ask == "after" and after == 0:
+        raise w.error("probes.after_turns", "a positive integer when ask = 'after'", after,
+                      key="ask")
+    return ProbeTiming(ask=ask, after_turns=after if ask == "after" else 0)
+
+
+# ----------------------------------------------------------------------------------------------
+# expansion
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One configuration after grid expansion, before it meets conversations."""
+
+    label: str
+    preset: str
+    params: Mapping[str, Any]
+    prompt: str
+    model: str
+    context_window: int
+
+
+def _fmt(v: Any) -> str:
+    return json.dumps(v) if not isinstance(v, str) else v
+
+
+def variants(spec: SweepSpec) -> list[Variant]:
+    """Configurations × grids × prompts × models × windows, with labels unique in the run."""
+    raw: list[tuple[ConfigSpec, dict[str, Any], str, str, int]] = []
+    for cfg in spec.configs:
+        keys = sorted(cfg.grid)
+        combos = itertools.product(*(cfg.grid[k] for k in keys)) if keys else [()]
+        for combo in combos:
+            params = {**cfg.params, **dict(zip(keys, combo))}
+            baseline = cfg.preset in BASELINE_PRESETS
+            models = ("extractive",) if baseline else (cfg.models or spec.models)
+            for model in models:
+                offline = baseline or model in OFFLINE_MODELS
+                prompts = ("",) if offline else (cfg.prompts or spec.prompts)
+                for prompt in prompts:
+                    for cw in spec.context_windows:
+                        raw.append((cfg, params, prompt, model, cw))
+    vary_prompt = len({r[2] for r in raw if r[2]}) > 1
+    vary_model = len({r[3] for r in raw if r[0].preset not in BASELINE_PRESETS}) > 1
+    vary_window = len(spec.context_windows) > 1
+    out: list[Variant] = []
+    seen: dict[str, int] = {}
+    for cfg, params, prompt, model, cw in raw:
+        base = cfg.label or cfg.preset
+        parts = [f"{k}={_fmt(v)}" for k, v in sorted(params.items())
+                 if cfg.label is None or k in cfg.grid]
+        if vary_prompt and prompt:
+            parts.append(f"prompt={prompt}")
+        if vary_model and cfg.preset not in BASELINE_PRESETS:
+            parts.append(f"model={model}")
+        if vary_window:
+            parts.append(f"window={cw}")
+        label = f"{base}[{','.join(parts)}]" if parts else base
+        if label in seen:
+            seen[label] += 1
+            label = f"{label}#{seen[label]}"
+        else:
+            seen[label] = 1
+        out.append(Variant(label=label, preset=cfg.preset, params=params, prompt=prompt,
+                           model=model, context_window=cw))
+    return out
+
+
+def expand(spec: SweepSpec, datasets: Mapping[str, tuple[str, Sequence[str]]],
+           scorer_versions: Mapping[str, str]) -> list[Unit]:
+    """Units for every dataset conversation × variant × seed.
+
+    `datasets` maps a dataset name to (dataset hash, conversation ids in order).
+    Units come back sorted by id, so the order never depends on dict or thread order.
+    """
+    units: list[Unit] = []
+    scorers = tuple(spec.scorers)
+    for ds in spec.datasets:
+        dhash, conv_ids = datasets[ds.name]
+        for var in variants(spec):
+            for cid in conv_ids:
+                for seed in spec.seeds:
+                    params_json = canonical_json(dict(var.params))
+                    payload = {
+                        "dataset": ds.name, "conversation_id": cid, "dataset_hash": dhash,
+                        "preset": var.preset, "params": dict(var.params), "prompt": var.prompt,
+                        "model": var.model, "seed": seed, "context_window": var.context_window,
+                        "probe_timing": spec.probes.key,
+                        "scorers": {s: scorer_versions[s] for s in scorers},
+                        "main_model": spec.main_model,
+                        "qa_model": spec.qa_model or "", "judge": spec.judge,
+                    }
+                    units.append(Unit(
+                        unit_id=unit_hash(payload), dataset=ds.name, conversation_id=cid,
+                        dataset_hash=dhash, config=var.label, preset=var.preset,
+                        params_json=params_json, prompt=var.prompt, model=var.model, seed=seed,
+                        context_window=var.context_window, probe_timing=spec.probes.key,
+                        scorers=scorers, main_model=spec.main_model,
+                        qa_model=spec.qa_model or "", judge=spec.judge))
+    units.sort(key=lambda u: u.unit_id)
+    ids = [u.unit_id for u in units]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{spec.path}: two Units are identical (a config or dataset is listed twice)")
+    return units
