@@ -20,17 +20,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from rollsum_evals import report
-from rollsum_evals.fileio import atomic_write_text
-from rollsum_evals.stats import DEFAULT_ALPHA, DEFAULT_RESAMPLES, Interval, holm_intervals
 from rollsum.errors import ConfigError
+from rollsum_evals import analysis
+from rollsum_evals.fileio import atomic_write_text
+from rollsum_evals.formatting import fmt_num, fmt_usd, md_escape, md_table
+from rollsum_evals.rundir.read import Run
+from rollsum_evals.stats import DEFAULT_ALPHA, DEFAULT_RESAMPLES, Interval, holm_intervals
 
 log = logging.getLogger(__name__)
 
 A_BETTER, B_BETTER, NO_DIFFERENCE = "A better", "B better", "no detectable difference"
 
 HIGHER_IS_BETTER = {"retention": True, "main_input_tokens": False, "cost_usd": False}
-PROBE_METRICS = ("retention",)
 UNIT_METRICS = ("main_input_tokens", "cost_usd")
 UNIT_KEY = ("dataset", "conversation_id", "seed")
 """What makes two Units 'the same work' apart from the configuration (within a run)."""
@@ -94,7 +95,7 @@ class _Side:
     units: pd.DataFrame
 
 
-def _with_seed(run: report.RunView, probes: pd.DataFrame) -> pd.DataFrame:
+def _with_seed(run: Run, probes: pd.DataFrame) -> pd.DataFrame:
     cols = ["unit_id", *(c for c in ("seed",) if c in run.units.columns)]
     extra = run.units[cols]
     out = probes.drop(columns=[c for c in ("seed",) if c in probes.columns]).merge(extra, on="unit_id")
@@ -105,15 +106,15 @@ def _with_seed(run: report.RunView, probes: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _side(run: report.RunView, config: str) -> _Side:
-    units = report.ok_units(run)
+def _side(run: Run, config: str) -> _Side:
+    units = analysis.ok_units(run)
     if config not in set(run.units["config"].astype(str)):
         known = ", ".join(sorted(set(run.units["config"].astype(str))))
         raise ConfigError(f"{run.path}: no configuration {config!r} in this run (configurations: {known})")
     units = units[units["config"].astype(str) == config].copy()
     if "seed" not in units.columns:
         units["seed"] = 0
-    probes = _with_seed(run, report.ok_probes(run))
+    probes = _with_seed(run, analysis.ok_probes(run))
     probes = probes[probes["config"].astype(str) == config]
     return _Side(probes, units)
 
@@ -167,20 +168,20 @@ def _best_conversation(a: _Side, b: _Side) -> str | None:
     return str(m["cid"].iloc[0])
 
 
-def _summary_diff(pair: str, run_a: report.RunView, cfg_a: str, run_b: report.RunView, cfg_b: str,
+def _summary_diff(pair: str, run_a: Run, cfg_a: str, run_b: Run, cfg_b: str,
                   a: _Side, b: _Side) -> SummaryDiff | None:
     conv = _best_conversation(a, b)
     if conv is None:
         return None
-    cp = report.checkpoint_across([(run_a, cfg_a), (run_b, cfg_b)], conv)
+    cp = analysis.checkpoint_across([(run_a, cfg_a), (run_b, cfg_b)], conv)
     text_a, text_b = cp.texts.values()
     return SummaryDiff(pair, conv, cp.turn, text_a, text_b)
 
 
-def compare_configs(run: report.RunView, config_a: str, config_b: str, *, alpha: float = DEFAULT_ALPHA,
+def compare_configs(run: Run, config_a: str, config_b: str, *, alpha: float = DEFAULT_ALPHA,
                     n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Comparison:
     """Two configurations of one run, paired by probe / by conversation."""
-    report.check_columns(run)
+    analysis.check_columns(run)
     a, b = _side(run, config_a), _side(run, config_b)
     warnings: list[str] = []
     pair = f"{config_a} vs {config_b}"
@@ -189,12 +190,12 @@ def compare_configs(run: report.RunView, config_a: str, config_b: str, *, alpha:
     return Comparison(config_a, config_b, results, [diff] if diff else [], warnings, n_resamples)
 
 
-def compare_runs(run_a: report.RunView, run_b: report.RunView, config: str | None = None, *,
+def compare_runs(run_a: Run, run_b: Run, config: str | None = None, *,
                  alpha: float = DEFAULT_ALPHA, n_resamples: int = DEFAULT_RESAMPLES,
                  seed: int = 0) -> Comparison:
     """The same configuration(s) in two runs of the same Units (e.g. before/after a change)."""
-    report.check_columns(run_a)
-    report.check_columns(run_b)
+    analysis.check_columns(run_a)
+    analysis.check_columns(run_b)
     cfgs_a, cfgs_b = set(run_a.units["config"].astype(str)), set(run_b.units["config"].astype(str))
     warnings: list[str] = []
     if config is not None:
@@ -224,7 +225,7 @@ TABLE_HEADERS = ("pair", "metric", "A", "B", "A − B [CI]", "CI level", "Holm p
 
 
 def _fmt(metric: str, v: float) -> str:
-    return report.fmt_usd(v) if metric == "cost_usd" else report.fmt_num(v, 0 if "tokens" in metric else 3)
+    return fmt_usd(v) if metric == "cost_usd" else fmt_num(v, 0 if "tokens" in metric else 3)
 
 
 def table_rows(comparison: Comparison) -> list[list[str]]:
@@ -249,19 +250,19 @@ def verdict_text(comparison: Comparison) -> str:
 
 def to_markdown(comparison: Comparison) -> str:
     c = comparison
-    md = [f"# A/B: {report.md_escape(c.label_a)} vs {report.md_escape(c.label_b)}", "",
-          f"- **A** = `{report.md_escape(c.label_a)}`", f"- **B** = `{report.md_escape(c.label_b)}`",
+    md = [f"# A/B: {md_escape(c.label_a)} vs {md_escape(c.label_b)}", "",
+          f"- **A** = `{md_escape(c.label_a)}`", f"- **B** = `{md_escape(c.label_b)}`",
           f"- **Verdict (retention): {c.verdict}**", "",
           f"Paired by probe (retention) and by conversation (tokens, cost); {c.n_resamples} bootstrap "
           "resamples of conversations; intervals at Holm-corrected levels over all rows (family-wise "
           "95 %). A verdict names a winner only when its interval excludes 0.", "",
-          report.md_table(TABLE_HEADERS, table_rows(c)), ""]
+          md_table(TABLE_HEADERS, table_rows(c)), ""]
     for w in c.warnings:
-        md.append(f"> warning: {report.md_escape(w)}")
+        md.append(f"> warning: {md_escape(w)}")
     for d in c.diffs:
         turn = d.turn if d.turn is not None else "end"
-        md += ["", f"## Summaries at the same checkpoint — {report.md_escape(d.pair)}", "",
-               f"Conversation `{report.md_escape(d.conversation_id)}`, turn {turn} "
+        md += ["", f"## Summaries at the same checkpoint — {md_escape(d.pair)}", "",
+               f"Conversation `{md_escape(d.conversation_id)}`, turn {turn} "
                "(the conversation where A and B differ most).", "", "```diff",
                (d.unified(c.label_a, c.label_b) or "(identical summaries)").replace("```", "ʼʼʼ"), "```"]
     return "\n".join(md) + "\n"
@@ -277,5 +278,5 @@ def write_compare(comparison: Comparison, out_dir: str | os.PathLike[str]) -> Pa
     return path
 
 
-def default_out_dir(run: report.RunView, label_a: str, label_b: str) -> Path:
+def default_out_dir(run: Run, label_a: str, label_b: str) -> Path:
     return Path("reports") / run.name / f"compare_{_slug(label_a)}_vs_{_slug(label_b)}"

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rollsum_evals.analysis import pareto_frontier
+
 AGE_BINS: tuple[float, ...] = (0, 10, 25, 50, 100, 200, 400, math.inf)
 MAX_SERIES = 10
 """Line plots past ~10 series are unreadable; the report draws the top configurations only."""
@@ -44,23 +46,6 @@ def _empty(path: Path, title: str, message: str) -> Path:
     ax.set_title(title)
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=11, color="#555555")
     return _save(fig, path)
-
-
-def pareto_frontier(tokens: Sequence[float], retention: Sequence[float]) -> list[int]:
-    """Indices of the points no other point beats on both axes (fewer tokens, more retention).
-
-    Returned in increasing token order so they can be drawn as a step line.
-    """
-    order = sorted(range(len(tokens)), key=lambda i: (tokens[i], -retention[i]))
-    frontier: list[int] = []
-    best = -math.inf
-    for i in order:
-        if math.isnan(retention[i]) or math.isnan(tokens[i]):
-            continue
-        if retention[i] > best:
-            frontier.append(i)
-            best = retention[i]
-    return frontier
 
 
 def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:

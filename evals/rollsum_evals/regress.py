@@ -25,10 +25,12 @@ from typing import Any
 
 import pandas as pd
 
-from rollsum_evals import report
-from rollsum_evals.fileio import atomic_write_text
-from rollsum_evals.stats import DEFAULT_RESAMPLES
 from rollsum.errors import ConfigError
+from rollsum_evals import analysis
+from rollsum_evals.fileio import atomic_write_text
+from rollsum_evals.formatting import fmt_num, fmt_usd
+from rollsum_evals.rundir.read import Run
+from rollsum_evals.stats import DEFAULT_RESAMPLES
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +87,12 @@ def _first_mapping(manifest: Mapping[str, Any], *keys: str) -> dict[str, Any]:
     return {}
 
 
-def pins(run: report.RunView) -> dict[str, Any]:
+def pins(run: Run) -> dict[str, Any]:
     """What a baseline pins from the manifest: data identity and software versions."""
     m = run.manifest
     versions = _first_mapping(m, "package_versions", "versions", "packages")
     return {
-        "dataset_sha256": report.dataset_hashes(m),
+        "dataset_sha256": analysis.dataset_hashes(m),
         "library_version": str(versions.get("rollsum", m.get("rollsum_version", ""))),
         "versions": versions,
         "scorer_versions": _first_mapping(m, "scorer_versions", "scorers"),
@@ -104,11 +106,11 @@ def _clean(v: Any) -> float | None:
     return None if math.isnan(f) else f
 
 
-def make_baseline(run: report.RunView, name: str, *, n_resamples: int = DEFAULT_RESAMPLES,
+def make_baseline(run: Run, name: str, *, n_resamples: int = DEFAULT_RESAMPLES,
                   now: Callable[[], datetime] = lambda: datetime.now(UTC),
                   table: pd.DataFrame | None = None) -> dict[str, Any]:
     if table is None:
-        table = report.config_table(run, n_resamples=n_resamples)
+        table = analysis.config_table(run, n_resamples=n_resamples)
     configs: dict[str, Any] = {}
     for r in table.to_dict("records"):
         configs[str(r["config"])] = {
@@ -143,11 +145,11 @@ def _band(b: Mapping[str, Any]) -> tuple[float, float, float]:
     return f(b["estimate"]), f(b["low"]), f(b["high"])
 
 
-def check(run: report.RunView, baseline: Mapping[str, Any], *, tolerance: Tolerance = Tolerance(),
+def check(run: Run, baseline: Mapping[str, Any], *, tolerance: Tolerance = Tolerance(),
           strict: bool = False, n_resamples: int = DEFAULT_RESAMPLES,
           table: pd.DataFrame | None = None) -> GateResult:
     if table is None:
-        table = report.config_table(run, n_resamples=n_resamples)
+        table = analysis.config_table(run, n_resamples=n_resamples)
     current = {str(r["config"]): r for r in table.to_dict("records")}
     result = GateResult([])
     now_pins = pins(run)
@@ -186,7 +188,7 @@ def check(run: report.RunView, baseline: Mapping[str, Any], *, tolerance: Tolera
 def _f(metric: str, v: float | None) -> str:
     if v is None:
         return "–"
-    return report.fmt_usd(v) if metric == "cost_usd" else report.fmt_num(v, 0 if "tokens" in metric else 3)
+    return fmt_usd(v) if metric == "cost_usd" else fmt_num(v, 0 if "tokens" in metric else 3)
 
 
 def gate_table(result: GateResult) -> str:
@@ -222,7 +224,7 @@ def append_history(path: Path, entry: Mapping[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
-def history_entry(run: report.RunView, baseline_name: str, result: GateResult | None,
+def history_entry(run: Run, baseline_name: str, result: GateResult | None,
                   new: Mapping[str, Any], when: datetime, promoted: bool) -> dict[str, Any]:
     return {
         "time": when.isoformat(timespec="seconds"), "run": run.name, "baseline": baseline_name,
@@ -242,11 +244,11 @@ def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[st
     With `promote`, the comparison is still printed and logged, then the run becomes the new
     baseline and the exit code is 0: promoting is the explicit act of accepting the numbers.
     """
-    run = report.load(run_dir)
+    run = analysis.load(run_dir)
     path = Path(baseline_path)
     name = path.name.removesuffix(".json")
     when = now()
-    table = report.config_table(run, n_resamples=n_resamples)
+    table = analysis.config_table(run, n_resamples=n_resamples)
     new = make_baseline(run, name, now=lambda: when, table=table)
     result: GateResult | None = None
     if path.exists() or not promote:

@@ -1,19 +1,14 @@
-"""Sweep specs: a TOML file that names datasets, configurations and grids, expanded into Units.
+"""Sweep specs: a TOML file that names datasets, configurations, grids and how to score them.
 
-A Unit is one conversation replayed through one configuration with one summarizer model and
-one seed. Its id is a hash of everything that can change its result, so a resumed run can tell
-finished work from new work, and two runs of the same spec can be compared Unit by Unit.
-Units are plain frozen dataclasses of strings and numbers: they pickle, so the executor can be
-threads, processes, or (later) a distributed engine.
-
-The spec format is documented in ``docs/sweeps.md``.
+`load_spec` validates a spec into a `SweepSpec`; `rollsum_evals.units.expand` turns it into
+Units (what is replayed), and `SweepSpec.scoring` is the `ScoringPlan` (how every replay is
+scored). Every mistake is one `ConfigError` naming file, line and field. The format is
+documented in ``docs/sweeps.md``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
-import json
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -23,11 +18,11 @@ from typing import Any
 
 from rollsum import presets
 from rollsum.errors import ConfigError
+from rollsum_evals.data.pinned import DatasetSpec
+from rollsum_evals.scoring.asks import ProbeTiming
+from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.units import canonical_json
 
-BASELINE_PRESETS: frozenset[str] = frozenset({"full-context", "truncate"})
-"""Presets that never call a summarizer: model and prompt do not apply to them."""
-
-OFFLINE_MODELS: frozenset[str] = frozenset({"extractive", ""})
 LOCOMO_PLACEHOLDER = "@locomo"
 """A dataset whose source is this placeholder is only included when ``--locomo PATH`` is given."""
 
@@ -44,14 +39,6 @@ _LIMIT_KEYS = {"requests_per_minute"}
 
 
 @dataclass(frozen=True, slots=True)
-class DatasetSpec:
-    name: str
-    source: str
-    format: str | None = None
-    limit: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class ConfigSpec:
     preset: str
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -59,42 +46,6 @@ class ConfigSpec:
     label: str | None = None
     prompts: tuple[str, ...] | None = None
     models: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeTiming:
-    """When probes are asked.
-
-    ``end``: once, at the end of the conversation. ``after``: once, N turns after the probe's
-    last evidence message. ``ages``: once per listed age (N turns after the evidence, when the
-    conversation is that long), plus once at the end when ``end`` is true. Users ask about facts
-    of every age; only a spread of ages shows what the verbatim tail is worth.
-    """
-
-    ask: str = "end"
-    after_turns: int = 0
-    ages: tuple[int, ...] = ()
-    end: bool = True
-
-    @property
-    def key(self) -> str:
-        if self.ask == "ages":
-            return f"ages:{','.join(str(a) for a in self.ages)}{'+end' if self.end else ''}"
-        return "end" if self.ask == "end" else f"after:{self.after_turns}"
-
-
-def parse_timing(key: str) -> ProbeTiming:
-    """The inverse of `ProbeTiming.key` (Units carry the key, a plain string)."""
-    if key == "end":
-        return ProbeTiming()
-    kind, _, rest = key.partition(":")
-    if kind == "after":
-        return ProbeTiming(ask="after", after_turns=int(rest))
-    if kind == "ages":
-        end = rest.endswith("+end")
-        ages = tuple(int(a) for a in rest.removesuffix("+end").split(",") if a)
-        return ProbeTiming(ask="ages", ages=ages, end=end)
-    raise ValueError(f"unknown probe timing {key!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +57,7 @@ class SweepSpec:
     models: tuple[str, ...] = ("extractive",)
     scorers: tuple[str, ...] = ("answer_retention", "fact_survival", "cost")
     context_windows: tuple[int, ...] = (DEFAULT_CONTEXT_WINDOW,)
-    probes: ProbeTiming = ProbeTiming()
+    probes: ProbeTiming = field(default_factory=ProbeTiming)
     seeds: tuple[int, ...] = (0,)
     main_model: str = DEFAULT_MAIN_MODEL
     qa_model: str | None = None
@@ -124,50 +75,10 @@ class SweepSpec:
     def sha256(self) -> str:
         return hashlib.sha256(canonical_json(self.raw).encode("utf-8")).hexdigest()
 
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """One conversation × configuration × model × seed. Plain, picklable data."""
-
-    unit_id: str
-    dataset: str
-    conversation_id: str
-    dataset_hash: str
-    config: str
-    preset: str
-    params_json: str
-    prompt: str
-    model: str
-    seed: int
-    context_window: int
-    probe_timing: str
-    scorers: tuple[str, ...]
-    main_model: str
-    qa_model: str = ""
-    judge: bool = False
-
     @property
-    def params(self) -> dict[str, Any]:
-        loaded: dict[str, Any] = json.loads(self.params_json)
-        return loaded
-
-    @property
-    def after_turns(self) -> int | None:
-        """N for ``after:N`` timing, else None (``end`` and ``ages`` timings)."""
-        t = parse_timing(self.probe_timing)
-        return t.after_turns if t.ask == "after" else None
-
-    @property
-    def timing(self) -> ProbeTiming:
-        return parse_timing(self.probe_timing)
-
-
-def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def unit_hash(payload: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:20]
+    def scoring(self) -> ScoringPlan:
+        return ScoringPlan(scorers=self.scorers, timing=self.probes, main_model=self.main_model,
+                           model=self.qa_model or "", judge=self.judge)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -266,8 +177,11 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     judge = qa.get("judge", False)
     if not isinstance(judge, bool):
         raise w.error("qa.judge", "true or false", judge, key="judge")
-    if "qa" in scorers and not qa_model:
-        raise w.error("qa.model", "a model spec (the 'qa' scorer needs a model to answer)",
+    from rollsum_evals.scoring import needs
+
+    if "model" in needs(scorers) and not qa_model:
+        answering = [s for s in scorers if "model" in needs([s])]
+        raise w.error("qa.model", f"a model spec (scorer {', '.join(answering)} needs a model to answer)",
                       key="scorers")
     cache = _str(w, raw, "cache", default="user")
     if cache not in ("user", "run", "off"):
@@ -464,103 +378,3 @@ def _probes(w: _Where, v: Any) -> ProbeTiming:
         raise w.error("probes.after_turns", "a positive integer when ask = 'after'", after,
                       key="ask")
     return ProbeTiming(ask=ask, after_turns=after if ask == "after" else 0)
-
-
-# ----------------------------------------------------------------------------------------------
-# expansion
-
-
-@dataclass(frozen=True, slots=True)
-class Variant:
-    """One configuration after grid expansion, before it meets conversations."""
-
-    label: str
-    preset: str
-    params: Mapping[str, Any]
-    prompt: str
-    model: str
-    context_window: int
-
-
-def _fmt(v: Any) -> str:
-    return json.dumps(v) if not isinstance(v, str) else v
-
-
-def variants(spec: SweepSpec) -> list[Variant]:
-    """Configurations × grids × prompts × models × windows, with labels unique in the run."""
-    raw: list[tuple[ConfigSpec, dict[str, Any], str, str, int]] = []
-    for cfg in spec.configs:
-        keys = sorted(cfg.grid)
-        combos = itertools.product(*(cfg.grid[k] for k in keys)) if keys else [()]
-        for combo in combos:
-            params = {**cfg.params, **dict(zip(keys, combo))}
-            baseline = cfg.preset in BASELINE_PRESETS
-            models = ("extractive",) if baseline else (cfg.models or spec.models)
-            for model in models:
-                offline = baseline or model in OFFLINE_MODELS
-                prompts = ("",) if offline else (cfg.prompts or spec.prompts)
-                for prompt in prompts:
-                    for cw in spec.context_windows:
-                        raw.append((cfg, params, prompt, model, cw))
-    vary_prompt = len({r[2] for r in raw if r[2]}) > 1
-    vary_model = len({r[3] for r in raw if r[0].preset not in BASELINE_PRESETS}) > 1
-    vary_window = len(spec.context_windows) > 1
-    out: list[Variant] = []
-    seen: dict[str, int] = {}
-    for cfg, params, prompt, model, cw in raw:
-        base = cfg.label or cfg.preset
-        parts = [f"{k}={_fmt(v)}" for k, v in sorted(params.items())
-                 if cfg.label is None or k in cfg.grid]
-        if vary_prompt and prompt:
-            parts.append(f"prompt={prompt}")
-        if vary_model and cfg.preset not in BASELINE_PRESETS:
-            parts.append(f"model={model}")
-        if vary_window:
-            parts.append(f"window={cw}")
-        label = f"{base}[{','.join(parts)}]" if parts else base
-        if label in seen:
-            seen[label] += 1
-            label = f"{label}#{seen[label]}"
-        else:
-            seen[label] = 1
-        out.append(Variant(label=label, preset=cfg.preset, params=params, prompt=prompt,
-                           model=model, context_window=cw))
-    return out
-
-
-def expand(spec: SweepSpec, datasets: Mapping[str, tuple[str, Sequence[str]]],
-           scorer_versions: Mapping[str, str]) -> list[Unit]:
-    """Units for every dataset conversation × variant × seed.
-
-    `datasets` maps a dataset name to (dataset hash, conversation ids in order).
-    Units come back sorted by id, so the order never depends on dict or thread order.
-    """
-    units: list[Unit] = []
-    scorers = tuple(spec.scorers)
-    for ds in spec.datasets:
-        dhash, conv_ids = datasets[ds.name]
-        for var in variants(spec):
-            for cid in conv_ids:
-                for seed in spec.seeds:
-                    params_json = canonical_json(dict(var.params))
-                    payload = {
-                        "dataset": ds.name, "conversation_id": cid, "dataset_hash": dhash,
-                        "preset": var.preset, "params": dict(var.params), "prompt": var.prompt,
-                        "model": var.model, "seed": seed, "context_window": var.context_window,
-                        "probe_timing": spec.probes.key,
-                        "scorers": {s: scorer_versions[s] for s in scorers},
-                        "main_model": spec.main_model,
-                        "qa_model": spec.qa_model or "", "judge": spec.judge,
-                    }
-                    units.append(Unit(
-                        unit_id=unit_hash(payload), dataset=ds.name, conversation_id=cid,
-                        dataset_hash=dhash, config=var.label, preset=var.preset,
-                        params_json=params_json, prompt=var.prompt, model=var.model, seed=seed,
-                        context_window=var.context_window, probe_timing=spec.probes.key,
-                        scorers=scorers, main_model=spec.main_model,
-                        qa_model=spec.qa_model or "", judge=spec.judge))
-    units.sort(key=lambda u: u.unit_id)
-    ids = [u.unit_id for u in units]
-    if len(set(ids)) != len(ids):
-        raise ConfigError(f"{spec.path}: two Units are identical (a config or dataset is listed twice)")
-    return units

@@ -22,11 +22,16 @@ from rollsum.redact import install_log_redaction
 
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "rollsum_evals.cli.run_cmd",
+    "rollsum_evals.cli.score_cmd",
     "rollsum_evals.cli.data_cmd",
     "rollsum_evals.cli.report_cmd",
 )
+HARNESS_EXTRA = "harness"
+HARNESS_MODULES: frozenset[str] = frozenset({
+    "pandas", "pyarrow", "numpy", "datasets", "rouge_score", "nltk", "matplotlib", "tqdm"})
+"""What `pip install 'rollsum[harness]'` brings; the library itself needs none of them."""
 
-EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +59,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except RollsumError as err:
         print(f"rollsum: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except ModuleNotFoundError as err:
+        missing = (err.name or "").split(".")[0]
+        if missing not in HARNESS_MODULES:
+            raise
+        print(f"rollsum: error: `rollsum {args.command}` needs the harness extra (module {missing!r} "
+              f"is missing): pip install 'rollsum[{HARNESS_EXTRA}]'", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("rollsum: interrupted", file=sys.stderr)

@@ -176,8 +176,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 @_user_errors
 def cmd_stats(args: argparse.Namespace) -> int:
-    from rollsum_evals.data import iter_conversations
     from rollsum.tokens import HeuristicCounter
+    from rollsum_evals.data import iter_conversations
 
     counter = HeuristicCounter()
     roles: Counter[str] = Counter()

@@ -69,19 +69,19 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from rollsum_evals import compare, report
+    from rollsum_evals import analysis, compare
 
     n = _positive(args.resamples, "--resamples")
     if len(args.runs) == 1:
         if not (args.config_a and args.config_b):
             raise ConfigError("compare RUN needs --a CONFIG_A and --b CONFIG_B (or give two runs)")
-        run = report.load(args.runs[0])
+        run = analysis.load(args.runs[0])
         result = compare.compare_configs(run, args.config_a, args.config_b, n_resamples=n, seed=args.seed)
         out = args.out or compare.default_out_dir(run, args.config_a, args.config_b)
     elif len(args.runs) == 2:
         if args.config_a or args.config_b:
             raise ConfigError("--a/--b are for one run; with two runs use --config (optional)")
-        run_a, run_b = report.load(args.runs[0]), report.load(args.runs[1])
+        run_a, run_b = analysis.load(args.runs[0]), analysis.load(args.runs[1])
         result = compare.compare_runs(run_a, run_b, args.config, n_resamples=n, seed=args.seed)
         out = args.out or compare.default_out_dir(run_a, run_a.name, run_b.name)
     else:

@@ -57,7 +57,7 @@ def _default_out(name: str) -> Path:
 
 def _run(spec_path: str | Path, args: argparse.Namespace, *, resume: bool = False,
          model: str | None = None, max_cost: float | None = None, executor: str = "auto") -> Any:
-    from rollsum_evals.runner import run_sweep
+    from rollsum_evals.run import run_sweep
     from rollsum_evals.spec import load_spec
 
     spec = load_spec(spec_path, model_override=model, locomo=args.locomo,
@@ -67,7 +67,8 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, resume: bool = Fals
                        max_cost_usd=max_cost, progress=not args.no_progress and sys.stderr.isatty(),
                        unit_cache=False if getattr(args, "no_unit_cache", False) else None)
     print(f"{result.done}/{result.total} units in {result.run_dir} "
-          f"({result.ran} run now, {result.cached} from the unit cache, {result.errors} errors, "
+          f"({result.ran} run now, {result.cached} from the unit cache, "
+          f"{result.scored} scored from earlier replays, {result.errors} errors, "
           f"${result.spent_usd:.4f} spent, "
           f"{result.wall_s:.1f}s)")
     if result.stopped_for_budget:
@@ -88,13 +89,9 @@ def quickstart_path() -> Path:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from rollsum_evals.report import write_report
+
     result = _run(quickstart_path(), args)
-    try:
-        from rollsum_evals.report import write_report
-    except ImportError:
-        log.warning("rollsum_evals.report is not available: printing the run directory instead")
-        print(result.run_dir)
-        return int(result.exit_code)
     path = write_report(result.run_dir, Path("reports") / result.run_dir.name)
     print(path)
     return int(result.exit_code)

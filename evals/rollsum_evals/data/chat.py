@@ -14,11 +14,11 @@ import os
 from collections.abc import Iterator
 from typing import Any, cast
 
+from rollsum.errors import ConfigError
+from rollsum.types import ROLES, Message, Role
 from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, iter_lines, read_json_bytes
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.data.validate import Issue, RecordError, check_record
-from rollsum.errors import ConfigError
-from rollsum.types import ROLES, Message, Role
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl
 
+from rollsum.errors import ConfigError
 from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits
 from rollsum_evals.data.types import Conversation
-from rollsum.errors import ConfigError
 
 SYNTH_PREFIX = "synth:"
 FORMATS = ("jsonl", "chat", "locomo", "hf", "synth")

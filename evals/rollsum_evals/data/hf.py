@@ -14,9 +14,9 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from rollsum_evals.data.types import Conversation, Probe, Reference
 from rollsum.errors import ConfigError
 from rollsum.types import Message
+from rollsum_evals.data.types import Conversation, Probe, Reference
 
 HUB_PREFIX = "hf:"
 

@@ -8,11 +8,11 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
+from rollsum.types import Message
 from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits
 from rollsum_evals.data.types import Conversation, Probe
 from rollsum_evals.data.validate import RecordError, iter_checked
 from rollsum_evals.fileio import atomic_writer
-from rollsum.types import Message
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, cast
 
-from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, read_json_bytes
-from rollsum_evals.data.types import Conversation, Probe, Reference
 from rollsum.errors import ConfigError
 from rollsum.types import Message, Role
+from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, read_json_bytes
+from rollsum_evals.data.types import Conversation, Probe, Reference
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from rollsum_evals.data import synth_text as T
-from rollsum_evals.data.types import Conversation, Probe
 from rollsum.errors import ConfigError
 from rollsum.types import Message
+from rollsum_evals.data import synth_text as T
+from rollsum_evals.data.types import Conversation, Probe
 
 GENERATOR_VERSION = "1"
 FLAVORS = ("chat", "agent", "mixed")

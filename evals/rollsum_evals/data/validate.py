@@ -13,10 +13,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, iter_lines
-from rollsum_evals.data.types import PROBE_CATEGORIES
 from rollsum.errors import ConfigError
 from rollsum.types import ROLES
+from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, iter_lines
+from rollsum_evals.data.types import PROBE_CATEGORIES
 
 Severity = Literal["error", "warning"]
 MAX_ISSUES_PER_RECORD = 20

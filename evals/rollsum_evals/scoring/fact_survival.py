@@ -8,23 +8,29 @@ is where it died. A fact still only in verbatim messages never dies here (-1).
 from __future__ import annotations
 
 from rollsum_evals.scoring.answer_retention import UNANSWERABLE
-from rollsum_evals.scoring.base import ScoreContext, Scores
+from rollsum_evals.scoring.base import Column, ScoreInput, Scores
 from rollsum_evals.scoring.text import contains, normalize_text
 
 
 class FactSurvival:
     name = "fact_survival"
     version = "2"
+    needs: frozenset[str] = frozenset()
+    unit_columns = ()
+    probe_columns = (
+        Column("died_at_generation", "int", -1,
+               "index in the summary chain of the first record that lost the answer; -1: never"),
+    )
 
-    def score(self, ctx: ScoreContext) -> Scores:
-        trace = ctx.trace
+    def score(self, inp: ScoreInput) -> Scores:
+        trace = inp.trace
         rendered = [normalize_text(r.render()) for r in trace.summaries]
         covered_by: dict[str, int] = {}
         for gen, rec in enumerate(trace.summaries):
             for mid in rec.covered_ids:
                 covered_by.setdefault(mid, gen)
         out = Scores()
-        for ask in trace.asks_for(ctx.conversation.probes):
+        for ask in inp.asks:
             probe, asked = ask.probe, ask.asked_turn
             first_cover = min((covered_by[e] for e in probe.evidence if e in covered_by),
                               default=None)

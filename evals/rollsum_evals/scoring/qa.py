@@ -10,14 +10,16 @@ paraphrases that token F1 punishes.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
-from rollsum_evals.scoring.base import ScoreContext, Scores
-from rollsum_evals.scoring.cost import price
-from rollsum_evals.scoring.text import locomo_f1
 from rollsum.errors import ConfigError, ModelError
 from rollsum.models.base import CompletionRequest
 from rollsum.types import Message, Usage
+from rollsum_evals.replay.trace import ContextItem
+from rollsum_evals.scoring.base import Column, ScoreInput, Scores
+from rollsum_evals.scoring.cost import price
+from rollsum_evals.scoring.text import locomo_f1
 
 QA_PROMPT_ID = "qa/v1"
 JUDGE_PROMPT_ID = "qa-judge/v1"
@@ -35,49 +37,59 @@ _JUDGE_SYSTEM = (
 )
 
 
-def _transcript(context: tuple[Message, ...]) -> str:
-    return "\n".join(f"[{m.role}{'/' + m.name if m.name else ''}] {m.content}" for m in context)
+def _transcript(context: Sequence[ContextItem]) -> str:
+    return "\n".join(f"[{m.role}{'/' + m.name if m.name else ''}] {m.text}" for m in context)
 
 
 class QA:
     name = "qa"
     version = "1"
+    needs = frozenset({"contexts", "model"})
+    unit_columns = (
+        Column("qa_f1", "float", math.nan, "mean LoCoMo token F1 of the model's answers"),
+        Column("judge_accuracy", "float", math.nan, "share of answers the judge graded correct"),
+        Column("judge_input_tokens", "int", 0, "QA and judge usage"),
+        Column("judge_output_tokens", "int", 0, ""),
+        Column("cost_judge_usd", "float", 0.0, "QA and judge usage at the model's prices"),
+    )
+    probe_columns = (
+        Column("qa_f1", "float", math.nan, "LoCoMo token F1 of the answer"),
+        Column("prediction", "str", "", "the model's answer"),
+        Column("judge_correct", "boolean", None, "the judge's grade (NA when not judged)"),
+    )
 
-    def score(self, ctx: ScoreContext) -> Scores:
-        model = ctx.qa_model
+    def score(self, inp: ScoreInput) -> Scores:
+        model = inp.model
         if model is None:
             raise ConfigError("the 'qa' scorer needs a model: set [qa] model = \"...\" in the spec")
         usage = Usage()
         out = Scores()
         f1s: list[float] = []
         judged: list[bool] = []
-        for ask in ctx.trace.asks_for(ctx.conversation.probes):
+        for ask in inp.asks:
             probe = ask.probe
-            snap = ctx.trace.snapshot_at(ask.asked_turn)
+            context = inp.trace.context_at(ask.asked_turn)
             req = CompletionRequest(
                 system=_QA_SYSTEM,
-                messages=[Message("user", f"{_transcript(snap.context)}\n\nQuestion: {probe.question}")],
+                messages=[Message("user", f"{_transcript(context)}\n\nQuestion: {probe.question}")],
                 max_tokens=64, prompt_id=QA_PROMPT_ID,
-                metadata={"purpose": "qa", "unit": ctx.unit.unit_id, "probe": ask.key})
+                metadata={"purpose": "qa", "unit": inp.unit.unit_id, "probe": ask.key})
             try:
                 c = model.complete(req)
                 prediction = c.text.strip()
                 usage = usage + c.usage
-            except ModelError as err:
+            except ModelError:
                 prediction = ""
-                out.unit.setdefault("qa_errors", 0)
-                out.unit["qa_errors"] += 1
-                _ = err
             f1 = locomo_f1(prediction, probe.answer, probe.category)
             f1s.append(f1)
             cols: dict[str, Any] = {"qa_f1": f1, "prediction": prediction}
-            if ctx.unit.judge and probe.category != "adversarial" and prediction:
+            if inp.plan.judge and probe.category != "adversarial" and prediction:
                 jreq = CompletionRequest(
                     system=_JUDGE_SYSTEM,
                     messages=[Message("user", f"Question: {probe.question}\nReference: {probe.answer}\n"
                                               f"Candidate: {prediction}")],
                     max_tokens=4, prompt_id=JUDGE_PROMPT_ID,
-                    metadata={"purpose": "judge", "unit": ctx.unit.unit_id, "probe": ask.key})
+                    metadata={"purpose": "judge", "unit": inp.unit.unit_id, "probe": ask.key})
                 try:
                     jc = model.complete(jreq)
                     usage = usage + jc.usage
@@ -92,6 +104,6 @@ class QA:
             "judge_accuracy": sum(judged) / len(judged) if judged else math.nan,
             "judge_input_tokens": usage.input_tokens,
             "judge_output_tokens": usage.output_tokens,
-            "cost_judge_usd": price(ctx.unit.qa_model, usage),
+            "cost_judge_usd": price(inp.plan.model, usage),
         })
         return out

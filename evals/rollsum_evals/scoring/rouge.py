@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from rollsum_evals.scoring.base import ScoreContext, Scores
+from rollsum_evals.scoring.base import Column, ScoreInput, Scores
 
 SPAN_CHAR_CAP = 200_000
 """A guard against pathological spans (noted in docs/scoring.md)."""
@@ -75,17 +75,23 @@ def rouge_l(reference: str, candidate: str) -> float:
 class Rouge:
     name = "rouge"
     version = "1"
+    needs: frozenset[str] = frozenset()
+    unit_columns = (
+        Column("rouge_l", "float", math.nan, "ROUGE-L F of summaries vs reference summaries"),
+        Column("rouge_l_span", "float", math.nan, "ROUGE-L F of each record vs the messages it replaced"),
+    )
+    probe_columns = ()
 
-    def score(self, ctx: ScoreContext) -> Scores:
-        records = ctx.trace.summaries
-        by_id = {m.id: m for m in ctx.trace.messages}
+    def score(self, inp: ScoreInput) -> Scores:
+        records = inp.trace.summaries
+        by_id = {m.id: m for m in inp.trace.messages}
         cumulative: list[set[str]] = []
         seen: set[str] = set()
         for r in records:
             seen = seen | set(r.covered_ids)
             cumulative.append(seen)
         ref_scores: list[float] = []
-        for ref in ctx.conversation.references:
+        for ref in inp.conversation.references:
             need = set(ref.covers)
             for rec, covered in zip(records, cumulative):
                 if need and need <= covered:

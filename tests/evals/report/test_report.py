@@ -7,8 +7,8 @@ import matplotlib.image as mpimg
 import pytest
 
 from rollsum_evals.cli import main
-from rollsum_evals.plots import pareto_frontier
-from rollsum_evals.report import config_table, load, summaries_at_checkpoint, write_report
+from rollsum_evals.analysis import config_table, load, pareto_frontier, summaries_at_checkpoint
+from rollsum_evals.report import write_report
 from rollsum.errors import ConfigError
 from tests.evals.report.fakerun import INJECTION, make_run
 

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 import rollsum_evals
-from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
-from rollsum_evals.runner import run_sweep
-from rollsum_evals.spec import parse_spec
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.fake import FakeModel
+from rollsum_evals.run import run_sweep
+from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
+from rollsum_evals.spec import parse_spec
 
 SPEC = """
 name = "t"
@@ -72,10 +72,15 @@ def test_resume_after_a_crash_runs_only_the_missing_units(tmp_path: Path) -> Non
     run_sweep(spec, tmp_path / "full", jobs=2, progress=False)
     crashed = tmp_path / "crashed"
     run_sweep(spec, crashed, jobs=2, progress=False)
-    # simulate a SIGKILL: 6 units committed, a 7th half-written (details but no unit line),
-    # and a torn last line
+    # simulate a SIGKILL: 6 units committed, 2 more replayed but not scored (trace, no unit
+    # line), a 9th half-written (details but no trace line), and torn last lines
     lines = (crashed / "units.jsonl").read_text().splitlines(keepends=True)
     (crashed / "units.jsonl").write_text("".join(lines[:6]) + lines[6][:40])
+    committed = {json.loads(x)["unit_id"] for x in lines[:6]}
+    traces = (crashed / "traces.jsonl").read_text().splitlines(keepends=True)
+    kept = [t for t in traces if json.loads(t)["unit_id"] in committed]
+    kept += [t for t in traces if json.loads(t)["unit_id"] not in committed][:2]
+    (crashed / "traces.jsonl").write_text("".join(kept) + traces[-1][:50])
     with (crashed / "probes.jsonl").open("a") as f:
         f.write('{"unit_id": "zzz-orphan", "probe_id": "p"')
     for name in ("units.parquet", "probes.parquet", "turns.parquet"):
@@ -83,7 +88,7 @@ def test_resume_after_a_crash_runs_only_the_missing_units(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match="--resume"):
         run_sweep(spec, crashed, jobs=2, progress=False)
     r = run_sweep(spec, crashed, jobs=2, resume=True, progress=False)
-    assert r.ran == 9 and r.done == 15
+    assert r.ran == 7 and r.scored == 2 and r.done == 15  # the two replayed Units are only scored
     _assert_same(tmp_path / "full", crashed)
     ids = [json.loads(x)["unit_id"] for x in (crashed / "units.jsonl").read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 15

@@ -5,9 +5,12 @@ from pathlib import Path
 import pandas as pd
 
 import rollsum_evals
+from rollsum_evals.run import run_sweep
+from rollsum_evals.run.pool import choose_executor
+from rollsum_evals.run.scheduler import Scheduler
 from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
-from rollsum_evals.runner import Scheduler, choose_executor, run_sweep
-from rollsum_evals.spec import Unit, parse_spec
+from rollsum_evals.spec import parse_spec
+from rollsum_evals.units import Unit
 
 SPEC = """
 name = "sched"
@@ -32,8 +35,7 @@ preset = "evict-window"
 
 def _unit(uid: str, config: str, preset: str = "since-last", model: str = "fake:mode=extractive") -> Unit:
     return Unit(unit_id=uid, dataset="d", conversation_id=uid, dataset_hash="h", config=config,
-                preset=preset, params_json="{}", prompt="", model=model, seed=0, context_window=1000,
-                probe_timing="end", scorers=(), main_model="m")
+                preset=preset, params_json="{}", prompt="", model=model, seed=0, context_window=1000)
 
 
 def test_process_executor_gives_the_same_tables_as_one_thread(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -9,9 +10,16 @@ import pandas as pd
 import pytest
 
 import rollsum_evals
-from rollsum_evals.rundir import DETAIL_JOURNALS, UNITS_JOURNAL, UnitCache, UnitResult
-from rollsum_evals.runner import code_fingerprint, run_sweep, unit_cache_key
-from rollsum_evals.spec import parse_spec
+from rollsum.models.base import Completion, CompletionRequest
+from rollsum.models.fake import FakeModel
+from rollsum_evals.data.pinned import load_dataset
+from rollsum_evals.run import run_sweep
+from rollsum_evals.run.provenance import replay_fingerprint
+from rollsum_evals.run.sweep import replay_cache_key
+from rollsum_evals.rundir.journal import ReplayLines, ScoredLines
+from rollsum_evals.rundir.unit_cache import UnitCache
+from rollsum_evals.spec import SweepSpec, parse_spec
+from rollsum_evals.units import Unit, expand
 
 SPEC = """
 name = "uc"
@@ -80,15 +88,33 @@ def test_identical_rerun_is_copied_from_the_unit_cache_row_for_row(tmp_path: Pat
     assert (cache_dir / "units.sqlite").exists()
 
 
+class _TimedModel(FakeModel):
+    """Reports the latency it really took, like a real API model: two replays never agree."""
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        start = time.perf_counter()
+        time.sleep(0.0005)
+        c = super().complete(request)
+        return Completion(c.text, c.input_tokens, c.output_tokens, c.model, time.perf_counter() - start,
+                          c.stop_reason)
+
+
+def _timed(spec: str) -> FakeModel | None:
+    return None if spec == "extractive" else _TimedModel("extractive")
+
+
 def test_cached_run_matches_a_replayed_run_even_for_summarizer_latency(tmp_path: Path, cache_dir: Path) -> None:
-    """Only wall_s may differ: every other column, summaries and events come back verbatim."""
+    """Only wall_s may differ: the cached run copies even measured latency verbatim, while a
+    forced replay of the same Units measures new latencies (so this test can fail)."""
     spec = parse_spec(SPEC, "uc.toml")
-    run_sweep(spec, tmp_path / "a", jobs=1, progress=False)
-    run_sweep(spec, tmp_path / "b", jobs=1, progress=False)
-    a = rollsum_evals.load_run(tmp_path / "a").units
-    b = rollsum_evals.load_run(tmp_path / "b").units
+    run_sweep(spec, tmp_path / "a", jobs=1, progress=False, models=_timed, unit_cache=True)
+    b_res = run_sweep(spec, tmp_path / "b", jobs=1, progress=False, models=_timed, unit_cache=True)
+    c_res = run_sweep(spec, tmp_path / "c", jobs=1, progress=False, models=_timed, unit_cache=False)
+    assert b_res.cached == 8 and c_res.ran == 8
+    a, b, c = (rollsum_evals.load_run(tmp_path / x).units for x in "abc")
+    assert (a["summarizer_latency_s"] > 0).any() and (b["n_summaries"] > 0).any()
     assert list(a["summarizer_latency_s"]) == list(b["summarizer_latency_s"])
-    assert (b["n_summaries"] > 0).any()
+    assert list(a["summarizer_latency_s"]) != list(c["summarizer_latency_s"])
 
 
 def test_no_unit_cache_replays_everything_and_records_it(tmp_path: Path, cache_dir: Path) -> None:
@@ -97,7 +123,8 @@ def test_no_unit_cache_replays_everything_and_records_it(tmp_path: Path, cache_d
     r = run_sweep(spec, tmp_path / "b", progress=False, unit_cache=False)
     assert r.cached == 0 and r.ran == 8
     m = rollsum_evals.load_run(tmp_path / "b").manifest
-    assert m["unit_cache"] == {"enabled": False, "path": None, "hits": 0, "misses": 0, "stored": 0}
+    assert m["unit_cache"] == {"enabled": False, "path": None, "hits": 0, "replay_hits": 0, "misses": 0,
+                              "stored": 0, "scores_stored": 0}
     _assert_same_run(tmp_path / "a", tmp_path / "b", both_replayed=True)
 
 
@@ -117,7 +144,7 @@ def test_a_changed_unit_or_code_fingerprint_is_a_miss(tmp_path: Path, cache_dir:
     r = run_sweep(other, tmp_path / "b", progress=False)
     assert r.cached == 6 and r.ran == 2  # only the new grid point replays (2 conversations)
     unit = next(iter(_units(spec)))
-    assert unit_cache_key(unit, code_fingerprint()) != unit_cache_key(unit, "0" * 64)
+    assert replay_cache_key(unit, replay_fingerprint()) != replay_cache_key(unit, "0" * 64)
 
 
 def test_resume_never_reads_the_unit_cache(tmp_path: Path, cache_dir: Path) -> None:
@@ -125,16 +152,15 @@ def test_resume_never_reads_the_unit_cache(tmp_path: Path, cache_dir: Path) -> N
     run_sweep(spec, tmp_path / "a", progress=False)
     out = tmp_path / "b"
     run_sweep(spec, out, progress=False, unit_cache=False)
-    lines = (out / "units.jsonl").read_text().splitlines(keepends=True)
-    (out / "units.jsonl").write_text("".join(lines[:3]))
+    for name in ("units.jsonl", "traces.jsonl"):
+        lines = (out / name).read_text().splitlines(keepends=True)
+        (out / name).write_text("".join(lines[:3]))
     r = run_sweep(spec, out, resume=True, progress=False)
     assert r.cached == 0 and r.ran == 5 and r.done == 8
     _assert_same_run(tmp_path / "a", out, both_replayed=True)
 
 
 def test_injected_models_bypass_the_unit_cache(tmp_path: Path, cache_dir: Path) -> None:
-    from rollsum.models.fake import FakeModel
-
     spec = parse_spec(SPEC, "uc.toml")
     run_sweep(spec, tmp_path / "a", progress=False)
     r = run_sweep(spec, tmp_path / "b", progress=False, models=lambda s: FakeModel("extractive"))
@@ -174,23 +200,17 @@ def test_unreadable_cache_file_is_a_warning_not_a_failed_sweep(tmp_path: Path, c
 
 def test_unit_cache_round_trips_exact_journal_text(tmp_path: Path) -> None:
     cache = UnitCache(tmp_path / "u.sqlite")
-    res = UnitResult(unit_id="u1", unit_row={"unit_id": "u1", "retention": float("nan"), "x": "é"},
-                     probe_rows=[{"unit_id": "u1", "probe_id": "p", "retained": True}])
-    assert cache.put("k1", res)
-    hit = cache.get_many({"u1": "k1", "u2": "k2"})
-    assert set(hit) == {"u1"} and hit["u1"].from_cache
-    assert hit["u1"].journal_text() == res.journal_text()
-    assert set(res.journal_text()) == {*DETAIL_JOURNALS, UNITS_JOURNAL}
+    replay = ReplayLines(texts={"t1": '{"id": "t1", "content": "é"}\n'}, summaries="", events="",
+                         traces='{"unit_id": "u1", "x": NaN}\n')
+    scored = ScoredLines(probes='{"unit_id": "u1", "probe_id": "p"}\n', units='{"unit_id": "u1"}\n')
+    assert cache.put("k1", "u1", replay) and cache.put("s1", "u1", scored)
+    assert cache.get_replays({"u1": "k1", "u2": "k2"}) == {"u1": replay}
+    assert cache.get_scores({"u1": "s1"}) == {"u1": scored}
     # a key stored for another unit id is never handed out under this one
-    assert cache.get_many({"u9": "k1"}) == {}
+    assert cache.get_replays({"u9": "k1"}) == {} and cache.get_scores({"u9": "s1"}) == {}
     cache.close()
 
 
-def _units(spec):  # type: ignore[no-untyped-def]
-    from rollsum_evals.runner import default_loader, load_datasets
-    from rollsum_evals.scoring import versions
-    from rollsum_evals.spec import expand
-
-    ds = load_datasets(spec, default_loader)
-    return expand(spec, {n: (h, [c.id for c in cs]) for n, (h, cs) in ds.items()}, versions(spec.scorers))
-
+def _units(spec: SweepSpec) -> list[Unit]:
+    ds = {d.name: load_dataset(d) for d in spec.datasets}
+    return expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in ds.items()})
