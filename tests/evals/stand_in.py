@@ -98,7 +98,7 @@ class StandInEngine:
             start_id=span[0].id, end_id=span[-1].id, messages_covered=len(span),
             tokens=len(text) // 4, model="stand-in", created_at="2025-01-01T00:00:00Z", seq=seq)
         self._history.append(rec)
-        ids = {id(m) for m in span} if not drop else drop
+        ids = drop or {id(m) for m in span}
         self._active = [m for m in self._active if id(m) not in ids]
         role = {"count-and-tokens": "assistant", "evict-window": "assistant"}.get(self.kind, "system")
         self._summary_msg = Message(role, f"[{self.kind} summary]\n{rec.render()}",  # type: ignore[arg-type]

@@ -47,31 +47,35 @@ def _version() -> bytes:
         return b"unversioned"
 
 
-@functools.cache
-def replay_fingerprint() -> str:
-    """sha256 over the library's source, the harness parts in `REPLAY_PARTS`, the package
-    version and the run format's version. Once per process: code cannot change under a sweep."""
+def _roots() -> tuple[Path, Path]:
     import rollsum
     import rollsum_evals
+
+    return (Path(rollsum.__file__ or "").resolve().parent, Path(rollsum_evals.__file__ or "").resolve().parent)
+
+
+@functools.cache
+def replay_fingerprint(library: Path | None = None, harness: Path | None = None) -> str:
+    """sha256 over the library's source, the harness parts in `REPLAY_PARTS`, the package
+    version and the run format's version. Once per process: code cannot change under a sweep.
+    (`library`/`harness`: other source trees, for tests.)"""
     from rollsum_evals.rundir.format import FORMAT_VERSION
 
+    lib_root, harness_root = _roots()
     h = hashlib.sha256(_version() + f"|format {FORMAT_VERSION}".encode())
-    _hash_tree(h, Path(rollsum.__file__ or "").resolve().parent, "rollsum")
-    harness = Path(rollsum_evals.__file__ or "").resolve().parent
+    _hash_tree(h, library or lib_root, "rollsum")
     for part in REPLAY_PARTS:
-        _hash_tree(h, harness / part, f"rollsum_evals/{part}")
+        _hash_tree(h, (harness or harness_root) / part, f"rollsum_evals/{part}")
     return h.hexdigest()
 
 
 @functools.cache
-def scoring_fingerprint() -> str:
-    import rollsum_evals
+def scoring_fingerprint(harness: Path | None = None) -> str:
     from rollsum_evals.rundir.format import FORMAT_VERSION
 
     h = hashlib.sha256(_version() + f"|format {FORMAT_VERSION}".encode())
-    harness = Path(rollsum_evals.__file__ or "").resolve().parent
     for part in SCORING_PARTS:
-        _hash_tree(h, harness / part, f"rollsum_evals/{part}")
+        _hash_tree(h, (harness or _roots()[1]) / part, f"rollsum_evals/{part}")
     return h.hexdigest()
 
 

@@ -5,9 +5,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from rollsum import presets
-from rollsum.types import Message, SummaryEvent
 from rollsum_evals import scoring
 from rollsum_evals.data import load
 from rollsum_evals.data.types import Conversation, Probe
@@ -18,6 +15,9 @@ from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.scoring.text import normalize_text
 from rollsum_evals.scoring.views import ContextViews
 from rollsum_evals.units import Unit
+
+from rollsum import presets
+from rollsum.types import Message, SummaryEvent
 
 
 def _conv(n: int = 60) -> Conversation:
@@ -129,7 +129,7 @@ def _spy(live: list[list[Message]]) -> Callable[[Unit, Any, Callable[[SummaryEve
             return getattr(self.inner, name)
 
     def factory(unit: Unit, model: Any, on_event: Callable[[SummaryEvent], None]) -> Engine:
-        return Spy(default_engine(unit, model, on_event))  # type: ignore[return-value]
+        return Spy(default_engine(unit, model, on_event))
 
     return factory
 

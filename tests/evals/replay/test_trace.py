@@ -7,9 +7,9 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rollsum_evals.replay.trace import ContextEncoder, Text, TextRef, Trace, TurnRecord, text_id
 
 from rollsum.types import Message
-from rollsum_evals.replay.trace import ContextEncoder, Text, TextRef, Trace, TurnRecord, text_id
 
 MESSAGES = tuple(Message("user" if i % 3 else "assistant", f"message {i % 7}", id=f"m{i}",
                          name="tool" if i % 5 == 0 else None) for i in range(12))
@@ -45,9 +45,9 @@ def _item(draw: st.DrawFn, turn: int) -> Message:
 
 @st.composite
 def _contexts(draw: st.DrawFn) -> list[list[Message]]:
-    out = []
+    out: list[list[Message]] = []
     for t in range(len(MESSAGES)):
-        grow = out and draw(st.booleans())
+        grow = bool(out) and draw(st.booleans())
         ctx = [*out[-1], MESSAGES[t]] if grow else [_item(draw, t) for _ in range(draw(st.integers(0, 8)))]
         out.append(ctx)
     return out

@@ -17,16 +17,17 @@ import random
 from collections.abc import Mapping
 from pathlib import Path
 
-from rollsum.types import Message, SummaryRecord
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Probe
 from rollsum_evals.replay.trace import ContextEncoder, Trace, TurnRecord
+from rollsum_evals.run.unit import encode_replay
 from rollsum_evals.rundir.format import new_manifest, probe_rows, table_columns, unit_row
 from rollsum_evals.rundir.journal import RunDir, ScoredLines, UnitResult, lines
-from rollsum_evals.run.unit import encode_replay
 from rollsum_evals.scoring.asks import Ask
 from rollsum_evals.scoring.base import Scores, ScoringPlan
 from rollsum_evals.units import Unit
+
+from rollsum.types import Message, SummaryRecord
 
 INJECTION = "<script>window.__pwned=1;document.title='PWNED'</script>"
 PLAN = ScoringPlan(scorers=("answer_retention",))

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from rollsum_evals.run import run_sweep
 from rollsum_evals.spec import parse_spec
 

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 import rollsum_evals
+from rollsum_evals.run import run_sweep
+from rollsum_evals.rundir import FORMAT_VERSION, NON_DETERMINISTIC_UNIT_COLUMNS
+from rollsum_evals.spec import parse_spec
+
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.fake import FakeModel
-from rollsum_evals.run import run_sweep
-from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
-from rollsum_evals.spec import parse_spec
 
 SPEC = """
 name = "t"
@@ -65,6 +65,12 @@ def test_jobs_1_and_jobs_8_give_identical_tables(tmp_path: Path) -> None:
     m = run.manifest
     assert m["status"] == "complete" and m["units_done"] == 15 and m["spec_sha256"] == spec.sha256()
     assert "pandas" in m["versions"] and m["datasets"]["chat"]["conversations"] == 3
+    assert m["format_version"] == FORMAT_VERSION and len(m["replay_fingerprint"]) == 64
+    # the resolved engine config of every configuration label (RollingSummarizer.config())
+    assert set(m["configs"]) == set(run.units["config"])
+    sl = m["configs"]["since-last[keep_last=4]"]
+    assert sl["preset"] == "since-last" and sl["params"] == {"keep_last": 4}
+    assert sl["engine"]["policy"]["name"] and sl["engine"]["context_window"] == 3000
 
 
 def test_resume_after_a_crash_runs_only_the_missing_units(tmp_path: Path) -> None:
@@ -99,6 +105,24 @@ def test_resume_refuses_a_different_spec(tmp_path: Path) -> None:
     other = parse_spec(SPEC.replace("context_window = 3000", "context_window = 4000"), "t.toml")
     with pytest.raises(ConfigError, match="different spec"):
         run_sweep(other, tmp_path / "r", resume=True, progress=False)
+
+
+@pytest.mark.parametrize(("key", "value", "needle"), [
+    ("replay_fingerprint", "0" * 64, "replayed by other code"),
+    ("format_version", 1, "run format 1"),
+    ("scoring", {"scorers": ["rouge"], "probe_timing": "end"}, "was re-scored"),
+    ("datasets", {"chat": {"sha256": "e" * 64}}, "dataset 'chat' changed since the run started"),
+])
+def test_resume_refuses_other_code_format_scoring_or_data_in_one_line(
+        tmp_path: Path, key: str, value: object, needle: str) -> None:
+    spec = parse_spec(SPEC, "t.toml")
+    run_sweep(spec, tmp_path / "r", progress=False)
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    manifest[key] = value
+    (tmp_path / "r" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ConfigError, match=needle) as err:
+        run_sweep(spec, tmp_path / "r", resume=True, progress=False)
+    assert "\n" not in str(err.value)
 
 
 def test_unknown_override_fails_before_any_unit_runs(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-
 import rollsum_evals
 from rollsum_evals.run import run_sweep
 from rollsum_evals.run.pool import choose_executor

@@ -4,9 +4,6 @@ import math
 import random
 
 import pytest
-from rouge_score import rouge_scorer
-
-from rollsum.types import Message, SummaryRecord, Usage
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Conversation, Probe
 from rollsum_evals.replay.trace import Text, TextRef, Trace, TurnRecord
@@ -14,6 +11,9 @@ from rollsum_evals.scoring.base import Scores, ScoringPlan
 from rollsum_evals.scoring.rouge import rouge_l
 from rollsum_evals.scoring.text import contains, locomo_f1, normalize_answer, token_f1
 from rollsum_evals.units import Unit
+from rouge_score import rouge_scorer
+
+from rollsum.types import Message, SummaryRecord, Usage
 
 
 def test_normalize_follows_locomo() -> None:
@@ -56,7 +56,7 @@ def _score(scorers: tuple[str, ...], conv: Conversation, trace: Trace) -> Scores
 
 def _with_context_at_7(trace: Trace, items: tuple[Text | tuple[int, int], ...]) -> None:
     """Make the last turn's context `items` (texts or message ranges)."""
-    comp = []
+    comp: list[TextRef | tuple[int, int]] = []
     for item in items:
         if isinstance(item, Text):
             trace.texts[item.id] = item

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from rollsum_evals.cli import main
 from rollsum_evals.spec import load_spec
 

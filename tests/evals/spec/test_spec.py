@@ -4,10 +4,10 @@ import re
 from pathlib import Path
 
 import pytest
-
-from rollsum.errors import ConfigError
 from rollsum_evals.spec import parse_spec
 from rollsum_evals.units import Unit, expand, variants
+
+from rollsum.errors import ConfigError
 
 SPEC = """
 name = "t"

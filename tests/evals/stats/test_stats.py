@@ -2,7 +2,6 @@ import math
 
 import numpy as np
 import pytest
-
 from rollsum_evals.stats import cluster_bootstrap, holm_adjust, holm_intervals, holm_levels, paired_bootstrap
 
 

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
 import pytest
-
 from rollsum_evals.run.pool import process_pool
 
 
@@ -50,3 +52,34 @@ def test_no_submit_after_shutdown() -> None:
     pool.shutdown()
     with pytest.raises(RuntimeError):
         pool.submit(os.getpid)
+
+
+SHADOW_SPEC = """
+name = "shadow"
+cache = "off"
+[[datasets]]
+name = "chat"
+source = "synth:chat?conversations=2&messages=30&seed=2"
+[[configs]]
+preset = "since-last"
+[[configs]]
+preset = "truncate"
+"""
+ROLLSUM_SCRIPT = Path(sys.executable).parent / "rollsum"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ROLLSUM_SCRIPT.exists(), reason="the rollsum command is not installed in this environment")
+def test_workers_import_the_installed_package_not_a_rollsum_folder_in_the_current_directory(
+        tmp_path: Path) -> None:
+    """A checkout (or any `rollsum/` folder) in the current directory must not shadow the
+    installed package in worker processes: it did, and every Unit failed."""
+    shadow = tmp_path / "rollsum"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text('raise RuntimeError("imported ./rollsum, not the installed package")\n')
+    (tmp_path / "s.toml").write_text(SHADOW_SPEC)
+    out = subprocess.run([str(ROLLSUM_SCRIPT), "-q", "run", "s.toml", "--out", "run", "--jobs", "2",
+                          "--executor", "process", "--no-progress"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "ROLLSUM_CACHE_DIR": str(tmp_path / "c")})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "4/4 units" in out.stdout and " 0 errors" in out.stdout

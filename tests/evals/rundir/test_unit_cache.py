@@ -8,10 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-
 import rollsum_evals
-from rollsum.models.base import Completion, CompletionRequest
-from rollsum.models.fake import FakeModel
 from rollsum_evals.data.pinned import load_dataset
 from rollsum_evals.run import run_sweep
 from rollsum_evals.run.provenance import replay_fingerprint
@@ -20,6 +17,9 @@ from rollsum_evals.rundir.journal import ReplayLines, ScoredLines
 from rollsum_evals.rundir.unit_cache import UnitCache
 from rollsum_evals.spec import SweepSpec, parse_spec
 from rollsum_evals.units import Unit, expand
+
+from rollsum.models.base import Completion, CompletionRequest
+from rollsum.models.fake import FakeModel
 
 SPEC = """
 name = "uc"
@@ -214,3 +214,20 @@ def test_unit_cache_round_trips_exact_journal_text(tmp_path: Path) -> None:
 def _units(spec: SweepSpec) -> list[Unit]:
     ds = {d.name: load_dataset(d) for d in spec.datasets}
     return expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in ds.items()})
+
+
+def test_adding_a_scorer_reuses_the_replays_and_changing_a_timing_too(tmp_path: Path, cache_dir: Path) -> None:
+    """Scoring is not part of the replay: a spec with another scorer or probe timing replays
+    nothing, scores every cached replay, and gives the tables a cold run would."""
+    spec = parse_spec(SPEC, "uc.toml")
+    run_sweep(spec, tmp_path / "a", progress=False)
+    more = (SPEC.replace('"cost", "rouge"]', '"cost", "rouge", "qa"]')
+            + '\n[qa]\nmodel = "fake:mode=echo"\n\n[probes]\nages = [4, 9]\n')
+    spec2 = parse_spec(more, "uc.toml")
+    r = run_sweep(spec2, tmp_path / "b", progress=False)
+    assert (r.ran, r.cached, r.scored) == (0, 0, 8)
+    cold = run_sweep(spec2, tmp_path / "c", progress=False, unit_cache=False)
+    assert cold.ran == 8
+    _assert_same_run(tmp_path / "b", tmp_path / "c", both_replayed=True)
+    again = run_sweep(spec2, tmp_path / "d", progress=False)
+    assert (again.ran, again.cached, again.scored) == (0, 8, 0)
