@@ -13,6 +13,11 @@ a (flavor, messages, seed, facts) tuple gives the same bytes on every platform.
 
 Streaming: messages are produced one block at a time; only the fact plan (O(facts)) is held,
 so a million-message conversation is generated in flat memory.
+
+Over ~400 lines because it is one generator with one job: the fact plan, the chat and agent
+block writers and the probe assembly share the seeded state and the fact records; the word
+pools already live apart in `synth_text`. Splitting the writers out would thread that state
+through every call without making any part reusable.
 """
 
 from __future__ import annotations
