@@ -138,19 +138,23 @@ def _check_messages(msgs: Any, c: _Collector, limits: Limits) -> set[str] | None
                                   f"got {len(content):,}")
         elif not content.strip() and not (isinstance(meta, dict) and meta.get("tool_calls")):
             c.add(f"{f}.content", "expected non-empty text (only a tool-calling assistant message may be empty)")
-        mid = m.get("id")
-        if not isinstance(mid, str) or not mid:
-            c.add(f"{f}.id", f"expected a non-empty string id, got {_type(mid)}")
-        elif mid in ids:
-            c.add(f"{f}.id", f"expected ids unique in the conversation; {mid!r} appears twice")
-        else:
-            ids.add(mid)
+        _unique_id(c, f"{f}.id", m.get("id"), ids, "non-empty string id", "ids")
         for key in ("name", "created_at"):
             if m.get(key) is not None and not isinstance(m[key], str):
                 c.add(f"{f}.{key}", f"expected a string or null, got {_type(m[key])}")
         if not isinstance(meta, dict):
             c.add(f"{f}.meta", f"expected an object, got {_type(meta)}")
     return ids
+
+
+def _unique_id(c: _Collector, where: str, value: Any, seen: set[str], what: str, plural: str) -> None:
+    """A non-empty string not seen before in this conversation (then remembered)."""
+    if not isinstance(value, str) or not value:
+        c.add(where, f"expected a {what}, got {_type(value)}")
+    elif value in seen:
+        c.add(where, f"expected {plural} unique in the conversation; {value!r} appears twice")
+    else:
+        seen.add(value)
 
 
 def _check_probes(probes: Any, c: _Collector, limits: Limits, message_ids: set[str] | None) -> None:
@@ -166,13 +170,7 @@ def _check_probes(probes: Any, c: _Collector, limits: Limits, message_ids: set[s
         if not isinstance(p, dict):
             c.add(f, f"expected an object with id, question, answer, evidence, category, got {_type(p)}")
             continue
-        pid = p.get("id")
-        if not isinstance(pid, str) or not pid:
-            c.add(f"{f}.id", f"expected a non-empty string, got {_type(pid)}")
-        elif pid in seen:
-            c.add(f"{f}.id", f"expected probe ids unique in the conversation; {pid!r} appears twice")
-        else:
-            seen.add(pid)
+        _unique_id(c, f"{f}.id", p.get("id"), seen, "non-empty string", "probe ids")
         for key in ("question", "answer"):
             v = p.get(key)
             if not isinstance(v, str) or not v.strip():
@@ -180,21 +178,29 @@ def _check_probes(probes: Any, c: _Collector, limits: Limits, message_ids: set[s
         cat = p.get("category")
         if cat not in PROBE_CATEGORIES:
             c.add(f"{f}.category", f"expected one of {', '.join(PROBE_CATEGORIES)}, got {cat!r}")
-        ev = p.get("evidence", [])
-        if not isinstance(ev, list) or not all(isinstance(e, str) for e in ev):
-            c.add(f"{f}.evidence", "expected an array of message id strings")
-        else:
-            for e in ev:
-                if message_ids is not None and e not in message_ids:
-                    c.add(f"{f}.evidence", f"points to message id {e!r}, which is not in this conversation")
-            if not ev:
-                c.add(f"{f}.evidence", "expected at least one message id (the probe's age is unknown)",
-                      "warning")
+        ev = _message_id_list(c, f"{f}.evidence", p.get("evidence", []), message_ids, first_only=False)
+        if ev is not None and not ev:
+            c.add(f"{f}.evidence", "expected at least one message id (the probe's age is unknown)", "warning")
         stale = p.get("stale_answers", [])
         if not isinstance(stale, list) or not all(isinstance(s, str) for s in stale):
             c.add(f"{f}.stale_answers", "expected an array of strings")
         if "meta" in p and not isinstance(p["meta"], dict):
             c.add(f"{f}.meta", f"expected an object, got {_type(p['meta'])}")
+
+
+def _message_id_list(c: _Collector, where: str, value: Any, message_ids: set[str] | None, *,
+                     first_only: bool) -> list[str] | None:
+    """An array of ids of this conversation's messages; each unknown id is reported (or only the
+    first). None when it is not an array of strings at all."""
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        c.add(where, "expected an array of message id strings")
+        return None
+    for x in value:
+        if message_ids is not None and x not in message_ids:
+            c.add(where, f"points to message id {x!r}, which is not in this conversation")
+            if first_only:
+                break
+    return value
 
 
 def _check_references(refs: Any, c: _Collector, message_ids: set[str] | None) -> None:
@@ -210,14 +216,7 @@ def _check_references(refs: Any, c: _Collector, message_ids: set[str] | None) ->
             c.add(f"{f}.id", f"expected a string, got {_type(r.get('id'))}")
         if not isinstance(r.get("text"), str) or not r["text"].strip():
             c.add(f"{f}.text", f"expected a non-empty string, got {_type(r.get('text'))}")
-        covers = r.get("covers", [])
-        if not isinstance(covers, list) or not all(isinstance(x, str) for x in covers):
-            c.add(f"{f}.covers", "expected an array of message id strings")
-        else:
-            for x in covers:
-                if message_ids is not None and x not in message_ids:
-                    c.add(f"{f}.covers", f"points to message id {x!r}, which is not in this conversation")
-                    break
+        _message_id_list(c, f"{f}.covers", r.get("covers", []), message_ids, first_only=True)
 
 
 def iter_checked(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS

@@ -58,6 +58,11 @@ class ReplayLines:
     events: str
     traces: str
 
+    @property
+    def commit_line(self) -> str:
+        """The line whose presence means the replay is complete."""
+        return self.traces
+
     def by_file(self) -> dict[str, str]:
         return {SUMMARIES: self.summaries, EVENTS: self.events, TRACES: self.traces}
 
@@ -73,6 +78,10 @@ class ReplayLines:
 class ScoredLines:
     probes: str
     units: str
+
+    @property
+    def commit_line(self) -> str:
+        return self.units
 
     def to_json(self) -> dict[str, str]:
         return {PROBES_JOURNAL: self.probes, UNITS_JOURNAL: self.units}

@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS unit_results (
 );
 """
 T = TypeVar("T")
+_Lines = TypeVar("_Lines", ReplayLines, ScoredLines)
 
 
 class UnitCache:
@@ -88,18 +89,10 @@ class UnitCache:
         return out
 
     def get_replays(self, keys: Mapping[str, str], *, secrets: Sequence[str] = ()) -> dict[str, ReplayLines]:
-        def decode(uid: str, d: dict[str, Any]) -> ReplayLines | None:
-            lines = ReplayLines.from_json(d)
-            rec = json.loads(lines.traces)
-            return lines if isinstance(rec, dict) and rec.get("unit_id") == uid else None
-        return self._get_many(keys, secrets, decode)
+        return self._get_many(keys, secrets, lambda uid, d: _owned(ReplayLines.from_json(d), uid))
 
     def get_scores(self, keys: Mapping[str, str], *, secrets: Sequence[str] = ()) -> dict[str, ScoredLines]:
-        def decode(uid: str, d: dict[str, Any]) -> ScoredLines | None:
-            lines = ScoredLines.from_json(d)
-            row = json.loads(lines.units)
-            return lines if isinstance(row, dict) and row.get("unit_id") == uid else None
-        return self._get_many(keys, secrets, decode)
+        return self._get_many(keys, secrets, lambda uid, d: _owned(ScoredLines.from_json(d), uid))
 
     def put(self, key: str, unit_id: str, payload: ReplayLines | ScoredLines) -> bool:
         if self._conn is None:
@@ -118,3 +111,9 @@ class UnitCache:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def _owned(lines: _Lines, unit_id: str) -> _Lines | None:
+    """An entry is only handed out under the Unit it was stored for (its commit line says so)."""
+    row = json.loads(lines.commit_line)
+    return lines if isinstance(row, dict) and row.get("unit_id") == unit_id else None
