@@ -89,6 +89,7 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
     secrets = env_secrets()
     results: list[ScoredLines] = []
     errors = 0
+    normalized: dict[tuple[str, str], dict[str, str]] = {}  # per conversation: its Units share texts
     try:
         for uid in sorted(records):
             rec = records[uid]
@@ -103,7 +104,8 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
                 if factory is not None and trace.status == "ok":
                     answerer = factory(plan.model)
                     metered = MeteredModel(answerer) if answerer is not None else None
-                urow, prows = score_trace(unit, conv, trace, plan, metered)
+                urow, prows = score_trace(unit, conv, trace, plan, metered,
+                                          normalized=normalized.setdefault((unit.dataset, conv.id), {}))
             finally:
                 close_model(answerer)
             errors += urow["status"] != "ok"

@@ -85,8 +85,8 @@ def error_trace(unit: Unit, conversation: Conversation, err: BaseException, wall
 
 
 def score_trace(unit: Unit, conversation: Conversation, trace: Trace, plan: ScoringPlan,
-                model: Model | None = None, *, clock: Callable[[], float] = time.perf_counter
-                ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                model: Model | None = None, *, clock: Callable[[], float] = time.perf_counter,
+                normalized: dict[str, str] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The Unit's ``units`` row and ``probes`` rows under `plan` (also what `rollsum score` runs).
 
     `model` answers for scorers that need one (already cached and metered by the caller)."""
@@ -98,7 +98,7 @@ def score_trace(unit: Unit, conversation: Conversation, trace: Trace, plan: Scor
         return unit_row(unit, trace, plan, versions, None, n_probes=n_probes, wall_s=trace.wall_s,
                         columns=unit_cols), []
     try:
-        asks, scores = scoring.score(plan, unit, conversation, trace, model)
+        asks, scores = scoring.score(plan, unit, conversation, trace, model, normalized=normalized)
     except Exception as err:
         log.warning("unit %s (%s, %s): scoring failed: %s", unit.unit_id, unit.config,
                     unit.conversation_id, err)

@@ -70,11 +70,12 @@ def columns(selected: Iterable[str] = ()) -> tuple[tuple[Column, ...], tuple[Col
 
 
 def score(plan: ScoringPlan, unit: Unit, conversation: Conversation, trace: Trace,
-          model: Model | None = None) -> tuple[list[Ask], Scores]:
-    """Every selected scorer over one trace: the asks the plan's timing makes, and the columns."""
+          model: Model | None = None, *, normalized: dict[str, str] | None = None) -> tuple[list[Ask], Scores]:
+    """Every selected scorer over one trace: the asks the plan's timing makes, and the columns.
+    `normalized` is a normalization cache the caller may share between Units of a conversation."""
     asks = schedule_asks(conversation.probes, trace.messages, plan.timing)
     inp = ScoreInput(unit=unit, conversation=conversation, trace=trace, asks=asks, plan=plan,
-                     model=model, views=ContextViews(trace))
+                     model=model, views=ContextViews(trace, normalized))
     out = Scores()
     for n in plan.scorers:
         merge(out, get(n).score(inp))

@@ -32,9 +32,11 @@ class View:
 
 
 class ContextViews:
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, normalized: dict[str, str] | None = None) -> None:
+        """`normalized`: text -> normalized text, shared by the Units of one conversation when
+        the caller scores several (their contexts are mostly the same messages)."""
         self.trace = trace
-        self._norm: dict[str, str] = {}
+        self._norm: dict[str, str] = {} if normalized is None else normalized
         self._views: dict[int, View] = {}
         self._prefix: list[str] = []
 
