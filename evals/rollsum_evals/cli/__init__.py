@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import logging
 import os
 import sys
@@ -49,24 +50,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _missing_harness_module() -> str | None:
+    """The first harness dependency that cannot be imported (found, not imported: cheap)."""
+    for name in sorted(HARNESS_MODULES):
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):
+            return name
+    return None
+
+
+def _needs_extra(command: str, module: str) -> int:
+    print(f"rollsum: error: `rollsum {command}` needs the harness extra (module {module!r} is missing): "
+          f"pip install 'rollsum[{HARNESS_EXTRA}]'", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.ERROR if args.quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     install_log_redaction()
+    missing = _missing_harness_module()
+    if missing is not None:  # before the command writes anything a re-run would trip over
+        return _needs_extra(args.command, missing)
     try:
         return int(args.func(args) or 0)
     except RollsumError as err:
         print(f"rollsum: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except ModuleNotFoundError as err:
-        missing = (err.name or "").split(".")[0]
-        if missing not in HARNESS_MODULES:
+        name = (err.name or "").split(".")[0]
+        if name not in HARNESS_MODULES:
             raise
-        print(f"rollsum: error: `rollsum {args.command}` needs the harness extra (module {missing!r} "
-              f"is missing): pip install 'rollsum[{HARNESS_EXTRA}]'", file=sys.stderr)
-        return EXIT_USAGE
+        return _needs_extra(args.command, name)
     except KeyboardInterrupt:
         print("rollsum: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -62,3 +62,4 @@ def test_a_missing_harness_dependency_names_the_extra_in_one_line(tmp_path: Path
     assert out.stderr.strip().splitlines() == [
         f"rollsum: error: `rollsum {argv[0]}` needs the harness extra (module {missing!r} is missing): "
         "pip install 'rollsum[harness]'"]
+    assert not (tmp_path / "r").exists() and not (tmp_path / "d").exists()  # nothing half-written
