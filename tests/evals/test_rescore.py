@@ -153,3 +153,16 @@ def test_a_model_scorer_added_later_calls_only_the_scoring_model(tmp_path: Path,
     assert result.errors == 0 and count.adds == 0
     assert count.calls == len(probes) > 0
     assert (probes["prediction"] != "").all()
+
+
+def test_a_run_rebuilds_any_units_context_from_its_pinned_dataset(tmp_path: Path) -> None:
+    """What a drill-down needs: the context of any Unit at any turn, from the run directory."""
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    run = rollsum_evals.load_run(tmp_path / "run")
+    uid = run.units.loc[run.units["preset"] == "evict-window", "unit_id"].iloc[0]
+    trace = run.load_trace(uid)
+    last = trace.context_at(len(trace.turns) - 1)
+    assert [i.message_index for i in last[:2]] == [0, 1]  # evict-window keeps its head...
+    assert any(i.text_id is not None for i in last)  # ...then the summary, then the tail
+    turns = run.turns[run.turns["unit_id"] == uid]
+    assert list(turns["context_items"]) == [len(trace.context_at(t)) for t in range(len(trace.turns))]

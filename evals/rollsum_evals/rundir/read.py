@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollsum.errors import ConfigError
 from rollsum.types import Message
+from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
 from rollsum_evals.replay.trace import Text, Trace
 from rollsum_evals.rundir.format import (
     EVENTS,
@@ -78,9 +79,22 @@ class Run:
         recs: dict[str, dict[str, Any]] = self._cache["traces"]
         return recs
 
+    def load_trace(self, unit_id: str, loader: Loader = default_loader) -> Trace:
+        """One Unit's replay with its conversation reloaded from the dataset the run pinned (by
+        sha256; a changed dataset is a ConfigError): `.context_at(turn)` is then exactly what
+        the engine sent at that turn."""
+        if "datasets" not in self._cache:
+            self._cache["datasets"] = load_pinned(self.manifest.get("datasets") or {}, loader, where=str(self.path))
+        record = self.trace_records().get(unit_id)
+        if record is None:
+            raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
+        unit = record.get("unit") or {}
+        convs = {c.id: c for c in self._cache["datasets"][unit["dataset"]].conversations}
+        return self.trace(unit_id, convs[unit["conversation_id"]].messages)
+
     def trace(self, unit_id: str, messages: Sequence[Message]) -> Trace:
         """One Unit's replay, decoded: `messages` is its conversation from the pinned dataset
-        (see `rollsum_evals.data.pinned`)."""
+        (see `load_trace`)."""
         record = self.trace_records().get(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
