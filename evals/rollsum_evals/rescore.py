@@ -118,6 +118,7 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
     unit_cols, probe_cols = table_columns(*scoring.columns(plan.scorers))
     new = rescored_manifest(manifest, plan, versions, unit_cols, probe_cols,
                             provenance.scoring_fingerprint(), now())
+    new["units_error"] = errors
     rd.rewrite_scored(results)
     rd.write_tables(new, set(records))
     rd.write_manifest(new)
