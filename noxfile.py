@@ -11,6 +11,7 @@ nox.options.reuse_existing_virtualenvs = True
 
 
 def _install(session: nox.Session, extras: str = "dev") -> None:
+    """`dev` for tests and lint; sessions that only run the harness need only `harness`."""
     session.install("-e", f".[{extras}]")
 
 
@@ -24,7 +25,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff and mypy over the library, the harness and the tests."""
+    """ruff and mypy over the library, the harness, the tests and the benchmarks (mypy's file
+    list is in pyproject.toml)."""
     _install(session)
     session.run("ruff", "check", "rollsum", "evals", "tests", "benchmarks", "noxfile.py")
     session.run("mypy")
@@ -33,14 +35,14 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def demo(session: nox.Session) -> None:
     """The main job: the offline quickstart sweep and its report; prints the report's path."""
-    _install(session)
+    _install(session, "harness")
     session.run("rollsum", "demo", *session.posargs)
 
 
 @nox.session
 def sweep(session: nox.Session) -> None:
     """Run a sweep spec and report it: `nox -s sweep -- evals/sweeps/thresholds.toml`."""
-    _install(session)
+    _install(session, "harness")
     if not session.posargs:
         session.error("usage: nox -s sweep -- SPEC [rollsum run options]")
     out = os.environ.get("ROLLSUM_OUT", "runs/sweep")
@@ -51,7 +53,7 @@ def sweep(session: nox.Session) -> None:
 @nox.session
 def ab(session: nox.Session) -> None:
     """A/B two configurations of one sweep: `nox -s ab -- SPEC CONFIG_A CONFIG_B`."""
-    _install(session)
+    _install(session, "harness")
     if len(session.posargs) != 3:
         session.error("usage: nox -s ab -- SPEC CONFIG_A CONFIG_B")
     spec, a, b = session.posargs
@@ -63,7 +65,7 @@ def ab(session: nox.Session) -> None:
 @nox.session
 def nightly(session: nox.Session) -> None:
     """Nightly sweep, report, and the regression gate against the committed baseline."""
-    _install(session)
+    _install(session, "harness")
     out = os.environ.get("ROLLSUM_OUT", "runs/nightly")
     session.run("rollsum", "run", "evals/sweeps/nightly.toml", "--out", out, "--resume")
     session.run("rollsum", "report", out)

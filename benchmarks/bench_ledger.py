@@ -266,7 +266,7 @@ def _before_module() -> types.ModuleType:
 
 
 def corpora(n: int) -> dict[str, list[Message]]:
-    from evals.data import load
+    from rollsum_evals.data import load
 
     out = {"stream": stream(n)}
     for flavor in ("chat", "agent"):

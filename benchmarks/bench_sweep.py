@@ -85,14 +85,14 @@ class Scenario:
 
 
 def _volatile() -> list[str]:
-    from evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
+    from rollsum_evals.rundir.format import NON_DETERMINISTIC_UNIT_COLUMNS
 
     return list(NON_DETERMINISTIC_UNIT_COLUMNS)
 
 
 def _run(spec: Any, tmp: Path, sc: Scenario, latency_ms: float) -> None:
-    from evals.rundir import load_run
-    from evals.runner import run_sweep
+    from rollsum_evals.run import run_sweep
+    from rollsum_evals.rundir import load_run
 
     os.environ["ROLLSUM_CACHE_DIR"] = str(tmp / f"cache-{sc.name}")
     t = time.perf_counter()
@@ -107,20 +107,21 @@ def _run(spec: Any, tmp: Path, sc: Scenario, latency_ms: float) -> None:
 
 def _slowest_alone(spec: Any, units: Any, candidates: int = 3) -> float:
     """Time the heaviest Units one at a time, uncached, with nothing else running."""
-    from evals.runner import ModelFactory, default_loader, execute_unit, load_datasets
-    from evals.scoring import versions
-    from evals.spec import expand
+    from rollsum_evals.data.pinned import load_dataset
+    from rollsum_evals.run.models import ModelFactory
+    from rollsum_evals.run.unit import Job, run_job
+    from rollsum_evals.units import expand
 
-    ds = load_datasets(spec, default_loader)
-    all_units = {u.unit_id: u for u in expand(spec, {n: (h, [c.id for c in cs]) for n, (h, cs) in ds.items()},
-                                               versions(spec.scorers))}
-    convs = {(n, c.id): c for n, (_, cs) in ds.items() for c in cs}
+    ds = {d.name: load_dataset(d) for d in spec.datasets}
+    all_units = {u.unit_id: u for u in expand(spec, {n: (d.sha256, [c.id for c in d.conversations])
+                                                     for n, d in ds.items()})}
+    convs = {(n, c.id): c for n, d in ds.items() for c in d.conversations}
     heaviest = units.sort_values(["summarizer_calls", "wall_s"], ascending=False)["unit_id"][:candidates]
     worst = 0.0
     for uid in heaviest:
         u = all_units[uid]
         t = time.perf_counter()
-        execute_unit(u, convs[(u.dataset, u.conversation_id)], models=ModelFactory())
+        run_job(Job(u, convs[(u.dataset, u.conversation_id)], spec.scoring), models=ModelFactory())
         worst = max(worst, time.perf_counter() - t)
     return worst
 
@@ -128,10 +129,10 @@ def _slowest_alone(spec: Any, units: Any, candidates: int = 3) -> float:
 def _start_forkserver() -> float:
     """Start the process executor's forkserver before timing anything: a CLI run pays this
     once (printed separately), and otherwise only the first process scenario would pay it."""
-    from evals.runner import _process_pool
+    from rollsum_evals.run.pool import process_pool
 
     t = time.perf_counter()
-    pool = _process_pool(1)
+    pool = process_pool(1)
     pool.submit(time.sleep, 0).result()
     pool.shutdown()
     return time.perf_counter() - t
@@ -147,9 +148,9 @@ def main() -> int:
     ap.add_argument("--ledger", default=None, help="engine fact ledger: pin, retry or off (preset default)")
     args = ap.parse_args()
 
-    from evals.rundir import load_run
-    from evals.runner import run_sweep
-    from evals.spec import parse_spec
+    from rollsum_evals.run import run_sweep
+    from rollsum_evals.rundir import load_run
+    from rollsum_evals.spec import parse_spec
 
     spec = parse_spec(SPEC.format(latency=args.latency_ms, conversations=args.conversations,
                                   messages=args.messages,

@@ -119,7 +119,7 @@ def check(rs: RollingSummarizer, added: list[Message], preset: str, failures: li
     by_state = Counter(r.state for r in rows)
     for r in rows:
         if r.state == "covered":
-            assert in_records[r.message.id] == 1 and r.summary_id in {x.id for x in records}
+            assert in_records[r.message.id or ""] == 1 and r.summary_id in {x.id for x in records}
             assert r.message.id in next(x for x in records if x.id == r.summary_id).covered_ids
         else:
             assert r.message.id not in in_records

@@ -12,7 +12,7 @@ from typing import Any
 
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.models.fake import FakeModel
-from rollsum.types import Message
+from rollsum.types import Message, Role
 
 
 class Recording(ModelWrapper):
@@ -38,5 +38,5 @@ def chat(n: int, *, words: int = 30, start: int = 0, prefix: str = "message") ->
     """n alternating user/assistant messages of about `words` words each."""
     filler = " ".join(["lorem"] * words)
     for i in range(start, start + n):
-        role = "user" if i % 2 == 0 else "assistant"
+        role: Role = "user" if i % 2 == 0 else "assistant"
         yield Message(role, f"{prefix} {i}: {filler}.")

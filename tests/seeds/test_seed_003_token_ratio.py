@@ -170,7 +170,7 @@ def drift_run(ledger: str) -> RollingSummarizer:
                           ["src/ParserCore.swift"]),
               _structured("User moved on to the UI layout work and discussed colours.", [])]
     rs = RollingSummarizer.from_preset("token-ratio", fake("scripted", script=script), context_window=2000,
-                                       ledger=ledger)  # type: ignore[arg-type]
+                                       ledger=ledger)
     rs.add(Message("user", "The crash is in src/ParserCore.swift, function tokenOffsets(). " + "detail " * 60))
     for m in chat(200, words=40):
         rs.add(m)

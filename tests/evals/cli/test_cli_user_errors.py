@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-
-from evals.cli import main
+from rollsum_evals.cli import main
 
 BAD_PRESET = 'name = "x"\n[[configs]]\npreset = "since-lats"\n[[datasets]]\nname = "d"\nsource = "synth:chat"\n'
 
@@ -39,3 +40,26 @@ def test_missing_api_key_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert [line for line in err if "ANTHROPIC_API_KEY" in line] == err[-1:]
+
+
+@pytest.mark.parametrize(("missing", "argv"), [
+    ("pandas", ["report", "some-run"]),
+    ("tqdm", ["run", "{spec}", "--out", "{tmp}/r"]),
+    ("matplotlib", ["demo", "--out", "{tmp}/d"]),
+])
+def test_a_missing_harness_dependency_names_the_extra_in_one_line(tmp_path: Path, missing: str,
+                                                                  argv: list[str]) -> None:
+    """`pip install rollsum` (no extra) installs the command; using the harness says what to
+    install instead of a traceback."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "x"\ncache = "off"\n[[configs]]\npreset = "truncate"\n[[datasets]]\nname = "d"\n'
+                    'source = "synth:chat?conversations=1&messages=20"\n')
+    args = [a.format(spec=spec, tmp=tmp_path) for a in argv]
+    code = (f"import sys; sys.modules[{missing!r}] = None\n"
+            f"from rollsum_evals.cli import main\nsys.exit(main({args!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"rollsum: error: `rollsum {argv[0]}` needs the harness extra (module {missing!r} is missing): "
+        "pip install 'rollsum[harness]'"]
+    assert not (tmp_path / "r").exists() and not (tmp_path / "d").exists()  # nothing half-written

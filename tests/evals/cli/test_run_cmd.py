@@ -3,8 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from evals.cli import main
+from rollsum_evals.cli import main
 
 SPEC = """
 name = "cli"

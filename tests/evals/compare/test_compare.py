@@ -1,10 +1,10 @@
 from pathlib import Path
 
 import pytest
+from rollsum_evals.analysis import load
+from rollsum_evals.cli import main
+from rollsum_evals.compare import A_BETTER, B_BETTER, NO_DIFFERENCE, compare_configs, compare_runs, write_compare
 
-from evals.cli import main
-from evals.compare import A_BETTER, B_BETTER, NO_DIFFERENCE, compare_configs, compare_runs, write_compare
-from evals.report import load
 from tests.evals.report.fakerun import make_run
 
 SHORT, LONG = "since-last[keep_last=2]", "since-last[keep_last=20]"

@@ -2,22 +2,21 @@ import json
 from pathlib import Path
 
 import pytest
-
-from evals.cli import build_parser, main
-from evals.data import load
+from rollsum_evals.cli import build_parser, main
+from rollsum_evals.data import load
 
 FIX = Path(__file__).parent / "fixtures"
 
 
 @pytest.mark.parametrize("sub", ["synth", "validate", "convert", "stats"])
-def test_every_subcommand_has_help(sub, capsys):
+def test_every_subcommand_has_help(sub: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         build_parser().parse_args(["data", sub, "--help"])
     assert exc.value.code == 0
     assert "usage: rollsum data " + sub in capsys.readouterr().out
 
 
-def test_synth_then_validate_then_stats(tmp_path, capsys):
+def test_synth_then_validate_then_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "s.jsonl"
     manifest = tmp_path / "manifest.json"
     assert main(["data", "synth", "--flavor", "agent", "--conversations", "2", "--messages", "90",
@@ -33,7 +32,7 @@ def test_synth_then_validate_then_stats(tmp_path, capsys):
     assert stats["tokens"] > 180 and sum(stats["probes_by_category"].values()) == stats["probes"]
 
 
-def test_convert_locomo_to_canonical_jsonl_and_hf(tmp_path):
+def test_convert_locomo_to_canonical_jsonl_and_hf(tmp_path: Path) -> None:
     out = tmp_path / "l.jsonl"
     assert main(["data", "convert", "--from", "locomo", str(FIX / "locomo_tiny.json"), str(out)]) == 0
     assert load(out) == load(FIX / "locomo_tiny.json")
@@ -42,13 +41,13 @@ def test_convert_locomo_to_canonical_jsonl_and_hf(tmp_path):
     assert load(hf_dir) == load(out)
 
 
-def test_convert_a_synth_spec(tmp_path):
+def test_convert_a_synth_spec(tmp_path: Path) -> None:
     out = tmp_path / "c.jsonl"
     assert main(["data", "convert", "synth:chat?messages=40&seed=2", str(out)]) == 0
     assert len(load(out)[0].messages) == 40
 
 
-def test_user_mistakes_exit_2_in_one_line(tmp_path, capsys):
+def test_user_mistakes_exit_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "stats", str(tmp_path / "missing.jsonl")]) == 2
     assert main(["data", "convert", "--from", "nonsense", str(FIX / "valid.jsonl"), str(tmp_path / "o")]) == 2
     assert main(["data", "synth", "--messages", "0", "--out", str(tmp_path / "x.jsonl")]) == 2
@@ -57,7 +56,7 @@ def test_user_mistakes_exit_2_in_one_line(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 3
 
 
-def test_strict_convert_fails_on_a_bad_record(tmp_path, capsys):
+def test_strict_convert_fails_on_a_bad_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "b.jsonl"
     bad.write_text((FIX / "valid.jsonl").read_text() + "{oops\n")
     assert main(["data", "convert", str(bad), str(tmp_path / "ok.jsonl")]) == 0

@@ -1,20 +1,21 @@
-import pytest
+from pathlib import Path
 
-from evals.data import hf, load
-from evals.data.synth import make_conversation
+import pytest
+from rollsum_evals.data import hf, load
+from rollsum_evals.data.synth import make_conversation
 
 pytest.importorskip("datasets")
 
 
-def test_round_trip_through_a_dataset_keeps_everything(tmp_path):
+def test_round_trip_through_a_dataset_keeps_everything(tmp_path: Path) -> None:
     convs = [make_conversation("agent", n_messages=60, seed=1), make_conversation("chat", n_messages=40, seed=2)]
     out = tmp_path / "hfdir"
     hf.save(convs, out)
     assert load(out) == convs
 
 
-def test_plain_chat_datasets_are_read_as_exports():
-    from datasets import Dataset
+def test_plain_chat_datasets_are_read_as_exports() -> None:
+    from datasets import Dataset  # type: ignore[attr-defined]
 
     ds = Dataset.from_list([{"messages": [{"role": "user", "content": "hi"},
                                           {"role": "assistant", "content": "hello"}]}])
@@ -22,7 +23,7 @@ def test_plain_chat_datasets_are_read_as_exports():
     assert [m.role for m in conv.messages] == ["user", "assistant"]
 
 
-def test_not_a_dataset_is_a_config_error(tmp_path):
+def test_not_a_dataset_is_a_config_error(tmp_path: Path) -> None:
     from rollsum.errors import ConfigError
 
     with pytest.raises(ConfigError):

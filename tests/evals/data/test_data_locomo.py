@@ -2,9 +2,10 @@ import json
 from pathlib import Path
 
 import pytest
+from rollsum_evals.data import guess_format, load, validate
+from rollsum_evals.data.locomo import UNANSWERABLE, parse_session_date
+from rollsum_evals.data.types import Conversation
 
-from evals.data import guess_format, load, validate
-from evals.data.locomo import UNANSWERABLE, parse_session_date
 from rollsum.errors import ConfigError
 
 TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
@@ -12,57 +13,57 @@ REAL = Path(__file__).resolve().parents[4] / "shared" / "datasets" / "locomo" / 
 
 
 @pytest.fixture(scope="module")
-def tiny():
+def tiny() -> Conversation:
     (conv,) = load(TINY)
     return conv
 
 
-def test_format_is_guessed():
+def test_format_is_guessed() -> None:
     assert guess_format(str(TINY)) == "locomo"
 
 
-def test_turns_become_messages_with_dia_ids_and_roles_by_first_speaker(tiny):
+def test_turns_become_messages_with_dia_ids_and_roles_by_first_speaker(tiny: Conversation) -> None:
     assert [m.id for m in tiny.messages] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
     assert [m.role for m in tiny.messages] == ["user", "assistant", "user", "assistant", "user"]
     assert tiny.messages[1].name == "Ben"
 
 
-def test_session_date_is_kept(tiny):
+def test_session_date_is_kept(tiny: Conversation) -> None:
     m = tiny.messages[3]
     assert m.meta["session_date"] == "10:15 am on 9 March, 2022"
     assert m.created_at == "2022-03-09T10:15:00"
     assert parse_session_date("not a date") is None
 
 
-def test_image_captions_become_text(tiny):
+def test_image_captions_become_text(tiny: Conversation) -> None:
     assert tiny.messages[1].content.endswith("[shares a photo: a photo of a canal with boats]")
 
 
-def test_qa_becomes_probes_with_named_categories(tiny):
+def test_qa_becomes_probes_with_named_categories(tiny: Conversation) -> None:
     cats = [(p.category, p.meta["locomo_category"]) for p in tiny.probes]
     assert cats == [("single-hop", 4), ("temporal", 2), ("adversarial", 5), ("multi-hop", 1), ("open-domain", 3)]
     assert tiny.probes[1].answer == "2021"  # numbers become strings
 
 
-def test_joined_and_padded_evidence_is_normalised(tiny):
+def test_joined_and_padded_evidence_is_normalised(tiny: Conversation) -> None:
     assert tiny.probes[1].evidence == ("D1:3", "D2:1")
     assert tiny.probes[2].evidence == ("D2:2",)
     assert tiny.probes[3].evidence == ("D1:2",)
     assert tiny.probes[3].meta["unresolved_evidence"] == ["D2:9"]
 
 
-def test_adversarial_without_answer_keeps_the_trap_in_meta(tiny):
+def test_adversarial_without_answer_keeps_the_trap_in_meta(tiny: Conversation) -> None:
     p = tiny.probes[2]
     assert p.answer == UNANSWERABLE
     assert p.meta["adversarial_answer"] == "chess"
 
 
-def test_session_summaries_become_references_covering_their_session(tiny):
+def test_session_summaries_become_references_covering_their_session(tiny: Conversation) -> None:
     assert [(r.id, r.covers) for r in tiny.references] == [
         ("tiny-1:session_1", ("D1:1", "D1:2", "D1:3")), ("tiny-1:session_2", ("D2:1", "D2:2"))]
 
 
-def test_broken_sample_is_a_config_error_in_strict_mode(tmp_path):
+def test_broken_sample_is_a_config_error_in_strict_mode(tmp_path: Path) -> None:
     data = json.loads(TINY.read_text())
     data[0]["qa"][0]["category"] = 9
     f = tmp_path / "bad.json"
@@ -73,7 +74,7 @@ def test_broken_sample_is_a_config_error_in_strict_mode(tmp_path):
     assert not validate(f).ok
 
 
-def test_truncated_locomo_file_is_one_clear_error(tmp_path):
+def test_truncated_locomo_file_is_one_clear_error(tmp_path: Path) -> None:
     f = tmp_path / "cut.json"
     f.write_text(TINY.read_text()[:300])
     report = validate(f)
@@ -82,7 +83,7 @@ def test_truncated_locomo_file_is_one_clear_error(tmp_path):
 
 @pytest.mark.locomo
 @pytest.mark.skipif(not REAL.exists(), reason=f"LoCoMo dev file not present at {REAL}")
-def test_real_locomo_dev_file_shape():
+def test_real_locomo_dev_file_shape() -> None:
     convs = load(REAL)
     assert len(convs) == 3
     assert sum(len(c.messages) for c in convs) == 1297

@@ -1,20 +1,22 @@
 import hashlib
 import json
 import re
+from pathlib import Path
 
 import pytest
+from rollsum_evals.data import load, parse_synth_spec, write_jsonl, write_streamed
+from rollsum_evals.data.synth import CATEGORIES, SyntheticConversation, generate, make_conversation
+from rollsum_evals.data.types import Conversation
 
-from evals.data import load, parse_synth_spec, write_jsonl, write_streamed
-from evals.data.synth import CATEGORIES, SyntheticConversation, generate, make_conversation
 from rollsum.errors import ConfigError
 
 
 @pytest.fixture(scope="module", params=["chat", "agent", "mixed"])
-def conv(request):
+def conv(request: pytest.FixtureRequest) -> Conversation:
     return make_conversation(request.param, n_messages=600, seed=11)
 
 
-def test_same_seed_same_conversation_different_seed_different():
+def test_same_seed_same_conversation_different_seed_different() -> None:
     a = make_conversation("mixed", n_messages=300, seed=5)
     b = make_conversation("mixed", n_messages=300, seed=5)
     c = make_conversation("mixed", n_messages=300, seed=6)
@@ -22,47 +24,47 @@ def test_same_seed_same_conversation_different_seed_different():
     assert a.messages != c.messages
 
 
-def test_known_bytes_pin_cross_platform_determinism():
+def test_known_bytes_pin_cross_platform_determinism() -> None:
     # If this changes, the generator's output changed: bump GENERATOR_VERSION, regenerate
     # datasets/synthetic and its manifest (see datasets/README.md).
-    from evals.data.jsonl import dumps
+    from rollsum_evals.data.jsonl import dumps
 
     raw = dumps(make_conversation("mixed", n_messages=200, seed=1)).encode()
     assert hashlib.sha256(raw).hexdigest() == "888f71239dad43580a85b710fd3b83fdbf582089ad9fb47e342a02b9cc48cd53"
 
 
-def test_exact_length_and_unique_ids(conv):
+def test_exact_length_and_unique_ids(conv: Conversation) -> None:
     assert len(conv.messages) == 600
     ids = [m.id for m in conv.messages]
     assert len(set(ids)) == len(ids)
     assert ids[7] == f"{conv.id}:7"
 
 
-def test_timestamps_never_go_backwards(conv):
-    stamps = [m.created_at for m in conv.messages]
+def test_timestamps_never_go_backwards(conv: Conversation) -> None:
+    stamps = [m.created_at or "" for m in conv.messages]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", s or "") for s in stamps)
     assert stamps == sorted(stamps)
 
 
-def test_every_category_is_probed(conv):
+def test_every_category_is_probed(conv: Conversation) -> None:
     assert {p.category for p in conv.probes} == set(CATEGORIES)
 
 
-def test_answers_appear_verbatim_in_their_evidence(conv):
+def test_answers_appear_verbatim_in_their_evidence(conv: Conversation) -> None:
     by_id = {m.id: m for m in conv.messages}
     for p in conv.probes:
         assert p.evidence, p
         assert all(p.answer in by_id[e].content for e in p.evidence), p
 
 
-def test_answers_are_not_leaked_elsewhere(conv):
+def test_answers_are_not_leaked_elsewhere(conv: Conversation) -> None:
     """Retention is only a real test if the answer is found only where it was planted."""
     for p in conv.probes:
         holders = {m.id for m in conv.messages if p.answer.lower() in m.content.lower()}
         assert holders == set(p.evidence), p
 
 
-def test_superseded_probes_answer_the_latest_value(conv):
+def test_superseded_probes_answer_the_latest_value(conv: Conversation) -> None:
     by_id = {m.id: i for i, m in enumerate(conv.messages)}
     sup = [p for p in conv.probes if p.category == "superseded"]
     assert sup
@@ -74,19 +76,19 @@ def test_superseded_probes_answer_the_latest_value(conv):
         assert by_id[old.id] < by_id[new.id]
 
 
-def test_facts_are_planted_in_the_first_70_percent_by_default(conv):
+def test_facts_are_planted_in_the_first_70_percent_by_default(conv: Conversation) -> None:
     n = len(conv.messages)
     index = {m.id: i for i, m in enumerate(conv.messages)}
     planted = [index[p.meta["planted_at"]] for p in conv.probes]
     assert max(planted) <= 0.75 * n and min(planted) < 0.2 * n
 
 
-def test_distractors_are_the_bulk(conv):
+def test_distractors_are_the_bulk(conv: Conversation) -> None:
     evidence = {e for p in conv.probes for e in (*p.evidence, p.meta["planted_at"])}
     assert len(evidence) < 0.1 * len(conv.messages)
 
 
-def test_realistic_message_lengths():
+def test_realistic_message_lengths() -> None:
     c = make_conversation("chat", n_messages=400, seed=2)
     user = [len(m.content.split()) for m in c.messages if m.role == "user"]
     asst = [len(m.content.split()) for m in c.messages if m.role == "assistant"]
@@ -94,7 +96,7 @@ def test_realistic_message_lengths():
     assert 30 <= sum(asst) / len(asst) <= 150
 
 
-def test_agent_tool_calls_pair_with_results():
+def test_agent_tool_calls_pair_with_results() -> None:
     c = make_conversation("agent", n_messages=500, seed=3)
     tools = {m.name for m in c.messages if m.role == "tool"}
     assert {"read_file", "execute_bash", "grep", "edit_file", "create_file", "search_files"} <= tools
@@ -108,20 +110,20 @@ def test_agent_tool_calls_pair_with_results():
     assert all("path" in m.meta for m in c.messages if m.name in ("read_file", "edit_file", "create_file"))
 
 
-def test_mixed_has_both_kinds_of_talk():
+def test_mixed_has_both_kinds_of_talk() -> None:
     c = make_conversation("mixed", n_messages=600, seed=4)
     roles = {m.role for m in c.messages}
     assert "tool" in roles
     assert {p.meta["channel"] for p in c.probes} == {"chat", "agent"}
 
 
-def test_generate_streams_lazily():
+def test_generate_streams_lazily() -> None:
     stream = generate("agent", n_messages=10_000_000, seed=1)
     first = [next(stream) for _ in range(5)]
     assert len(first) == 5
 
 
-def test_streamed_file_equals_in_memory_file(tmp_path):
+def test_streamed_file_equals_in_memory_file(tmp_path: Path) -> None:
     spec = "synth:mixed?conversations=2&messages=120-200&seed=9"
     write_streamed(parse_synth_spec(spec), tmp_path / "a.jsonl")
     write_jsonl(load(spec), tmp_path / "b.jsonl")
@@ -129,7 +131,7 @@ def test_streamed_file_equals_in_memory_file(tmp_path):
     assert load(tmp_path / "a.jsonl") == load(spec)
 
 
-def test_spec_string_gives_the_requested_shape():
+def test_spec_string_gives_the_requested_shape() -> None:
     convs = load("synth:chat?conversations=3&messages=80&seed=1&facts=4")
     assert [len(c.messages) for c in convs] == [80, 80, 80]
     assert all(len(c.probes) == 4 for c in convs)
@@ -138,22 +140,22 @@ def test_spec_string_gives_the_requested_shape():
 
 @pytest.mark.parametrize("spec", ["synth:poetry?messages=5", "synth:chat?messages=lots",
                                   "synth:chat?colour=red", "synth:chat?conversations=0"])
-def test_bad_specs_are_config_errors(spec):
+def test_bad_specs_are_config_errors(spec: str) -> None:
     with pytest.raises(ConfigError):
         load(spec)
 
 
-def test_probes_are_available_without_holding_messages():
+def test_probes_are_available_without_holding_messages() -> None:
     sc = SyntheticConversation("chat", n_messages=300, seed=1)
     assert sc.probes() == make_conversation("chat", n_messages=300, seed=1).probes
 
 
-def test_tiny_conversations_have_no_probes_but_are_valid():
+def test_tiny_conversations_have_no_probes_but_are_valid() -> None:
     c = make_conversation("chat", n_messages=3, seed=1)
     assert len(c.messages) == 3 and c.probes == ()
 
 
-def test_output_is_plain_json_without_platform_dependent_values(tmp_path):
+def test_output_is_plain_json_without_platform_dependent_values(tmp_path: Path) -> None:
     write_streamed(parse_synth_spec("synth:agent?messages=50&seed=2"), tmp_path / "x.jsonl")
     raw = (tmp_path / "x.jsonl").read_bytes()
     json.loads(raw)

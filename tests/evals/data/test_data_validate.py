@@ -3,9 +3,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from rollsum_evals.cli import main
+from rollsum_evals.data import Limits, load, validate
 
-from evals.cli import main
-from evals.data import Limits, load, validate
 from rollsum.errors import ConfigError
 
 HERE = Path(__file__).parent
@@ -21,12 +21,12 @@ EXPECTED = {
 }
 
 
-def test_the_corpus_covers_every_expected_case():
+def test_the_corpus_covers_every_expected_case() -> None:
     assert {p.name for p in MALFORMED} == set(EXPECTED)
 
 
 @pytest.mark.parametrize("path", MALFORMED, ids=lambda p: p.name)
-def test_each_malformed_file_gets_one_clear_error_naming_file_and_line(path):
+def test_each_malformed_file_gets_one_clear_error_naming_file_and_line(path: Path) -> None:
     report = validate(path)
     assert not report.ok
     assert len(report.errors) == 1
@@ -36,7 +36,8 @@ def test_each_malformed_file_gets_one_clear_error_naming_file_and_line(path):
 
 
 @pytest.mark.parametrize("path", MALFORMED, ids=lambda p: p.name)
-def test_cli_validate_exits_2_with_one_error_line_and_no_traceback(path, capsys):
+def test_cli_validate_exits_2_with_one_error_line_and_no_traceback(path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -47,7 +48,7 @@ def _record(cid: str, content: str = "hello there") -> str:
     return json.dumps({"id": cid, "messages": [{"id": "m1", "role": "user", "content": content}]})
 
 
-def test_a_50_mb_message_is_rejected_without_loading_it(tmp_path, capsys):
+def test_a_50_mb_message_is_rejected_without_loading_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     big = tmp_path / "big.jsonl"
     with open(big, "w") as fh:
         fh.write(_record("ok") + "\n")
@@ -63,14 +64,14 @@ def test_a_50_mb_message_is_rejected_without_loading_it(tmp_path, capsys):
     assert [c.id for c in load(big)] == ["ok"]
 
 
-def test_message_over_the_character_limit_is_an_error_when_the_line_fits(tmp_path):
+def test_message_over_the_character_limit_is_an_error_when_the_line_fits(tmp_path: Path) -> None:
     f = tmp_path / "long.jsonl"
     f.write_text(_record("c", "a" * 2000) + "\n")
     report = validate(f, limits=Limits(max_message_chars=1000))
     assert "expected at most 1,000 characters" in str(report.errors[0])
 
 
-def test_a_bad_record_among_many_is_reported_with_its_line_and_skipped(tmp_path):
+def test_a_bad_record_among_many_is_reported_with_its_line_and_skipped(tmp_path: Path) -> None:
     f = tmp_path / "many.jsonl"
     lines = [_record(f"c{i}") for i in range(3000)]
     lines[1234] = _record("bad", content="")
@@ -84,7 +85,7 @@ def test_a_bad_record_among_many_is_reported_with_its_line_and_skipped(tmp_path)
         load(f, strict=True)
 
 
-def test_strict_validation_turns_warnings_into_errors(tmp_path):
+def test_strict_validation_turns_warnings_into_errors(tmp_path: Path) -> None:
     f = tmp_path / "warn.jsonl"
     rec = {"id": "c", "messages": [{"id": "m1", "role": "user", "content": "hi"}], "extra": 1}
     f.write_text(json.dumps(rec) + "\n")
@@ -92,29 +93,29 @@ def test_strict_validation_turns_warnings_into_errors(tmp_path):
     assert not validate(f, strict=True).ok
 
 
-def test_duplicate_conversation_ids_in_a_file_are_errors(tmp_path):
+def test_duplicate_conversation_ids_in_a_file_are_errors(tmp_path: Path) -> None:
     f = tmp_path / "dup.jsonl"
     f.write_text(_record("same") + "\n" + _record("same") + "\n")
     report = validate(f)
     assert len(report.errors) == 1 and report.errors[0].line == 2
 
 
-def test_missing_file_is_a_user_error(tmp_path, capsys):
+def test_missing_file_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "validate", str(tmp_path / "nope.jsonl")]) == 2
     assert "Traceback" not in capsys.readouterr().err
 
 
-def test_valid_fixture_passes(tmp_path):
+def test_valid_fixture_passes(tmp_path: Path) -> None:
     f = tmp_path / "v.jsonl"
     shutil.copy(HERE / "fixtures" / "valid.jsonl", f)
     assert validate(f).ok
 
 
-def test_schema_file_accepts_a_canonical_record():
+def test_schema_file_accepts_a_canonical_record() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     from importlib.resources import files
 
-    schema = json.loads(files("evals.data").joinpath("conversation.schema.json").read_text())
+    schema = json.loads(files("rollsum_evals.data").joinpath("conversation.schema.json").read_text())
     rec = json.loads((HERE / "fixtures" / "valid.jsonl").read_text().splitlines()[0])
     jsonschema.validate(rec, schema)
     rec["messages"][0]["role"] = "robot"

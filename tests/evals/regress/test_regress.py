@@ -3,9 +3,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from rollsum_evals.cli import main
+from rollsum_evals.regress import Tolerance, regress
 
-from evals.cli import main
-from evals.regress import Tolerance, regress
 from tests.evals.report.fakerun import make_run
 
 CONFIGS = {"since-last[keep_last=10]": 0.8, "truncate[n=10]": 0.3}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import matplotlib.image as mpimg
 import pytest
+from rollsum_evals.report import write_report
 
-from evals.report import write_report
 from tests.evals.report.fakerun import make_run
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))

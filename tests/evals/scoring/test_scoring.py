@@ -4,14 +4,15 @@ import math
 import random
 
 import pytest
+from rollsum_evals import scoring
+from rollsum_evals.data.types import Conversation, Probe
+from rollsum_evals.replay.trace import Text, TextRef, Trace, TurnRecord
+from rollsum_evals.scoring.base import Scores, ScoringPlan
+from rollsum_evals.scoring.rouge import rouge_l
+from rollsum_evals.scoring.text import contains, locomo_f1, normalize_answer, token_f1
+from rollsum_evals.units import Unit
 from rouge_score import rouge_scorer
 
-from evals.data.types import Conversation, Probe
-from evals.replay import Snapshot, Trace, TurnRecord
-from evals.scoring import ScoreContext, score_all
-from evals.scoring.rouge import rouge_l
-from evals.scoring.text import contains, locomo_f1, normalize_answer, token_f1
-from evals.spec import Unit
 from rollsum.types import Message, SummaryRecord, Usage
 
 
@@ -44,11 +45,26 @@ def test_rouge_l_matches_rouge_score_exactly() -> None:
         assert rouge_l(a, b) == pytest.approx(scorer.score(a, b)["rougeL"].fmeasure, abs=1e-12)
 
 
-def _unit(scorers: tuple[str, ...]) -> Unit:
-    return Unit(unit_id="u", dataset="d", conversation_id="c", dataset_hash="h", config="cfg",
-                preset="since-last", params_json="{}", prompt="", model="extractive", seed=0,
-                context_window=1000, probe_timing="end", scorers=scorers,
-                main_model="claude-haiku-4-5")
+UNIT = Unit(unit_id="u", dataset="d", conversation_id="c", dataset_hash="h", config="cfg",
+            preset="since-last", params_json="{}", prompt="", model="extractive", seed=0,
+            context_window=1000)
+
+
+def _score(scorers: tuple[str, ...], conv: Conversation, trace: Trace) -> Scores:
+    return scoring.score(ScoringPlan(scorers=scorers), UNIT, conv, trace)[1]
+
+
+def _with_context_at_7(trace: Trace, items: tuple[Text | tuple[int, int], ...]) -> None:
+    """Make the last turn's context `items` (texts or message ranges)."""
+    comp: list[TextRef | tuple[int, int]] = []
+    for item in items:
+        if isinstance(item, Text):
+            trace.texts[item.id] = item
+            comp.append(TextRef(item.id))
+        else:
+            comp.append(item)
+    last = trace.turns[7]
+    trace.turns[7] = TurnRecord(7, last.role, last.context_tokens, 0, 1, 0, tuple(comp))
 
 
 def _case() -> tuple[Conversation, Trace]:
@@ -67,20 +83,16 @@ def _case() -> tuple[Conversation, Trace]:
                        covered_ids=("m0", "m1", "m2", "m3"), seq=0)
     r1 = SummaryRecord(id="r1", conversation_id="c", text="Meeting on May 8.",
                        covered_ids=("m4", "m5"), seq=1)
-    snap = Snapshot(turn=7, context=(Message("assistant", r1.render()), msgs[6], msgs[7]),
-                    summary_text=r1.render(), verbatim_text="actually the meeting is June 17\ngot it")
     trace = Trace(unit_id="u", messages=msgs, summaries=[r0, r1], summary_turns=[4, 6],
-                  snapshots={7: snap}, asked_turn={p.id: 7 for p in probes},
-                  evidence_turn={"p-code": 0, "p-venue": 2, "p-meet": 6, "p-adv": -1},
-                  turns=[TurnRecord(i, m.role, 10 * (i + 1), 1, 0) for i, m in enumerate(msgs)],
+                  turns=[TurnRecord(i, m.role, 10 * (i + 1), 0, 1, 0, ((0, i + 1),)) for i, m in enumerate(msgs)],
                   usage=Usage(100, 20, calls=2))
+    _with_context_at_7(trace, (Text("assistant", None, r1.render()), (6, 8)))
     return conv, trace
 
 
 def test_retention_stale_and_where_facts_die() -> None:
     conv, trace = _case()
-    s = score_all(("answer_retention", "fact_survival", "cost"),
-                  ScoreContext(unit=_unit(()), conversation=conv, trace=trace))
+    s = _score(("answer_retention", "fact_survival", "cost"), conv, trace)
     p = s.probes
     assert p["p-code"]["retained"] is False and p["p-code"]["baseline_retained"] is True
     assert p["p-code"]["died_at_generation"] == 1  # in r0, lost by r1
@@ -99,16 +111,14 @@ def test_retention_stale_and_where_facts_die() -> None:
 
 def test_stale_value_counts_when_the_current_one_is_gone() -> None:
     conv, trace = _case()
-    snap = trace.snapshots[7]
-    trace.snapshots[7] = Snapshot(7, (Message("assistant", "Meeting on May 8."),), "Meeting on May 8.", "")
-    s = score_all(("answer_retention",), ScoreContext(unit=_unit(()), conversation=conv, trace=trace))
+    _with_context_at_7(trace, (Text("assistant", None, "Meeting on May 8."),))
+    s = _score(("answer_retention",), conv, trace)
     assert s.probes["p-meet"]["stale"] is True
     assert s.unit["stale_rate"] == 1.0
-    assert snap.turn == 7
 
 
 def test_rouge_without_references_is_nan_and_span_is_scored() -> None:
     conv, trace = _case()
-    s = score_all(("rouge",), ScoreContext(unit=_unit(()), conversation=conv, trace=trace))
+    s = _score(("rouge",), conv, trace)
     assert math.isnan(s.unit["rouge_l"])
     assert 0 < s.unit["rouge_l_span"] <= 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evals.scoring.text import contains, normalize_answer, normalize_text
+from rollsum_evals.scoring.text import contains, normalize_answer, normalize_text
 
 
 def test_punctuation_separates_words_so_paths_in_tool_output_are_found() -> None:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from evals.cli import main
-from evals.spec import load_spec
+from rollsum_evals.cli import main
+from rollsum_evals.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 NIGHTLY = ROOT / "evals" / "sweeps" / "nightly.toml"

@@ -4,8 +4,9 @@ import re
 from pathlib import Path
 
 import pytest
+from rollsum_evals.spec import parse_spec
+from rollsum_evals.units import Unit, expand, variants
 
-from evals.spec import expand, parse_spec, variants
 from rollsum.errors import ConfigError
 
 SPEC = """
@@ -30,12 +31,9 @@ grid = { keep_last = [2, 5] }
 preset = "full-context"
 """
 
-VERSIONS = {"answer_retention": "1", "fact_survival": "1", "cost": "1"}
-
-
-def _units(text: str = SPEC, **kw: object) -> list:
+def _units(text: str = SPEC, **kw: object) -> list[Unit]:
     spec = parse_spec(text, "t.toml", **kw)  # type: ignore[arg-type]
-    return expand(spec, {d.name: ("h", ["c1", "c2"]) for d in spec.datasets}, VERSIONS)
+    return expand(spec, {d.name: ("h", ["c1", "c2"]) for d in spec.datasets})
 
 
 def test_grid_expands_to_labelled_units_per_conversation_and_seed() -> None:
@@ -51,9 +49,17 @@ def test_unit_ids_are_stable_and_change_with_what_defines_a_unit() -> None:
     assert [u.unit_id for u in a] == [u.unit_id for u in b]
     changed = _units(SPEC.replace("context_window = 4000", "context_window = 5000"))
     assert not {u.unit_id for u in a} & {u.unit_id for u in changed}
-    v2 = expand(parse_spec(SPEC, "t.toml"), {"d": ("h", ["c1", "c2"])},
-                {**VERSIONS, "cost": "2"})
-    assert not {u.unit_id for u in a} & {u.unit_id for u in v2}
+    other_data = expand(parse_spec(SPEC, "t.toml"), {"d": ("h2", ["c1", "c2"])})
+    assert not {u.unit_id for u in a} & {u.unit_id for u in other_data}
+
+
+def test_unit_ids_are_the_replay_identity_only() -> None:
+    """Scoring (scorers, probe timing, main-model prices, QA model) never changes a Unit id:
+    a re-scored or differently scored run re-uses its replays."""
+    a = _units()
+    scored_otherwise = _units('scorers = ["answer_retention", "rouge"]\nmain_model = "claude-sonnet-4-5"\n'
+                              + SPEC + '\n[probes]\nages = [3, 9]\n')
+    assert [u.unit_id for u in a] == [u.unit_id for u in scored_otherwise]
 
 
 def test_locomo_dataset_is_included_only_with_a_path() -> None:
@@ -89,22 +95,18 @@ def test_mistakes_name_file_line_and_field(text: str, needle: str) -> None:
 AGES = SPEC + '\n[probes]\nages = [60, 5, 20]\n'
 
 
-def test_probe_ages_become_the_units_timing_and_change_unit_ids() -> None:
+def test_probe_ages_become_the_scoring_plans_timing() -> None:
     spec = parse_spec(AGES, "t.toml")
     assert spec.probes.key == "ages:5,20,60+end"
-    units = _units(AGES)
-    assert {u.probe_timing for u in units} == {"ages:5,20,60+end"}
-    assert units[0].timing.ages == (5, 20, 60) and units[0].timing.end
-    assert units[0].after_turns is None
-    no_end = _units(AGES.replace("[60, 5, 20]", "[60, 5, 20]\nend = false"))
-    assert {u.probe_timing for u in no_end} == {"ages:5,20,60"}
-    assert not {u.unit_id for u in units} & {u.unit_id for u in _units()}
+    assert spec.scoring.timing.ages == (5, 20, 60) and spec.scoring.timing.end
+    no_end = parse_spec(AGES.replace("[60, 5, 20]", "[60, 5, 20]\nend = false"), "t.toml")
+    assert no_end.scoring.timing.key == "ages:5,20,60"
 
 
 def test_old_probe_timings_still_parse() -> None:
-    after = _units(SPEC + '\n[probes]\nask = "after"\nafter_turns = 7\n')
-    assert after[0].probe_timing == "after:7" and after[0].after_turns == 7
-    assert _units()[0].probe_timing == "end" and _units()[0].after_turns is None
+    after = parse_spec(SPEC + '\n[probes]\nask = "after"\nafter_turns = 7\n', "t.toml").scoring.timing
+    assert after.key == "after:7" and after.after_turns == 7
+    assert parse_spec(SPEC, "t.toml").scoring.timing.key == "end"
 
 
 @pytest.mark.parametrize(("probes", "needle"), [
@@ -141,7 +143,7 @@ def test_set_mistakes_are_config_errors(item: str, needle: str) -> None:
 
 
 def test_unit_cache_switch_is_a_checked_boolean(tmp_path: Path) -> None:
-    from evals.spec import load_spec
+    from rollsum_evals.spec import load_spec
 
     p = tmp_path / "s.toml"
     p.write_text('name = "x"\nunit_cache = false\n[[datasets]]\nname = "d"\n'

@@ -2,8 +2,7 @@ import math
 
 import numpy as np
 import pytest
-
-from evals.stats import cluster_bootstrap, holm_adjust, holm_intervals, holm_levels, paired_bootstrap
+from rollsum_evals.stats import cluster_bootstrap, holm_adjust, holm_intervals, holm_levels, paired_bootstrap
 
 
 def test_constant_values_give_a_degenerate_interval() -> None:

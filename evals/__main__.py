@@ -1,5 +1,0 @@
-import sys
-
-from evals.cli import main
-
-sys.exit(main())

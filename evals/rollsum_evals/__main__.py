@@ -1,0 +1,5 @@
+import sys
+
+from rollsum_evals.cli import main
+
+sys.exit(main())

@@ -1,0 +1,214 @@
+"""`rollsum data`: make, check, convert and describe conversation datasets.
+
+Handlers import the data package lazily so `rollsum --help` stays instant. A bad input file is
+a user mistake: it is reported in one line per problem and exits 2, never with a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+EXIT_OK, EXIT_USAGE = 0, 2
+log = logging.getLogger(__name__)
+
+
+def _user_errors(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """File-system failures on the user's paths are user mistakes: one line, exit 2."""
+
+    @wraps(fn)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except (OSError, UnicodeDecodeError) as err:
+            from rollsum.errors import ConfigError
+
+            raise ConfigError(str(err)) from None
+
+    return run
+
+
+def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
+    data = sub.add_parser("data", help="make, validate, convert and describe conversation datasets",
+                          description="Conversation datasets: synthetic generation, validation, "
+                          "conversion to canonical JSONL or Hugging Face, and statistics.")
+    dsub = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
+    dsub.required = True
+
+    p = dsub.add_parser("synth", help="generate synthetic conversations with planted facts",
+                        description="Stream seeded synthetic conversations (with probes) to canonical JSONL.")
+    p.add_argument("--flavor", choices=("chat", "agent", "mixed"), default="chat")
+    p.add_argument("--conversations", type=int, default=1, metavar="N")
+    p.add_argument("--messages", default="300", metavar="M",
+                   help="messages per conversation, or a range LOW-HIGH (seeded per conversation)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--facts", type=int, default=None, help="probes per conversation (default: messages/30)")
+    p.add_argument("--out", required=True, metavar="FILE", help="output .jsonl (written atomically)")
+    p.add_argument("--manifest", default=None, metavar="FILE",
+                   help="record the spec, generator version and sha256 of --out in this manifest.json")
+    p.set_defaults(func=cmd_synth)
+
+    p = dsub.add_parser("validate", help="check a dataset file; exit 2 if anything is wrong",
+                        description="Check every record; each problem names file, line, conversation, field "
+                        "and what was expected.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--format", default=None, help="jsonl, chat, locomo, hf (default: guessed)")
+    p.add_argument("--strict", action="store_true", help="warnings are errors; stop at the first error")
+    _limit_args(p)
+    p.set_defaults(func=cmd_validate)
+
+    p = dsub.add_parser("convert", help="convert a dataset to canonical JSONL or a Hugging Face directory",
+                        description="Read any supported format and write canonical JSONL (default) or a "
+                        "Hugging Face dataset directory (--to hf).")
+    p.add_argument("--from", dest="from_format", default=None, metavar="FORMAT",
+                   help="jsonl, chat, locomo, hf, synth (default: guessed)")
+    p.add_argument("--to", dest="to_format", choices=("jsonl", "hf"), default="jsonl")
+    p.add_argument("--strict", action="store_true", help="fail on the first bad record instead of skipping")
+    p.add_argument("input", metavar="IN")
+    p.add_argument("output", metavar="OUT")
+    _limit_args(p)
+    p.set_defaults(func=cmd_convert)
+
+    p = dsub.add_parser("stats", help="conversations, messages, tokens and probes of a dataset",
+                        description="Counts by role and probe category; tokens by the chars/4 heuristic.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--format", default=None)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _limit_args(p)
+    p.set_defaults(func=cmd_stats)
+
+
+def _limit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-line-bytes", type=int, default=None, metavar="N",
+                   help="longest accepted JSONL line (default 32 MiB)")
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits
+
+    if getattr(args, "max_line_bytes", None):
+        return Limits(max_line_bytes=args.max_line_bytes)
+    return DEFAULT_LIMITS
+
+
+def _progress(total: int | None, desc: str, unit: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not sys.stderr.isatty(),
+                unit_scale=True, mininterval=0.5)
+
+
+@_user_errors
+def cmd_synth(args: argparse.Namespace) -> int:
+    from rollsum_evals.data import synth
+    from rollsum_evals.data.formats import parse_synth_spec
+    from rollsum_evals.data.jsonl import write_streamed
+
+    spec = f"synth:{args.flavor}?conversations={args.conversations}&messages={args.messages}&seed={args.seed}"
+    if args.facts is not None:
+        spec += f"&facts={args.facts}"
+    items = parse_synth_spec(spec)
+    low, _, high = str(args.messages).partition("-")
+    total = args.conversations * (int(high) if high else int(low)) if low.isdigit() else None
+    with _progress(total, f"synth {args.flavor}", "msg") as bar:
+        n = write_streamed(items, args.out, on_message=lambda: bar.update(1))
+    print(f"wrote {n} conversation(s) to {args.out} (generator {synth.GENERATOR_VERSION}, spec {spec})")
+    if args.manifest:
+        from rollsum_evals.data import manifest
+
+        command = (f"rollsum data synth --flavor {args.flavor} --conversations {args.conversations} "
+                   f"--messages {args.messages} --seed {args.seed}"
+                   + (f" --facts {args.facts}" if args.facts is not None else "")
+                   + f" --out {args.out} --manifest {args.manifest}")
+        entry = manifest.record(args.manifest, args.out, spec=spec, generator_version=synth.GENERATOR_VERSION,
+                                command=command)
+        print(f"recorded sha256 {entry['sha256']} in {args.manifest}")
+    return EXIT_OK
+
+
+@_user_errors
+def cmd_validate(args: argparse.Namespace) -> int:
+    from rollsum_evals.data import validate
+
+    report = validate(args.file, strict=args.strict, format=args.format, limits=_limits(args))
+    for issue in report.issues:
+        print(f"{issue.severity}: {issue}", file=sys.stderr if issue.severity == "error" else sys.stdout)
+    verdict = "ok" if report.ok else "invalid"
+    print(f"{args.file}: {verdict}: {report.records} record(s), {report.valid_records} valid, "
+          f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)")
+    return EXIT_OK if report.ok else EXIT_USAGE
+
+
+@_user_errors
+def cmd_convert(args: argparse.Namespace) -> int:
+    from rollsum_evals.data import iter_conversations
+    from rollsum_evals.data.jsonl import write_jsonl
+
+    if os.path.abspath(args.input) == os.path.abspath(args.output):
+        from rollsum.errors import ConfigError
+
+        raise ConfigError(f"{args.output}: output must differ from the input")
+    convs = iter_conversations(args.input, args.from_format, strict=args.strict, limits=_limits(args))
+    with _progress(None, "convert", "conv") as bar:
+        def counted() -> Any:
+            for c in convs:
+                bar.update(1)
+                yield c
+
+        if args.to_format == "hf":
+            from rollsum_evals.data import hf
+
+            conversations = list(counted())
+            hf.save(conversations, args.output)
+            n = len(conversations)
+        else:
+            n = write_jsonl(counted(), args.output)
+    print(f"wrote {n} conversation(s) to {args.output} ({args.to_format})")
+    return EXIT_OK
+
+
+@_user_errors
+def cmd_stats(args: argparse.Namespace) -> int:
+    from rollsum.tokens import HeuristicCounter
+    from rollsum_evals.data import iter_conversations
+
+    counter = HeuristicCounter()
+    roles: Counter[str] = Counter()
+    cats: Counter[str] = Counter()
+    convs = msgs = tokens = refs = 0
+    longest = 0
+    for conv in iter_conversations(args.file, args.format, limits=_limits(args)):
+        convs += 1
+        msgs += len(conv.messages)
+        longest = max(longest, len(conv.messages))
+        refs += len(conv.references)
+        for m in conv.messages:
+            roles[m.role] += 1
+            tokens += counter.count(m.content) + counter.overhead
+        cats.update(p.category for p in conv.probes)
+    if convs == 0:
+        from rollsum.errors import ConfigError
+
+        raise ConfigError(f"{args.file}: no readable conversation (see the warnings above, or run "
+                          "`rollsum data validate` on it)")
+    stats = {"conversations": convs, "messages": msgs, "max_messages": longest, "tokens": tokens,
+             "references": refs, "messages_by_role": dict(sorted(roles.items())),
+             "probes": sum(cats.values()), "probes_by_category": dict(sorted(cats.items()))}
+    if args.json:
+        print(json.dumps(stats, indent=2))
+        return EXIT_OK
+    rows = [("conversations", convs), ("messages", msgs), ("longest conversation", longest),
+            ("tokens (chars/4 + overhead)", tokens), ("references", refs)]
+    rows += [(f"  role {k}", v) for k, v in sorted(roles.items())]
+    rows += [("probes", sum(cats.values()))] + [(f"  {k}", v) for k, v in sorted(cats.items())]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v:>12,}")
+    return EXIT_OK

@@ -1,0 +1,97 @@
+"""`rollsum run SPEC` and `rollsum demo`: run a sweep into a run directory (and report it)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+QUICKSTART = "quickstart.toml"
+
+
+def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
+    run = sub.add_parser("run", help="replay a sweep spec into a run directory",
+                         description="Replay every conversation of a sweep spec through every "
+                         "configuration, score it, and write a run directory (docs/run-format.md).")
+    run.add_argument("spec", help="sweep spec (TOML), e.g. evals/sweeps/thresholds.toml")
+    _common(run)
+    run.add_argument("--resume", action="store_true",
+                     help="continue a killed or budget-stopped run in --out (same spec)")
+    run.add_argument("--model", metavar="SPEC",
+                     help="summarizer model for every config, e.g. anthropic:claude-haiku-4-5")
+    run.add_argument("--max-cost-usd", type=float, metavar="X",
+                     help="stop before real spend (summarizer + QA calls) would pass X dollars")
+    run.add_argument("--set", action="append", default=[], metavar="PRESET.PARAM=VALUE",
+                     dest="overrides",
+                     help="fix a parameter of every config with that preset (or label), "
+                     "replacing any grid over it; repeatable, e.g. --set since-last.keep_last=2")
+    run.add_argument("--executor", choices=("auto", "thread", "process"), default="auto",
+                     help="auto (default): processes for large CPU-heavy sweeps, else threads; "
+                     "threads suit API-bound models, processes CPU-bound replay")
+    run.add_argument("--no-unit-cache", action="store_true",
+                     help="replay every Unit even if an identical one is in the Unit-result cache")
+    run.set_defaults(func=cmd_run)
+
+    demo = sub.add_parser("demo", help="the offline quickstart sweep and its report",
+                          description="Run the quickstart sweep (offline, synthetic data, all "
+                          "seven presets) and write its report; prints the report's path last.")
+    _common(demo)
+    demo.set_defaults(func=cmd_demo)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", metavar="DIR", help="run directory (default: runs/<spec>-<time>)")
+    p.add_argument("--jobs", type=int, default=4, metavar="N", help="Units run concurrently (default 4)")
+    p.add_argument("--locomo", metavar="PATH", help="locomo10.json: adds LoCoMo where the spec asks for it")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _default_out(name: str) -> Path:
+    return Path("runs") / f"{name}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+
+
+def _run(spec_path: str | Path, args: argparse.Namespace, *, resume: bool = False,
+         model: str | None = None, max_cost: float | None = None, executor: str = "auto") -> Any:
+    from rollsum_evals.run import run_sweep
+    from rollsum_evals.spec import load_spec
+
+    spec = load_spec(spec_path, model_override=model, locomo=args.locomo,
+                     overrides=getattr(args, "overrides", None) or ())
+    out = Path(args.out) if args.out else _default_out(spec.name)
+    result = run_sweep(spec, out, jobs=args.jobs, resume=resume, executor=executor,
+                       max_cost_usd=max_cost, progress=not args.no_progress and sys.stderr.isatty(),
+                       unit_cache=False if getattr(args, "no_unit_cache", False) else None)
+    print(f"{result.done}/{result.total} units in {result.run_dir} "
+          f"({result.ran} run now, {result.cached} from the unit cache, "
+          f"{result.scored} scored from earlier replays, {result.errors} errors, "
+          f"${result.spent_usd:.4f} spent, "
+          f"{result.wall_s:.1f}s)")
+    if result.stopped_for_budget:
+        print(f"stopped before passing --max-cost-usd {max_cost}: {result.skipped} units not run; "
+              "continue with --resume and a higher budget", file=sys.stderr)
+    return result
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    result = _run(args.spec, args, resume=args.resume, model=args.model, max_cost=args.max_cost_usd,
+                  executor=args.executor)
+    print(result.run_dir)
+    return int(result.exit_code)
+
+
+def quickstart_path() -> Path:
+    return Path(__file__).resolve().parent.parent / "sweeps" / QUICKSTART
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from rollsum_evals.report import write_report
+
+    result = _run(quickstart_path(), args)
+    path = write_report(result.run_dir, Path("reports") / result.run_dir.name)
+    print(path)
+    return int(result.exit_code)

@@ -1,0 +1,56 @@
+"""`rollsum score RUN`: re-score a finished run's replays (no replay, no summarizer call)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rollsum.errors import ConfigError
+
+
+def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
+    p = sub.add_parser("score", help="re-score a finished run with other scorers or probe timing (no replay)",
+                       description="Score every replay of a finished run again and rewrite its units and "
+                       "probes tables: other scorers, other probe timing. Nothing is replayed; only a "
+                       "scorer that needs a model (qa) calls one. Defaults: the run's own scoring.")
+    p.add_argument("run", type=Path, help="run directory written by `rollsum run`")
+    p.add_argument("--scorers", metavar="A,B", help="comma-separated scorer names (default: the run's)")
+    timing = p.add_mutually_exclusive_group()
+    timing.add_argument("--ages", metavar="N,M", help="ask each probe N, M ... turns after its evidence")
+    timing.add_argument("--after", type=int, metavar="N", help="ask each probe once, N turns after its evidence")
+    timing.add_argument("--at-end", action="store_true", help="ask each probe once, at the end")
+    p.add_argument("--no-end", action="store_true", help="with --ages: do not also ask at the end")
+    p.add_argument("--model", metavar="SPEC", help="model for scorers that need one (default: the run's [qa] model)")
+    p.set_defaults(func=cmd_score)
+
+
+def _timing(args: argparse.Namespace) -> Any:
+    from rollsum_evals.scoring.asks import parse_timing
+
+    if args.no_end and not args.ages:
+        raise ConfigError("--no-end: only together with --ages")
+    if args.ages:
+        key = f"ages:{args.ages}" + ("" if args.no_end else "+end")
+    elif args.after is not None:
+        key = f"after:{args.after}"
+    elif args.at_end:
+        key = "end"
+    else:
+        return None
+    try:
+        return parse_timing(key)
+    except ValueError as err:
+        raise ConfigError(str(err).replace(f"probe timing {key!r}", "--ages/--after")) from None
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from rollsum_evals.rescore import rescore
+
+    scorers = [s.strip() for s in args.scorers.split(",") if s.strip()] if args.scorers else None
+    result = rescore(args.run, scorers=scorers, timing=_timing(args), model=args.model)
+    plan = result.plan
+    print(f"{result.units} units re-scored in {result.run_dir} ({', '.join(plan.scorers)}; probes "
+          f"{plan.timing.key}; {result.errors} errors, {result.wall_s:.1f}s, no replay)")
+    print(result.run_dir)
+    return 0

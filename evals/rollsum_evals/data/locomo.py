@@ -1,0 +1,173 @@
+"""LoCoMo (`locomo10.json` shape): long two-person chats with QA pairs and session summaries.
+
+The first speaker becomes `user` and the second `assistant`, so rolling summaries see the
+usual alternation; the speaker's real name stays in `Message.name`. Evidence ids in the
+released file are sometimes joined ("D8:6; D9:17") or zero-padded ("D30:05"); they are
+normalised, and any that still point nowhere are kept in the probe's meta, not silently lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any, cast
+
+from rollsum.errors import ConfigError
+from rollsum.types import Message, Role
+from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, read_json_bytes
+from rollsum_evals.data.types import Conversation, Probe, Reference
+
+log = logging.getLogger(__name__)
+
+CATEGORIES: Mapping[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
+                                 5: "adversarial"}
+UNANSWERABLE = "Not mentioned in the conversation"
+"""Gold answer of an adversarial item with no `answer`: LoCoMo scores these as correct when the
+model declines; the tempting wrong answer (`adversarial_answer`) is kept in the probe's meta."""
+
+_SESSION = re.compile(r"^session_(\d+)$")
+_DIA = re.compile(r"^D:?(\d+):0*(\d+)$")
+
+
+def looks_like_locomo(obj: Any) -> bool:
+    sample = obj[0] if isinstance(obj, list) and obj else obj
+    return isinstance(sample, dict) and "conversation" in sample and "qa" in sample
+
+
+def iter_locomo(path: str | os.PathLike[str], *, strict: bool = False,
+                limits: Limits = DEFAULT_LIMITS) -> Iterator[Conversation]:
+    file = os.fspath(path)
+    try:
+        data = json.loads(read_json_bytes(file, limits.max_json_bytes).decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{file}: invalid UTF-8 at byte {err.start} (expected UTF-8 JSON)") from None
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{file}: line {err.lineno}: invalid JSON: {err.msg} "
+                          "(expected a LoCoMo JSON array)") from None
+    samples = data if isinstance(data, list) else [data]
+    for index, sample in enumerate(samples):
+        try:
+            yield from_sample(sample, index=index)
+        except ConfigError as err:
+            if strict:
+                raise ConfigError(f"{file}: {err}") from None
+            log.warning("%s: skipped: %s", file, err)
+
+
+def parse_session_date(raw: str) -> str | None:
+    """'1:56 pm on 8 May, 2023' -> '2023-05-08T13:56:00'; None when the shape is unknown."""
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(raw.strip(), fmt).isoformat()
+        except ValueError:
+            continue
+    return None
+
+
+def _need(d: Mapping[str, Any], key: str, typ: type, where: str) -> Any:
+    v = d.get(key)
+    if not isinstance(v, typ):
+        raise ConfigError(f"{where} field {key}: expected {typ.__name__}, got {type(v).__name__}")
+    return v
+
+
+def from_sample(sample: Any, *, index: int = 0) -> Conversation:
+    where = f"sample {index}"
+    if not isinstance(sample, dict):
+        raise ConfigError(f"{where}: expected an object with conversation and qa")
+    sample_id = str(sample.get("sample_id") or f"locomo-{index}")
+    where = f"sample {index} ({sample_id})"
+    conv = _need(sample, "conversation", dict, where)
+    speaker_a = conv.get("speaker_a")
+    speaker_b = conv.get("speaker_b")
+    sessions = sorted((int(m.group(1)), k) for k in conv if (m := _SESSION.match(k)))
+    messages: list[Message] = []
+    session_ids: dict[int, list[str]] = {}
+    for number, key in sessions:
+        turns = conv[key]
+        if not isinstance(turns, list):
+            raise ConfigError(f"{where} field conversation.{key}: expected a list of turns")
+        raw_date = conv.get(f"{key}_date_time")
+        created = parse_session_date(raw_date) if isinstance(raw_date, str) else None
+        for t, turn in enumerate(turns):
+            f = f"conversation.{key}[{t}]"
+            if not isinstance(turn, dict):
+                raise ConfigError(f"{where} field {f}: expected an object with speaker, dia_id, text")
+            speaker = turn.get("speaker")
+            dia_id = _need(turn, "dia_id", str, f"{where} {f}")
+            text = turn.get("text")
+            if not isinstance(text, str):
+                raise ConfigError(f"{where} field {f}.text: expected a string")
+            if speaker_a is None:
+                speaker_a = speaker
+            role: Role = "user" if speaker == speaker_a else "assistant"
+            caption = turn.get("blip_caption")
+            if isinstance(caption, str) and caption.strip():
+                text = f"{text} [shares a photo: {caption.strip()}]".strip()
+            meta: dict[str, Any] = {"session": number}
+            if isinstance(raw_date, str):
+                meta["session_date"] = raw_date
+            messages.append(Message(role=role, content=text, id=dia_id, name=speaker,
+                                    created_at=created, meta=meta))
+            session_ids.setdefault(number, []).append(dia_id)
+    if not messages:
+        raise ConfigError(f"{where} field conversation: expected at least one session with turns")
+    known = {cast(str, m.id) for m in messages}
+    probes = tuple(_probe(q, i, sample_id, known, where) for i, q in enumerate(_need(sample, "qa", list, where)))
+    refs: list[Reference] = []
+    summaries = sample.get("session_summary") or {}
+    if isinstance(summaries, dict):
+        for key, text in summaries.items():
+            m = re.match(r"^session_(\d+)_summary$", key)
+            if m and isinstance(text, str) and int(m.group(1)) in session_ids:
+                n = int(m.group(1))
+                refs.append(Reference(id=f"{sample_id}:session_{n}", text=text,
+                                      covers=tuple(session_ids[n]), kind="session_summary"))
+    refs.sort(key=lambda r: int(r.id.rsplit("_", 1)[1]))
+    return Conversation(id=sample_id, messages=tuple(messages), probes=probes, references=tuple(refs),
+                        meta={"source": "locomo", "speakers": [speaker_a, speaker_b]})
+
+
+def _probe(q: Any, i: int, sample_id: str, known: set[str], where: str) -> Probe:
+    f = f"{where} field qa[{i}]"
+    if not isinstance(q, dict):
+        raise ConfigError(f"{f}: expected an object with question, answer, evidence, category")
+    question = q.get("question")
+    if not isinstance(question, str):
+        raise ConfigError(f"{f}.question: expected a string")
+    number = q.get("category")
+    if not isinstance(number, int) or number not in CATEGORIES:
+        raise ConfigError(f"{f}.category: expected 1-5, got {number!r}")
+    meta: dict[str, Any] = {"locomo_category": number}
+    answer = q.get("answer")
+    if answer is None or (isinstance(answer, str) and not answer.strip()):
+        adv = q.get("adversarial_answer")
+        if adv is None:
+            raise ConfigError(f"{f}.answer: expected an answer or adversarial_answer")
+        meta["adversarial_answer"] = str(adv)
+        meta["unanswerable"] = True
+        answer = UNANSWERABLE
+    elif q.get("adversarial_answer") is not None:
+        meta["adversarial_answer"] = str(q["adversarial_answer"])
+    evidence: list[str] = []
+    unresolved: list[str] = []
+    raw_ev = q.get("evidence") or []
+    for raw in raw_ev if isinstance(raw_ev, list) else [raw_ev]:
+        for token in re.split(r"[;,\s]+", str(raw)):
+            if not token:
+                continue
+            m = _DIA.match(token)
+            norm = f"D{m.group(1)}:{m.group(2)}" if m else token
+            if norm in known:
+                if norm not in evidence:
+                    evidence.append(norm)
+            else:
+                unresolved.append(token)
+    if unresolved:
+        meta["unresolved_evidence"] = unresolved
+    return Probe(id=f"{sample_id}:q{i}", question=question, answer=str(answer), evidence=tuple(evidence),
+                 category=CATEGORIES[number], meta=meta)

@@ -1,0 +1,39 @@
+"""The manifest of committed synthetic sets: how each file was made and its sha256.
+
+It lets anyone prove a committed file came from the committed generator (regenerate from the
+recorded spec, compare hashes) and lets run manifests pin the exact data they used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from rollsum_evals.data.reader import dataset_hash
+from rollsum_evals.fileio import atomic_writer
+
+
+def read(path: str | os.PathLike[str]) -> dict[str, Any]:
+    if not os.path.exists(path):
+        return {"files": {}}
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    data.setdefault("files", {})
+    return dict(data)
+
+
+def record(manifest_path: str | os.PathLike[str], data_path: str | os.PathLike[str], *, spec: str,
+           generator_version: str, command: str) -> dict[str, Any]:
+    """Add or replace the entry for `data_path` (keyed by its path relative to the manifest)."""
+    manifest = read(manifest_path)
+    base = os.path.dirname(os.path.abspath(manifest_path))
+    key = os.path.relpath(os.path.abspath(data_path), base).replace(os.sep, "/")
+    entry = {"spec": spec, "generator_version": generator_version, "sha256": dataset_hash(data_path),
+             "bytes": os.path.getsize(data_path), "command": command}
+    manifest["files"][key] = entry
+    manifest["files"] = dict(sorted(manifest["files"].items()))
+    with atomic_writer(manifest_path) as fh:
+        json.dump(manifest, fh, indent=2, ensure_ascii=False)
+        fh.write("\n")
+    return entry

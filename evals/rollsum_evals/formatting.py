@@ -1,0 +1,50 @@
+"""Numbers and tables as text: Markdown and HTML cells for report, compare and regress."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+
+def fmt_num(value: Any, digits: int = 3) -> str:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(v):
+        return "–"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}f}"
+
+
+def fmt_usd(value: Any) -> str:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "–" if math.isnan(v) else f"${v:.4f}"
+
+
+def fmt_ci(est: Any, low: Any, high: Any, digits: int = 3) -> str:
+    return f"{fmt_num(est, digits)} [{fmt_num(low, digits)}, {fmt_num(high, digits)}]"
+
+
+def md_escape(text: str) -> str:
+    """Keep table cells in one cell: pipes and newlines would break the Markdown table."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+
+
+def md_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def html_table(headers: Sequence[str], rows: Iterable[Sequence[str]], classes: str = "") -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                   for row in rows)
+    return f'<table class="{html.escape(classes)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'

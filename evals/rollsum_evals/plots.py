@@ -1,0 +1,234 @@
+"""The report's figures, one function per figure, each writing one PNG.
+
+matplotlib runs with the Agg backend (no display on CI or nightly machines). Every function
+takes plain tables and a path and returns the path, so the report decides what to draw and
+tests can draw one figure at a time. Figures use a figure object, never pyplot's global
+"current figure", so two reports built in one process cannot draw into each other.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from rollsum_evals.analysis import pareto_frontier
+
+AGE_BINS: tuple[float, ...] = (0, 10, 25, 50, 100, 200, 400, math.inf)
+MAX_SERIES = 10
+"""Line plots past ~10 series are unreadable; the report draws the top configurations only."""
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, format="png")
+    return path
+
+
+def _short(label: str, width: int = 38) -> str:
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def _empty(path: Path, title: str, message: str) -> Path:
+    fig = Figure(figsize=(7, 2.2))
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    ax.set_title(title)
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=11, color="#555555")
+    return _save(fig, path)
+
+
+def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
+    """One point per configuration with its retention interval; the Pareto frontier joined.
+
+    `table` has columns config, main_input_tokens, retention, retention_low, retention_high.
+    """
+    title = "Retention vs main-model tokens"
+    if table.empty:
+        return _empty(path, title, "no finished units")
+    fig = Figure(figsize=(9, 5.5))
+    ax = fig.add_subplot()
+    x = table["main_input_tokens"].astype(float).to_numpy()
+    y = table["retention"].astype(float).to_numpy()
+    lo = np.clip(y - table["retention_low"].astype(float).to_numpy(), 0, None)
+    hi = np.clip(table["retention_high"].astype(float).to_numpy() - y, 0, None)
+    front = pareto_frontier(list(x), list(y))
+    on_front = np.zeros(len(x), dtype=bool)
+    on_front[front] = True
+    ax.errorbar(x[~on_front], y[~on_front], yerr=[lo[~on_front], hi[~on_front]], fmt="o",
+                color="#7a8ca3", ecolor="#b8c4d3", capsize=3, label="configuration")
+    ax.errorbar(x[on_front], y[on_front], yerr=[lo[on_front], hi[on_front]], fmt="o",
+                color="#c0392b", ecolor="#e6a39b", capsize=3, label="Pareto frontier")
+    if len(front) > 1:
+        ax.plot(x[front], y[front], "-", color="#c0392b", linewidth=1.2, drawstyle="steps-post")
+    labels = table["config"].astype(str).tolist()
+    for i in range(len(x)):
+        if on_front[i] or len(x) <= 12:
+            ax.annotate(_short(labels[i], 30), (x[i], y[i]), textcoords="offset points",
+                        xytext=(5, 5), fontsize=7)
+    ax.set_xlabel("main-model input tokens per conversation (mean over units)")
+    ax.set_ylabel("retention (share of probes recoverable)")
+    ax.set_ylim(-0.02, 1.05)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(title + " (95 % CI, clustered by conversation)")
+    return _save(fig, path)
+
+
+def age_bin_labels(bins: Sequence[float] = AGE_BINS) -> list[str]:
+    out = []
+    for a, b in itertools.pairwise(bins):
+        out.append(f"{int(a)}+" if math.isinf(b) else f"{int(a)}–{int(b) - 1}")
+    return out
+
+
+def retention_by_age(probes: pd.DataFrame, configs: Sequence[str], path: Path,
+                     bins: Sequence[float] = AGE_BINS) -> Path:
+    """Retention per fact-age bin (turns between the evidence and the question), one line per config."""
+    title = "Retention by fact age"
+    data = probes[(probes["age_turns"] >= 0) & probes["config"].isin(list(configs))]
+    if data.empty:
+        return _empty(path, title, "no probes with evidence")
+    labels = age_bin_labels(bins)
+    binned = pd.cut(data["age_turns"].astype(float), bins=list(bins), right=False, labels=labels)
+    grid = (data.assign(age_bin=binned).groupby(["config", "age_bin"], observed=False)["retained"]
+            .mean().unstack("age_bin"))
+    fig = Figure(figsize=(9, 5))
+    ax = fig.add_subplot()
+    xs = np.arange(len(labels))
+    for cfg in configs:
+        if cfg not in grid.index:
+            continue
+        ax.plot(xs, grid.loc[cfg].astype(float).to_numpy(), marker="o", label=_short(cfg))
+    ax.set_xticks(xs, labels)
+    ax.set_xlabel("fact age (turns since the evidence)")
+    ax.set_ylabel("retention")
+    ax.set_ylim(-0.02, 1.05)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    ax.set_title(title)
+    return _save(fig, path)
+
+
+def _heatmap(matrix: pd.DataFrame, path: Path, title: str, xlabel: str, fmt: str,
+             cmap: str) -> Path:
+    rows, cols = matrix.shape
+    fig = Figure(figsize=(max(8.0, 1.0 + 0.75 * cols + 3.5), max(2.5, 0.9 + 0.38 * rows)))
+    ax = fig.add_subplot()
+    values = matrix.to_numpy(dtype=float)
+    finite = values[np.isfinite(values)]
+    vmax = float(finite.max()) if finite.size else 1.0
+    im = ax.imshow(np.nan_to_num(values, nan=0.0), aspect="auto", cmap=cmap, vmin=0,
+                   vmax=vmax if vmax > 0 else 1.0)
+    ax.set_xticks(np.arange(cols), [str(c) for c in matrix.columns], rotation=30, ha="right",
+                  fontsize=8)
+    ax.set_yticks(np.arange(rows), [_short(str(r)) for r in matrix.index], fontsize=8)
+    for r in range(rows):
+        for c in range(cols):
+            v = values[r, c]
+            if np.isfinite(v):
+                red, green, blue, _ = im.cmap(im.norm(v))
+                dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+                ax.text(c, r, format(v, fmt), ha="center", va="center", fontsize=7,
+                        color="white" if dark else "black")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax, fraction=0.03)
+    return _save(fig, path)
+
+
+def where_facts_die(probes: pd.DataFrame, configs: Sequence[str], path: Path) -> Path:
+    """How many facts were lost at each summary generation (died_at_generation ≥ 0), per config."""
+    title = "Where facts die: facts lost per summary generation"
+    died = probes[(probes["died_at_generation"] >= 0) & probes["config"].isin(list(configs))]
+    if died.empty:
+        return _empty(path, title, "no fact was lost inside a summary chain")
+    # Chains can be 100+ generations long; later generations are binned so columns stay legible.
+    edges = [0, 1, 2, 3, 4, 5, 10, 20, 50, math.inf]
+    labels = [f"gen {a}" if b - a == 1 else (f"gen {a}+" if math.isinf(b) else f"gen {a}–{int(b) - 1}")
+              for a, b in itertools.pairwise(edges)]
+    gen_bin = pd.cut(died["died_at_generation"].astype(float), bins=edges, right=False, labels=labels)
+    counts = (died.assign(gen=gen_bin).groupby(["config", "gen"], observed=False).size()
+              .unstack(fill_value=0)
+              .reindex(index=[c for c in configs if c in set(died["config"])], fill_value=0))
+    used = counts.columns[(counts.sum(axis=0) > 0).to_numpy()]
+    last = max(list(counts.columns).index(c) for c in used)
+    counts = counts.iloc[:, : last + 1]
+    return _heatmap(counts, path, title, "summary generation", ".0f", "Reds")
+
+
+def cost_split(table: pd.DataFrame, path: Path) -> Path:
+    """Mean USD per unit by where it was spent: main model, summarizer, judge."""
+    title = "Cost per conversation by component (USD, mean over units)"
+    if table.empty:
+        return _empty(path, title, "no finished units")
+    parts = [("cost_main_usd", "main model", "#2e86c1"), ("cost_summarizer_usd", "summarizer", "#f39c12"),
+             ("cost_judge_usd", "judge", "#8e44ad")]
+    fig = Figure(figsize=(9, max(2.5, 0.9 + 0.4 * len(table))))
+    ax = fig.add_subplot()
+    ys = np.arange(len(table))
+    left = np.zeros(len(table))
+    for col, label, color in parts:
+        vals = table[col].astype(float).fillna(0.0).to_numpy() if col in table else np.zeros(len(table))
+        ax.barh(ys, vals, left=left, color=color, label=label)
+        left += vals
+    ax.set_yticks(ys, [_short(c) for c in table["config"].astype(str)], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("USD per conversation")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title(title)
+    return _save(fig, path)
+
+
+def retention_by_category(probes: pd.DataFrame, configs: Sequence[str], path: Path) -> Path:
+    """Retention per probe category (LoCoMo categories, synthetic kinds) per configuration."""
+    title = "Retention by probe category"
+    data = probes[probes["config"].isin(list(configs))]
+    if data.empty:
+        return _empty(path, title, "no probes")
+    grid = data.groupby(["config", "category"])["retained"].mean().unstack("category")
+    grid = grid.reindex(index=[c for c in configs if c in grid.index])
+    return _heatmap(grid.astype(float), path, title, "category", ".2f", "viridis")
+
+
+def retention_trend(history: Sequence[dict[str, object]], configs: Sequence[str], path: Path) -> Path:
+    """Retention of each configuration across the regression gate's past runs."""
+    title = "Retention trend (regression gate history)"
+    if not history:
+        return _empty(path, title, "no history yet")
+    fig = Figure(figsize=(9, 4.5))
+    ax = fig.add_subplot()
+    xs = np.arange(len(history))
+    for cfg in configs:
+        ys = []
+        for entry in history:
+            metrics = entry.get("configs")
+            value = float("nan")
+            if isinstance(metrics, dict) and isinstance(metrics.get(cfg), dict):
+                value = float(metrics[cfg].get("retention", float("nan")))
+            ys.append(value)
+        if not all(math.isnan(v) for v in ys):
+            ax.plot(xs, ys, marker="o", label=_short(cfg))
+    fails = [i for i, e in enumerate(history) if e.get("status") == "fail"]
+    for i in fails:
+        ax.axvline(i, color="#c0392b", alpha=0.25, linewidth=6)
+    ticks = [str(e.get("time", i))[:10] for i, e in enumerate(history)]
+    ax.set_xticks(xs, ticks, rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("retention")
+    ax.set_ylim(-0.02, 1.05)
+    ax.grid(True, alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="lower left")
+    ax.set_title(title + (" — red bands: gate failed" if fails else ""))
+    return _save(fig, path)

@@ -1,0 +1,82 @@
+"""The seam between the harness and whatever keeps the conversation: an `Engine`.
+
+The default builds `rollsum.RollingSummarizer` from the Unit's preset; tests inject stand-ins.
+A replay only needs to add messages and read the context back, plus a few numbers the trace
+records; `pending` and `summary` are optional (an engine without them records 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
+from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
+from rollsum_evals.units import OFFLINE_MODELS, Unit
+
+
+class Engine(Protocol):
+    """The part of `rollsum.RollingSummarizer` a replay uses."""
+
+    def add(self, message: Message) -> SummaryEvent | None: ...
+
+    def context(self, system: str | None = None) -> list[Message]: ...
+
+    def context_tokens(self) -> int: ...
+
+    @property
+    def history(self) -> Sequence[SummaryRecord]: ...
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+
+    @property
+    def usage(self) -> Usage: ...
+
+    def config(self) -> dict[str, Any]: ...
+
+
+EngineFactory = Callable[[Unit, "Model | None", Callable[[SummaryEvent], None]], Engine]
+
+
+def default_engine(unit: Unit, model: Model | None,
+                   on_event: Callable[[SummaryEvent], None]) -> Engine:
+    """`RollingSummarizer.from_preset` with the Unit's overrides (unknown ones: ConfigError)."""
+    from rollsum import RollingSummarizer
+
+    overrides: dict[str, Any] = dict(unit.params)
+    overrides.setdefault("context_window", unit.context_window)
+    if unit.prompt:
+        overrides.setdefault("prompt", unit.prompt)
+    spec: Model | str | None = model if model is not None else (
+        None if unit.model in OFFLINE_MODELS else unit.model)
+    engine: Engine = RollingSummarizer.from_preset(
+        unit.preset, spec, conversation_id=unit.conversation_id, on_event=on_event, **overrides)
+    return engine
+
+
+class MeteredModel(ModelWrapper):
+    """Counts calls, cache hits and latency of a model (summarizer or scorer).
+
+    Usage of *paid* calls (cache misses) is kept apart: the budget stops on real spend, while
+    the reported cost is the nominal cost of the configuration, identical on a cached re-run.
+    """
+
+    def __init__(self, inner: Model) -> None:
+        super().__init__(inner)
+        self.calls = 0
+        self.cached_calls = 0
+        self.latency_s = 0.0
+        self.paid = Usage()
+        self.nominal = Usage()
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        c = self.inner.complete(request)
+        self.calls += 1
+        self.latency_s += c.latency_s
+        self.nominal = self.nominal + c.usage
+        if c.cached:
+            self.cached_calls += 1
+        else:
+            self.paid = self.paid + c.usage
+        return c

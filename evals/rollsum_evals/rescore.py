@@ -1,0 +1,127 @@
+"""`rollsum score RUN`: score a finished run's replays again, with other scorers or probe timing.
+
+Nothing is replayed: each Unit's trace is decoded from the run directory, its conversation is
+reloaded from the dataset the run pinned by hash (refused if it changed), and the scorers read
+the trace exactly as they would have during the run, so the tables are identical to those of a
+fresh run with the same scoring plan. Only a scorer that needs a model calls one (through the
+run's model cache).
+
+The replay journals are never touched. The scored journals (``units.jsonl``, ``probes.jsonl``)
+and tables are replaced, then the manifest's ``scoring`` block: a crash in between leaves a run
+that `rollsum score` completes when run again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rollsum.errors import ConfigError
+from rollsum.redact import env_secrets
+from rollsum_evals import scoring
+from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
+from rollsum_evals.replay import MeteredModel, Text, Trace
+from rollsum_evals.run import provenance
+from rollsum_evals.run.models import ModelBuilder, ModelFactory, cache_path_for, close_model
+from rollsum_evals.run.unit import redact_text_lines, score_trace
+from rollsum_evals.rundir.format import EVENTS, SUMMARIES, rescored_manifest, table_columns
+from rollsum_evals.rundir.journal import RunDir, ScoredLines, lines
+from rollsum_evals.rundir.read import check_format
+from rollsum_evals.scoring.asks import ProbeTiming
+from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.units import Unit
+
+
+@dataclass(slots=True)
+class RescoreResult:
+    run_dir: Path
+    units: int
+    errors: int
+    plan: ScoringPlan
+    wall_s: float
+
+
+def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
+             timing: ProbeTiming | None = None, model: str | None = None) -> ScoringPlan:
+    """The run's scoring plan with the given parts replaced; unknown scorers are one line."""
+    old = ScoringPlan.from_dict(manifest.get("scoring") or {})
+    plan = dataclasses.replace(old, scorers=tuple(scorers) if scorers else old.scorers,
+                               timing=timing or old.timing, model=old.model if model is None else model)
+    for name in plan.scorers:
+        scoring.get(name)
+    if len(set(plan.scorers)) != len(plan.scorers):
+        raise ConfigError(f"--scorers {','.join(plan.scorers)}: a scorer is listed twice")
+    if "model" in scoring.needs(plan.scorers) and not plan.model:
+        need = [n for n in plan.scorers if "model" in scoring.needs([n])]
+        raise ConfigError(f"scorer {', '.join(need)} needs a model to answer: the run has none, pass --model SPEC")
+    return plan
+
+
+def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing: ProbeTiming | None = None,
+            model: str | None = None, loader: Loader = default_loader, models: ModelBuilder | None = None,
+            now: Callable[[], str] = provenance.now) -> RescoreResult:
+    t0 = time.perf_counter()
+    rd = RunDir(run_dir)
+    if not rd.path.is_dir():
+        raise ConfigError(f"{rd.path}: not a run directory (expected the --out directory of `rollsum run`)")
+    manifest = rd.read_manifest()
+    check_format(rd.path, manifest)
+    if manifest.get("status") in ("running", "interrupted"):
+        raise ConfigError(f"{rd.path}: the run is not finished (status {manifest.get('status')}); "
+                          "finish it with `rollsum run SPEC --out DIR --resume` first")
+    plan = plan_for(manifest, scorers=scorers, timing=timing, model=model)
+    datasets = load_pinned(manifest.get("datasets") or {}, loader, where=str(rd.path))
+    convs = {(name, c.id): c for name, d in datasets.items() for c in d.conversations}
+    committed = rd.unit_rows()
+    records = {uid: r for uid, r in rd.trace_records().items() if uid in committed}
+    summaries = rd.rows_by_unit(SUMMARIES, set(records))
+    events = rd.rows_by_unit(EVENTS, set(records))
+    texts = {tid: Text(r["role"], r.get("name"), r["content"]) for tid, r in rd.texts().items()}
+    wants_model = "model" in scoring.needs(plan.scorers)
+    factory: ModelBuilder | None = None
+    if wants_model:
+        factory = models or ModelFactory(cache_path=cache_path_for(
+            str((manifest.get("cache") or {}).get("mode") or "user"), rd.path))
+    secrets = env_secrets()
+    results: list[ScoredLines] = []
+    errors = 0
+    normalized: dict[tuple[str, str], dict[str, str]] = {}  # per conversation: its Units share texts
+    try:
+        for uid in sorted(records):
+            rec = records[uid]
+            unit = Unit.from_dict(rec["unit"])
+            conv = convs.get((unit.dataset, unit.conversation_id))
+            if conv is None:
+                raise ConfigError(f"{rd.path}: conversation {unit.conversation_id!r} of dataset "
+                                  f"{unit.dataset!r} is not in the pinned dataset")
+            trace = Trace.from_record(rec, conv.messages, texts, summaries.get(uid, []), events.get(uid, []))
+            answerer = metered = None
+            try:
+                if factory is not None and trace.status == "ok":
+                    answerer = factory(plan.model)
+                    metered = MeteredModel(answerer) if answerer is not None else None
+                urow, prows = score_trace(unit, conv, trace, plan, metered,
+                                          normalized=normalized.setdefault((unit.dataset, conv.id), {}))
+            finally:
+                close_model(answerer)
+            errors += urow["status"] != "ok"
+            results.append(ScoredLines(probes=redact_text_lines(lines(prows), secrets),
+                                       units=redact_text_lines(lines([urow]), secrets)))
+    finally:
+        if isinstance(factory, ModelFactory):
+            factory.close()
+    versions = scoring.versions(plan.scorers)
+    unit_cols, probe_cols = table_columns(*scoring.columns(plan.scorers))
+    new = rescored_manifest(manifest, plan, versions, unit_cols, probe_cols,
+                            provenance.scoring_fingerprint(), now())
+    new["units_error"] = errors
+    rd.rewrite_scored(results)
+    rd.write_tables(new, set(records))
+    rd.write_manifest(new)
+    return RescoreResult(run_dir=rd.path, units=len(results), errors=errors, plan=plan,
+                         wall_s=time.perf_counter() - t0)
+

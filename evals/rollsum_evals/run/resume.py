@@ -1,0 +1,74 @@
+"""What resuming a run checks and what it re-uses.
+
+A run directory can only be continued by the code and inputs that started it: the same spec,
+the same data (by content hash), the same replay code (fingerprint), the same run format and
+the same scoring. Each mismatch is refused with one line saying which and what to do, because
+mixing them would put Units of two different experiments in one table. What it re-uses: Units
+whose replay was journaled before the kill are scored again from that replay, not replayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rollsum.errors import ConfigError
+from rollsum_evals.data.pinned import Dataset, Loader, load_dataset
+from rollsum_evals.run import provenance
+from rollsum_evals.rundir.format import EVENTS, FORMAT_VERSION, SUMMARIES
+from rollsum_evals.rundir.journal import ReplayLines, RunDir, lines
+from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.spec import SweepSpec
+
+
+def check_resume(rd: RunDir, previous: Mapping[str, Any], spec: SweepSpec, plan: ScoringPlan) -> None:
+    """One line for each reason a run cannot be continued by this spec and this code."""
+    if not previous:
+        return
+    if previous.get("format_version") != FORMAT_VERSION:
+        raise ConfigError(f"{rd.path}: was written in run format {previous.get('format_version', 1)}, "
+                          f"this rollsum writes {FORMAT_VERSION}; start a new run (another --out)")
+    if previous.get("spec_sha256") != spec.sha256():
+        raise ConfigError(f"{rd.path}: was started from a different spec (sha256 "
+                          f"{str(previous.get('spec_sha256'))[:12]}…, now {spec.sha256()[:12]}…); "
+                          "resume needs the same spec and options")
+    fp = provenance.replay_fingerprint()
+    if previous.get("replay_fingerprint") != fp:
+        raise ConfigError(f"{rd.path}: was replayed by other code (fingerprint "
+                          f"{str(previous.get('replay_fingerprint'))[:12]}…, now {fp[:12]}…); "
+                          "its replays would not match new ones: start a new run (another --out)")
+    scored = previous.get("scoring") or {}
+    if scored and ScoringPlan.from_dict(scored) != plan:
+        raise ConfigError(f"{rd.path}: was re-scored (scorers {', '.join(scored.get('scorers') or [])}, "
+                          f"probe timing {scored.get('probe_timing')}); re-score it with the spec's "
+                          "scoring (`rollsum score`) before resuming")
+    if scored.get("fingerprint") != provenance.scoring_fingerprint():
+        raise ConfigError(f"{rd.path}: was scored by other scorer code; re-score it (`rollsum score "
+                          f"{rd.path}`) so old and new Units are scored alike, then resume")
+
+
+def load_datasets(spec: SweepSpec, loader: Loader, previous: Mapping[str, Any]) -> dict[str, Dataset]:
+    out = {ds.name: load_dataset(ds, loader, where=spec.path) for ds in spec.datasets}
+    for name, info in (previous.get("datasets") or {}).items():
+        if name in out and info.get("sha256") != out[name].sha256:
+            raise ConfigError(f"{spec.path}: dataset '{name}' changed since the run started (sha256 "
+                              f"{str(info.get('sha256'))[:12]}…, now {out[name].sha256[:12]}…); "
+                              "start a new run (another --out)")
+    return out
+
+
+def stored_replays(rd: RunDir, unit_ids: set[str]) -> dict[str, ReplayLines]:
+    """Replays this run journaled before it was killed, for Units it did not finish scoring."""
+    if not unit_ids:
+        return {}
+    traces = {u: r for u, r in rd.trace_records().items() if u in unit_ids}
+    summaries = rd.rows_by_unit(SUMMARIES, unit_ids)
+    events = rd.rows_by_unit(EVENTS, unit_ids)
+    texts = rd.texts()
+    out = {}
+    for uid, rec in traces.items():
+        ids = rec.get("text_ids") or []
+        out[uid] = ReplayLines(texts={t: lines([texts[t]]) for t in ids if t in texts},
+                               summaries=lines(summaries.get(uid, [])), events=lines(events.get(uid, [])),
+                               traces=lines([rec]))
+    return out

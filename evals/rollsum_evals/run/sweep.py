@@ -1,0 +1,361 @@
+"""Run a sweep: load data, expand Units, replay and score them on a worker pool, journal results.
+
+Guarantees a user relies on:
+
+- **Resumable.** Each Unit's replay and its scores are journaled atomically (see
+  `rollsum_evals.rundir.journal`); ``resume`` skips finished Units, scores Units whose replay
+  was journaled before the kill, and replays the rest whole. Nothing is repeated or lost. A
+  resume whose spec, data, code fingerprint or scoring differ from the run's is refused.
+- **Deterministic.** Rows depend only on the Unit and the scoring plan (never on ``jobs``,
+  scheduling or the cache): tables are sorted by Unit id; wall-clock fields are kept out of
+  equality checks.
+- **Budgeted.** ``max_cost_usd`` counts real spend and stops submitting a Unit whose estimated
+  cost would pass the budget (`rollsum_evals.run.budget`).
+- **Cached twice.** Model calls go through `CachedModel`; finished replays and their scores go
+  to the Unit-result cache (`rollsum_evals.rundir.unit_cache`), so an identical re-run copies
+  its rows, and a re-run with another scorer re-uses the replays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rollsum.errors import ConfigError, RollsumError
+from rollsum.models.base import Model
+from rollsum.redact import env_secrets, redact_obj
+from rollsum_evals import scoring
+from rollsum_evals.data.pinned import Dataset, Loader, default_loader
+from rollsum_evals.replay import EngineFactory, default_engine
+from rollsum_evals.run import provenance
+from rollsum_evals.run.budget import Budget
+from rollsum_evals.run.dispatch import Dispatcher
+from rollsum_evals.run.models import (
+    ModelBuilder,
+    ModelFactory,
+    cache_path_for,
+    close_model,
+    unit_cache_path_for,
+)
+from rollsum_evals.run.pool import EXECUTORS, choose_executor
+from rollsum_evals.run.resume import check_resume, load_datasets, stored_replays
+from rollsum_evals.run.unit import Job
+from rollsum_evals.rundir.format import new_manifest, table_columns
+from rollsum_evals.rundir.journal import ReplayLines, RunDir, ScoredLines, UnitResult
+from rollsum_evals.rundir.unit_cache import UnitCache
+from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.spec import SweepSpec
+from rollsum_evals.units import BASELINE_PRESETS, Unit, canonical_json, expand
+
+EXIT_OK, EXIT_BUDGET = 0, 1
+
+
+@dataclass(slots=True)
+class RunResult:
+    run_dir: Path
+    total: int
+    done: int
+    ran: int
+    """Units replayed (and scored) by this call."""
+    skipped: int
+    errors: int
+    spent_usd: float
+    stopped_for_budget: bool
+    wall_s: float
+    cached: int = 0
+    """Units copied whole from the Unit-result cache (counted in ``done``, not in ``ran``)."""
+    scored: int = 0
+    """Units scored from a replay made earlier (Unit cache or this run before a kill)."""
+    executor: str = "thread"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_BUDGET if self.stopped_for_budget else EXIT_OK
+
+
+def replay_cache_key(unit: Unit, fingerprint: str) -> str:
+    """The whole Unit, not only its id: the id leaves out the config label, which the rows
+    carry and which depends on what else the sweep varies."""
+    return hashlib.sha256(canonical_json({"unit": dataclasses.asdict(unit), "code": fingerprint})
+                          .encode("utf-8")).hexdigest()
+
+
+def score_cache_key(replay_key: str, plan: ScoringPlan, fingerprint: str) -> str:
+    payload = {"replay": replay_key, "plan": plan.to_dict(), "versions": scoring.versions(plan.scorers),
+               "code": fingerprint}
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def _preflight(jobs: list[Job], plan: ScoringPlan, engine_factory: EngineFactory,
+               models: ModelBuilder) -> dict[str, dict[str, Any]]:
+    """Build one engine per configuration and each model once before the sweep starts, so a
+    typo in a parameter or a missing API key fails in a second with one line, not per Unit.
+    Returns the resolved engine config per configuration label (for the manifest)."""
+    seen: dict[tuple[str, str, str, str, int], str] = {}
+    built: dict[str, Model | None] = {}
+    configs: dict[str, dict[str, Any]] = {}
+    try:
+        if "model" in scoring.needs(plan.scorers) and plan.model and jobs:
+            built[plan.model] = models(plan.model)
+        for job in jobs:
+            u = job.unit
+            if job.stored is not None:
+                continue
+            if u.model not in built:
+                built[u.model] = models(u.model)
+            key = (u.preset, u.params_json, u.prompt, u.model, u.context_window)
+            if key not in seen:
+                seen[key] = u.config
+                try:
+                    configs[u.config] = engine_factory(u, built[u.model], lambda _e: None).config()
+                except RollsumError as err:
+                    raise ConfigError(f"config '{u.config}': {err}") from None
+    finally:
+        for m in built.values():
+            close_model(m)
+    return configs
+
+
+def _config_entry(unit: Unit, engine: Mapping[str, Any]) -> dict[str, Any]:
+    return {"preset": unit.preset, "params": unit.params, "prompt": unit.prompt, "model": unit.model,
+            "context_window": unit.context_window, "engine": dict(engine)}
+
+
+class _CacheUse:
+    """The Unit-result cache as one sweep uses it: look every pending Unit up once (replay and
+    scores), store what finishes."""
+
+    def __init__(self, cache: UnitCache | None, pending: Sequence[Unit], plan: ScoringPlan, *,
+                 lookup: bool) -> None:
+        self.cache = cache
+        self.replay_keys: dict[str, str] = {}
+        self.score_keys: dict[str, str] = {}
+        self.copied: dict[str, UnitResult] = {}
+        self.replays: dict[str, ReplayLines] = {}
+        self.stored = self.scores_stored = 0
+        if cache is None:
+            return
+        rfp, sfp = provenance.replay_fingerprint(), provenance.scoring_fingerprint()
+        self.replay_keys = {u.unit_id: replay_cache_key(u, rfp) for u in pending}
+        self.score_keys = {uid: score_cache_key(k, plan, sfp) for uid, k in self.replay_keys.items()}
+        if lookup:  # a resume never reads the cache: it re-runs unfinished Units by design
+            secrets = env_secrets()
+            self.replays = cache.get_replays(self.replay_keys, secrets=secrets)
+            scores = cache.get_scores({u: k for u, k in self.score_keys.items() if u in self.replays},
+                                      secrets=secrets)
+            for uid, sc in scores.items():
+                self.copied[uid] = _copied(uid, self.replays.pop(uid), sc)
+
+    def store(self, job: Job, result: UnitResult) -> None:
+        if self.cache is None:
+            return
+        uid = job.unit.unit_id
+        if job.stored is None and result.replay_cacheable and result.replay is not None:
+            self.stored += self.cache.put(self.replay_keys[uid], uid, result.replay)
+        if result.score_cacheable:
+            self.scores_stored += self.cache.put(self.score_keys[uid], uid, result.scored)
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+
+@dataclass(slots=True)
+class _Tally:
+    ran: int = 0
+    scored: int = 0
+    errors: int = 0
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    cache_stats: dict[str, int] = field(default_factory=dict)
+
+    def add(self, job: Job, result: UnitResult) -> None:
+        if job.stored is None:
+            self.ran += 1
+        else:
+            self.scored += 1
+        self.errors += result.status == "error"
+        self.cpu_s += result.cpu_s
+        self.wall_s += result.wall_s
+        for k, v in result.cache_stats.items():
+            self.cache_stats[k] = self.cache_stats.get(k, 0) + v
+
+
+def _check_args(jobs: int, executor: str, max_cost_usd: float | None) -> None:
+    if jobs < 1:
+        raise ConfigError(f"--jobs {jobs}: expected at least 1")
+    if executor not in EXECUTORS:
+        raise ConfigError(f"executor {executor!r}: expected 'auto', 'thread' or 'process'")
+    if max_cost_usd is not None and max_cost_usd < 0:
+        raise ConfigError(f"--max-cost-usd {max_cost_usd}: expected a non-negative number")
+
+
+def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool = False,
+              executor: str = "thread", max_cost_usd: float | None = None,
+              loader: Loader = default_loader, engine_factory: EngineFactory = default_engine,
+              models: ModelBuilder | None = None, progress: bool = True,
+              now: Callable[[], str] = provenance.now, unit_cache: bool | None = None) -> RunResult:
+    """``unit_cache``: None = on when the spec uses the shared user cache and nothing is
+    injected (an injected engine or model builder is code the fingerprint cannot see).
+
+    ``executor`` defaults to threads here and to ``auto`` in the CLI: worker processes re-import
+    the caller's ``__main__``, so a script without an ``if __name__ == "__main__"`` guard must
+    not get them unasked."""
+    _check_args(jobs, executor, max_cost_usd)
+    t0 = time.perf_counter()
+    rd = RunDir(out)
+    plan = spec.scoring
+    previous: dict[str, Any] = {}
+    if rd.has_results():
+        if not resume:
+            raise ConfigError(f"{rd.path}: already holds a run; pass --resume to continue it, "
+                              "or choose another --out")
+        previous = rd.read_manifest() if rd.file("manifest.json").exists() else {}
+        check_resume(rd, previous, spec, plan)
+    datasets = load_datasets(spec, loader, previous)
+    rd.path.mkdir(parents=True, exist_ok=True)
+    done, replayed = rd.repair()
+
+    # what there is to do: finished Units are skipped, journaled replays scored, cached ones copied
+    units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
+    convs = {(n, c.id): c for n, d in datasets.items() for c in d.conversations}
+    unit_ids = {u.unit_id for u in units}
+    pending = [u for u in units if u.unit_id not in done]
+    stored = stored_replays(rd, {u.unit_id for u in pending} & replayed)
+    injected = models is not None or engine_factory is not default_engine
+    ucache_path = unit_cache_path_for(spec.cache, spec.unit_cache)
+    use_ucache = (not injected if unit_cache is None else unit_cache) and ucache_path is not None
+    cache = _CacheUse(UnitCache(ucache_path) if use_ucache and ucache_path is not None else None,
+                      pending, plan, lookup=not resume)
+    job_list = [Job(u, convs[(u.dataset, u.conversation_id)], plan,
+                    stored=stored.get(u.unit_id) or cache.replays.get(u.unit_id),
+                    stored_in_run=u.unit_id in stored)
+                for u in pending if u.unit_id not in cache.copied]
+
+    # models, a one-second check of every configuration, and the executor
+    cache_path = cache_path_for(spec.cache, rd.path)
+    if cache_path is not None:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+    limiter = None
+    if spec.requests_per_minute:
+        from rollsum.models.limits import RateLimiter
+
+        limiter = RateLimiter(requests_per_min=spec.requests_per_minute)
+    factory: ModelBuilder = models or ModelFactory(cache_path=cache_path, limiter=limiter)
+    configs: dict[str, dict[str, Any]] = dict(previous.get("configs") or {})
+    by_label = {u.config: u for u in units}
+    if job_list:
+        for label, engine in _preflight(job_list, plan, engine_factory, factory).items():
+            configs.setdefault(label, _config_entry(by_label[label], engine))
+    replay_messages = sum(len(j.conversation.messages) for j in job_list
+                          if j.stored is None and j.unit.preset not in BASELINE_PRESETS)
+    chosen = choose_executor(executor, jobs=min(jobs, max(1, len(job_list))), messages=replay_messages,
+                             limited=limiter is not None, injected=injected)
+
+    manifest = _start_manifest(spec, plan, datasets, previous, now)
+    manifest.update({
+        "resumed_at": [*previous.get("resumed_at", []), now()] if previous else [],
+        "units_total": len(units), "units_done": len(done & unit_ids), "configs": configs,
+        "executor": chosen, "executor_requested": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
+        "cache": {"mode": spec.cache, "path": str(cache_path) if cache_path else None},
+        "unit_cache": {"enabled": cache.cache is not None, "path": str(ucache_path) if cache.cache else None,
+                       "hits": len(cache.copied), "replay_hits": len(cache.replays),
+                       "misses": len(job_list) - len(cache.replays) if cache.cache is not None else 0,
+                       "stored": 0, "scores_stored": 0},
+    })
+    rd.write_manifest(redact_obj(manifest, env_secrets()))
+
+    if cache.copied:
+        rd.append_many([cache.copied[uid] for uid in sorted(cache.copied)])
+        for res in cache.copied.values():
+            unit = _unit_of(res)
+            configs.setdefault(unit.config, _config_entry(unit, res.engine_config))
+    budget = Budget(max_cost_usd, plan, "model" in scoring.needs(plan.scorers),
+                    spent=float(previous.get("spent_usd", 0.0)))
+    tally = _Tally(errors=sum(1 for r in cache.copied.values() if r.status == "error"))
+    dispatcher = Dispatcher(job_list, concurrency=jobs, executor=chosen, budget=budget,
+                            engine_factory=engine_factory, models=factory, injected_models=models,
+                            cache_path=cache_path, secrets=env_secrets())
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(units), initial=len(units) - len(job_list), unit="unit", file=sys.stderr,
+               disable=not progress, dynamic_ncols=True, desc=spec.name)
+
+    def on_result(job: Job, result: UnitResult) -> None:
+        rd.append_many([result])
+        cache.store(job, result)
+        tally.add(job, result)
+        if job.stored is None:
+            configs.setdefault(job.unit.config, _config_entry(job.unit, result.engine_config))
+        bar.update(1)
+
+    try:
+        dispatcher.run(on_result)
+    except BaseException:
+        bar.close()
+        cache.close()
+        manifest.update(status="interrupted", spent_usd=budget.spent, finished_at=now())
+        rd.write_manifest(redact_obj(manifest, env_secrets()))
+        raise
+    bar.close()
+    cache.close()
+
+    rd.write_tables(manifest, unit_ids)
+    committed = {uid: r for uid, r in rd.unit_rows().items() if uid in unit_ids}
+    stats = factory.stats() if isinstance(factory, ModelFactory) else {}
+    if isinstance(factory, ModelFactory):
+        factory.close()
+    for k, v in tally.cache_stats.items():
+        stats[k] = stats.get(k, 0) + v
+    stopped = dispatcher.stopped_for_budget
+    manifest.update(status="stopped: budget" if stopped else "complete", finished_at=now(),
+                    units_done=len(committed),
+                    units_error=sum(1 for r in committed.values() if r.get("status") == "error"),
+                    spent_usd=round(budget.spent, 6), configs=dict(sorted(configs.items())),
+                    cache={**manifest["cache"], "stats": stats},
+                    unit_cache={**manifest["unit_cache"], "stored": cache.stored,
+                                "scores_stored": cache.scores_stored},
+                    timing={"unit_cpu_s": round(tally.cpu_s, 4), "unit_wall_s": round(tally.wall_s, 4)})
+    rd.write_manifest(redact_obj(manifest, env_secrets()))
+    return RunResult(run_dir=rd.path, total=len(units), done=len(committed), ran=tally.ran,
+                     skipped=len(units) - len(committed), errors=tally.errors, spent_usd=budget.spent,
+                     stopped_for_budget=stopped, wall_s=time.perf_counter() - t0,
+                     cached=len(cache.copied), scored=tally.scored, executor=chosen)
+
+
+def _start_manifest(spec: SweepSpec, plan: ScoringPlan, datasets: Mapping[str, Dataset],
+                    previous: Mapping[str, Any], now: Callable[[], str]) -> dict[str, Any]:
+    unit_cols, probe_cols = table_columns(*scoring.columns(plan.scorers))
+    return new_manifest(
+        name=spec.name, spec_raw=spec.raw, spec_path=spec.path, spec_sha256=spec.sha256(),
+        datasets={n: d.to_manifest() for n, d in datasets.items()}, plan=plan,
+        scorer_versions=scoring.versions(plan.scorers), unit_columns=unit_cols, probe_columns=probe_cols,
+        seeds=list(spec.seeds), replay_fingerprint=provenance.replay_fingerprint(),
+        scoring_fingerprint=provenance.scoring_fingerprint(), git_sha=provenance.git_sha(),
+        package_versions=provenance.versions(), started_at=previous.get("started_at") or now())
+
+
+def _copied(unit_id: str, replay: ReplayLines, scored: ScoredLines) -> UnitResult:
+    """A Unit served whole from the Unit cache: its lines as they were stored."""
+    row = json.loads(scored.units)
+    record = json.loads(replay.traces)
+    return UnitResult(unit_id=unit_id, replay=replay, scored=scored, status=str(row.get("status")),
+                      n_messages=int(row.get("n_messages") or 0), wall_s=float(row.get("wall_s") or 0.0),
+                      engine_config=dict(record.get("engine_config") or {}), replay_from_cache=True,
+                      score_from_cache=True)
+
+
+def _unit_of(result: UnitResult) -> Unit:
+    assert result.replay is not None
+    return Unit.from_dict(json.loads(result.replay.traces)["unit"])
+
+
+__all__ = ["EXIT_BUDGET", "EXIT_OK", "RunResult", "replay_cache_key", "run_sweep", "score_cache_key"]

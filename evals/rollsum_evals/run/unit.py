@@ -1,0 +1,204 @@
+"""One Unit: replay it (or take a replay already made), score the trace, and turn both into the
+journal lines of the run directory.
+
+Everything runs in a worker (thread or process): redaction and formatting too, because the loop
+that journals results is one thread and must not serialise the Units behind it. Failures
+become an ``error`` row, never an exception, so one bad Unit cannot stop a sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rollsum.models.base import Model
+from rollsum.redact import env_secrets, redact, redact_obj
+from rollsum_evals import scoring
+from rollsum_evals.data.types import Conversation
+from rollsum_evals.replay import EngineFactory, MeteredModel, Text, Trace, default_engine, replay, with_ids
+from rollsum_evals.run.models import ModelBuilder, ModelFactory, close_model, deterministic
+from rollsum_evals.rundir.format import probe_rows, table_columns, unit_row
+from rollsum_evals.rundir.journal import ReplayLines, ScoredLines, UnitResult, dumps, lines
+from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.scoring.cost import price
+from rollsum_evals.units import Unit
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """What a worker gets: plain, picklable data."""
+
+    unit: Unit
+    conversation: Conversation
+    plan: ScoringPlan
+    stored: ReplayLines | None = None
+    """A replay made earlier (Unit cache, or this run before it was killed): scored, not redone."""
+    stored_in_run: bool = False
+    """`stored` is already in this run directory: the result carries no replay lines."""
+
+
+def _one_line(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}".splitlines()[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# replay lines
+
+
+def encode_replay(unit: Unit, trace: Trace) -> ReplayLines:
+    ident = {"unit_id": unit.unit_id, "conversation_id": unit.conversation_id, "config": unit.config}
+    record = {**trace.to_record(), "unit": unit.to_dict()}
+    return ReplayLines(
+        texts={tid: dumps({"id": tid, **t.to_dict()}) + "\n" for tid, t in trace.used_texts().items()},
+        summaries=lines({**ident, "generation": g, "turn": trace.summary_turns[g], "record": r.to_dict()}
+                        for g, r in enumerate(trace.summaries)),
+        events=lines({**ident, **e} for e in trace.events),
+        traces=lines([record]))
+
+
+def decode_replay(stored: ReplayLines, conversation: Conversation) -> Trace:
+    texts = {}
+    for line in stored.texts.values():
+        d = json.loads(line)
+        texts[d["id"]] = Text(d["role"], d.get("name"), d["content"])
+    record = json.loads(stored.traces)
+    return Trace.from_record(record, conversation.messages, texts,
+                             [json.loads(x) for x in stored.summaries.splitlines()],
+                             [json.loads(x) for x in stored.events.splitlines()])
+
+
+def error_trace(unit: Unit, conversation: Conversation, err: BaseException, wall_s: float) -> Trace:
+    return Trace(unit_id=unit.unit_id, messages=with_ids(conversation.messages),
+                 context_window=unit.context_window, status="error",
+                 error=redact(_one_line(err), env_secrets()), wall_s=wall_s)
+
+
+# ----------------------------------------------------------------------------------------------
+# scoring
+
+
+def score_trace(unit: Unit, conversation: Conversation, trace: Trace, plan: ScoringPlan,
+                model: Model | None = None, *, clock: Callable[[], float] = time.perf_counter,
+                normalized: dict[str, str] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The Unit's ``units`` row and ``probes`` rows under `plan` (also what `rollsum score` runs).
+
+    `model` answers for scorers that need one (already cached and metered by the caller)."""
+    start = clock()
+    versions = scoring.versions(plan.scorers)
+    unit_cols, probe_cols = table_columns(*scoring.columns(plan.scorers))
+    n_probes = len(conversation.probes)
+    if trace.status != "ok":
+        return unit_row(unit, trace, plan, versions, None, n_probes=n_probes, wall_s=trace.wall_s,
+                        columns=unit_cols), []
+    try:
+        asks, scores = scoring.score(plan, unit, conversation, trace, model, normalized=normalized)
+    except Exception as err:
+        log.warning("unit %s (%s, %s): scoring failed: %s", unit.unit_id, unit.config,
+                    unit.conversation_id, err)
+        return unit_row(unit, trace, plan, versions, None, n_probes=n_probes,
+                        wall_s=trace.wall_s + clock() - start, columns=unit_cols,
+                        error=redact("scoring: " + _one_line(err), env_secrets())), []
+    row = unit_row(unit, trace, plan, versions, scores, n_probes=n_probes,
+                   wall_s=trace.wall_s + clock() - start, columns=unit_cols)
+    return row, probe_rows(unit, asks, scores, probe_cols)
+
+
+# ----------------------------------------------------------------------------------------------
+# redaction
+
+
+def redact_text_lines(text: str, secrets: Sequence[str]) -> str:
+    """Journal text (JSON lines) with every secret masked, decoded line by line only when the
+    patterns find something.
+
+    Redacting string by string costs ~70 µs a row string (five regexes each), which for a
+    long Unit was most of its CPU; so the patterns run once over the whole text, and only a
+    text where that changes something is redacted value by value (so the JSON stays valid).
+    Secrets are also looked for as JSON escapes them (a quote or backslash in a value)."""
+    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
+    if not text or redact(text, [*secrets, *escaped]) == text:
+        return text
+    return lines(redact_obj(json.loads(x), secrets) for x in text.splitlines())
+
+
+def _redact_lines(replay_lines: ReplayLines, secrets: Sequence[str]) -> ReplayLines:
+    return ReplayLines(texts={k: redact_text_lines(v, secrets) for k, v in replay_lines.texts.items()},
+                       summaries=redact_text_lines(replay_lines.summaries, secrets),
+                       events=redact_text_lines(replay_lines.events, secrets),
+                       traces=redact_text_lines(replay_lines.traces, secrets))
+
+
+# ----------------------------------------------------------------------------------------------
+# a whole Unit
+
+
+def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models: ModelBuilder,
+            secrets: Sequence[str] | None = None,
+            clock: Callable[[], float] = time.perf_counter) -> UnitResult:
+    """Replay (unless the job brings a replay) and score one Unit; never raises for a Unit's own
+    failure. Texts are stored as the engine made them; secrets are masked in the journal."""
+    secrets = env_secrets() if secrets is None else secrets
+    unit, conv, plan = job.unit, job.conversation, job.plan
+    cpu0 = time.thread_time()
+    paid = 0.0
+    if job.stored is None:
+        start = clock()
+        model = None
+        try:
+            model = models(unit.model)
+            trace = replay(unit, conv, engine_factory=engine_factory, model=model)
+        except Exception as err:
+            log.warning("unit %s (%s, %s) failed: %s", unit.unit_id, unit.config, unit.conversation_id, err)
+            trace = error_trace(unit, conv, err, clock() - start)
+        finally:
+            close_model(model)
+        paid += price(unit.model, trace.paid_usage)
+        replay_lines: ReplayLines | None = _redact_lines(encode_replay(unit, trace), secrets)
+    else:
+        trace = decode_replay(job.stored, conv)
+        replay_lines = None if job.stored_in_run else job.stored
+    scorer_model = metered = None
+    try:
+        if "model" in scoring.needs(plan.scorers) and plan.model and trace.status == "ok":
+            scorer_model = models(plan.model)
+            metered = MeteredModel(scorer_model) if scorer_model is not None else None
+        urow, prows = score_trace(unit, conv, trace, plan, metered)
+    except Exception as err:  # building the scoring model failed
+        urow, prows = score_trace(unit, conv, error_trace(unit, conv, err, trace.wall_s), plan)
+    finally:
+        close_model(scorer_model)
+    if metered is not None:
+        paid += price(plan.model, metered.paid)
+    scored = ScoredLines(probes=redact_text_lines(lines(prows), secrets),
+                         units=redact_text_lines(lines([urow]), secrets))
+    ok = urow["status"] == "ok"
+    return UnitResult(
+        unit_id=unit.unit_id, replay=replay_lines, scored=scored, status=str(urow["status"]),
+        n_messages=len(conv.messages), wall_s=float(urow["wall_s"]), engine_config=trace.engine_config,
+        paid_usd=paid, cpu_s=time.thread_time() - cpu0,
+        replay_cacheable=trace.status == "ok" and (deterministic(unit.model) or trace.failures == 0),
+        score_cacheable=ok and ("model" not in scoring.needs(plan.scorers) or deterministic(plan.model)))
+
+
+def thread_worker(job: Job, engine_factory: EngineFactory, models: ModelBuilder,
+                  secrets: Sequence[str]) -> UnitResult:
+    return run_job(job, engine_factory=engine_factory, models=models, secrets=secrets)
+
+
+def process_worker(job: Job, cache_path: str | None, engine_factory: EngineFactory,
+                   models: ModelBuilder | None = None, secrets: Sequence[str] = ()) -> UnitResult:
+    """Entry point in a worker process: builds its own models (a limiter cannot be shared)."""
+    factory = ModelFactory(cache_path=Path(cache_path) if cache_path else None)
+    try:
+        result = run_job(job, engine_factory=engine_factory, models=models or factory, secrets=secrets)
+    finally:
+        factory.close()
+    result.cache_stats = factory.stats()
+    return result

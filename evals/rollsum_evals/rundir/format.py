@@ -1,0 +1,274 @@
+"""The run-directory format (contract: docs/run-format.md): its files, its tables' columns, its rows.
+
+This module is the one place that says what a run directory holds. The tables' columns are the
+base columns below plus the columns scorers declare (`rollsum_evals.scoring.base.Column`); the
+manifest records the resulting schema, so a reader never needs to know which scorers exist, and
+a column no one declared is still kept (`frame`), never silently dropped.
+
+Version history: 1 = scores computed during the replay, journals ``units/probes/turns.jsonl``.
+2 = replay → trace → score: ``traces.jsonl`` (per-turn numbers and context compositions) and
+``texts.jsonl`` (non-verbatim context texts) are the replay; ``units``/``probes`` are scored from
+them and can be re-scored (`rollsum score`); ``turns.parquet`` is derived from the traces.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rollsum_evals.scoring.asks import Ask
+from rollsum_evals.scoring.base import Column, Scores, ScoringPlan
+from rollsum_evals.units import Unit
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rollsum_evals.replay.trace import Trace
+
+FORMAT_VERSION = 2
+
+MANIFEST = "manifest.json"
+TEXTS = "texts.jsonl"
+SUMMARIES = "summaries.jsonl"
+EVENTS = "events.jsonl"
+TRACES = "traces.jsonl"
+PROBES_JOURNAL = "probes.jsonl"
+UNITS_JOURNAL = "units.jsonl"
+REPLAY_JOURNALS: tuple[str, ...] = (SUMMARIES, EVENTS, TRACES)
+"""A Unit's replay lines, in the order they are written: its ``traces.jsonl`` line last (the
+replay's commit record). Its texts go before all of them."""
+SCORE_JOURNALS: tuple[str, ...] = (PROBES_JOURNAL, UNITS_JOURNAL)
+"""A Unit's scored lines, after its replay: its ``units.jsonl`` line last (the Unit's commit)."""
+TABLES = {"units": "units.parquet", "probes": "probes.parquet", "turns": "turns.parquet"}
+
+NAN = math.nan
+
+IDENTITY_COLUMNS: tuple[Column, ...] = (
+    Column("unit_id", "str", "", "hash of the replay identity (not of the scoring)"),
+    Column("dataset", "str", ""),
+    Column("conversation_id", "str", ""),
+    Column("config", "str", "", "the configuration's label, unique in the run"),
+    Column("preset", "str", ""),
+)
+BASE_UNIT_COLUMNS: tuple[Column, ...] = (
+    *IDENTITY_COLUMNS,
+    Column("params", "str", "{}", "JSON of the overrides applied to the preset"),
+    Column("prompt", "str", ""),
+    Column("model", "str", "", "summarizer model spec"),
+    Column("seed", "int", 0),
+    Column("context_window", "int", 0, "the main model's simulated window"),
+    Column("n_messages", "int", 0),
+    Column("n_probes", "int", 0),
+    Column("n_summaries", "int", 0),
+    Column("n_failures", "int", 0, "failure events (summaries that did not happen)"),
+    Column("cost_usd", "float", 0.0, "sum of every cost_*_usd column"),
+    Column("wall_s", "float", 0.0, "replay + scoring wall time (not part of equality checks)"),
+    Column("status", "str", "ok", "ok or error"),
+    Column("error", "str", "", "one line, empty when ok"),
+    Column("probe_timing", "str", "end", "when probes were asked (the scoring plan's timing)"),
+    Column("main_model", "str", "", "whose prices the simulated main-model cost uses"),
+    Column("scorers", "str", "", "name@version of each scorer that ran, comma-separated"),
+)
+BASE_PROBE_COLUMNS: tuple[Column, ...] = (
+    *IDENTITY_COLUMNS,
+    Column("model", "str", ""),
+    Column("seed", "int", 0),
+    Column("probe_id", "str", ""),
+    Column("category", "str", ""),
+    Column("question", "str", ""),
+    Column("answer", "str", ""),
+    Column("evidence_turn", "int", -1, "index of the last evidence message, -1 if none"),
+    Column("asked_turn", "int", -1),
+    Column("age_turns", "int", 0, "asked_turn - evidence_turn"),
+)
+TURN_COLUMNS: tuple[Column, ...] = (
+    Column("unit_id", "str", ""),
+    Column("config", "str", ""),
+    Column("conversation_id", "str", ""),
+    Column("turn", "int", 0, "index of the message just added"),
+    Column("context_tokens", "int", 0, "what the main model would be sent"),
+    Column("context_window", "int", 0),
+    Column("summary_tokens", "int", 0, "tokens of the latest summary record"),
+    Column("active_messages", "int", 0),
+    Column("pending_messages", "int", 0, "evicted, waiting for the next summary"),
+    Column("context_items", "int", 0, "messages in the context"),
+)
+NON_DETERMINISTIC_UNIT_COLUMNS: tuple[str, ...] = ("wall_s", "summarizer_latency_s")
+"""Wall-clock measurements: excluded when two runs are compared for equality."""
+
+UNIT_SORT, PROBE_SORT, TURN_SORT = ["unit_id"], ["unit_id", "probe_id", "asked_turn"], ["unit_id", "turn"]
+
+
+def table_columns(scorer_unit: Iterable[Column], scorer_probe: Iterable[Column]
+                  ) -> tuple[tuple[Column, ...], tuple[Column, ...]]:
+    """The units and probes tables' columns: base columns, then the scorers'."""
+    unit = {c.name: c for c in BASE_UNIT_COLUMNS}
+    for c in scorer_unit:
+        unit.setdefault(c.name, c)
+    probe = {c.name: c for c in BASE_PROBE_COLUMNS}
+    for c in scorer_probe:
+        probe.setdefault(c.name, c)
+    return tuple(unit.values()), tuple(probe.values())
+
+
+def schema_to_json(columns: Sequence[Column]) -> list[list[Any]]:
+    return [[c.name, c.dtype, None if isinstance(c.default, float) and math.isnan(c.default) else c.default]
+            for c in columns]
+
+
+def schema_from_json(data: Any) -> tuple[Column, ...]:
+    out = []
+    for name, dtype, default in data or []:
+        if dtype == "float" and default is None:
+            default = NAN
+        out.append(Column(str(name), dtype, default))
+    return tuple(out)
+
+
+def scorers_label(plan: ScoringPlan, versions: Mapping[str, str]) -> str:
+    return ",".join(f"{n}@{versions[n]}" for n in plan.scorers)
+
+
+def new_manifest(*, name: str, spec_raw: Mapping[str, Any], spec_path: str, spec_sha256: str,
+                 datasets: Mapping[str, Mapping[str, Any]], plan: ScoringPlan,
+                 scorer_versions: Mapping[str, str], unit_columns: Sequence[Column],
+                 probe_columns: Sequence[Column], seeds: Sequence[int], replay_fingerprint: str,
+                 scoring_fingerprint: str, git_sha: str | None, package_versions: Mapping[str, str],
+                 started_at: str) -> dict[str, Any]:
+    """The manifest's fixed part (docs/run-format.md lists every key); the runner adds its own
+    bookkeeping (cache, executor, timing) and the final status."""
+    return {
+        "format_version": FORMAT_VERSION, "name": name, "spec": dict(spec_raw), "spec_path": spec_path,
+        "spec_sha256": spec_sha256, "datasets": {k: dict(v) for k, v in datasets.items()},
+        "scoring": {**plan.to_dict(), "versions": dict(scorer_versions), "fingerprint": scoring_fingerprint},
+        "scorer_versions": dict(scorer_versions), "probe_timing": plan.timing.key,
+        "main_model": plan.main_model,
+        "schema": {"units": schema_to_json(unit_columns), "probes": schema_to_json(probe_columns)},
+        "seeds": list(seeds), "replay_fingerprint": replay_fingerprint, "git_sha": git_sha,
+        "versions": dict(package_versions), "started_at": started_at, "finished_at": None,
+        "status": "running",
+    }
+
+
+def rescored_manifest(manifest: Mapping[str, Any], plan: ScoringPlan, scorer_versions: Mapping[str, str],
+                      unit_columns: Sequence[Column], probe_columns: Sequence[Column],
+                      scoring_fingerprint: str, scored_at: str) -> dict[str, Any]:
+    """The manifest after `rollsum score`: the replay's provenance unchanged, the scoring new."""
+    out = dict(manifest)
+    out.update({
+        "scoring": {**plan.to_dict(), "versions": dict(scorer_versions),
+                    "fingerprint": scoring_fingerprint, "scored_at": scored_at},
+        "scorer_versions": dict(scorer_versions), "probe_timing": plan.timing.key,
+        "main_model": plan.main_model,
+        "schema": {"units": schema_to_json(unit_columns), "probes": schema_to_json(probe_columns)},
+    })
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# rows
+
+
+def _complete(row: Mapping[str, Any], columns: Sequence[Column]) -> dict[str, Any]:
+    out = {c.name: c.default for c in columns}
+    out.update(row)
+    return out
+
+
+def unit_row(unit: Unit, trace: Trace, plan: ScoringPlan, versions: Mapping[str, str],
+             scores: Scores | None, *, n_probes: int, wall_s: float, columns: Sequence[Column],
+             error: str = "") -> dict[str, Any]:
+    """A Unit's ``units`` row. `scores` None (with `error`) = the replay or the scoring failed."""
+    row: dict[str, Any] = {
+        "unit_id": unit.unit_id, "dataset": unit.dataset, "conversation_id": unit.conversation_id,
+        "config": unit.config, "preset": unit.preset, "params": unit.params_json,
+        "prompt": unit.prompt, "model": unit.model, "seed": unit.seed,
+        "context_window": unit.context_window, "n_messages": len(trace.messages),
+        "n_probes": n_probes, "n_summaries": len(trace.summaries), "n_failures": trace.failures,
+        "probe_timing": plan.timing.key, "main_model": plan.main_model,
+        "scorers": scorers_label(plan, versions),
+    }
+    if scores is None:
+        row.update(status="error", error=error or trace.error)
+    else:
+        row.update(scores.unit)
+        row.update(status="ok", error="")
+    row["cost_usd"] = sum(float(v) for k, v in row.items()
+                          if k.startswith("cost_") and k.endswith("_usd") and k != "cost_usd")
+    row["wall_s"] = wall_s
+    return _complete(row, columns)
+
+
+def probe_rows(unit: Unit, asks: Sequence[Ask], scores: Scores, columns: Sequence[Column]) -> list[dict[str, Any]]:
+    """One ``probes`` row per ask (a probe at one asking turn)."""
+    base = {"unit_id": unit.unit_id, "dataset": unit.dataset, "conversation_id": unit.conversation_id,
+            "config": unit.config, "preset": unit.preset, "model": unit.model, "seed": unit.seed}
+    rows = []
+    for ask in asks:
+        p = ask.probe
+        row = {**base, "probe_id": p.id, "category": p.category, "question": p.question,
+               "answer": p.answer, "evidence_turn": ask.evidence_turn, "asked_turn": ask.asked_turn,
+               "age_turns": ask.age_turns}
+        row.update(scores.probes.get(ask.key, {}))
+        rows.append(_complete(row, columns))
+    return rows
+
+
+def turn_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``turns`` rows of one ``traces.jsonl`` line (no dataset needed: roles are not a column)."""
+    unit = record.get("unit") or {}
+    cols = record.get("turns") or {}
+    window = int(record.get("context_window") or 0)
+    items = _item_counts(cols.get("context") or [])
+    return [{"unit_id": record["unit_id"], "config": unit.get("config", ""),
+             "conversation_id": unit.get("conversation_id", ""), "turn": i,
+             "context_tokens": ct, "context_window": window, "summary_tokens": st,
+             "active_messages": a, "pending_messages": p, "context_items": n}
+            for i, (ct, st, a, p, n) in enumerate(zip(cols.get("context_tokens") or [],
+                                                       cols.get("summary_tokens") or [],
+                                                       cols.get("active") or [], cols.get("pending") or [],
+                                                       items))]
+
+
+def _item_counts(codes: Sequence[str]) -> list[int]:
+    """Number of context items per turn, straight from the composition strings."""
+    out: list[int] = []
+    n = 0
+    for code in codes:
+        if code == "+":
+            n += 1
+        elif code != "=":
+            n = 0
+            for part in code.split(",") if code else []:
+                a, sep, b = part.partition("-")
+                n += int(b) - int(a) + 1 if sep and not part.startswith("#") else 1
+        out.append(n)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# tables
+
+_PANDAS_DTYPE = {"int": "int64", "float": "float64", "bool": "bool", "boolean": "boolean"}
+
+
+def frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], sort: Sequence[str]) -> pd.DataFrame:
+    """Rows as a typed DataFrame: declared columns first (defaults where a row lacks one), then
+    any column a row has that nobody declared, in name order (kept, never dropped)."""
+    import pandas as pd
+
+    declared = [c.name for c in columns]
+    known = set(declared)
+    extra = sorted({k for r in rows for k in r} - known)
+    full = [{**{c.name: r.get(c.name, c.default) for c in columns}, **{k: r.get(k) for k in extra}}
+            for r in rows]
+    df = pd.DataFrame(full, columns=[*declared, *extra])
+    for c in columns:
+        if c.dtype == "str":
+            df[c.name] = df[c.name].astype(str)
+        else:
+            df[c.name] = df[c.name].astype(_PANDAS_DTYPE[c.dtype])  # type: ignore[call-overload]
+    if len(df):
+        df = df.sort_values([s for s in sort if s in df.columns], kind="mergesort").reset_index(drop=True)
+    return df

@@ -1,0 +1,147 @@
+"""Reading a run directory: `load_run`, the one reader every command uses.
+
+A run whose tables were written is read from its parquet files; a run that is still running or
+was killed is read from its journals (committed Units only), so a partial run can be inspected.
+Columns come from the manifest's schema: a scorer's columns appear whether or not this code
+knows the scorer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rollsum.errors import ConfigError
+from rollsum.types import Message
+from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
+from rollsum_evals.replay.trace import Text, Trace
+from rollsum_evals.rundir.format import (
+    EVENTS,
+    FORMAT_VERSION,
+    PROBE_SORT,
+    PROBES_JOURNAL,
+    SUMMARIES,
+    TABLES,
+    TURN_COLUMNS,
+    TURN_SORT,
+    UNIT_SORT,
+    frame,
+    schema_from_json,
+    turn_rows,
+)
+from rollsum_evals.rundir.journal import RunDir, read_jsonl
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class Run:
+    path: Path
+    manifest: dict[str, Any]
+    units: pd.DataFrame
+    probes: pd.DataFrame
+    turns: pd.DataFrame
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def name(self) -> str:
+        """The run directory's name: `runs/nightly` reports to `reports/nightly/`."""
+        return self.path.resolve().name
+
+    def _rows(self, name: str) -> list[dict[str, Any]]:
+        if name not in self._cache:
+            done = set(self.units["unit_id"]) if "unit_id" in self.units else set()
+            self._cache[name] = [r for r in read_jsonl(self.path / name) if r.get("unit_id") in done]
+        rows: list[dict[str, Any]] = self._cache[name]
+        return rows
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """``summaries.jsonl`` lines of the run's Units: {unit_id, conversation_id, config,
+        generation, turn, record}."""
+        return self._rows(SUMMARIES)
+
+    def events(self) -> list[dict[str, Any]]:
+        return self._rows(EVENTS)
+
+    def texts(self) -> dict[str, Text]:
+        if "texts" not in self._cache:
+            self._cache["texts"] = {tid: Text(r["role"], r.get("name"), r["content"])
+                                    for tid, r in RunDir(self.path).texts().items()}
+        texts: dict[str, Text] = self._cache["texts"]
+        return texts
+
+    def trace_records(self) -> dict[str, dict[str, Any]]:
+        if "traces" not in self._cache:
+            self._cache["traces"] = RunDir(self.path).trace_records()
+        recs: dict[str, dict[str, Any]] = self._cache["traces"]
+        return recs
+
+    def load_trace(self, unit_id: str, loader: Loader = default_loader) -> Trace:
+        """One Unit's replay with its conversation reloaded from the dataset the run pinned (by
+        sha256; a changed dataset is a ConfigError): `.context_at(turn)` is then exactly what
+        the engine sent at that turn."""
+        if "datasets" not in self._cache:
+            self._cache["datasets"] = load_pinned(self.manifest.get("datasets") or {}, loader, where=str(self.path))
+        record = self.trace_records().get(unit_id)
+        if record is None:
+            raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
+        unit = record.get("unit") or {}
+        convs = {c.id: c for c in self._cache["datasets"][unit["dataset"]].conversations}
+        return self.trace(unit_id, convs[unit["conversation_id"]].messages)
+
+    def trace(self, unit_id: str, messages: Sequence[Message]) -> Trace:
+        """One Unit's replay, decoded: `messages` is its conversation from the pinned dataset
+        (see `load_trace`)."""
+        record = self.trace_records().get(unit_id)
+        if record is None:
+            raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
+        return decode_trace(record, messages, self.texts(),
+                            [r for r in self.summaries() if r.get("unit_id") == unit_id],
+                            [r for r in self.events() if r.get("unit_id") == unit_id])
+
+
+def decode_trace(record: Mapping[str, Any], messages: Sequence[Message], texts: Mapping[str, Text],
+                 summary_rows: Sequence[Mapping[str, Any]], event_rows: Sequence[Mapping[str, Any]]) -> Trace:
+    return Trace.from_record(record, messages, texts, summary_rows, event_rows)
+
+
+def check_format(path: Path, manifest: Mapping[str, Any]) -> None:
+    version = manifest.get("format_version", 1)
+    if version != FORMAT_VERSION:
+        raise ConfigError(f"{path}: run format {version}, this rollsum reads format {FORMAT_VERSION} "
+                          "(re-run the sweep with this version; docs/run-format.md)")
+
+
+def load_run(path: str | Path) -> Run:
+    """A run directory as DataFrames (docs/run-format.md). A missing or foreign directory is a
+    user mistake (ConfigError, one line)."""
+    import pandas as pd
+
+    rd = RunDir(path)
+    if not rd.path.is_dir():
+        raise ConfigError(f"{rd.path}: not a run directory (expected the --out directory of `rollsum run`)")
+    manifest = rd.read_manifest()
+    check_format(rd.path, manifest)
+    schema = manifest.get("schema") or {}
+    finished = manifest.get("status") not in (None, "running", "interrupted")
+    tables: dict[str, pd.DataFrame] = {}
+    for name in TABLES:
+        pq = rd.file(TABLES[name])
+        if pq.exists() and finished:
+            try:
+                tables[name] = pd.read_parquet(pq)
+            except Exception as err:  # pyarrow raises several unrelated types for a bad file
+                raise ConfigError(f"{pq}: cannot read the {name} table ({err})") from err
+    if len(tables) < len(TABLES):
+        units = rd.unit_rows()
+        done = set(units)
+        tables["units"] = frame(list(units.values()), schema_from_json(schema.get("units")), UNIT_SORT)
+        tables["probes"] = frame([r for r in read_jsonl(rd.file(PROBES_JOURNAL)) if r.get("unit_id") in done],
+                                 schema_from_json(schema.get("probes")), PROBE_SORT)
+        tables["turns"] = frame([row for uid, rec in rd.trace_records().items() if uid in done
+                                 for row in turn_rows(rec)], TURN_COLUMNS, TURN_SORT)
+    return Run(path=rd.path, manifest=manifest, units=tables["units"], probes=tables["probes"],
+               turns=tables["turns"])

@@ -1,0 +1,63 @@
+"""cost: what a configuration costs to run, in tokens and dollars.
+
+Main-model input: one main-model call per assistant message, whose input is the context as it
+stood after the previous message (the user turn or tool result it answers). Summed over the
+conversation, this is the number that rolling summaries exist to shrink. The main model is not
+called during a replay; its cost is simulated with the plan's ``main_model`` prices.
+Summarizer usage is the nominal usage of every call, cached or not, so a cached re-run reports
+the same cost as the first run.
+"""
+
+from __future__ import annotations
+
+from rollsum.types import Usage
+from rollsum_evals.scoring.base import Column, ScoreInput, Scores
+from rollsum_evals.units import OFFLINE_MODELS
+
+
+def price(model: str, usage: Usage) -> float:
+    """USD by the price table; offline models are free. `model` may be a model spec."""
+    if model in OFFLINE_MODELS or model.startswith(("fake", "replay:", "local:")):
+        return 0.0
+    from rollsum.models.pricing import cost_usd
+
+    name = model.split(":", 1)[1] if ":" in model else model
+    return float(cost_usd(name, usage))
+
+
+class Cost:
+    name = "cost"
+    version = "1"
+    needs: frozenset[str] = frozenset()
+    unit_columns = (
+        Column("main_input_tokens", "int", 0, "sum over assistant turns of the context before them"),
+        Column("mean_context_tokens", "float", 0.0, "mean context size over turns"),
+        Column("max_context_tokens", "int", 0, "largest context size over turns"),
+        Column("summarizer_input_tokens", "int", 0, "summarizer usage (nominal: cache hits included)"),
+        Column("summarizer_output_tokens", "int", 0, ""),
+        Column("summarizer_calls", "int", 0, ""),
+        Column("cost_main_usd", "float", 0.0, "main_input_tokens at the main model's prices"),
+        Column("cost_summarizer_usd", "float", 0.0, "summarizer usage at its model's prices"),
+        Column("summarizer_latency_s", "float", 0.0, "summed summarizer latency"),
+    )
+    probe_columns = ()
+
+    def score(self, inp: ScoreInput) -> Scores:
+        trace, unit = inp.trace, inp.unit
+        turns = trace.turns
+        main_input = sum(turns[i - 1].context_tokens for i in range(1, len(turns))
+                         if turns[i].role == "assistant")
+        tokens = [t.context_tokens for t in turns]
+        summarizer_cost = price(unit.model, trace.usage)
+        main_cost = price(inp.plan.main_model, Usage(input_tokens=main_input, calls=1))
+        return Scores(unit={
+            "main_input_tokens": main_input,
+            "mean_context_tokens": sum(tokens) / len(tokens) if tokens else 0.0,
+            "max_context_tokens": max(tokens, default=0),
+            "summarizer_input_tokens": trace.usage.input_tokens,
+            "summarizer_output_tokens": trace.usage.output_tokens,
+            "summarizer_calls": trace.usage.calls,
+            "cost_main_usd": main_cost,
+            "cost_summarizer_usd": summarizer_cost,
+            "summarizer_latency_s": trace.latency_s,
+        })

@@ -1,0 +1,64 @@
+"""Normalized text of a trace's context at asking turns, computed once per Unit.
+
+Containment scorers look for an answer in the whole context, in its summary part (items that
+are not conversation messages) and in its verbatim part (items made from conversation
+messages), and in the conversation so far (what `full-context` would send). A long conversation
+probed at many turns would re-normalize the same texts at every turn, so each distinct text is
+normalized once; `normalize_text` only maps characters, drops whole words and collapses
+whitespace, so normalized parts joined with a space equal the normalized joined text (a test
+checks it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rollsum_evals.replay.trace import Trace
+from rollsum_evals.scoring.text import normalize_text
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """The normalized context at one turn, split into its parts."""
+
+    context: str
+    summary: str
+    """Items that are not conversation messages (summaries, whatever the engine wrote)."""
+    verbatim: str
+    """Items made from conversation messages."""
+    prefix: str
+    """Every conversation message up to the turn: what `full-context` would have sent."""
+
+
+class ContextViews:
+    def __init__(self, trace: Trace, normalized: dict[str, str] | None = None) -> None:
+        """`normalized`: text -> normalized text, shared by the Units of one conversation when
+        the caller scores several (their contexts are mostly the same messages)."""
+        self.trace = trace
+        self._norm: dict[str, str] = {} if normalized is None else normalized
+        self._views: dict[int, View] = {}
+        self._prefix: list[str] = []
+
+    def norm(self, text: str) -> str:
+        out = self._norm.get(text)
+        if out is None:
+            out = self._norm[text] = normalize_text(text)
+        return out
+
+    def _join(self, texts: Iterable[str]) -> str:
+        return " ".join(n for n in map(self.norm, texts) if n)
+
+    def at(self, turn: int) -> View:
+        view = self._views.get(turn)
+        if view is None:
+            items = self.trace.context_at(turn)
+            msgs = self.trace.messages
+            while len(self._prefix) <= min(turn, len(msgs) - 1):
+                self._prefix.append(self.norm(msgs[len(self._prefix)].content))
+            view = self._views[turn] = View(
+                context=self._join(i.text for i in items),
+                summary=self._join(i.text for i in items if i.message_index is None),
+                verbatim=self._join(i.text for i in items if i.message_index is not None),
+                prefix=" ".join(n for n in self._prefix[: turn + 1] if n))
+        return view

@@ -1,0 +1,380 @@
+"""Sweep specs: a TOML file that names datasets, configurations, grids and how to score them.
+
+`load_spec` validates a spec into a `SweepSpec`; `rollsum_evals.units.expand` turns it into
+Units (what is replayed), and `SweepSpec.scoring` is the `ScoringPlan` (how every replay is
+scored). Every mistake is one `ConfigError` naming file, line and field. The format is
+documented in ``docs/sweeps.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rollsum import presets
+from rollsum.errors import ConfigError
+from rollsum_evals.data.pinned import DatasetSpec
+from rollsum_evals.scoring.asks import ProbeTiming
+from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.units import canonical_json
+
+LOCOMO_PLACEHOLDER = "@locomo"
+"""A dataset whose source is this placeholder is only included when ``--locomo PATH`` is given."""
+
+DEFAULT_MAIN_MODEL = "claude-haiku-4-5"
+DEFAULT_CONTEXT_WINDOW = 200_000
+
+_TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
+             "context_window", "probes", "seeds", "main_model", "qa", "cache", "unit_cache", "limits"}
+_DATASET_KEYS = {"name", "source", "format", "limit"}
+_CONFIG_KEYS = {"preset", "label", "params", "grid", "prompts", "models"}
+_PROBE_KEYS = {"ask", "after_turns", "ages", "end"}
+_QA_KEYS = {"model", "judge"}
+_LIMIT_KEYS = {"requests_per_minute"}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSpec:
+    preset: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    grid: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    label: str | None = None
+    prompts: tuple[str, ...] | None = None
+    models: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSpec:
+    name: str
+    datasets: tuple[DatasetSpec, ...]
+    configs: tuple[ConfigSpec, ...]
+    prompts: tuple[str, ...] = ("",)
+    models: tuple[str, ...] = ("extractive",)
+    scorers: tuple[str, ...] = ("answer_retention", "fact_survival", "cost")
+    context_windows: tuple[int, ...] = (DEFAULT_CONTEXT_WINDOW,)
+    probes: ProbeTiming = field(default_factory=ProbeTiming)
+    seeds: tuple[int, ...] = (0,)
+    main_model: str = DEFAULT_MAIN_MODEL
+    qa_model: str | None = None
+    judge: bool = False
+    cache: str = "user"
+    """``user`` (~/.cache/rollsum, shared between runs), ``run`` (inside the run dir) or ``off``."""
+    unit_cache: bool = True
+    """Copy finished Units from the Unit-result cache (needs ``cache = "user"``)."""
+    requests_per_minute: float | None = None
+    description: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict)
+    """The parsed TOML (after CLI overrides): goes into the manifest."""
+    path: str = ""
+
+    def sha256(self) -> str:
+        return hashlib.sha256(canonical_json(self.raw).encode("utf-8")).hexdigest()
+
+    @property
+    def scoring(self) -> ScoringPlan:
+        return ScoringPlan(scorers=self.scorers, timing=self.probes, main_model=self.main_model,
+                           model=self.qa_model or "", judge=self.judge)
+
+
+# ----------------------------------------------------------------------------------------------
+# parsing
+
+
+class _Where:
+    """Turns a field path into ``file:line`` for error messages (tomllib keeps no positions)."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+
+    def line_of(self, key: str, occurrence: int = 0) -> int | None:
+        pat = re.compile(rf"^\s*(\[\[?\s*)?[\w.\-\"]*\b{re.escape(key)}\b")
+        seen = 0
+        for i, line in enumerate(self.lines, 1):
+            if pat.match(line):
+                if seen == occurrence:
+                    return i
+                seen += 1
+        return None
+
+    def error(self, fieldname: str, expected: str, got: Any = None, *, key: str | None = None,
+              occurrence: int = 0) -> ConfigError:
+        line = self.line_of(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence)
+        loc = f"{self.path}:{line}" if line else self.path
+        got_s = "" if got is None else f", got {got!r}"
+        return ConfigError(f"{loc}: field '{fieldname}': expected {expected}{got_s}")
+
+
+def load_spec(path: str | Path, *, model_override: str | None = None,
+              locomo: str | None = None, overrides: Sequence[str] = ()) -> SweepSpec:
+    """Read and validate a sweep spec. Every mistake is a ConfigError naming file, line, field."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: sweep spec not found") from None
+    except OSError as err:
+        raise ConfigError(f"{p}: cannot read sweep spec: {err.strerror}") from None
+    return parse_spec(text, str(p), model_override=model_override, locomo=locomo,
+                      overrides=overrides)
+
+
+def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = None,
+               locomo: str | None = None, overrides: Sequence[str] = ()) -> SweepSpec:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    w = _Where(path, text)
+    _check_keys(w, "", raw, _TOP_KEYS)
+
+    if model_override:
+        raw["models"] = [model_override]
+        for cfg in raw.get("configs") or []:
+            if isinstance(cfg, dict):
+                cfg.pop("models", None)
+
+    for item in overrides:
+        apply_override(raw, item, path)
+
+    name = _str(w, raw, "name", default=Path(path).stem)
+    datasets = _datasets(w, raw.get("datasets"), locomo)
+    if locomo:
+        raw["locomo"] = locomo
+    configs = _configs(w, raw.get("configs"))
+    prompts = _str_list(w, raw, "prompts", default=("",))
+    models = _str_list(w, raw, "models", default=("extractive",))
+    scorers = _str_list(w, raw, "scorers", default=("answer_retention", "fact_survival", "cost"))
+    from rollsum_evals.scoring import names as scorer_names
+
+    for i, s in enumerate(scorers):
+        if s not in scorer_names():
+            raise w.error(f"scorers[{i}]", f"one of {', '.join(scorer_names())}", s, key="scorers")
+    cw = raw.get("context_window", DEFAULT_CONTEXT_WINDOW)
+    windows = tuple(cw) if isinstance(cw, list) else (cw,)
+    for v in windows:
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise w.error("context_window", "a positive integer or a list of them", v)
+    probes = _probes(w, raw.get("probes", {}))
+    seeds_v = raw.get("seeds", [0])
+    seeds = tuple(seeds_v) if isinstance(seeds_v, list) else (seeds_v,)
+    for s in seeds:
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise w.error("seeds", "a list of integers", s)
+    main_model = _str(w, raw, "main_model", default=DEFAULT_MAIN_MODEL)
+    qa = raw.get("qa", {})
+    if not isinstance(qa, dict):
+        raise w.error("qa", "a table with 'model' and 'judge'", qa)
+    _check_keys(w, "qa.", qa, _QA_KEYS)
+    qa_model = qa.get("model")
+    if qa_model is not None and not isinstance(qa_model, str):
+        raise w.error("qa.model", "a model spec string", qa_model, key="model")
+    judge = qa.get("judge", False)
+    if not isinstance(judge, bool):
+        raise w.error("qa.judge", "true or false", judge, key="judge")
+    from rollsum_evals.scoring import needs
+
+    if "model" in needs(scorers) and not qa_model:
+        answering = [s for s in scorers if "model" in needs([s])]
+        raise w.error("qa.model", f"a model spec (scorer {', '.join(answering)} needs a model to answer)",
+                      key="scorers")
+    cache = _str(w, raw, "cache", default="user")
+    if cache not in ("user", "run", "off"):
+        raise w.error("cache", "'user', 'run' or 'off'", cache)
+    unit_cache = raw.get("unit_cache", True)
+    if not isinstance(unit_cache, bool):
+        raise w.error("unit_cache", "true or false", unit_cache)
+    limits = raw.get("limits", {})
+    if not isinstance(limits, dict):
+        raise w.error("limits", "a table", limits)
+    _check_keys(w, "limits.", limits, _LIMIT_KEYS)
+    rpm = limits.get("requests_per_minute")
+    if rpm is not None and (not isinstance(rpm, int | float) or rpm <= 0):
+        raise w.error("limits.requests_per_minute", "a positive number", rpm,
+                      key="requests_per_minute")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise w.error("description", "a string", description)
+    return SweepSpec(name=name, datasets=datasets, configs=configs, prompts=prompts, models=models,
+                     scorers=scorers, context_windows=windows, probes=probes, seeds=seeds,
+                     main_model=main_model, qa_model=qa_model, judge=judge, cache=cache,
+                     unit_cache=unit_cache, requests_per_minute=None if rpm is None else float(rpm),
+                     description=description, raw=raw, path=path)
+
+
+def _toml_value(text: str) -> Any:
+    """`10` -> 10, `0.8` -> 0.8, `true` -> True, `"x"` or a bare word -> str."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None:
+    """``--set SELECTOR.PARAM=VALUE``: fix one parameter of every config whose preset or label
+    is SELECTOR, replacing a grid over it. The label does not change when the config has an
+    explicit ``label``, so a baseline keyed by label still gates the degraded run.
+    """
+    target, eq, value = item.partition("=")
+    selector, dot, param = target.strip().rpartition(".")
+    if not eq or not dot or not selector or not param:
+        raise ConfigError(f"--set {item!r}: expected PRESET.PARAM=VALUE (or LABEL.PARAM=VALUE), "
+                          "e.g. since-last.keep_last=2")
+    configs = raw.get("configs")
+    matched = 0
+    for cfg in configs if isinstance(configs, list) else []:
+        if isinstance(cfg, dict) and selector in (cfg.get("preset"), cfg.get("label")):
+            params = cfg.setdefault("params", {})
+            grid = cfg.get("grid")
+            if isinstance(grid, dict):
+                grid.pop(param, None)
+            if isinstance(params, dict):
+                params[param] = _toml_value(value.strip())
+                matched += 1
+    if not matched:
+        known = sorted({str(c.get(k)) for c in configs if isinstance(c, dict) for k in ("preset", "label")
+                        if c.get(k)} if isinstance(configs, list) else set())
+        raise ConfigError(f"{path}: --set {item!r}: no config with preset or label {selector!r} "
+                          f"(expected one of: {', '.join(known) or 'none'})")
+
+
+def _check_keys(w: _Where, prefix: str, table: Mapping[str, Any], allowed: set[str],
+                occurrence: int = 0) -> None:
+    for k in table:
+        if k not in allowed:
+            raise w.error(f"{prefix}{k}", f"one of {', '.join(sorted(allowed))} (unknown key)",
+                          key=k, occurrence=occurrence)
+
+
+def _str(w: _Where, table: Mapping[str, Any], key: str, *, default: str) -> str:
+    v = table.get(key, default)
+    if not isinstance(v, str):
+        raise w.error(key, "a string", v)
+    return v
+
+
+def _str_list(w: _Where, table: Mapping[str, Any], key: str, *, default: tuple[str, ...],
+              prefix: str = "") -> tuple[str, ...]:
+    v = table.get(key)
+    if v is None:
+        return default
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+        raise w.error(prefix + key, "a non-empty list of strings", v, key=key)
+    return tuple(v)
+
+
+def _datasets(w: _Where, v: Any, locomo: str | None) -> tuple[DatasetSpec, ...]:
+    if not isinstance(v, list) or not v:
+        raise w.error("datasets", "at least one [[datasets]] table with name and source", v)
+    out: list[DatasetSpec] = []
+    names: set[str] = set()
+    for i, d in enumerate(v):
+        if not isinstance(d, dict):
+            raise w.error(f"datasets[{i}]", "a table", d, key="datasets")
+        _check_keys(w, f"datasets[{i}].", d, _DATASET_KEYS, occurrence=i)
+        name, source = d.get("name"), d.get("source")
+        if not isinstance(source, str) or not source:
+            raise w.error(f"datasets[{i}].source", "a path or generator spec such as "
+                          "'synth:chat?conversations=4&messages=300&seed=1'", source,
+                          key="datasets", occurrence=i)
+        if name is None:
+            name = source
+        if not isinstance(name, str) or not name:
+            raise w.error(f"datasets[{i}].name", "a non-empty string", name, key="datasets",
+                          occurrence=i)
+        if name in names:
+            raise w.error(f"datasets[{i}].name", "a name unique in the spec", name, key="name",
+                          occurrence=i)
+        names.add(name)
+        fmt, limit = d.get("format"), d.get("limit")
+        if fmt is not None and not isinstance(fmt, str):
+            raise w.error(f"datasets[{i}].format", "a loader name", fmt, key="format")
+        if limit is not None and (not isinstance(limit, int) or limit <= 0):
+            raise w.error(f"datasets[{i}].limit", "a positive integer", limit, key="limit")
+        if source == LOCOMO_PLACEHOLDER:
+            if not locomo:
+                continue
+            source, fmt = locomo, fmt or "locomo"
+        out.append(DatasetSpec(name=name, source=source, format=fmt, limit=limit))
+    if not out:
+        raise w.error("datasets", "at least one dataset that is not '@locomo' (or pass --locomo PATH)")
+    return tuple(out)
+
+
+def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
+    if not isinstance(v, list) or not v:
+        raise w.error("configs", "at least one [[configs]] table with a preset", v)
+    out: list[ConfigSpec] = []
+    for i, c in enumerate(v):
+        if not isinstance(c, dict):
+            raise w.error(f"configs[{i}]", "a table", c, key="configs")
+        _check_keys(w, f"configs[{i}].", c, _CONFIG_KEYS, occurrence=i)
+        preset = c.get("preset")
+        if not isinstance(preset, str) or not preset:
+            raise w.error(f"configs[{i}].preset", "a preset name", preset, key="configs",
+                          occurrence=i)
+        if preset not in presets.names():
+            raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
+                          key="preset", occurrence=i)
+        params = c.get("params", {})
+        if not isinstance(params, dict):
+            raise w.error(f"configs[{i}].params", "a table of overrides", params, key="params")
+        grid = c.get("grid", {})
+        if not isinstance(grid, dict):
+            raise w.error(f"configs[{i}].grid", "a table of lists", grid, key="grid")
+        g: dict[str, tuple[Any, ...]] = {}
+        for k, vals in grid.items():
+            if not isinstance(vals, list) or not vals:
+                raise w.error(f"configs[{i}].grid.{k}", "a non-empty list of values", vals, key=k)
+            if k in params:
+                raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, key=k)
+            g[k] = tuple(vals)
+        label = c.get("label")
+        if label is not None and not isinstance(label, str):
+            raise w.error(f"configs[{i}].label", "a string", label, key="label")
+        prompts = _str_list(w, c, "prompts", default=(), prefix=f"configs[{i}].") or None
+        models = _str_list(w, c, "models", default=(), prefix=f"configs[{i}].") or None
+        out.append(ConfigSpec(preset=preset, params=dict(params), grid=g, label=label,
+                              prompts=prompts, models=models))
+    return tuple(out)
+
+
+def _probes(w: _Where, v: Any) -> ProbeTiming:
+    if not isinstance(v, dict):
+        raise w.error("probes", "a table with 'ask' and 'after_turns', or 'ages'", v)
+    _check_keys(w, "probes.", v, _PROBE_KEYS)
+    if "ages" in v:
+        ages = v["ages"]
+        if (not isinstance(ages, list) or not ages
+                or not all(isinstance(a, int) and not isinstance(a, bool) and a > 0 for a in ages)):
+            raise w.error("probes.ages", "a non-empty list of positive integers (turns after the "
+                          "evidence)", ages, key="ages")
+        if len(set(ages)) != len(ages):
+            raise w.error("probes.ages", "ages listed once each", ages, key="ages")
+        if v.get("ask", "ages") != "ages" or "after_turns" in v:
+            raise w.error("probes.ages", "either 'ages' or 'ask'/'after_turns', not both",
+                          key="ages")
+        end = v.get("end", True)
+        if not isinstance(end, bool):
+            raise w.error("probes.end", "true or false (also ask every probe at the end)", end,
+                          key="end")
+        return ProbeTiming(ask="ages", ages=tuple(sorted(ages)), end=end)
+    if "end" in v:
+        raise w.error("probes.end", "only together with 'ages'", key="end")
+    ask = v.get("ask", "end")
+    if ask not in ("end", "after"):
+        raise w.error("probes.ask", "'end' or 'after' (or use 'ages = [...]')", ask, key="ask")
+    after = v.get("after_turns", 0)
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise w.error("probes.after_turns", "a non-negative integer", after, key="after_turns")
+    if ask == "after" and after == 0:
+        raise w.error("probes.after_turns", "a positive integer when ask = 'after'", after,
+                      key="ask")
+    return ProbeTiming(ask=ask, after_turns=after if ask == "after" else 0)

@@ -1,0 +1,163 @@
+"""Units: one conversation replayed through one configuration, and how a spec expands into them.
+
+A Unit is the *replay identity*: everything that can change what the engine does with the
+conversation (dataset content hash, conversation, preset, parameters, prompt, summarizer model,
+seed, context window) and nothing else. How the replay is scored (scorers and their versions,
+probe timing, the main model's prices, the QA model) is a `ScoringPlan` applied to every Unit of
+a run, so a finished replay can be re-scored without replaying it (`rollsum score`), and adding a
+scorer to a spec re-uses the replays. Units are plain frozen dataclasses of strings and numbers:
+they pickle, so the executor can be threads, processes, or (later) a distributed engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from rollsum.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rollsum_evals.spec import ConfigSpec, SweepSpec
+
+BASELINE_PRESETS: frozenset[str] = frozenset({"full-context", "truncate"})
+"""Presets that never call a summarizer: model and prompt do not apply to them."""
+
+OFFLINE_MODELS: frozenset[str] = frozenset({"extractive", ""})
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One conversation × configuration × model × seed. Plain, picklable data."""
+
+    unit_id: str
+    dataset: str
+    conversation_id: str
+    dataset_hash: str
+    config: str
+    """The configuration's label, unique in the run (not part of the id: it depends on what
+    else the sweep varies)."""
+    preset: str
+    params_json: str
+    prompt: str
+    model: str
+    seed: int
+    context_window: int
+
+    @property
+    def params(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.params_json)
+        return loaded
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Unit:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def unit_hash(payload: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:20]
+
+
+def replay_identity(dataset: str, conversation_id: str, dataset_hash: str, preset: str,
+                    params: Mapping[str, Any], prompt: str, model: str, seed: int,
+                    context_window: int) -> str:
+    """The Unit id: a hash of exactly what the replay depends on."""
+    return unit_hash({"dataset": dataset, "conversation_id": conversation_id,
+                      "dataset_hash": dataset_hash, "preset": preset, "params": dict(params),
+                      "prompt": prompt, "model": model, "seed": seed,
+                      "context_window": context_window})
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One configuration after grid expansion, before it meets conversations."""
+
+    label: str
+    preset: str
+    params: Mapping[str, Any]
+    prompt: str
+    model: str
+    context_window: int
+
+
+def _fmt(v: Any) -> str:
+    return json.dumps(v) if not isinstance(v, str) else v
+
+
+def variants(spec: SweepSpec) -> list[Variant]:
+    """Configurations × grids × prompts × models × windows, with labels unique in the run."""
+    raw: list[tuple[ConfigSpec, dict[str, Any], str, str, int]] = []
+    for cfg in spec.configs:
+        keys = sorted(cfg.grid)
+        combos = itertools.product(*(cfg.grid[k] for k in keys)) if keys else [()]
+        for combo in combos:
+            params = {**cfg.params, **dict(zip(keys, combo))}
+            baseline = cfg.preset in BASELINE_PRESETS
+            models = ("extractive",) if baseline else (cfg.models or spec.models)
+            for model in models:
+                offline = baseline or model in OFFLINE_MODELS
+                prompts = ("",) if offline else (cfg.prompts or spec.prompts)
+                for prompt in prompts:
+                    for cw in spec.context_windows:
+                        raw.append((cfg, params, prompt, model, cw))
+    vary_prompt = len({r[2] for r in raw if r[2]}) > 1
+    vary_model = len({r[3] for r in raw if r[0].preset not in BASELINE_PRESETS}) > 1
+    vary_window = len(spec.context_windows) > 1
+    out: list[Variant] = []
+    seen: dict[str, int] = {}
+    for cfg, params, prompt, model, cw in raw:
+        base = cfg.label or cfg.preset
+        parts = [f"{k}={_fmt(v)}" for k, v in sorted(params.items())
+                 if cfg.label is None or k in cfg.grid]
+        if vary_prompt and prompt:
+            parts.append(f"prompt={prompt}")
+        if vary_model and cfg.preset not in BASELINE_PRESETS:
+            parts.append(f"model={model}")
+        if vary_window:
+            parts.append(f"window={cw}")
+        label = f"{base}[{','.join(parts)}]" if parts else base
+        if label in seen:
+            seen[label] += 1
+            label = f"{label}#{seen[label]}"
+        else:
+            seen[label] = 1
+        out.append(Variant(label=label, preset=cfg.preset, params=params, prompt=prompt,
+                           model=model, context_window=cw))
+    return out
+
+
+def expand(spec: SweepSpec, datasets: Mapping[str, tuple[str, Sequence[str]]]) -> list[Unit]:
+    """Units for every dataset conversation × variant × seed.
+
+    `datasets` maps a dataset name to (dataset hash, conversation ids in order).
+    Units come back sorted by id, so the order never depends on dict or thread order.
+    """
+    units: list[Unit] = []
+    for ds in spec.datasets:
+        dhash, conv_ids = datasets[ds.name]
+        for var in variants(spec):
+            params_json = canonical_json(dict(var.params))
+            for cid in conv_ids:
+                for seed in spec.seeds:
+                    uid = replay_identity(ds.name, cid, dhash, var.preset, var.params, var.prompt,
+                                          var.model, seed, var.context_window)
+                    units.append(Unit(
+                        unit_id=uid, dataset=ds.name, conversation_id=cid, dataset_hash=dhash,
+                        config=var.label, preset=var.preset, params_json=params_json,
+                        prompt=var.prompt, model=var.model, seed=seed,
+                        context_window=var.context_window))
+    units.sort(key=lambda u: u.unit_id)
+    ids = [u.unit_id for u in units]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{spec.path}: two Units are identical (a config or dataset is listed twice)")
+    return units

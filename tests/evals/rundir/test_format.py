@@ -1,0 +1,71 @@
+"""The run format owns the columns: base columns plus whatever scorers declare, recorded in the
+manifest, so a new scorer's columns reach `load_run` and nothing is ever dropped."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import rollsum_evals
+from rollsum_evals import scoring
+from rollsum_evals.run import run_sweep
+from rollsum_evals.rundir.format import BASE_UNIT_COLUMNS, frame
+from rollsum_evals.scoring.base import Column, ScoreInput, Scores
+from rollsum_evals.spec import parse_spec
+
+
+class AnswerLength:
+    """A scorer this code base does not ship: one class, one registration."""
+
+    name = "answer_length"
+    version = "1"
+    needs: frozenset[str] = frozenset({"contexts"})
+    unit_columns = (Column("mean_answer_chars", "float", math.nan),)
+    probe_columns = (Column("answer_chars", "int", 0), Column("answer_in_last_item", "boolean", None))
+
+    def score(self, inp: ScoreInput) -> Scores:
+        out = Scores()
+        for ask in inp.asks:
+            items = inp.trace.context_at(ask.asked_turn)
+            out.probes[ask.key] = {"answer_chars": len(ask.probe.answer),
+                                   "answer_in_last_item": ask.probe.answer in items[-1].text if items else None}
+        out.unit["mean_answer_chars"] = (sum(len(a.probe.answer) for a in inp.asks) / len(inp.asks)
+                                         if inp.asks else math.nan)
+        return out
+
+
+SPEC = """
+name = "cols"
+cache = "off"
+scorers = ["answer_retention", "answer_length"]
+[[datasets]]
+name = "chat"
+source = "synth:chat?conversations=2&messages=40&seed=3"
+[[configs]]
+preset = "since-last"
+"""
+
+
+def test_a_new_scorers_columns_reach_load_run_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(scoring._REGISTRY, "answer_length", AnswerLength)
+    run_sweep(parse_spec(SPEC, "cols.toml"), tmp_path / "r", progress=False)
+    for journal_only in (False, True):
+        if journal_only:  # a killed run is read from its journals: same columns
+            for name in ("units.parquet", "probes.parquet", "turns.parquet"):
+                (tmp_path / "r" / name).unlink()
+        run = rollsum_evals.load_run(tmp_path / "r")
+        assert (run.units["mean_answer_chars"] > 0).all()
+        assert str(run.probes["answer_chars"].dtype) == "int64" and (run.probes["answer_chars"] > 0).all()
+        assert str(run.probes["answer_in_last_item"].dtype) == "boolean"
+        assert "retained" in run.probes.columns and "answer_length@1" in run.units["scorers"].iloc[0]
+    monkeypatch.delitem(scoring._REGISTRY, "answer_length")
+    # another process that has never heard of the scorer still reads every column
+    assert "mean_answer_chars" in rollsum_evals.load_run(tmp_path / "r").units.columns
+
+
+def test_frame_keeps_columns_nobody_declared() -> None:
+    rows: list[dict[str, object]] = [{"unit_id": "b", "surprise": 1.5}, {"unit_id": "a", "status": "error"}]
+    df = frame(rows, BASE_UNIT_COLUMNS, ["unit_id"])
+    assert list(df["unit_id"]) == ["a", "b"] and list(df.columns)[-1] == "surprise"
+    assert df["surprise"].isna().tolist() == [True, False] and list(df["status"]) == ["error", "ok"]

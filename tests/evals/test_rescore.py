@@ -1,0 +1,168 @@
+"""`rollsum score`: a finished run re-scored without replaying equals a fresh run scored that way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import rollsum_evals
+from rollsum_evals.cli import main
+from rollsum_evals.rescore import rescore
+from rollsum_evals.run import run_sweep
+from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
+from rollsum_evals.scoring.asks import parse_timing
+from rollsum_evals.spec import parse_spec
+
+from rollsum import RollingSummarizer
+from rollsum.models.base import Completion, CompletionRequest
+from rollsum.models.fake import FakeModel
+
+SPEC = """
+name = "rs"
+context_window = 3000
+models = ["fake:mode=extractive"]
+cache = "off"
+{scorers}
+[probes]
+{probes}
+
+[[datasets]]
+name = "chat"
+source = "{source}"
+
+[[configs]]
+preset = "full-context"
+[[configs]]
+preset = "since-last"
+grid = {{ keep_last = [4, 8] }}
+[[configs]]
+preset = "evict-window"
+[[configs]]
+preset = "budget-rule-based"
+"""
+SYNTH = "synth:chat?conversations=2&messages=80&seed=6"
+AGES = "ages = [5, 20]"
+
+
+def _spec(scorers: str = "", probes: str = AGES, source: str = SYNTH) -> Any:
+    return parse_spec(SPEC.format(scorers=scorers, probes=probes, source=source), "rs.toml")
+
+
+def _tables(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    run = rollsum_evals.load_run(path)
+    return run.units.drop(columns=list(NON_DETERMINISTIC_UNIT_COLUMNS)), run.probes, run.turns
+
+
+def _assert_same(a: Path, b: Path) -> None:
+    for x, y in zip(_tables(a), _tables(b), strict=True):
+        pd.testing.assert_frame_equal(x, y)
+
+
+class _Counter:
+    """Counts replays (engine additions) and model calls through the seams a replay uses."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.adds = self.calls = 0
+        real_add, real_complete = RollingSummarizer.add, FakeModel.complete
+
+        def add(engine: RollingSummarizer, message: Any) -> Any:
+            self.adds += 1
+            return real_add(engine, message)
+
+        def complete(model: FakeModel, request: CompletionRequest) -> Completion:
+            self.calls += 1
+            return real_complete(model, request)
+
+        monkeypatch.setattr(RollingSummarizer, "add", add)
+        monkeypatch.setattr(FakeModel, "complete", complete)
+
+
+def test_score_with_other_scorers_equals_a_fresh_run_with_no_replay_and_no_model_call(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    count = _Counter(monkeypatch)
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    replayed_adds, replayed_calls = count.adds, count.calls
+    assert replayed_adds > 0 and replayed_calls > 0  # the counters see a replay
+    fresh = tmp_path / "fresh"
+    run_sweep(_spec('scorers = ["answer_retention", "rouge"]'), fresh, progress=False)
+
+    count.adds = count.calls = 0
+    before = rollsum_evals.load_run(tmp_path / "run").manifest
+    assert main(["score", str(tmp_path / "run"), "--scorers", "answer_retention,rouge"]) == 0
+    assert (count.adds, count.calls) == (0, 0)
+    assert "no replay" in capsys.readouterr().out
+    _assert_same(tmp_path / "run", fresh)
+    m = rollsum_evals.load_run(tmp_path / "run").manifest
+    assert m["scoring"]["scorers"] == ["answer_retention", "rouge"] and "rouge" in m["scorer_versions"]
+    for key in ("spec_sha256", "replay_fingerprint", "datasets", "configs", "started_at"):
+        assert m[key] == before[key], key  # the replay's provenance is untouched
+
+
+def test_score_with_another_probe_timing_equals_a_fresh_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    run_sweep(_spec(probes="ages = [3, 11, 40]\nend = false"), tmp_path / "fresh", progress=False)
+    count = _Counter(monkeypatch)
+    built: list[str] = []
+    result = rescore(tmp_path / "run", timing=parse_timing("ages:3,11,40"),
+                     models=lambda spec: built.append(spec))
+    assert result.units == 10 and result.errors == 0
+    assert (count.adds, count.calls, built) == (0, 0, [])
+    _assert_same(tmp_path / "run", tmp_path / "fresh")
+
+
+def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from rollsum_evals.data import load, write_jsonl
+
+    data = tmp_path / "d.jsonl"
+    write_jsonl(load(SYNTH), data)
+    run_sweep(_spec(source=str(data)), tmp_path / "run", progress=False)
+    lines = data.read_text().splitlines(keepends=True)
+    data.write_text(lines[0].replace("the", "teh", 1) + "".join(lines[1:]))
+    assert main(["score", str(tmp_path / "run"), "--scorers", "answer_retention"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "changed since the run" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--scorers", "vibes"], "unknown scorer 'vibes'"),
+    (["--scorers", "qa"], "needs a model to answer"),
+    (["--ages", "0,5"], "positive integers"),
+    (["--no-end"], "only together with --ages"),
+])
+def test_score_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     argv: list[str], needle: str) -> None:
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    before = (tmp_path / "run" / "units.jsonl").read_bytes()
+    assert main(["score", str(tmp_path / "run"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1
+    assert (tmp_path / "run" / "units.jsonl").read_bytes() == before
+
+
+def test_a_model_scorer_added_later_calls_only_the_scoring_model(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """qa needs a model: re-scoring with it calls that model once per ask (and the judge), never
+    the summarizer, and never replays."""
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    count = _Counter(monkeypatch)
+    result = rescore(tmp_path / "run", scorers=["answer_retention", "qa"], model="fake:mode=echo")
+    probes = rollsum_evals.load_run(tmp_path / "run").probes
+    assert result.errors == 0 and count.adds == 0
+    assert count.calls == len(probes) > 0
+    assert (probes["prediction"] != "").all()
+
+
+def test_a_run_rebuilds_any_units_context_from_its_pinned_dataset(tmp_path: Path) -> None:
+    """What a drill-down needs: the context of any Unit at any turn, from the run directory."""
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    run = rollsum_evals.load_run(tmp_path / "run")
+    uid = run.units.loc[run.units["preset"] == "evict-window", "unit_id"].iloc[0]
+    trace = run.load_trace(uid)
+    last = trace.context_at(len(trace.turns) - 1)
+    assert [i.message_index for i in last[:2]] == [0, 1]  # evict-window keeps its head...
+    assert any(i.text_id is not None for i in last)  # ...then the summary, then the tail
+    turns = run.turns[run.turns["unit_id"] == uid]
+    assert list(turns["context_items"]) == [len(trace.context_at(t)) for t in range(len(trace.turns))]
