@@ -142,7 +142,7 @@ def replay_window(preset: str, msgs: Sequence[Message], window: int) -> tuple[fl
 
 
 def conversations(args: argparse.Namespace) -> dict[str, list[list[Message]]]:
-    from evals.data.synth import make_conversation  # the harness's generator: benchmark only
+    from rollsum_evals.data.synth import make_conversation  # the harness's generator: benchmark only
 
     out: dict[str, list[list[Message]]] = {
         f"synth:chat x{args.synth} ({args.synth_messages} msgs)": [
@@ -150,7 +150,7 @@ def conversations(args: argparse.Namespace) -> dict[str, list[list[Message]]]:
             for k in range(args.synth)]}
     path = Path(args.locomo)
     if path.exists():
-        from evals.data.locomo import iter_locomo
+        from rollsum_evals.data.locomo import iter_locomo
 
         convs = [list(c.messages) for c in iter_locomo(path)]
         out[f"locomo-dev x{len(convs)} ({sum(map(len, convs))} msgs)"] = convs
