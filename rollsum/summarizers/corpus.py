@@ -60,28 +60,38 @@ class Counts:
             if df[k] <= 0:
                 del df[k]
 
-    def factors(self, keys: Iterable[str]) -> dict[str, tuple[float, float]]:
-        """(specificity, recurrence) of each key; see the two methods below."""
-        n = self.n
-        get = self.df.get
-        out: dict[str, tuple[float, float]] = {}
-        if n <= 1:
-            return {k: (1.0, 1.0) for k in keys}
-        log_n = math.log(n + 1)
-        log = math.log
+    def factors(self, keys: Iterable[str]) -> tuple[dict[str, float], dict[str, float]]:
+        """For each key: its `specificity`, and the multiplier of a name or number,
+        ``recurrence × √specificity`` (central when it recurs, boilerplate when everywhere).
+        One pass with the logarithms inlined: it runs for every word of every summary."""
+        spec_of: dict[str, float] = {}
+        name_of: dict[str, float] = {}
+        if self.n <= 1:
+            for k in keys:
+                spec_of[k] = name_of[k] = 1.0
+            return spec_of, name_of
+        log_n1 = math.log(self.n + 1)
+        inv = 1.0 / log_n1
+        log, sqrt, get = math.log, math.sqrt, self.df.get
         for k in keys:
-            d = get(k, 1) or 1
-            out[k] = (max(0.0, log((n + 1) / d) / log_n), 1.0 if d <= 1 else min(1.5, 1.0 + 0.15 * log(d)))
-        return out
+            ld = log(get(k) or 1)
+            spec = (log_n1 - ld) * inv
+            if spec < 0.0:
+                spec = 0.0
+            rec = 1.0 + 0.15 * ld
+            spec_of[k] = spec
+            name_of[k] = (rec if rec < 1.5 else 1.5) * sqrt(spec)
+        return spec_of, name_of
 
     def specificity(self, key: str) -> float:
         """1 for a word seen in one sentence, falling to 0 for a word in every sentence:
         ``ln((n + 1) / df) / ln(n + 1)``, an inverse document frequency scaled to [0, 1]."""
-        return self.factors((key,))[key][0]
+        return self.factors((key,))[0][key]
 
     def recurrence(self, key: str) -> float:
         """``min(1.5, 1 + 0.15 ln df)``: a name or number that keeps coming back is central."""
-        return self.factors((key,))[key][1]
+        d = self.df.get(key) or 1
+        return min(1.5, 1.0 + 0.15 * math.log(d))
 
 
 @dataclass(slots=True)
@@ -91,7 +101,7 @@ class _Chain:
     before: str | None = None
     """The head before the last update, that update's documents and the positions before it
     (to roll it back)."""
-    last: tuple[tuple[str, ...], ...] = ()
+    last: tuple[Sequence[str], ...] = ()
     before_positions: dict[str, float] = field(default_factory=dict)
 
 
@@ -130,8 +140,7 @@ class Corpus:
         """Record `counts` (which already include the span's `docs`, and hold the positions of
         `new_text`'s sentences) as leading to `new_text`."""
         with self._lock:
-            self._chains[conversation] = _Chain(new_text, counts, previous_text, tuple(tuple(d) for d in docs),
-                                                previous_positions)
+            self._chains[conversation] = _Chain(new_text, counts, previous_text, tuple(docs), previous_positions)
             while len(self._chains) > self.max_conversations:
                 self._chains.popitem(last=False)
 

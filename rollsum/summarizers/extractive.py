@@ -339,13 +339,16 @@ class ExtractiveSummarizer:
         days = {p.day for p in old} | {p.day for p in new}
         # conversation order: by day where lines have one (an append-mode history is in the order
         # messages were dropped, not said), then previous lines before the span's
-        ordinal = {d: self._ordinal(d) for d in days}
-        pieces_in = sorted((*old, *new), key=lambda p: (ordinal[p.day], p.group < 0,
-                                                        p.group if p.group >= 0 else -p.group))
+        pieces_in = [*old, *new]
+        if len(days) > 1:
+            ordinal = {d: self._ordinal(d) for d in days}
+            order = [ordinal[p.day] for p in pieces_in]
+            if any(a > b for a, b in zip(order, order[1:])):
+                pieces_in.sort(key=lambda p: (ordinal[p.day], p.group < 0, abs(p.group)))
         rank: dict[int, int] = {}
         for p in pieces_in:
-            if p.group >= 0:
-                rank.setdefault(p.group, len(rank))
+            if p.group >= 0 and p.group not in rank:
+                rank[p.group] = len(rank)
         days.discard("")
         per_line = len(days) > 1
         count = self.counter.count
@@ -404,30 +407,30 @@ class ExtractiveSummarizer:
         counts as a common word ("Thanks, Caroline!" says nothing about Caroline).
         """
         full, short = participants
-        word: dict[str, float] = {}
-        name: dict[str, float] = {}
-        sqrt = math.sqrt
+        word, name = counts.factors(keys)
         low = salience.W_COMMON / salience.W_NAME
-        for k, (spec, rec) in counts.factors(keys).items():
-            if k in full:
-                word[k] = salience.W_COMMON * spec
-                name[k] = low * spec
-            else:
-                word[k] = spec
-                name[k] = low * spec if k in short else rec * sqrt(spec)
+        for k in full & keys:
+            spec = word[k]
+            word[k] = salience.W_COMMON * spec
+            name[k] = low * spec
+        for k in (short & keys) - full:
+            name[k] = low * word[k]
         return word, name
 
     # -- selection and rendering -----------------------------------------------------------
 
-    def _choose(self, pool: _Pool, budget: int, span_end: float) -> list[int]:
+    def _choose(self, pool: _Pool, budget: int, span_end: float) -> tuple[list[int], str]:
+        """The kept candidates and their rendered text."""
         room = budget - pool.header_cost
         chosen = list(select(pool.cands, room, span_end=span_end).chosen)
+        text = self._render(pool, chosen)
         # a counter that is not additive over lines (a real BPE) may still overshoot: drop the
         # least valuable line until the rendered text fits
-        while chosen and self.counter.count(self._render(pool, chosen)) > budget:
+        while chosen and self.counter.count(text) > budget:
             worst = min(chosen, key=lambda i: (sum(pool.cands[i].weights) / pool.cands[i].cost, -i))
             chosen.remove(worst)
-        return chosen
+            text = self._render(pool, chosen)
+        return chosen, text
 
     def _render(self, pool: _Pool, chosen: Sequence[int]) -> str:
         pieces = pool.pieces
@@ -461,8 +464,7 @@ class ExtractiveSummarizer:
         """Select and render; returns (text, notes, meta, position of each kept sentence)."""
         pool, span_end = self._pool(request, new, old_text, speakers, counts, budget)
         room = budget - (self.counter.count(header) + 1 if header else 0)
-        chosen = self._choose(pool, room, span_end) if room > 0 else []
-        text = self._render(pool, chosen)
+        chosen, text = self._choose(pool, room, span_end) if room > 0 else ([], "")
         if header:
             text = f"{header}\n{text}" if text else header
         dropped = self._dropped(pool, chosen)
