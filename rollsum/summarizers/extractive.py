@@ -164,6 +164,30 @@ def shorten(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> str:
     return head[:cut].rstrip(" ,;:-–—") + " …"
 
 
+def trim_tail(sentence: str, cache: salience.TokenCache | None = None) -> str:
+    """`sentence` without trailing clauses that name nothing specific (", which is pretty
+    exciting!", " – it was really rewarding."), marked with "…"; unchanged when there are none.
+
+    Only the end is trimmed: the head of a sentence carries its subject and verb, and a line
+    must still read as a sentence.
+    """
+    if len(sentence) < 40 or (", " not in sentence and "; " not in sentence and " – " not in sentence
+                              and " - " not in sentence and " — " not in sentence):
+        return sentence
+    end = len(sentence)
+    for m in reversed(list(_CLAUSE_RE.finditer(sentence))):
+        cut = m.start()
+        if cut < 20:
+            break
+        tail = salience.features(sentence[cut:end], cache)
+        if any(w >= salience.W_CONTENT for w in tail.weights):
+            break
+        end = cut
+    if end == len(sentence):
+        return sentence
+    return sentence[:end].rstrip(" ,;:-–—") + " …"
+
+
 def tool_features(line_body: str, cache: salience.TokenCache | None = None) -> salience.Features:
     """Features of a tool line's facts, without its boilerplate (labels, line counts, exit 0)."""
     parts = [p for p in line_body.split(" | ") if not p.startswith(_TOOL_TRIVIA)]
@@ -278,6 +302,7 @@ class ExtractiveSummarizer:
                     sentence = shorten(sentence)
                 if anchor is not None:
                     sentence, _ = dates.anchor_dates(sentence, anchor)
+                sentence = trim_tail(sentence, tokens)
                 feat = feats.get(sentence)
                 if feat is None:
                     feat = feats[sentence] = salience.features(sentence, tokens)
