@@ -210,7 +210,11 @@ class ExtractiveSummarizer:
         self.counter: TokenCounter = counter or HeuristicCounter()
         self.merge: Merge = merge
         self.conversational = conversational
+        # features of the sentences seen by this call and the last one: a sentence kept in a
+        # summary comes back as a previous line at the next call (two generations, so the
+        # cache stays the size of a summary and a span, however long the conversation)
         self._features: dict[str, salience.Features] = {}
+        self._features_before: dict[str, salience.Features] = {}
         self._tokens: salience.TokenCache = {}
         self._days: dict[str, tuple[str, date | None]] = {}
         self._ordinals: dict[str, int] = {}
@@ -229,8 +233,8 @@ class ExtractiveSummarizer:
             raise SummarizeError("nothing to summarize: the span is empty", transport=False,
                                  kind=ErrorKind.EMPTY)
         budget = min(self.max_tokens, request.max_tokens) if request.max_tokens > 0 else self.max_tokens
-        if len(self._features) > _CACHE_LIMIT:
-            self._features.clear()
+        self._features_before, self._features = self._features, {}
+        if len(self._ordinals) > _CACHE_LIMIT:
             self._ordinals.clear()
         prev = request.previous.text.strip() if request.previous is not None else ""
         speakers: set[str] = set()
@@ -254,7 +258,9 @@ class ExtractiveSummarizer:
         key = ("\x00" + text) if tool else text
         f = self._features.get(key)
         if f is None:
-            f = tool_features(text, self._tokens) if tool else salience.features(text, self._tokens)
+            f = self._features_before.get(key)
+            if f is None:
+                f = tool_features(text, self._tokens) if tool else salience.features(text, self._tokens)
             self._features[key] = f
         return f
 
@@ -303,9 +309,7 @@ class ExtractiveSummarizer:
                 if anchor is not None:
                     sentence, _ = dates.anchor_dates(sentence, anchor)
                 sentence = trim_tail(sentence, tokens)
-                feat = feats.get(sentence)
-                if feat is None:
-                    feat = feats[sentence] = salience.features(sentence, tokens)
+                feat = feats[sentence] = salience.features(sentence, tokens)
                 out.append(_Piece(sentence, speaker, day, group, feat))
         return out
 
