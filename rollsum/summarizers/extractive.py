@@ -2,46 +2,49 @@
 
 No model. Every span becomes candidate lines:
 
-- user/assistant text is split into whole sentences; a sentence too long for a line is cut at
-  a clause boundary and marked with "…"; relative dates are anchored to the message's
-  timestamp ("yesterday (7 May 2023)", see `dates`); each line is said by its speaker's name
-  (`Message.name`, else User/Assistant);
+- user/assistant text is split into whole sentences; relative dates are anchored to the
+  message's day ("yesterday (7 May 2023)", `dates`); trailing clauses that name nothing
+  specific are dropped and a sentence too long for a line is cut at a clause boundary, both
+  marked with "…"; each line is said by its speaker's name (`Message.name`, else User/Assistant);
 - a tool result becomes seed 002's one-line form (`tools`);
-- the previous summary's lines are read back (speaker, date, sentences) and compete again.
+- the previous summary's lines are read back (day, speaker, sentences) and compete again.
 
-`selection.select` keeps the lines worth the most information per token (`salience` weights,
-recurrence, redundancy penalty, coverage across the conversation's time), and they are
-rendered in conversation order. When kept lines fall on more than one day each line carries
-its date (``[8 May 2023] Caroline: ...``); when they all share one, a single ``[8 May 2023]``
-header line does. Exact duplicates (same words, any case or punctuation) are kept once.
+`selection.select` keeps the lines worth the most information per token (`salience` weights
+scaled by how specific each word is to the whole conversation, `corpus`), with a redundancy
+penalty and coverage across the conversation's time, and they are rendered in conversation
+order. When kept lines fall on more than one day each line carries its day (``[8 May 2023]
+Caroline: ...``); when they share one, a single ``[8 May 2023]`` header line does. Candidates
+with the same words (any case or punctuation) are kept once. docs/summarizers.md has the whole
+design.
 
 Incremental merge:
 
 - ``select`` (default): the previous summary's lines and the span's sentences are one pool,
-  scored in the light of each other, and the best that fit ``max_tokens`` are kept. The
-  previous lines are placed on the conversation's time axis (spread over the messages the
-  previous summary covered), so coverage keeps early periods alive without freezing on them.
-  The previous lines that did not survive are recorded: ``meta["dropped"]`` (count),
+  scored with the same statistics, and the best that fit the budget are kept. Previous lines
+  sit at the place in the conversation they came from (remembered with the statistics), so
+  coverage neither freezes the summary on early sessions nor lets them be crowded out. The
+  previous lines that did not survive are recorded: ``meta["dropped"]`` (count),
   ``meta["dropped_lines"]`` and a note. The result never exceeds the budget.
 - ``append`` (seed 002's behaviour): previous text + ``[Update N]`` + a block for the new span.
-  When that passes 2 × ``max_tokens`` the whole history is condensed: the best lines of the
-  previous text and the new span are re-selected into ``max_tokens`` under
-  ``[Condensed history]`` (seed 002 kept only the newest block, which collapsed hundreds of
-  messages into a few tokens).
+  Before that would pass the budget (the engine cuts a summary at its share, which would hide
+  the newest updates), the whole history is condensed: the best lines of the previous text and
+  the span are re-selected into 2/3 of the budget under ``[Condensed history]`` (seed 002 kept
+  only the newest block, which collapsed hundreds of messages into a few tokens).
 
-The result is a pure function of the request: no statistics are carried between calls, so a
-retried, resumed or replayed summary is byte-identical. It is on the replay hot path (a summary
-every ~10 messages at ≥ 20,000 messages/s), so sentence features and the previous summary's
-parsed lines are cached by their text (the cache never changes an output).
+State: the per-conversation statistics follow the summary chain (`corpus`), so replays are
+byte-identical and a retried call equals a clean one; after a restart they are rebuilt from the
+previous summary. It is on the replay hot path (a summary every ~10 messages at ≥ 20,000
+messages/s), so token classes, sentence features and the parsed previous summary are cached
+(the caches never change an output).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from itertools import pairwise
 from typing import Any, Literal
 
 from rollsum.errors import ConfigError, ErrorKind, SummarizeError
@@ -372,7 +375,7 @@ class ExtractiveSummarizer:
         if len(days) > 1:
             ordinal = {d: self._ordinal(d) for d in days}
             order = [ordinal[p.day] for p in pieces_in]
-            if any(a > b for a, b in zip(order, order[1:])):
+            if any(a > b for a, b in pairwise(order)):
                 pieces_in.sort(key=lambda p: (ordinal[p.day], p.group < 0, abs(p.group)))
         rank: dict[int, int] = {}
         for p in pieces_in:
