@@ -63,7 +63,7 @@ CONDENSED_HEADER = "[Condensed history]"
 CONDENSED_SHARE = 2 / 3
 """Append mode condenses its history into this share of the budget; new blocks get the rest."""
 TOOL_ERROR_BONUS = 1.5
-MUST_KEEP_BONUS = 2.0
+MUST_KEEP_BONUS = 5.0
 MAX_DROPPED_IN_NOTE = 3
 _CACHE_LIMIT = 20_000
 _SPECIFIC = salience.W_NUMBER

@@ -351,3 +351,11 @@ def test_a_retried_call_after_an_uncommitted_summary_equals_a_clean_run() -> Non
 def test_bad_parameters_are_config_errors(kw: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         ExtractiveSummarizer(**kw)  # type: ignore[arg-type]
+
+
+def test_facts_the_ledger_asks_to_keep_win_a_tight_budget() -> None:
+    msgs = [Message("user", "The wifi password for the lake cabin in Bergen is Fjord-2291."),
+            Message("user", "Our flight LH-1207 leaves Lisbon at 06:40 on 3 June.")]
+    plain = ExtractiveSummarizer(max_tokens=20).summarize(SummaryRequest("c", msgs))
+    kept = ExtractiveSummarizer(max_tokens=20).summarize(SummaryRequest("c", msgs, must_keep=("Fjord-2291",)))
+    assert "Fjord-2291" not in plain.text and "Fjord-2291" in kept.text
