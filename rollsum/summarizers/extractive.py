@@ -1,116 +1,205 @@
 """Offline, deterministic summaries by selection (seed 002's rule-based mode and more).
 
-No model: tool results become seed 002's one-line form (see `tools`), and user/assistant text
-is split into sentences that are scored for what a later turn is likely to ask about (names,
-numbers, dates, identifiers, decisions, commitments, constraints). The best sentences that fit
-the token budget are kept in their original order, each with its speaker.
+No model. Every span becomes candidate lines:
+
+- user/assistant text is split into whole sentences; relative dates are anchored to the
+  message's day ("yesterday (7 May 2023)", `dates`); trailing clauses that name nothing
+  specific are dropped and a sentence too long for a line is cut at a clause boundary, both
+  marked with "…"; each line is said by its speaker's name (`Message.name`, else User/Assistant);
+- a tool result becomes seed 002's one-line form (`tools`);
+- the previous summary's lines are read back (day, speaker, sentences) and compete again.
+
+`selection.select` keeps the lines worth the most information per token (`salience` weights
+scaled by how specific each word is to the whole conversation, `corpus`), with a redundancy
+penalty and coverage across the conversation's time, and they are rendered in conversation
+order. When kept lines fall on more than one day each line carries its day (``[8 May 2023]
+Caroline: ...``); when they share one, a single ``[8 May 2023]`` header line does. Candidates
+with the same words (any case or punctuation) are kept once. docs/summarizers.md has the whole
+design.
 
 Incremental merge:
 
-- ``select`` (default): the previous summary's lines compete with the new ones and the best
-  that fit ``max_tokens`` are kept. Ties go to the higher score, then to the *older* line: an
-  early fact that survived so far is not displaced by an equally good newer one, which is what
-  keeps first-span identifiers alive across many summaries. The result never exceeds the budget.
-- ``append`` (seed 002's behaviour): previous text + ``[Update N]`` + new block; when the
-  estimate passes 2 × ``max_tokens`` the history is replaced by ``[Condensed history]`` and the
-  new block. It can exceed ``max_tokens`` (up to 2×) by design; the engine's share cap applies.
+- ``select`` (default): the previous summary's lines and the span's sentences are one pool,
+  scored with the same statistics, and the best that fit the budget are kept. Previous lines
+  sit at the place in the conversation they came from (remembered with the statistics), so
+  coverage neither freezes the summary on early sessions nor lets them be crowded out. The
+  previous lines that did not survive are recorded: ``meta["dropped"]`` (count),
+  ``meta["dropped_lines"]`` and a note. The result never exceeds the budget.
+- ``append`` (seed 002's behaviour): previous text + ``[Update N]`` + a block for the new span.
+  Before that would pass the budget (the engine cuts a summary at its share, which would hide
+  the newest updates), the whole history is condensed: the best lines of the previous text and
+  the span are re-selected into 2/3 of the budget under ``[Condensed history]`` (seed 002 kept
+  only the newest block, which collapsed hundreds of messages into a few tokens).
 
-It is on the replay hot path (a summary every ~20 messages at ≥ 20,000 messages/s), so all
-regexes are compiled once, scoring is one regex pass per sentence, and the previous summary's
-line scores are cached.
+State: the per-conversation statistics follow the summary chain (`corpus`), so replays are
+byte-identical and a retried call equals a clean one; after a restart they are rebuilt from the
+previous summary. It is on the replay hot path (a summary every ~10 messages at ≥ 20,000
+messages/s), so token classes, sentence features and the parsed previous summary are cached
+(the caches never change an output).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from itertools import pairwise
 from typing import Any, Literal
 
 from rollsum.errors import ConfigError, ErrorKind, SummarizeError
+from rollsum.summarizers import dates, salience
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
+from rollsum.summarizers.corpus import Corpus, Counts
+from rollsum.summarizers.selection import Candidate, select
 from rollsum.summarizers.tools import format_tool_summary, summarize_dropped, summarize_tool_result
 from rollsum.tokens import HeuristicCounter, TokenCounter
 from rollsum.types import Message, Usage
 
 Merge = Literal["select", "append"]
 
-MAX_SENTENCE_CHARS = 300
+MAX_SENTENCE_CHARS = 280
 CONDENSED_HEADER = "[Condensed history]"
+CONDENSED_SHARE = 2 / 3
+"""Append mode condenses its history into this share of the budget; new blocks get the rest."""
+TOOL_ERROR_BONUS = 1.5
+MUST_KEEP_BONUS = 5.0
+MAX_DROPPED_IN_NOTE = 3
 _CACHE_LIMIT = 20_000
+_SPECIFIC = salience.W_NUMBER
+"""Base weights at or above this are names, numbers and dates."""
 
-_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
-_HEADER_LINE_RE = re.compile(r"^(?:\[Update \d+\]|\[Condensed history\]|--- Summarized Context .*---)$")
-_SPEAKER_RE = re.compile(r"^(User|Assistant|System):\s")
-
-# Scoring works on words, not one big regex: Python's regex engine tries every alternative at
-# every position, which cost ~150 µs per sentence; set look-ups on the split words cost ~5 µs.
-_PUNCT = str.maketrans({c: " " for c in ".,;:!?()[]{}\"*`"})
-_DATE_WORDS = frozenset([
-    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "tomorrow", "tonight",
-    "yesterday"
-])
-_MONTHS = frozenset([
-    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "january",
-    "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
-    "december"
-])
-_DECISION = frozenset([
-    "decided", "decision", "decide", "agreed", "chose", "chosen", "settled", "picked", "conclusion",
-    "we'll"
-])
-_COMMIT = frozenset([
-    "deadline", "due", "todo", "to-do", "promise", "remember", "remind", "i'll", "reminder"
-])
-_CONSTRAINT = frozenset([
-    "must", "mustn't", "never", "always", "don't", "dont", "can't", "cannot", "allergic", "allergy",
-    "prefer", "prefers", "avoid", "only", "required"
-])
-_DIGIT_RE = re.compile(r"\d")
-_ISO_DATE_RE = re.compile(r"\d{4}-\d\d-\d\d")
-_IDENT_RE = re.compile(r"[a-z][A-Z]|\w\.[a-z]{2,4}\b|[A-Z]{2,}-\d")
-_NAME_RE = re.compile(r"[a-z,] [A-Z][a-z]")
-_W_DATE, _W_IDENT, _W_NUMBER, _W_DECISION, _W_COMMIT, _W_CONSTRAINT, _W_NAME = 3.0, 3.0, 2.0, 3.0, 3.0, 3.0, 2.0
-TOOL_SCORE = 2.5
-TOOL_ERROR_SCORE = 4.0
-USER_BONUS = 0.5
+_SPLIT_RE = re.compile(r"(?<=[.!?…])\s+(?=[\"'“‘(\[]?[A-Z0-9\[])|\s*\n+\s*")
+_ABBREVIATION_RE = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|vs|etc|No|Fig|approx)\.|\b[A-Z]\.)$")
+_CLAUSE_RE = re.compile(r"[,;:]\s|\s[-–—]\s")
+_HEADER_LINE_RE = re.compile(
+    r"^(?:\[Update \d+\]|\[Condensed history\]|--- Summarized Context .*---|\[\d+ messages with no "
+    r"extractable content\]|## .*)$")
+_DAY_RE = re.compile(r"^\[(\d{1,2} [A-Z][a-z]+ \d{4})\](?: (.*))?$")
+_SPEAKER_RE = re.compile(r"^([^\s:\[\]][^:\[\]]{0,40}?): (.+)$")
+_TOOL_LINE_RE = re.compile(r"^\[(?:✓|❌) ([^:\]]*): (.*)\]$")
+_TOOL_LABEL_RE = re.compile(r"^(?:File|Command|Pattern|Top files|Exports|Defines|Error|Changes|Sets|Action): ")
+_TOOL_TRIVIA = ("Lines:", "Type:", "Output:", "Imports:", "Matches:", "Files:", "Exit: 0", "Exit: ?")
+_NORM_TABLE = str.maketrans({c: " " for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~“”‘’–—…"})
+_GENERIC_SPEAKERS = {"user": "User", "assistant": "Assistant", "system": "System"}
 
 
-def score_sentence(sentence: str, *, user: bool = False) -> float:
-    """How likely a sentence is to carry something a later turn will ask about (0 = filler).
+@dataclass(slots=True)
+class _Piece:
+    """One candidate as shown: a sentence (or tool line) with who said it and on which day."""
 
-    Each kind of signal counts once: date, identifier, number, decision, commitment,
-    constraint, proper name.
+    body: str
+    speaker: str
+    day: str
+    group: int
+    """Pieces of one group (a message, or a previous summary line) are joined into one line.
+    Previous lines are groups 0, 1, ...; new messages are -1, -2, ..."""
+    feat: salience.Features
+    bonus: float = 0.0
+    source: str | None = None
+    """The previous summary's line this piece came from (None for new messages)."""
+
+
+@dataclass(slots=True)
+class _Pool:
+    pieces: list[_Piece]
+    cands: list[Candidate]
+    header_cost: int
+    previous_lines: dict[int, str]
+    """Every line of the previous summary by group, candidate or not (to report what is dropped)."""
+
+
+def _norm(text: str) -> str:
+    """The words of `text` without case or punctuation: two lines with the same key are duplicates."""
+    return " ".join(text.lower().translate(_NORM_TABLE).split())
+
+
+def _participant_keys(speakers: Iterable[str]) -> tuple[set[str], set[str]]:
+    """Word keys that name a participant, demoted to common words when scoring: each word of
+    their names, and (only where written as a name) its short forms, "Mel" for Melanie."""
+    full: set[str] = set()
+    short: set[str] = set()
+    for s in speakers:
+        if s in _GENERIC_SPEAKERS.values():
+            continue
+        for w in s.lower().split():
+            full.add(salience.stem(w))
+            short.update(w[:k] for k in range(3, len(w)))
+    return full, short
+
+
+def _looks_like_speaker(name: str) -> bool:
+    """"Caroline", "Dr. Amy Ellis", "User": one to four capitalized words."""
+    words = name.split()
+    return 0 < len(words) <= 4 and all(w[:1].isupper() for w in words)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Whole sentences (and lines) of `text`; an abbreviation ("Dr.", "J.") does not end one."""
+    if not ("\n" in text or ". " in text or "! " in text or "? " in text or "… " in text):
+        stripped = text.strip()
+        return [stripped] if stripped else []
+    out: list[str] = []
+    for piece in _SPLIT_RE.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if out and _ABBREVIATION_RE.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
+
+
+def shorten(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> str:
+    """`sentence` if it fits `limit` characters, else cut at its last clause boundary (", ",
+    "; ", " - ") in the limit, or at a word when there is none, and marked with "…"."""
+    if len(sentence) <= limit:
+        return sentence
+    head = sentence[: limit - 2]
+    cut = -1
+    for m in _CLAUSE_RE.finditer(head):
+        cut = m.start()
+    if cut < limit * 0.4:
+        cut = head.rfind(" ")
+    if cut <= 0:
+        cut = limit - 2
+    return head[:cut].rstrip(" ,;:-–—") + " …"
+
+
+def trim_tail(sentence: str, cache: salience.TokenCache | None = None) -> str:
+    """`sentence` without trailing clauses that name nothing specific (", which is pretty
+    exciting!", " – it was really rewarding."), marked with "…"; unchanged when there are none.
+
+    Only the end is trimmed: the head of a sentence carries its subject and verb, and a line
+    must still read as a sentence.
     """
-    low = sentence.lower()
-    words = set(low.translate(_PUNCT).split())
-    s = 0.0
-    if _DIGIT_RE.search(sentence):
-        s += _W_NUMBER
-        if not words.isdisjoint(_MONTHS) or ("-" in sentence and _ISO_DATE_RE.search(sentence)):
-            s += _W_DATE
-    if not words.isdisjoint(_DATE_WORDS):
-        s += _W_DATE
-    if not words.isdisjoint(_DECISION) or "let's go with" in low or "going with" in low or "we will" in low:
-        s += _W_DECISION
-    if not words.isdisjoint(_COMMIT) or "i will" in low or "follow up" in low or "need to" in low:
-        s += _W_COMMIT
-    if not words.isdisjoint(_CONSTRAINT) or "do not" in low:
-        s += _W_CONSTRAINT
-    if "_" in sentence or "/" in sentence or _IDENT_RE.search(sentence):
-        s += _W_IDENT
-    if _NAME_RE.search(sentence):
-        s += _W_NAME
-    if len(words) >= 5:
-        s += 1.0
-    elif s == 0.0:
-        return 0.0
-    if user:
-        s += USER_BONUS
-    return s
+    if len(sentence) < 40 or (", " not in sentence and "; " not in sentence and " – " not in sentence
+                              and " - " not in sentence and " — " not in sentence):
+        return sentence
+    end = len(sentence)
+    for m in reversed(list(_CLAUSE_RE.finditer(sentence))):
+        cut = m.start()
+        if cut < 20:
+            break
+        tail = salience.features(sentence[cut:end], cache)
+        if any(w >= salience.W_CONTENT for w in tail.weights):
+            break
+        end = cut
+    if end == len(sentence):
+        return sentence
+    return sentence[:end].rstrip(" ,;:-–—") + " …"
+
+
+def tool_features(line_body: str, cache: salience.TokenCache | None = None) -> salience.Features:
+    """Features of a tool line's facts, without its boilerplate (labels, line counts, exit 0)."""
+    parts = [p for p in line_body.split(" | ") if not p.startswith(_TOOL_TRIVIA)]
+    facts = " ; ".join(_TOOL_LABEL_RE.sub("", p) for p in parts)
+    return salience.features(facts, cache)
 
 
 class ExtractiveSummarizer:
-    """Rule-based summary within a token budget; see the module docstring for the merge modes."""
+    """Selection summary within a token budget; see the module docstring for the merge modes."""
 
     name = "extractive"
 
@@ -124,7 +213,16 @@ class ExtractiveSummarizer:
         self.counter: TokenCounter = counter or HeuristicCounter()
         self.merge: Merge = merge
         self.conversational = conversational
-        self._scores: dict[str, float] = {}
+        # features of the sentences seen by this call and the last one: a sentence kept in a
+        # summary comes back as a previous line at the next call (two generations, so the
+        # cache stays the size of a summary and a span, however long the conversation)
+        self._features: dict[str, salience.Features] = {}
+        self._features_before: dict[str, salience.Features] = {}
+        self._tokens: salience.TokenCache = {}
+        self._days: dict[str, tuple[str, date | None]] = {}
+        self._ordinals: dict[str, int] = {}
+        self._corpus = Corpus()
+        self._old_memo: dict[str, tuple[list[_Piece], frozenset[str]]] = {}
 
     def params(self) -> dict[str, Any]:
         return {"max_tokens": self.max_tokens, "merge": self.merge, "conversational": self.conversational}
@@ -138,111 +236,333 @@ class ExtractiveSummarizer:
             raise SummarizeError("nothing to summarize: the span is empty", transport=False,
                                  kind=ErrorKind.EMPTY)
         budget = min(self.max_tokens, request.max_tokens) if request.max_tokens > 0 else self.max_tokens
+        self._features_before, self._features = self._features, {}
+        if len(self._ordinals) > _CACHE_LIMIT:
+            self._ordinals.clear()
+        prev = request.previous.text.strip() if request.previous is not None else ""
+        speakers: set[str] = set()
+        new = self._new_pieces(request.messages, speakers)
+        docs = [p.feat.keys for p in new]
+        counts, _ = self._corpus.checkout(request.conversation_id, prev,
+                                          lambda: [p.feat.keys for p in self._old_pieces(prev)[0]])
+        counts.add(docs)
+        previous_positions = counts.positions
         if self.merge == "append":
-            return self._append(request, budget)
-        return self._select(request, budget)
+            draft, positions = self._append(request, new, speakers, counts, budget)
+        else:
+            draft, positions = self._select(request, new, speakers, counts, budget)
+        counts.positions = positions
+        self._corpus.commit(request.conversation_id, prev, previous_positions, counts, docs, draft.text.strip())
+        return draft
 
     # -- candidates ------------------------------------------------------------------------
 
-    def _new_candidates(self, messages: Sequence[Message]) -> list[tuple[float, str]]:
-        out: list[tuple[float, str]] = []
+    def _feat(self, text: str, tool: bool = False) -> salience.Features:
+        key = ("\x00" + text) if tool else text
+        f = self._features.get(key)
+        if f is None:
+            f = self._features_before.get(key)
+            if f is None:
+                f = tool_features(text, self._tokens) if tool else salience.features(text, self._tokens)
+            self._features[key] = f
+        return f
+
+    def _ordinal(self, day: str) -> int:
+        """Sort key of a display day ("8 May 2023"); 0 for none."""
+        hit = self._ordinals.get(day)
+        if hit is None:
+            d = dates.parse_formatted(day) if day else None
+            hit = self._ordinals[day] = d.toordinal() if d else 0
+        return hit
+
+    def _day(self, timestamp: str | None) -> tuple[str, date | None]:
+        """The display day ("8 May 2023") and date of a message timestamp; ("", None) without one."""
+        if not timestamp:
+            return "", None
+        hit = self._days.get(timestamp)
+        if hit is None:
+            if len(self._days) > _CACHE_LIMIT:
+                self._days.clear()
+            d = dates.parse_day(timestamp)
+            hit = self._days[timestamp] = (dates.format_date(d) if d else "", d)
+        return hit
+
+    def _new_pieces(self, messages: Sequence[Message], speakers: set[str]) -> list[_Piece]:
+        """The span as pieces (groups -1, -2, ... by message); `speakers` collects names."""
+        out: list[_Piece] = []
         conversational = self.conversational
-        for m in messages:
-            role = m.role
-            if role == "tool" or not conversational:
+        feats, tokens = self._features, self._tokens
+        for i, m in enumerate(messages):
+            group = -1 - i
+            day, anchor = self._day(m.created_at) if m.created_at else ("", None)
+            if m.role == "tool" or not conversational:
                 ts = summarize_tool_result(m)
-                out.append((TOOL_ERROR_SCORE if ts.status == "error" else TOOL_SCORE,
-                            format_tool_summary(ts)))
+                out.append(_Piece(format_tool_summary(ts), "", day, group,
+                                  self._feat(" | ".join(ts.key_facts), tool=True),
+                                  TOOL_ERROR_BONUS if ts.status == "error" else 0.0))
                 continue
-            prefix = "User: " if role == "user" else ("Assistant: " if role == "assistant" else "System: ")
-            user = role == "user"
-            for sentence in _SPLIT_RE.split(m.content):
-                sentence = sentence.strip()
-                if not sentence:
-                    continue
+            speaker = (m.name or "").strip() if m.role != "system" else ""
+            if speaker and len(speaker) <= 40 and ":" not in speaker and "\n" not in speaker:
+                speakers.add(speaker)
+            else:
+                speaker = _GENERIC_SPEAKERS[m.role]
+            for sentence in split_sentences(m.content):
                 if len(sentence) > MAX_SENTENCE_CHARS:
-                    sentence = sentence[: MAX_SENTENCE_CHARS - 1].rstrip() + "…"
-                s = score_sentence(sentence, user=user)
-                if s > 0:
-                    out.append((s, prefix + sentence))
+                    sentence = shorten(sentence)
+                if anchor is not None:
+                    sentence, _ = dates.anchor_dates(sentence, anchor)
+                sentence = trim_tail(sentence, tokens)
+                feat = feats[sentence] = salience.features(sentence, tokens)
+                out.append(_Piece(sentence, speaker, day, group, feat))
         return out
 
-    def _previous_candidates(self, text: str) -> list[tuple[float, str]]:
-        out: list[tuple[float, str]] = []
-        cache = self._scores
-        if len(cache) > _CACHE_LIMIT:
-            cache.clear()
-        for line in text.split("\n"):
-            line = line.strip()
+    def _old_pieces(self, text: str) -> tuple[list[_Piece], frozenset[str]]:
+        """The previous summary read back into pieces (one group per line, sentences split) and
+        the speakers named in it. Memoized by text: in a chain it is the last call's output."""
+        hit = self._old_memo.get(text)
+        if hit is not None:
+            return hit
+        out: list[_Piece] = []
+        speakers: set[str] = set()
+        day = ""
+        group = 0
+        for raw in text.split("\n"):
+            line = raw.strip()
             if not line or _HEADER_LINE_RE.match(line):
                 continue
-            pieces = [line] if len(line) <= MAX_SENTENCE_CHARS else [
-                p.strip()[:MAX_SENTENCE_CHARS] for p in _SPLIT_RE.split(line) if p.strip()]
-            for piece in pieces:
-                s = cache.get(piece)
-                if s is None:
-                    if piece.startswith("["):
-                        s = TOOL_ERROR_SCORE if piece.startswith("[❌") else TOOL_SCORE
-                    else:
-                        sp = _SPEAKER_RE.match(piece)
-                        body = piece[sp.end():] if sp else piece
-                        s = max(score_sentence(body, user=bool(sp and sp.group(1) == "User")), 0.5)
-                    cache[piece] = s
-                out.append((s, piece))
-        return out
+            dm = _DAY_RE.match(line)
+            if dm:
+                if dm.group(2) is None:
+                    day = dm.group(1)
+                    continue
+                line_day, rest = dm.group(1), dm.group(2)
+            else:
+                line_day, rest = day, line
+            tm = _TOOL_LINE_RE.match(rest)
+            if tm:
+                out.append(_Piece(rest, "", line_day, group, self._feat(tm.group(2), tool=True),
+                                  TOOL_ERROR_BONUS if rest.startswith("[❌") else 0.0, source=line))
+                group += 1
+                continue
+            speaker = ""
+            sm = _SPEAKER_RE.match(rest)
+            if sm and _looks_like_speaker(sm.group(1)):
+                speaker, rest = sm.group(1), sm.group(2)
+                speakers.add(speaker)
+            for sentence in split_sentences(rest):
+                sentence = shorten(sentence)
+                out.append(_Piece(sentence, speaker, line_day, group, self._feat(sentence), source=line))
+            group += 1
+        if len(self._old_memo) >= 4:
+            self._old_memo.clear()
+        result = self._old_memo[text] = (out, frozenset(speakers))
+        return result
 
-    def _fit(self, cands: Sequence[tuple[float, str]], budget: int) -> tuple[list[str], int]:
-        """The best candidates within `budget` tokens, in original order; and how many were left out."""
+    def _pool(self, request: SummaryRequest, new: Sequence[_Piece], old_text: str, speakers: set[str],
+              counts: Counts, budget: int) -> tuple[_Pool, float]:
+        """Candidates from the previous text and the span, weighted; and the span's end position."""
+        old: list[_Piece] = []
+        if old_text:
+            old, named = self._old_pieces(old_text)
+            speakers = speakers | named
+        n_old = (old[-1].group + 1) if old else 0
+        covered = request.previous.messages_covered if request.previous is not None else 0
+        p0 = float(max(covered, n_old))
+        days = {p.day for p in old} | {p.day for p in new}
+        # conversation order: by day where lines have one (an append-mode history is in the order
+        # messages were dropped, not said), then previous lines before the span's
+        pieces_in = [*old, *new]
+        if len(days) > 1:
+            ordinal = {d: self._ordinal(d) for d in days}
+            order = [ordinal[p.day] for p in pieces_in]
+            if any(a > b for a, b in pairwise(order)):
+                pieces_in.sort(key=lambda p: (ordinal[p.day], p.group < 0, abs(p.group)))
+        rank: dict[int, int] = {}
+        for p in pieces_in:
+            if p.group >= 0 and p.group not in rank:
+                rank[p.group] = len(rank)
+        days.discard("")
+        per_line = len(days) > 1
         count = self.counter.count
-        costs = [count(line) + 1 for _, line in cands]
-        if sum(costs) <= budget:
-            return [line for _, line in cands], 0
-        order = sorted(range(len(cands)), key=lambda i: (-cands[i][0], i))
-        keep: list[int] = []
-        used = 0
-        for i in order:
-            c = costs[i]
-            if used + c <= budget:
-                keep.append(i)
-                used += c
-        keep.sort()
-        return [cands[i][1] for i in keep], len(cands) - len(keep)
+        header_cost = 0 if per_line or not days else count(f"[{min(days)}]") + 1
+        participants = _participant_keys(speakers)
+        must_keep = [f for f in request.must_keep if f]
+        pieces: list[_Piece] = []
+        cands: list[Candidate] = []
+        # duplicates (same words, any case or punctuation) have the same word keys: the cheap
+        # key tuple finds candidates, the normalized text decides
+        seen: dict[tuple[str, ...], list[str]] = {}
+        prefix_cost: dict[tuple[str, str], int] = {}
+        word_f, name_f = self._key_factors(set().union(*(p.feat.keys for p in pieces_in)), counts, participants)
+        for piece in pieces_in:
+            feat = piece.feat
+            if piece.bonus <= 0.0 and (not feat.weights or max(feat.weights) < salience.W_CONTENT):
+                continue  # names nothing specific (only common words): never worth a line
+            same = seen.get(feat.keys)
+            if same is None:
+                seen[feat.keys] = [piece.body]
+            else:
+                norm = _norm(piece.body)
+                if any(_norm(b) == norm for b in same):
+                    continue
+                same.append(piece.body)
+            if piece.group < 0:
+                pos = p0 - piece.group - 0.5
+            else:
+                known = counts.positions.get(piece.body)
+                pos = known if known is not None else (rank[piece.group] + 0.5) * p0 / n_old
+            pk = (piece.day if per_line else "", piece.speaker)
+            pc = prefix_cost.get(pk)
+            if pc is None:
+                prefix = (f"[{pk[0]}] " if pk[0] else "") + (f"{pk[1]}: " if pk[1] else "")
+                pc = prefix_cost[pk] = count(prefix) if prefix else 0
+            body_cost = count(piece.body) + 1
+            bonus = piece.bonus
+            if must_keep:
+                bonus += MUST_KEEP_BONUS * sum(1 for f in must_keep if f in piece.body)
+            f = feat.factor
+            weights = tuple([w * f * (name_f[k] if w >= _SPECIFIC else word_f[k])
+                             for k, w in zip(feat.keys, feat.weights)])
+            pieces.append(piece)
+            cands.append(Candidate(feat.keys, weights, body_cost + pc, body_cost, piece.group, pos, bonus))
+        previous_lines = {p.group: p.source for p in old if p.source is not None}
+        return _Pool(pieces, cands, header_cost, previous_lines), p0 + len(request.messages)
+
+    @staticmethod
+    def _key_factors(keys: set[str], counts: Counts,
+                     participants: tuple[set[str], set[str]]) -> tuple[dict[str, float], dict[str, float]]:
+        """Multipliers of each word's base weight: as a word, and as a name/number/date.
+
+        Words weigh by how specific they are to the conversation (inverse document frequency);
+        names, numbers and dates keep their weight, gain a little when they recur and lose some
+        when they are everywhere (boilerplate paths, tool names). A participant's own name
+        counts as a common word ("Thanks, Caroline!" says nothing about Caroline).
+        """
+        full, short = participants
+        word, name = counts.factors(keys)
+        low = salience.W_COMMON / salience.W_NAME
+        for k in full & keys:
+            spec = word[k]
+            word[k] = salience.W_COMMON * spec
+            name[k] = low * spec
+        for k in (short & keys) - full:
+            name[k] = low * word[k]
+        return word, name
+
+    # -- selection and rendering -----------------------------------------------------------
+
+    def _choose(self, pool: _Pool, budget: int, span_end: float) -> tuple[list[int], str]:
+        """The kept candidates and their rendered text."""
+        room = budget - pool.header_cost
+        chosen = list(select(pool.cands, room, span_end=span_end).chosen)
+        text = self._render(pool, chosen)
+        # a counter that is not additive over lines (a real BPE) may still overshoot: drop the
+        # least valuable line until the rendered text fits
+        while chosen and self.counter.count(text) > budget:
+            worst = min(chosen, key=lambda i: (sum(pool.cands[i].weights) / pool.cands[i].cost, -i))
+            chosen.remove(worst)
+            text = self._render(pool, chosen)
+        return chosen, text
+
+    def _render(self, pool: _Pool, chosen: Sequence[int]) -> str:
+        pieces = pool.pieces
+        days = {pieces[i].day for i in chosen}
+        days.discard("")
+        per_line = len(days) > 1
+        lines: list[str] = []
+        header_done = False
+        last_group: int | None = None
+        for i in chosen:
+            p = pieces[i]
+            if p.group == last_group and lines:
+                lines[-1] += " " + p.body
+                continue
+            last_group = p.group
+            if not per_line and p.day and not header_done:
+                lines.append(f"[{p.day}]")
+                header_done = True
+            prefix = f"[{p.day}] " if per_line and p.day else ""
+            lines.append(prefix + (f"{p.speaker}: " if p.speaker else "") + p.body)
+        return "\n".join(lines)
+
+    def _dropped(self, pool: _Pool, chosen: Sequence[int]) -> list[str]:
+        """The previous summary's lines none of whose sentences survived, in order."""
+        kept = {pool.pieces[i].group for i in chosen}
+        return [line for group, line in pool.previous_lines.items() if group not in kept]
+
+    def _summary(self, request: SummaryRequest, new: Sequence[_Piece], old_text: str, speakers: set[str],
+                 counts: Counts, budget: int,
+                 header: str = "") -> tuple[str, list[str], dict[str, Any], dict[str, float]]:
+        """Select and render; returns (text, notes, meta, position of each kept sentence)."""
+        pool, span_end = self._pool(request, new, old_text, speakers, counts, budget)
+        room = budget - (self.counter.count(header) + 1 if header else 0)
+        chosen, text = self._choose(pool, room, span_end) if room > 0 else ([], "")
+        if header:
+            text = f"{header}\n{text}" if text else header
+        dropped = self._dropped(pool, chosen)
+        n_old = len(pool.previous_lines)
+        notes: list[str] = []
+        if len(chosen) < len(pool.pieces):
+            notes.append(f"kept {len(chosen)} of {len(pool.pieces)} candidate sentences within {budget} tokens")
+        if dropped:
+            shown = "; ".join(d if len(d) <= 90 else d[:89] + "…" for d in dropped[:MAX_DROPPED_IN_NOTE])
+            more = f" (+{len(dropped) - MAX_DROPPED_IN_NOTE} more)" if len(dropped) > MAX_DROPPED_IN_NOTE else ""
+            notes.append(f"dropped {len(dropped)} earlier summary line(s): {shown}{more}")
+        meta = {"messages": len(request.messages), "candidates": len(pool.pieces), "kept": len(chosen),
+                "previous_lines": n_old, "dropped": len(dropped), "dropped_lines": tuple(dropped)}
+        return text, notes, meta, {pool.pieces[i].body: pool.cands[i].pos for i in chosen}
 
     # -- merge modes -----------------------------------------------------------------------
 
-    def _select(self, request: SummaryRequest, budget: int) -> SummaryDraft:
-        prev = request.previous.text if request.previous is not None else ""
-        old = self._previous_candidates(prev) if prev.strip() else []
-        new = self._new_candidates(request.messages)
-        lines, left_out = self._fit(old + new, budget)
-        notes: list[str] = []
-        if left_out:
-            notes.append(f"kept {len(lines)} of {len(lines) + left_out} lines to fit {budget} tokens")
-        text = "\n".join(lines)
+    def _select(self, request: SummaryRequest, new: Sequence[_Piece], speakers: set[str], counts: Counts,
+                budget: int) -> tuple[SummaryDraft, dict[str, float]]:
+        prev = request.previous.text.strip() if request.previous is not None else ""
+        text, notes, meta, positions = self._summary(request, new, prev, speakers, counts, budget)
         if not text:
             text = f"[{len(request.messages)} messages with no extractable content]"
             notes.append("no salient sentences found")
-        return self._draft(text, notes, len(request.messages))
+        return self._draft(text, notes, meta), positions
 
-    def _append(self, request: SummaryRequest, budget: int) -> SummaryDraft:
+    def _append(self, request: SummaryRequest, new: Sequence[_Piece], speakers: set[str], counts: Counts,
+                budget: int) -> tuple[SummaryDraft, dict[str, float]]:
+        """Seed 002's versioned history: previous text + ``[Update N]`` + a block for the span.
+
+        Seed 002 condensed at 2 × maxSummaryTokens and kept only the newest block. Here the
+        engine shows at most `budget` tokens of a summary and cuts the rest, which would hide
+        exactly the newest updates, so the history is condensed before it passes the budget:
+        the best lines of the whole history (previous text and span) are re-selected into
+        `CONDENSED_SHARE` of it, which leaves room for the next updates.
+        """
+        n = len(request.messages)
+        header = f"--- Summarized Context ({n} items) ---"
+        block_budget = max(1, budget - int(budget * CONDENSED_SHARE))
         notes: list[str] = []
+        meta: dict[str, Any] = {"messages": n}
+        positions: dict[str, float] = {}
         if self.conversational:
-            lines, left_out = self._fit(self._new_candidates(request.messages), budget)
-            if left_out:
-                notes.append(f"kept {len(lines)} of {len(lines) + left_out} lines to fit {budget} tokens")
-            block = f"--- Summarized Context ({len(request.messages)} items) ---\n" + "\n".join(lines)
+            block, notes, meta, positions = self._summary(request, new, "", speakers, counts, block_budget,
+                                                          header=header)
         else:
             block = summarize_dropped(request.messages)
         previous = request.previous
         if previous is None or not previous.text.strip():
-            return self._draft(block, notes, len(request.messages))
-        update = previous.seq + 2
-        combined = f"{previous.text}\n\n[Update {update}]\n{block}"
-        if self.counter.count(combined) > 2 * budget:
-            notes.append(f"earlier summary condensed away: update {update} exceeded 2 × {budget} tokens")
-            return self._draft(f"{CONDENSED_HEADER}\n{block}", notes, len(request.messages))
-        return self._draft(combined, notes, len(request.messages))
+            if self.counter.count(block) <= budget:
+                return self._draft(block, notes, meta), positions
+            previous_text = ""
+            update = 1
+        else:
+            previous_text = previous.text.strip()
+            update = previous.seq + 2
+            combined = f"{previous_text}\n\n[Update {update}]\n{block}"
+            if self.counter.count(combined) <= budget:
+                return self._draft(combined, notes, meta), {**counts.positions, **positions}
+        target = max(1, int(budget * CONDENSED_SHARE))
+        text, notes, meta, positions = self._summary(request, new, previous_text, speakers, counts, target,
+                                                     header=CONDENSED_HEADER)
+        notes.insert(0, f"history condensed at update {update}: the best lines of the whole history were "
+                        f"re-selected into {target} of {budget} tokens")
+        return self._draft(text, notes, meta), positions
 
-    def _draft(self, text: str, notes: list[str], n: int) -> SummaryDraft:
+    def _draft(self, text: str, notes: list[str], meta: dict[str, Any]) -> SummaryDraft:
         return SummaryDraft(text=text, model="extractive", prompt_id=f"extractive/{self.merge}",
-                            usage=Usage(), notes=tuple(notes), meta={"messages": n})
+                            usage=Usage(), notes=tuple(notes), meta=meta)

@@ -6,6 +6,10 @@ what the agent needs to keep working. Each extractor keeps those facts in one li
 
     [✓ read_file: File: src/app.ts | Lines: 120 | Type: typescript | Exports: hello, world]
     [❌ execute_bash: Command: npm test | Exit: 1 | Output: 3 lines | Error: Error: Module not found]
+    [✓ read_file: File: config/app.toml | Lines: 9 | Type: toml | Sets: timeout = 30, region = "eu-west-1"]
+
+Beyond the seed: a line-number gutter (``cat -n``, agent read tools) is ignored when reading a
+file's structure, and a settings file's top-level literal values are listed (``Sets:``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ _FILE_TYPES = {
     "json": "json", "jsonl": "json", "toml": "toml", "yaml": "yaml", "yml": "yaml", "go": "go",
     "rs": "rust", "swift": "swift", "java": "java", "kt": "kotlin", "c": "c", "h": "c",
     "cpp": "cpp", "cc": "cpp", "hpp": "cpp", "rb": "ruby", "php": "php", "sh": "shell",
-    "sql": "sql", "html": "html", "css": "css", "txt": "text", "csv": "csv",
+    "sql": "sql", "html": "html", "css": "css", "txt": "text", "csv": "csv", "ini": "toml", "cfg": "toml",
+    "env": "shell",
 }
 _JS_EXPORT_RE = re.compile(
     r"export\s+(?:default\s+)?(?:async\s+)?(?:const|let|var|function\*?|class|interface|type|enum)\s+(\w+)")
@@ -51,6 +56,14 @@ _PATH_ONLY_RE = re.compile(r"^[\w./\\\-]+\.\w+$")
 _DIFF_ADD_RE = re.compile(r"^\+(?!\+\+)", re.M)
 _DIFF_DEL_RE = re.compile(r"^-(?!--)", re.M)
 _NO_MATCH_RE = re.compile(r"^\s*(?:no matches|no results|0 matches)", re.I)
+# a line-number gutter as `cat -n` and agent read tools print it: "   3  code", "3\tcode", "3→code"
+_GUTTER_RE = re.compile(r"^ *\d+(?:\t| {2,}|→|: | \| ?)", re.M)
+# a top-level setting: NAME = literal / key: literal (number, quoted string, bool)
+_SETTING_RE = re.compile(
+    r"^([A-Za-z_][\w.\-]*)\s*(?:=|:)\s*(-?\d[\d_.,]*|\"[^\"\n]{0,40}\"|'[^'\n]{0,40}'|true|false|True|False|"
+    r"None|null)\s*(?:#.*)?$", re.M)
+_SETTING_TYPES = ("python", "toml", "yaml", "text", "unknown", "shell")
+MAX_SETTINGS = 5
 
 
 def _meta_str(m: Message, *keys: str) -> str | None:
@@ -77,15 +90,24 @@ def _error_line(content: str) -> str | None:
     return None
 
 
+def _strip_gutter(content: str) -> str:
+    """`content` without a line-number gutter, when (nearly) every line has one."""
+    lines = content.count("\n") + 1
+    if lines and len(_GUTTER_RE.findall(content)) >= 0.9 * lines:
+        return _GUTTER_RE.sub("", content)
+    return content
+
+
 def file_type(path: str) -> str:
     ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
     return _FILE_TYPES.get(ext, "unknown")
 
 
 def _read_file(m: Message) -> ToolSummary:
-    content = m.content
+    raw = m.content
+    content = _strip_gutter(raw)
     path = _meta_str(m, "path", "file_path", "filename") or "unknown"
-    lines = _line_count(content)
+    lines = _line_count(raw)
     ftype = file_type(path)
     facts = [f"File: {path}", f"Lines: {lines}", f"Type: {ftype}"]
     if _READ_FAILED_RE.match(content):
@@ -105,6 +127,11 @@ def _read_file(m: Message) -> ToolSummary:
         imports = len(_PY_IMPORT_RE.findall(content))
         if imports:
             facts.append(f"Imports: {imports} modules")
+    if ftype in _SETTING_TYPES:
+        # the values a settings file holds are the facts an agent comes back for
+        settings = [f"{k} = {v}" for k, v in _SETTING_RE.findall(content)[:MAX_SETTINGS]]
+        if settings:
+            facts.append(f"Sets: {', '.join(settings)}")
     return ToolSummary("read_file", "success", tuple(facts), {
         "path": path, "lines": lines,
         "hasExports": "export " in content, "hasImports": "import " in content,

@@ -89,3 +89,25 @@ def test_summarize_dropped_has_header_and_one_line_each() -> None:
     lines = out.split("\n")
     assert lines[0] == "--- Summarized Context (2 items) ---" and len(lines) == 3
     assert lines[1].startswith("[✓ read_file: File: a.ts") and lines[2].startswith("[✓ execute_bash:")
+
+
+def test_settings_files_list_their_values() -> None:
+    content = ('"""Settings for the service."""\n\nretries = 12\nrequest_timeout = 6432  # ms\n'
+               'region = "eu-west-1"\ndebug = False\n\ndef helper():\n    local = 5\n')
+    line = format_tool_summary(summarize_tool_result(tool("read_file", content, path="config/payments.py")))
+    assert line == ('[✓ read_file: File: config/payments.py | Lines: 10 | Type: python | Defines: helper | '
+                    'Sets: retries = 12, request_timeout = 6432, region = "eu-west-1", debug = False]')
+    toml = summarize_tool_result(tool("read_file", "[server]\nport = 8080\nhost = \"0.0.0.0\"\n", path="app.toml"))
+    assert 'Sets: port = 8080, host = "0.0.0.0"' in toml.key_facts
+    ts = summarize_tool_result(tool("read_file", "export const limit = 5;\nconst x = 1;", path="a.ts"))
+    assert not any(f.startswith("Sets:") for f in ts.key_facts)  # code in other languages: exports only
+
+
+def test_line_number_gutters_are_ignored_when_reading_structure() -> None:
+    numbered = "\n".join(f"{n:>4}  {line}" for n, line in enumerate(
+        ["import os", "", "def load_config(path):", "    return path", "TIMEOUT = 30"], 1))
+    s = summarize_tool_result(tool("read_file", numbered, path="src/config.py"))
+    assert "Defines: load_config" in s.key_facts and "Sets: TIMEOUT = 30" in s.key_facts
+    assert "Lines: 5" in s.key_facts
+    arrows = "1→def main():\n2→    pass"
+    assert "Defines: main" in summarize_tool_result(tool("read_file", arrows, path="m.py")).key_facts

@@ -1,0 +1,148 @@
+"""How often each word occurs in the conversation so far: the document frequencies behind salience.
+
+"Specific to this conversation" is a property of the whole conversation, not of one span: in an
+agent transcript "test", "edit" and "function" are in hundreds of sentences and say little,
+while a ticket number said once says a lot. A span of ten messages cannot tell them apart, so
+the extractive summarizer keeps, per conversation, the number of sentences seen (``n``) and how
+many contained each word key (``df``), updated with every span it summarizes.
+
+With them, the position in the conversation of each sentence of the summary they led to: a
+summary line does not say where it came from, and coverage across time needs to know.
+
+The statistics are keyed by the summary text they lead to, so they follow the summary chain
+exactly, whatever happens around the call:
+
+- the next call's ``previous.text`` is the text this call produced: the statistics continue;
+- the engine could not commit that summary (store error) and calls again with the older
+  ``previous``: the last span's counts are rolled back first, so nothing is counted twice;
+- anything else (a process restart, a previous summary written by another summarizer, a
+  conversation evicted from the cache): the statistics are rebuilt from the previous summary's
+  lines plus the span, which is what a fresh summarizer sees.
+
+So a replay of the same conversation gives byte-identical summaries, and a resumed one differs
+only by the statistics it could not see. Memory is bounded: `max_conversations` entries, least
+recently used evicted; each holds one vocabulary-sized table.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+
+MAX_CONVERSATIONS = 256
+
+
+@dataclass(slots=True)
+class Counts:
+    n: int = 0
+    """Sentences seen so far."""
+    df: Counter[str] = field(default_factory=Counter)
+    """Sentences that contained each word key."""
+    positions: dict[str, float] = field(default_factory=dict)
+    """Where in the conversation (message index) each sentence of the summary these statistics
+    led to was said: a summary line does not say it, and coverage needs it."""
+
+    def add(self, docs: Iterable[Sequence[str]]) -> None:
+        docs = list(docs)
+        self.n += len(docs)
+        self.df.update(chain.from_iterable(docs))  # counted in C
+
+    def remove(self, docs: Iterable[Sequence[str]]) -> None:
+        docs = list(docs)
+        self.n -= len(docs)
+        df = self.df
+        df.subtract(chain.from_iterable(docs))
+        for k in {k for d in docs for k in d}:
+            if df[k] <= 0:
+                del df[k]
+
+    def factors(self, keys: Iterable[str]) -> tuple[dict[str, float], dict[str, float]]:
+        """For each key: its `specificity`, and the multiplier of a name or number,
+        ``recurrence × √specificity`` (central when it recurs, boilerplate when everywhere).
+        One pass with the logarithms inlined: it runs for every word of every summary."""
+        spec_of: dict[str, float] = {}
+        name_of: dict[str, float] = {}
+        if self.n <= 1:
+            for k in keys:
+                spec_of[k] = name_of[k] = 1.0
+            return spec_of, name_of
+        log_n1 = math.log(self.n + 1)
+        inv = 1.0 / log_n1
+        log, sqrt, get = math.log, math.sqrt, self.df.get
+        for k in keys:
+            ld = log(get(k) or 1)
+            spec = (log_n1 - ld) * inv
+            if spec < 0.0:
+                spec = 0.0
+            rec = 1.0 + 0.15 * ld
+            spec_of[k] = spec
+            name_of[k] = (rec if rec < 1.5 else 1.5) * sqrt(spec)
+        return spec_of, name_of
+
+    def specificity(self, key: str) -> float:
+        """1 for a word seen in one sentence, falling to 0 for a word in every sentence:
+        ``ln((n + 1) / df) / ln(n + 1)``, an inverse document frequency scaled to [0, 1]."""
+        return self.factors((key,))[0][key]
+
+    def recurrence(self, key: str) -> float:
+        """``min(1.5, 1 + 0.15 ln df)``: a name or number that keeps coming back is central."""
+        d = self.df.get(key) or 1
+        return min(1.5, 1.0 + 0.15 * math.log(d))
+
+
+@dataclass(slots=True)
+class _Chain:
+    head: str
+    counts: Counts
+    before: str | None = None
+    """The head before the last update, that update's documents and the positions before it
+    (to roll it back)."""
+    last: tuple[Sequence[str], ...] = ()
+    before_positions: dict[str, float] = field(default_factory=dict)
+
+
+class Corpus:
+    """Per-conversation document frequencies, following the summary chain (module docstring).
+
+    Use: ``counts, found = corpus.checkout(...)``; add the span's documents to ``counts``; score;
+    then ``corpus.commit(...)`` with the text produced. A call that fails between the two leaves
+    no chain behind (the next call rebuilds), so a half-counted span can never be reused.
+    """
+
+    def __init__(self, max_conversations: int = MAX_CONVERSATIONS) -> None:
+        self.max_conversations = max_conversations
+        self._chains: OrderedDict[str, _Chain] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def checkout(self, conversation: str, previous_text: str,
+                 previous_docs: Callable[[], Iterable[Sequence[str]]]) -> tuple[Counts, bool]:
+        """The statistics that led to `previous_text` (taken out of the cache), and whether they
+        were found; when not, they are rebuilt from `previous_docs()`."""
+        with self._lock:
+            chain = self._chains.pop(conversation, None)
+        if chain is not None:
+            if chain.head == previous_text:
+                return chain.counts, True
+            if chain.before is not None and chain.before == previous_text:
+                chain.counts.remove(chain.last)
+                chain.counts.positions = chain.before_positions
+                return chain.counts, True
+        counts = Counts()
+        counts.add(previous_docs())
+        return counts, False
+
+    def commit(self, conversation: str, previous_text: str, previous_positions: dict[str, float],
+               counts: Counts, docs: Sequence[Sequence[str]], new_text: str) -> None:
+        """Record `counts` (which already include the span's `docs`, and hold the positions of
+        `new_text`'s sentences) as leading to `new_text`."""
+        with self._lock:
+            self._chains[conversation] = _Chain(new_text, counts, previous_text, tuple(docs), previous_positions)
+            while len(self._chains) > self.max_conversations:
+                self._chains.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._chains)

@@ -1,0 +1,185 @@
+"""What a sentence says that is specific to this conversation: its informative words, weighted.
+
+A sentence is worth keeping in proportion to the specific things it names: people, places,
+products, identifiers, quantities, dates, and the uncommon words that describe what happened.
+`features` turns a sentence into those words (normalized keys) and a base weight for each:
+
+==================  ======  ===============================================================
+kind                weight  examples
+==================  ======  ===============================================================
+function word       0       the, and, I'm, you, oh, yeah (`vocabulary.FUNCTION_WORDS`)
+common word         0.2     really, amazing, think, thing, people (`vocabulary.COMMON_WORDS`)
+content word        1.0     bowling, adoption, pottery, latency, refund, Saturday
+number              1.5     2, 42, 1,200, $30
+name / identifier   2.0     Sweden, LGBTQ, PAY-4821, src/app.py, load_config, camelCase
+anchored date       1.5     (7 May 2023), (the week before 9 June 2023): one unit each
+==================  ======  ===============================================================
+
+A capitalized word counts as a name only where capitals are not grammar (not the first word of
+the sentence); month and weekday names are content words. The conversation's own participants
+are demoted to common words when scoring (`extractive` does this): their names are in every
+line's speaker prefix and "Thanks, Caroline!" says nothing about Caroline.
+
+Sentence-level multipliers: a question ×0.6 (questions ask, answers tell), a sentence opening
+with a pronoun that points elsewhere ("That's", "It", "They") ×0.85, a fragment of fewer than six
+words ×words/6 (both are less self-contained out of their context).
+
+How much a word is worth *in context* (how often it recurs in the span and the previous summary,
+and whether a kept line already says it) is decided by `selection`, not here: features depend
+on the text alone, so they are cached by text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from rollsum.summarizers.vocabulary import COMMON_WORDS, FUNCTION_WORDS
+
+W_COMMON = 0.2
+W_CONTENT = 1.0
+W_NUMBER = 1.5
+W_NAME = 2.0
+W_DATE = 1.5
+QUESTION_FACTOR = 0.6
+ANAPHORA_FACTOR = 0.85
+FULL_SENTENCE_WORDS = 6
+"""Sentences shorter than this many words ("Luna and Oliver!", "Agreed, Mel.") are fragments that
+lean on their context: their value is scaled by words / FULL_SENTENCE_WORDS."""
+
+_TOKEN_RE = re.compile(r"[\w$#@][\w'’./:@#$%+\-]*")
+_STRIP = "'’.:/-+"
+# an anchor added by `dates.anchor_dates` (or any parenthesis ending in a year): one date unit
+_ANCHOR_RE = re.compile(r" ?\(([^()]{0,48}?\b\d{4})\)")
+_LINE_SUFFIX_RE = re.compile(r"(?<=\w\.\w)(?::\d+)+$|(?<=\w\.\w\w)(?::\d+)+$|(?<=\w\.\w\w\w)(?::\d+)+$")
+"""a path's ":12" line suffix (src/app.py:12 -> src/app.py)"""
+_INNER_UPPER_RE = re.compile(r"[a-z][A-Z]")
+_CALENDAR = frozenset([
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+    "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct",
+    "nov", "dec", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+])
+_ANAPHORA_WORDS = ("it", "it's", "its", "that", "that's", "this", "these", "those", "they", "they're",
+                   "them", "he", "she", "he's", "she's", "there", "which", "thats", "theyre")
+
+
+class Features(NamedTuple):
+    """The informative words of one sentence: parallel tuples of keys and base weights."""
+
+    keys: tuple[str, ...]
+    weights: tuple[float, ...]
+    factor: float
+    """Sentence-level multiplier (question, dangling pronoun, fragment)."""
+
+    @property
+    def base_value(self) -> float:
+        return self.factor * sum(self.weights)
+
+
+def stem(low: str) -> str:
+    """A light plural/possessive folding so "paintings" and "painting's" count as "painting"."""
+    if low.endswith(("'s", "’s")):
+        low = low[:-2]
+    if len(low) > 4 and low[-1] == "s" and low[-2] not in "su'’":
+        low = low[:-3] + "y" if low.endswith("ies") else low[:-1]
+    return low
+
+
+def _kind_weight(tok: str, low: str, first: bool) -> float:
+    """The base weight of one token (see the module table); 0 for function words."""
+    has_digit = False
+    has_alpha = False
+    for ch in tok:
+        if ch.isdigit():
+            has_digit = True
+        elif ch.isalpha():
+            has_alpha = True
+    if has_digit:
+        return W_NAME if has_alpha else W_NUMBER
+    if len(tok) == 1:
+        return 0.0  # a lone letter ("R&R", "a", "x") names nothing
+    if low in _CALENDAR and (low != "may" or (tok[0].isupper() and not first)):
+        return W_CONTENT
+    if low in FUNCTION_WORDS:
+        return 0.0
+    if low in COMMON_WORDS:
+        return W_COMMON
+    if "_" in tok or "/" in tok or "." in tok or _INNER_UPPER_RE.search(tok):
+        return W_NAME
+    if tok[0].isupper():
+        if tok.isupper():
+            return W_NAME  # an acronym: LGBTQ, NASA, AWS
+        if not first:
+            return W_NAME
+    return W_CONTENT
+
+
+_ANAPHORA = frozenset(stem(w) for w in _ANAPHORA_WORDS)
+
+Token = tuple[str, float, float]
+"""(key, weight as a sentence's first word, weight elsewhere)."""
+TokenCache = dict[str, tuple[Token, ...]]
+"""whitespace-separated chunk -> its tokens: classification is the hot path of a replay, and a
+conversation's vocabulary is small."""
+_CACHE_LIMIT = 50_000
+
+
+def _classify(chunk: str) -> tuple[Token, ...]:
+    out = []
+    for raw in _TOKEN_RE.findall(chunk):
+        tok = _LINE_SUFFIX_RE.sub("", raw.rstrip(_STRIP))
+        if tok:
+            low = tok.lower().replace("’", "'")
+            out.append((stem(low), _kind_weight(tok, low, True), _kind_weight(tok, low, False)))
+    return tuple(out)
+
+
+def features(text: str, cache: TokenCache | None = None) -> Features:
+    """The informative words of `text` (one sentence or one tool line).
+
+    `cache` (owned by the caller, e.g. one per summarizer) memoizes token classification; it
+    never changes the result.
+    """
+    keys: dict[str, float] = {}
+    if "(" in text:
+        for m in _ANCHOR_RE.finditer(text):
+            keys["@" + m.group(1)] = W_DATE
+        text = _ANCHOR_RE.sub("", text)
+    if cache is None:
+        cache = {}
+    elif len(cache) > _CACHE_LIMIT:
+        cache.clear()
+    get = cache.get
+    chunks = text.split()
+    first_key = ""
+    rest = len(chunks)
+    for i, chunk in enumerate(chunks):
+        hit = get(chunk)
+        if hit is None:
+            hit = cache[chunk] = _classify(chunk)
+        if hit:
+            # the sentence's first word: capitals there are grammar, not a name
+            first_key, w, _ = hit[0]
+            if w > 0.0:
+                keys[first_key] = w
+            for key, _, w in hit[1:]:
+                if w > 0.0 and keys.get(key, 0.0) < w:
+                    keys[key] = w
+            rest = i + 1
+            break
+    for chunk in dict.fromkeys(chunks[rest:]):  # each distinct chunk once
+        hit = get(chunk)
+        if hit is None:
+            hit = cache[chunk] = _classify(chunk)
+        for key, _, w in hit:
+            if w > 0.0 and keys.get(key, 0.0) < w:
+                keys[key] = w
+    n_tokens = len(chunks)
+    factor = 1.0
+    if text.rstrip().endswith("?"):
+        factor *= QUESTION_FACTOR
+    if first_key in _ANAPHORA:
+        factor *= ANAPHORA_FACTOR
+    if n_tokens < FULL_SENTENCE_WORDS:
+        factor *= n_tokens / FULL_SENTENCE_WORDS
+    return Features(tuple(keys), tuple(keys.values()), factor)

@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rollsum.summarizers.corpus import Corpus, Counts
+from rollsum.summarizers.salience import (
+    W_COMMON,
+    W_CONTENT,
+    W_DATE,
+    W_NAME,
+    W_NUMBER,
+    features,
+    stem,
+)
+from rollsum.summarizers.selection import Candidate, select
+
+
+def weights(text: str) -> dict[str, float]:
+    f = features(text)
+    return dict(zip(f.keys, f.weights))
+
+
+# -- features ---------------------------------------------------------------------------------
+
+def test_word_kinds_get_their_weights() -> None:
+    w = weights("Yesterday (7 May 2023) I really loved the pottery class with Priya in Lisbon, ticket "
+                "INC-2093, 42 people, src/app.py:12 and load_config.")
+    assert w == {"@7 May 2023": W_DATE, "yesterday": W_COMMON, "really": W_COMMON, "loved": W_COMMON,
+                 "pottery": W_CONTENT, "class": W_CONTENT, "priya": W_NAME, "lisbon": W_NAME,
+                 "ticket": W_CONTENT, "inc-2093": W_NAME, "42": W_NUMBER, "people": W_COMMON,
+                 "src/app.py": W_NAME, "load_config": W_NAME}
+
+
+def test_capitals_are_names_only_where_they_are_not_grammar() -> None:
+    assert weights("Sweden is lovely.")["sweden"] == W_CONTENT  # first word: capital is grammar
+    assert weights("We moved from Sweden.")["sweden"] == W_NAME
+    assert weights("LGBTQ rights matter.")["lgbtq"] == W_NAME  # an acronym is a name anywhere
+    assert weights("I met her in May.")["may"] == W_CONTENT  # months are calendar words, not names
+    assert "r" not in weights("Glad you got some R&R.")  # single letters are not names
+
+
+def test_filler_and_greetings_have_no_specific_word() -> None:
+    for text in ("Hey Mel! Good to see you!", "Thanks so much, that means a lot to me.",
+                 "Oh wow, really? That's amazing!", "I know, right? It was a great time honestly."):
+        assert all(w < W_CONTENT for k, w in weights(text).items() if k not in ("mel",)), text
+
+
+def test_sentence_factors() -> None:
+    statement = features("Biscuit the greyhound eats salmon kibble every morning.")
+    question = features("Does Biscuit the greyhound eat salmon kibble every morning?")
+    dangling = features("It eats salmon kibble every morning with Biscuit.")
+    fragment = features("Salmon kibble!")
+    assert statement.factor == 1.0 and question.factor < 1.0 and dangling.factor < 1.0
+    assert fragment.factor == pytest.approx(2 / 6)
+
+
+def test_stem_folds_plurals_and_possessives() -> None:
+    assert stem("paintings") == stem("painting") == stem("painting's") == "painting"
+    assert stem("stories") == "story" and stem("class") == "class" and stem("bus") == "bus"
+
+
+@given(st.text(max_size=200))
+def test_features_never_fail_and_the_cache_never_changes_them(text: str) -> None:
+    cache: dict[str, tuple[tuple[str, float, float], ...]] = {}
+    assert features(text, cache) == features(text) == features(text, cache)
+
+
+# -- corpus ---------------------------------------------------------------------------------
+
+def test_specificity_falls_with_document_frequency() -> None:
+    c = Counts()
+    c.add([("boiler", "test")] * 99 + [("oksana",)])
+    assert c.specificity("oksana") == 1.0
+    assert c.specificity("test") < 0.05 < c.specificity("boiler") < 1.0 or c.specificity("test") < 0.05
+    assert c.recurrence("oksana") == 1.0 < c.recurrence("test") <= 1.5
+
+
+def test_corpus_follows_the_chain_and_rolls_back_an_uncommitted_summary() -> None:
+    corpus = Corpus()
+    counts, found = corpus.checkout("c", "", lambda: [])
+    assert not found
+    counts.add([("a", "b")])
+    counts.positions = {"first line": 1.0}
+    corpus.commit("c", "", {}, counts, [("a", "b")], "S1")
+    counts, found = corpus.checkout("c", "S1", lambda: [("rebuilt",)])
+    assert found and counts.n == 1 and counts.positions == {"first line": 1.0}
+    counts.add([("c",), ("a",)])
+    counts.positions = {"second": 2.0}
+    corpus.commit("c", "S1", {"first line": 1.0}, counts, [("c",), ("a",)], "S2")
+    # the engine could not commit S2 and asks again from S1: S2's span is taken back out
+    counts, found = corpus.checkout("c", "S1", lambda: [("rebuilt",)])
+    assert found and counts.n == 1 and dict(counts.df) == {"a": 1, "b": 1}
+    assert counts.positions == {"first line": 1.0}
+
+
+def test_corpus_rebuilds_from_the_previous_summary_when_the_chain_is_unknown() -> None:
+    corpus = Corpus()
+    counts, found = corpus.checkout("c", "some other summary", lambda: [("x", "y"), ("x",)])
+    assert not found and counts.n == 2 and counts.df["x"] == 2 and counts.positions == {}
+
+
+def test_corpus_is_bounded() -> None:
+    corpus = Corpus(max_conversations=3)
+    for i in range(10):
+        counts, _ = corpus.checkout(f"c{i}", "", lambda: [])
+        corpus.commit(f"c{i}", "", {}, counts, [], "S")
+    assert len(corpus) == 3
+
+
+# -- selection ------------------------------------------------------------------------------
+
+def cand(keys: str, weight: float = 1.0, cost: int = 10, group: int = 0, pos: float = 0.0) -> Candidate:
+    ks = tuple(keys.split())
+    return Candidate(ks, tuple(weight for _ in ks), cost, cost, group, pos)
+
+
+def test_selection_prefers_value_per_token_and_respects_the_budget() -> None:
+    cands = [cand("a b c", cost=10, group=0), cand("d e f g h i", cost=30, group=1), cand("j k", cost=5, group=2)]
+    sel = select(cands, 16, span_end=3)
+    assert sel.chosen == (0, 2) and sel.used == 15
+
+
+def test_selection_skips_near_duplicates_and_worthless_lines() -> None:
+    cands = [cand("sweden grandma necklace", group=0, pos=0), cand("sweden grandma necklace", group=1, pos=1),
+             cand("x", weight=0.2, group=2, pos=2)]
+    assert select(cands, 1_000, span_end=3).chosen == (0,)
+
+
+def test_selection_spreads_lines_over_time_buckets() -> None:
+    # ten strong early lines and ten weaker late ones, room for eight: late ones still get in
+    early = [cand(f"e{i} f{i} g{i}", group=i, pos=i) for i in range(10)]
+    late = [cand(f"l{i} m{i}", group=10 + i, pos=90 + i) for i in range(10)]
+    chosen = select(early + late, 80, span_end=100).chosen
+    assert len(chosen) == 8 and any(i >= 10 for i in chosen) and any(i < 10 for i in chosen)
