@@ -128,7 +128,7 @@ def replay_window(preset: str, msgs: Sequence[Message], window: int) -> tuple[fl
     """(max context / window after any add, summarizer calls, seconds) for one conversation."""
     rs = RollingSummarizer.from_preset(preset, context_window=window)
     counting = CountingSummarizer(rs.summarizer)
-    rs.summarizer = counting  # type: ignore[assignment]
+    rs.summarizer = counting
     peak = 0
     add, tokens = rs.add, rs.context_tokens
     t0 = time.perf_counter()

@@ -93,12 +93,12 @@ class Result:
 
 
 def load_convs(name: str, locomo: Path) -> list[Conv]:
-    from evals import data as evals_data  # the harness's loaders (evals/ may move: one import)
+    from rollsum_evals import data as evals_data  # the harness's loaders
 
     if name == "locomo":
         raw = evals_data.load(str(locomo))
     else:
-        from evals.data.synth import make_conversation
+        from rollsum_evals.data.synth import make_conversation
 
         flavor, n, seed = next((f, n, s) for nm, f, n, s in SYNTH if nm == name)
         raw = [make_conversation(flavor, n_messages=n, seed=f"{seed}.{k}", conversation_id=f"{name}-{k}")

@@ -26,7 +26,7 @@ PERMANENT = [ValueError("could not parse the answer"), KeyError("content"), Runt
 
 
 def run_until_trigger(rs: RollingSummarizer, n: int = 20) -> list[Any]:
-    events = []
+    events: list[Any] = []
     for m in chat(n):
         rs.add(m)  # must not raise
         events.extend(rs.last_events)
@@ -107,7 +107,7 @@ class BrokenPolicy:
 
 def test_even_an_internal_error_after_storing_is_an_event_not_an_exception() -> None:
     rs = RollingSummarizer.from_preset("since-last")
-    rs.policy = BrokenPolicy()  # type: ignore[assignment]
+    rs.policy = BrokenPolicy()
     ev = rs.add(Message("user", "hello"))
     assert ev is not None and ev.kind == "failure" and ev.error_kind == "internal"
     assert len(rs.store.messages(rs.conversation_id)) == 1
@@ -119,7 +119,7 @@ def test_a_store_that_fails_the_commit_keeps_every_message() -> None:
     def refuse(record: Any, ids: Any) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    rs.store.commit_summary = refuse  # type: ignore[method-assign]
+    rs.store.commit_summary = refuse  # type: ignore[method-assign,assignment]
     events = run_until_trigger(rs)
     assert events[-1].kind == "failure" and events[-1].error_kind == "store"
     assert len(rs.messages) == 20

@@ -84,7 +84,7 @@ def test_while_the_model_fails_the_rate_limit_still_counts_attempts() -> None:
 
 
 def test_after_an_outage_the_backlog_is_summarized_oldest_first_in_bounded_chunks() -> None:
-    script: list[str | BaseException] = [RuntimeError("down")] * 12 + ["summary"]
+    script: list[str | BaseException] = [*[RuntimeError("down")] * 12, "summary"]
     model = fake("scripted", script=script)
     rs = run(model, n=200, backoff_s=0.0, retries=0)
     pending_before = [s.message.id for s in rs.store.messages(rs.conversation_id) if s.state == "pending"]
