@@ -25,10 +25,11 @@ the asyncio variant in `rollsum.aio`, which runs `_run` in a worker thread.
 from __future__ import annotations
 
 import bisect
+import json
 import logging
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -245,7 +246,6 @@ class RollingSummarizer:
         self._history: list[SummaryRecord] = []
         self._summary_msg: Message | None = None
         self._summary_tokens = 0
-        self._summary_note: str | None = None
         self._summary_room = self._room_for_summary()
         # the guard's last resort: display versions of clipped messages, omitted pinned ids
         self._clips: dict[str, Message] = {}
@@ -1037,7 +1037,7 @@ class RollingSummarizer:
             notes=draft.notes,
             facts=outcome.facts,
             ledger=outcome.counts,
-            meta={"reason": job.decision.reason, "turn": job.turn, "preset": self.preset,
+            meta={**_plain(draft.meta), "reason": job.decision.reason, "turn": job.turn, "preset": self.preset,
                   **({"guard": True} if job.guard else {}), **({} if job.decision.fold else {"appended": True})},
         )
         record = replace(record, tokens=self.counter.count(record.render()))
@@ -1074,13 +1074,12 @@ class RollingSummarizer:
     def _refresh_summary(self) -> None:
         rec = self.summary
         if rec is None:
-            self._summary_msg, self._summary_tokens, self._summary_note = None, 0, None
+            self._summary_msg, self._summary_tokens = None, 0
             return
         text, note = budget_summary(rec.render(), self._budget(), min_tokens=self.min_summary_tokens,
                                     count=self.counter.count)
         if note:
             log.info("summary %s: %s", rec.id, note)
-        self._summary_note = note
         self._summary_msg = self.format.summary_message(text, rec)
         self._summary_tokens = self.counter.count_message(self._summary_msg)
 
@@ -1099,6 +1098,13 @@ class RollingSummarizer:
                 self.on_event(ev)
             except Exception:  # the caller's callback must not turn a stored message into an error
                 log.exception("rollsum: on_event callback raised; event %s dropped from it", ev.kind)
+
+
+def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A summarizer's meta as the store will give it back (JSON types): a record read after a
+    restart must equal the one made before it."""
+    plain: dict[str, Any] = json.loads(json.dumps(dict(meta), default=str))
+    return plain
 
 
 def _render(draft: SummaryDraft) -> str:

@@ -198,14 +198,27 @@ def tool_features(line_body: str, cache: salience.TokenCache | None = None) -> s
     return salience.features(facts, cache)
 
 
+DEFAULT_MAX_TOKENS = 500
+"""The budget when neither the summarizer nor the request sets one (seed 002's default)."""
+
+
+def _budget(own: int | None, requested: int) -> int:
+    if requested > 0:
+        return requested if own is None else min(own, requested)
+    return own if own is not None else DEFAULT_MAX_TOKENS
+
+
 class ExtractiveSummarizer:
     """Selection summary within a token budget; see the module docstring for the merge modes."""
 
     name = "extractive"
 
-    def __init__(self, *, max_tokens: int = 500, counter: TokenCounter | None = None,
+    def __init__(self, *, max_tokens: int | None = None, counter: TokenCounter | None = None,
                  merge: Merge = "select", conversational: bool = True) -> None:
-        if max_tokens <= 0:
+        """`max_tokens` caps the summary below the engine's budget; None (default) lets the
+        request's budget (the engine's room for the summary) govern alone, so one parameter
+        (the window, the summary share) means the same for an offline and a model summary."""
+        if max_tokens is not None and max_tokens <= 0:
             raise ConfigError(f"max_tokens: expected a positive integer, got {max_tokens}")
         if merge not in ("select", "append"):
             raise ConfigError(f"merge: expected 'select' or 'append', got {merge!r}")
@@ -235,7 +248,7 @@ class ExtractiveSummarizer:
         if not request.messages:
             raise SummarizeError("nothing to summarize: the span is empty", transport=False,
                                  kind=ErrorKind.EMPTY)
-        budget = min(self.max_tokens, request.max_tokens) if request.max_tokens > 0 else self.max_tokens
+        budget = _budget(self.max_tokens, request.max_tokens)
         self._features_before, self._features = self._features, {}
         if len(self._ordinals) > _CACHE_LIMIT:
             self._ordinals.clear()
@@ -509,7 +522,7 @@ class ExtractiveSummarizer:
             more = f" (+{len(dropped) - MAX_DROPPED_IN_NOTE} more)" if len(dropped) > MAX_DROPPED_IN_NOTE else ""
             notes.append(f"dropped {len(dropped)} earlier summary line(s): {shown}{more}")
         meta = {"messages": len(request.messages), "candidates": len(pool.pieces), "kept": len(chosen),
-                "previous_lines": n_old, "dropped": len(dropped), "dropped_lines": tuple(dropped)}
+                "previous_lines": n_old, "dropped": len(dropped), "dropped_lines": list(dropped)}
         return text, notes, meta, {pool.pieces[i].body: pool.cands[i].pos for i in chosen}
 
     # -- merge modes -----------------------------------------------------------------------

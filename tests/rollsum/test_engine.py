@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rollsum import ConfigError, Message, RollingSummarizer, presets
 from rollsum.errors import ErrorKind, SummarizeError
+from rollsum.store import SQLiteStore
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from tests.seeds.helpers import chat, fake
 
@@ -289,3 +291,27 @@ def test_guard_events_and_clips_are_reported_in_the_config_and_events() -> None:
     ev = rs.add(Message("user", "word " * 2000))
     assert ev is not None and ev.kind == "clip" and ev.guard and ev.to_dict()["guard"] is True
     assert rs.config()["enforce_window"] is True and rs.context_tokens() <= 800
+
+
+def test_a_summarizers_own_record_of_what_it_did_reaches_the_record_and_survives_a_restart(
+        tmp_path: Path) -> None:
+    """Drafts carry what the summarizer dropped (and the like) in `meta`: the engine copies it
+    onto the record as plain JSON, so the record read back from a store is the same record."""
+
+    class Noting:
+        name = "noting"
+
+        def summarize(self, request: SummaryRequest) -> SummaryDraft:
+            return SummaryDraft(text=f"{len(request.messages)} messages",
+                                meta={"dropped": 2, "dropped_lines": ("a", "b")})
+
+    store = SQLiteStore(tmp_path / "chat.db")
+    rs = engine("since-last", summarizer=Noting(), store=store, conversation_id="c")
+    for m in chat(25):
+        rs.add(m)
+    assert rs.summary is not None
+    assert rs.summary.meta["dropped"] == 2 and rs.summary.meta["dropped_lines"] == ["a", "b"]
+    assert rs.summary.meta["preset"] == "since-last"
+    made = rs.summary
+    rs.close()
+    assert SQLiteStore(tmp_path / "chat.db").summaries("c")[-1] == made

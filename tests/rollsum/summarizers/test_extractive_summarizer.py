@@ -230,7 +230,7 @@ def test_what_the_merge_drops_from_the_previous_summary_is_recorded() -> None:
     assert lines_of(d.text) == ["User: The locker code at the gym is 4417.",
                                 "User: The wifi password for the cabin is Fjord-2291.",
                                 "User: Tomasz moves into flat 12B on Kestrel Road on 3 June."]
-    assert d.meta["dropped"] == 1 and d.meta["dropped_lines"] == ("User: Sounds like a plan, see you soon.",)
+    assert d.meta["dropped"] == 1 and d.meta["dropped_lines"] == ["User: Sounds like a plan, see you soon."]
     assert "dropped 1 earlier summary line(s): User: Sounds like a plan, see you soon." in d.notes
 
 
@@ -240,7 +240,7 @@ def test_stronger_new_lines_displace_weaker_previous_ones_within_the_budget() ->
     later = [Message("user", f"Ticket ABC-{i} for the Lisbon office is due on {i} May.") for i in range(1, 9)]
     d = ExtractiveSummarizer(max_tokens=60).summarize(SummaryRequest("c", later, previous=prev))
     assert "hallway" not in d.text and "4417" in d.text and "ABC-1 " in d.text
-    assert d.meta["dropped_lines"] == ("User: We repainted the hallway.",)
+    assert d.meta["dropped_lines"] == ["User: We repainted the hallway."]
     assert COUNTER.count(d.text) <= 60
 
 
