@@ -57,6 +57,9 @@ class Preset:
     extractive: Mapping[str, Any] = field(default_factory=dict)
     engine: Mapping[str, Any] = field(default_factory=dict)
     max_output_tokens: int = 1024
+    baseline: bool = False
+    """Never calls a summarizer (full context, truncation): what a summary has to beat; model
+    and prompt do not apply to it."""
     summarizer: Mapping[str, Any] = field(default_factory=dict)
     """Defaults for the model-backed summarizer (transcript shaping the seed asks for)."""
     guard_when_given: bool = False
@@ -98,9 +101,9 @@ PRESETS: dict[str, Preset] = {
                "evicted since the last summary; '[Conversation Summary]' between head and tail",
                EvictionWindow, "head-summary-tail", "evict-window/v1", "prompted", max_output_tokens=1024),
         Preset("full-context", "-", "baseline: never summarize, never drop",
-               FullContext, "plain", None, "extractive"),
+               FullContext, "plain", None, "extractive", baseline=True),
         Preset("truncate", "-", "baseline: keep only the newest N messages (keep=20)",
-               Truncate, "plain", None, "extractive"),
+               Truncate, "plain", None, "extractive", baseline=True),
     )
 }
 

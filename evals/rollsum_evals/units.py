@@ -19,14 +19,10 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from rollsum.errors import ConfigError
+from rollsum_evals import components
 
 if TYPE_CHECKING:
     from rollsum_evals.spec import ConfigSpec, SweepSpec
-
-BASELINE_PRESETS: frozenset[str] = frozenset({"full-context", "truncate"})
-"""Presets that never call a summarizer: model and prompt do not apply to them."""
-
-OFFLINE_MODELS: frozenset[str] = frozenset({"extractive", ""})
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,16 +98,16 @@ def variants(spec: SweepSpec) -> list[Variant]:
         combos = itertools.product(*(cfg.grid[k] for k in keys)) if keys else [()]
         for combo in combos:
             params = {**cfg.params, **dict(zip(keys, combo))}
-            baseline = cfg.preset in BASELINE_PRESETS
+            baseline = components.is_baseline(cfg.preset)
             models = ("extractive",) if baseline else (cfg.models or spec.models)
             for model in models:
-                offline = baseline or model in OFFLINE_MODELS
-                prompts = ("",) if offline else (cfg.prompts or spec.prompts)
+                no_prompt = baseline or components.is_builtin(model)
+                prompts = ("",) if no_prompt else (cfg.prompts or spec.prompts)
                 for prompt in prompts:
                     for cw in spec.context_windows:
                         raw.append((cfg, params, prompt, model, cw))
     vary_prompt = len({r[2] for r in raw if r[2]}) > 1
-    vary_model = len({r[3] for r in raw if r[0].preset not in BASELINE_PRESETS}) > 1
+    vary_model = len({r[3] for r in raw if not components.is_baseline(r[0].preset)}) > 1
     vary_window = len(spec.context_windows) > 1
     out: list[Variant] = []
     seen: dict[str, int] = {}
@@ -121,7 +117,7 @@ def variants(spec: SweepSpec) -> list[Variant]:
                  if cfg.label is None or k in cfg.grid]
         if vary_prompt and prompt:
             parts.append(f"prompt={prompt}")
-        if vary_model and cfg.preset not in BASELINE_PRESETS:
+        if vary_model and not components.is_baseline(cfg.preset):
             parts.append(f"model={model}")
         if vary_window:
             parts.append(f"window={cw}")

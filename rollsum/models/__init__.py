@@ -14,10 +14,12 @@ from rollsum.models.limits import LimitedModel, RateLimiter
 from rollsum.models.pricing import Price, PriceTable, cost_usd, price_for
 from rollsum.models.replay import RecordingModel, ReplayMissError, ReplayModel
 from rollsum.models.retrying import RetryingModel
-from rollsum.models.spec import SPEC_FORMS, from_spec
+from rollsum.models.spec import BACKENDS, SPEC_FORMS, Backend, capabilities, from_spec
 
 __all__ = [
+    "BACKENDS",
     "SPEC_FORMS",
+    "Backend",
     "CacheMissError",
     "CacheStats",
     "CachedModel",
@@ -33,6 +35,7 @@ __all__ = [
     "ReplayMissError",
     "ReplayModel",
     "RetryingModel",
+    "capabilities",
     "cost_usd",
     "from_spec",
     "price_for",

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum.models.spec import BACKENDS
 from rollsum.types import Usage
 
 log = logging.getLogger(__name__)
 
 PRICES_ENV = "ROLLSUM_PRICES"
-FREE_PREFIXES: tuple[str, ...] = ("fake", "extractive", "local", "replay", "rule")
+BUILTIN_SUMMARIZERS: tuple[str, ...] = ("extractive", "rule")
+"""Names a config may give instead of a model: the offline summarizers, which cost nothing."""
 _DATE_SUFFIX = re.compile(r"-\d{8}$")
 
 
@@ -113,7 +115,8 @@ class PriceTable:
             rest = name[len("record:"):]
             name = rest.split(":", 1)[1] if ":" in rest else rest
         head = name.split(":", 1)[0]
-        if head in FREE_PREFIXES:
+        backend = BACKENDS.get(head)
+        if head in BUILTIN_SUMMARIZERS or (backend is not None and backend.capabilities.free):
             return FREE
         if head == "anthropic":
             name = name.split(":", 1)[1]

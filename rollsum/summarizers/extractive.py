@@ -47,6 +47,7 @@ from datetime import date
 from itertools import pairwise
 from typing import Any, Literal
 
+from rollsum.capabilities import OFFLINE_SCRIPTED
 from rollsum.errors import ConfigError, ErrorKind, SummarizeError
 from rollsum.summarizers import dates, salience
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
@@ -212,6 +213,8 @@ class ExtractiveSummarizer:
     """Selection summary within a token budget; see the module docstring for the merge modes."""
 
     name = "extractive"
+    capabilities = OFFLINE_SCRIPTED
+    """No model: offline, free, deterministic, and blind to prompt templates."""
 
     def __init__(self, *, max_tokens: int | None = None, counter: TokenCounter | None = None,
                  merge: Merge = "select", conversational: bool = True) -> None:

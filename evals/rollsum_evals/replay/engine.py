@@ -12,7 +12,8 @@ from typing import Any, Protocol
 
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
-from rollsum_evals.units import OFFLINE_MODELS, Unit
+from rollsum_evals import components
+from rollsum_evals.units import Unit
 
 
 class Engine(Protocol):
@@ -49,7 +50,7 @@ def default_engine(unit: Unit, model: Model | None,
     if unit.prompt:
         overrides.setdefault("prompt", unit.prompt)
     spec: Model | str | None = model if model is not None else (
-        None if unit.model in OFFLINE_MODELS else unit.model)
+        None if components.is_builtin(unit.model) else unit.model)
     engine: Engine = RollingSummarizer.from_preset(
         unit.preset, spec, conversation_id=unit.conversation_id, on_event=on_event, **overrides)
     return engine

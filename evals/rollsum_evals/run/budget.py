@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rollsum.types import Usage
+from rollsum_evals import components
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.scoring.cost import price
-from rollsum_evals.units import BASELINE_PRESETS, OFFLINE_MODELS, Unit
+from rollsum_evals.units import Unit
 
 
 @dataclass(slots=True)
@@ -41,9 +42,9 @@ class Budget:
             return self.per_message[key] * n * 1.25
         tokens = sum(len(m.content) for m in conv.messages) // 4 + 4 * n
         est = 0.0
-        if replay and unit.model not in OFFLINE_MODELS and unit.preset not in BASELINE_PRESETS:
+        if replay and not components.of_config(unit.preset, unit.model).free:
             est += price(unit.model, Usage(input_tokens=2 * tokens, output_tokens=tokens // 4))
-        if self.model_scorers and self.plan.model and self.plan.model not in OFFLINE_MODELS:
+        if self.model_scorers and self.plan.model and not components.of_model(self.plan.model).free:
             p = len(conv.probes)
             est += price(self.plan.model, Usage(input_tokens=p * tokens, output_tokens=p * 64))
         return est

@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.models.base import Model
+from rollsum_evals import components
 from rollsum_evals.rundir.unit_cache import UNIT_CACHE_FILE
-from rollsum_evals.units import OFFLINE_MODELS
 
 CACHE_ENV = "ROLLSUM_CACHE_DIR"
 ModelBuilder = Callable[[str], "Model | None"]
 
 
 def deterministic(spec: str) -> bool:
-    """Models whose failures are results, not accidents: offline and ``fake:`` models fail the
-    same way every time; a real API's failure may be a transient 429."""
-    return spec in OFFLINE_MODELS or spec.startswith("fake")
+    """Models whose failures are results, not accidents (they fail the same way every time); a
+    real API's failure may be a transient 429."""
+    return components.of_model(spec).deterministic
 
 
 @dataclass(slots=True)
@@ -35,7 +35,7 @@ class ModelFactory:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, spec: str) -> Model | None:
-        if spec in OFFLINE_MODELS:
+        if components.is_builtin(spec):
             return None
         from rollsum.models import from_spec
 

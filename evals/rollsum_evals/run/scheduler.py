@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from rollsum_evals.units import BASELINE_PRESETS, OFFLINE_MODELS, Unit
+from rollsum_evals import components
+from rollsum_evals.units import Unit
 
 
 class Scheduler:
@@ -41,7 +42,7 @@ class Scheduler:
         if config in self._rate:
             total, count = self._rate[config]
             est = total / count * n
-        elif u.preset in BASELINE_PRESETS or u.model in OFFLINE_MODELS:
+        elif components.is_baseline(u.preset) or components.is_builtin(u.model):  # no model calls
             est = 0.0
         else:
             est = math.inf

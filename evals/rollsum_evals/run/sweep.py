@@ -31,7 +31,7 @@ from typing import Any
 from rollsum.errors import ConfigError, RollsumError
 from rollsum.models.base import Model
 from rollsum.redact import env_secrets, redact_obj
-from rollsum_evals import scoring
+from rollsum_evals import components, scoring
 from rollsum_evals.data.pinned import Dataset, Loader, default_loader
 from rollsum_evals.replay import EngineFactory, default_engine
 from rollsum_evals.run import provenance
@@ -52,7 +52,7 @@ from rollsum_evals.rundir.journal import ReplayLines, RunDir, ScoredLines, UnitR
 from rollsum_evals.rundir.unit_cache import UnitCache
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import SweepSpec
-from rollsum_evals.units import BASELINE_PRESETS, Unit, canonical_json, expand
+from rollsum_evals.units import Unit, canonical_json, expand
 
 EXIT_OK, EXIT_BUDGET = 0, 1
 
@@ -255,7 +255,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         for label, engine in _preflight(job_list, plan, engine_factory, factory).items():
             configs.setdefault(label, _config_entry(by_label[label], engine))
     replay_messages = sum(len(j.conversation.messages) for j in job_list
-                          if j.stored is None and j.unit.preset not in BASELINE_PRESETS)
+                          if j.stored is None and not components.is_baseline(j.unit.preset))
     chosen = choose_executor(executor, jobs=min(jobs, max(1, len(job_list))), messages=replay_messages,
                              limited=limiter is not None, injected=injected)
 

@@ -10,14 +10,17 @@ the same cost as the first run.
 
 from __future__ import annotations
 
+from rollsum.models.spec import BACKENDS
 from rollsum.types import Usage
+from rollsum_evals import components
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
-from rollsum_evals.units import OFFLINE_MODELS
 
 
 def price(model: str, usage: Usage) -> float:
-    """USD by the price table; offline models are free. `model` may be a model spec."""
-    if model in OFFLINE_MODELS or model.startswith(("fake", "replay:", "local:")):
+    """USD by the price table; free summarizers and backends cost nothing. `model` is a model
+    spec (``anthropic:X``, ``fake``) or a bare API model id (the main model's ``X``)."""
+    is_spec = ":" in model or components.is_builtin(model) or model in BACKENDS
+    if is_spec and components.of_model(model).free:
         return 0.0
     from rollsum.models.pricing import cost_usd
 
