@@ -1,0 +1,323 @@
+"""Does a context *support* a probe's answer?
+
+Containment ("the answer's words occur somewhere in the context") is matched by a bag of frequent
+words and by one-word answers that happen to occur in an unrelated sentence. *Support* asks for
+more, the way a reader would check it:
+
+1. **The answer is stated.** The answer is split into the items it lists ("pottery, camping and
+   swimming" is three items; a date is one item), each reduced to its content words (stemmed,
+   stop words and hedges such as "likely" or "yes" removed, dates put in one canonical form so
+   "7 May 2023", "May 7, 2023" and "2023-05-07" are the same token). An item is present where
+   its words occur close together (all of them for items of up to three words, two thirds of
+   them for longer ones, within a span of about twice the item's length).
+2. **It is stated about what was asked.** Near the item (within `WINDOW` words, in the same
+   context unit: one message, or one line of a summary) there must be words of the question
+   that are not part of the answer (*anchors*). A single-word answer needs two anchors that are
+   not names or light words ("go", "thing", "like"), or every such anchor the question has; a
+   longer answer needs one; an item of a list needs any anchor, names included, because every
+   item of the list must hold at once. The speaker of a message (its ``name``, or the
+   ``Name:`` that starts a summary line) counts as a word of that unit.
+3. **It is a statement.** The words between the answer and its anchor must contain a function
+   word (or the unit must be code-like: paths, assignments, tool output). A bag of keywords
+   links nothing.
+
+Answers with no content words left ("Yes", "Likely no") cannot be checked by text and are
+*not checkable*: they are excluded from retention, never scored as kept or lost. Method,
+agreement with hand judgements and blind spots: docs/scoring.md.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+WINDOW = 20
+"""How far (in words) an anchor may be from the answer in the same unit."""
+
+# -- normalisation ------------------------------------------------------------------------------
+
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                "october", "november", "december")
+_MONTHS: dict[str, int] = {m: i for i, m in enumerate(_MONTH_NAMES, 1)}
+_MONTHS.update({m[:3]: i for i, m in enumerate(_MONTH_NAMES, 1)})
+_MONTHS["sept"] = 9
+_MON = r"(january|february|march|april|may|june|july|august|september|october|november|december" \
+       r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?"
+_ORD = r"(?:st|nd|rd|th)?"
+_DATE_ISO = re.compile(r"\b(\d{4})-(\d\d)-(\d\d)\b")
+_DATE_DMY = re.compile(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MON},?\s+(\d{{4}})\b")
+_DATE_MDY = re.compile(rf"\b{_MON}\s+(\d{{1,2}}){_ORD},?\s+(\d{{4}})\b")
+_DATE_MY = re.compile(rf"\b{_MON},?\s+(\d{{4}})\b")
+_DATE_MD = re.compile(rf"\b{_MON}\s+(\d{{1,2}}){_ORD}\b")
+_DATE_DM = re.compile(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MON}\b")
+_NUM_COMMA = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_WORD = re.compile(r"[a-z0-9]+")
+_CODE_LIKE = re.compile(r"[=/_(){}<>]|\w\.\w|\w:\d")
+_PROPER = re.compile(r"(?<=[a-z0-9,;:'\"] )([A-Z][a-z]*[A-Z0-9]?[A-Za-z0-9]*)")
+_SPEAKER_PREFIX = re.compile(r"^\s*([A-Z][\w'’ .-]{0,40}?):\s")
+_LIST_SPLIT = re.compile(r"\s*(?:,|;|&|\band\b)\s*")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+
+_NUMBER_WORDS: dict[str, str] = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty".split())}
+_NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100"})
+
+STOP = frozenset("""
+a an the and or but if of to in on at by for with from into onto about as than then so nor
+is are was were be been being am do does did done doing have has had having
+i me my mine myself you your yours yourself he him his himself she her hers herself it its itself
+we us our ours they them their theirs this that these those there here
+what which who whom whose when where why how
+not no yes just also very really too quite can could would should will shall might must may
+some any all each every other another such own same more most much many few one ones
+up down out over under again further once only both either neither off while during before after
+above below between through until s t d ll m re ve
+oh ok okay hey hi hmm yeah yep wow lol
+""".split())
+"""Function words: never content, never anchors; their presence is what makes text a statement."""
+
+WEAK = frozenset("""
+go goes went gone going get gets got getting make makes made making take takes took taking
+like likes liked would could kind type sort thing things something anything someone somebody
+people person time times day days week weeks month months year years ago new recent recently
+first last ever still think thinks thought feel feels felt say says said tell told want wants wanted
+way lot lots current currently
+""".split())
+"""Light words: content words, but too common in questions to tie an answer to one fact."""
+
+HEDGES = frozenset("likely unlikely probably maybe perhaps possibly yes no not".split())
+ROLE_NAMES = frozenset({"user", "assistant", "system", "tool"})
+
+
+def _canon_dates(s: str) -> str:
+    """Dates as single tokens: ``d20230507`` (day), ``m202305`` (month), ``md0507`` (no year)."""
+    s = _DATE_ISO.sub(lambda m: f" d{m[1]}{m[2]}{m[3]} ", s)
+    s = _DATE_DMY.sub(lambda m: f" d{m[3]}{_MONTHS[m[2]]:02d}{int(m[1]):02d} ", s)
+    s = _DATE_MDY.sub(lambda m: f" d{m[3]}{_MONTHS[m[1]]:02d}{int(m[2]):02d} ", s)
+    s = _DATE_MY.sub(lambda m: f" m{m[2]}{_MONTHS[m[1]]:02d} ", s)
+    s = _DATE_MD.sub(lambda m: f" md{_MONTHS[m[1]]:02d}{int(m[2]):02d} ", s)
+    return _DATE_DM.sub(lambda m: f" md{_MONTHS[m[2]]:02d}{int(m[1]):02d} ", s)
+
+
+def _is_date_token(w: str) -> bool:
+    return w[0] in "dm" and w[-1].isdigit() and w.lstrip("dm").isdigit()
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> object:
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+@lru_cache(maxsize=262_144)
+def stem(word: str) -> str:
+    if word[0].isdigit() or _is_date_token(word):
+        return word
+    out: str = _stemmer().stem(word)  # type: ignore[attr-defined]
+    return out
+
+
+@lru_cache(maxsize=131_072)
+def words(text: str) -> tuple[str, ...]:
+    """Lower-cased words with dates canonical and small number words as digits."""
+    s = _NUM_COMMA.sub("", text.lower()).replace("’", "'")
+    s = re.sub(r"'s\b", "", s)
+    s = _canon_dates(s)
+    return tuple(_NUMBER_WORDS.get(w, w) for w in _WORD.findall(s))
+
+
+def content(text: str, *, drop: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """Stems of the content words of `text`, in order, without repeats."""
+    return tuple(dict.fromkeys(stem(w) for w in words(text) if w not in STOP and w not in drop))
+
+
+def _aliases(token: str) -> tuple[str, ...]:
+    """A full date also states its month and its month-day."""
+    if token.startswith("d") and len(token) == 9 and token[1:].isdigit():
+        return (token, "m" + token[1:7], "md" + token[5:])
+    return (token,)
+
+
+# -- the answer ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a context must state for a probe to count as retained."""
+
+    items: tuple[tuple[str, ...], ...]
+    """Content stems of each answer item; every item must be supported."""
+    keywords: frozenset[str]
+    """Content stems of the question that are not part of the answer."""
+    strong: frozenset[str]
+    """Keywords that are neither names nor light words."""
+    rare: frozenset[str] = frozenset()
+    """Answer words that few messages of the conversation use: unlikely to occur by chance."""
+
+    @property
+    def is_list(self) -> bool:
+        return len(self.items) > 1
+
+
+RARE_MESSAGES = 3
+"""A word used by at most this many messages of a conversation is rare there."""
+
+
+def document_frequency(texts: Iterable[str]) -> collections.Counter[str]:
+    """In how many texts each content stem occurs (for `claim`'s notion of a rare word)."""
+    df: collections.Counter[str] = collections.Counter()
+    for t in texts:
+        df.update({stem(w) for w in words(t) if w not in STOP})
+    return df
+
+
+def claim(question: str, answer: str, names: Iterable[str] = (),
+          frequency: Mapping[str, int] | None = None) -> Claim | None:
+    """The claim a probe makes, or None when its answer has nothing a text can state.
+
+    `frequency` (from `document_frequency` over the conversation's messages) lets a rare answer
+    word stand with one strong anchor; without it every single word needs two."""
+    canon = _canon_dates(_NUM_COMMA.sub("", answer.lower()))
+    parts = [p for p in _LIST_SPLIT.split(canon) if p.strip()]
+    raw_items = parts if len(parts) > 1 and all(len(p.split()) <= 4 for p in parts) else [canon]
+    items = [c for c in (content(p, drop=HEDGES) for p in raw_items) if c]
+    if not items:
+        return None
+    in_answer = {t for it in items for t in it}
+    name_stems = {stem(w) for n in names for w in words(n)} | {stem(r) for r in ROLE_NAMES}
+    weak = {stem(w) for w in WEAK}
+    q = [t for t in content(question) if t not in in_answer]
+    rare = frozenset(t for t in in_answer if frequency is not None and 0 < frequency.get(t, 0) <= RARE_MESSAGES)
+    return Claim(tuple(items), frozenset(q), frozenset(t for t in q if t not in weak and t not in name_stems), rare)
+
+
+# -- context units ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One piece of context that states things on its own: a message, or a line of a summary."""
+
+    text: str
+    speaker: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    stems: tuple[str, ...]
+    function: tuple[bool, ...]
+    positions: dict[str, tuple[int, ...]]
+    code_like: bool
+    proper: frozenset[str]
+    """Stems written capitalised inside a sentence (names, places, products): rarely there by chance."""
+
+
+@lru_cache(maxsize=65_536)
+def _prepare(text: str) -> _Prepared:
+    ws = words(text)
+    stems = tuple(stem(w) for w in ws)
+    positions: dict[str, list[int]] = {}
+    for i, s in enumerate(stems):
+        for a in _aliases(s):
+            positions.setdefault(a, []).append(i)
+    proper = frozenset(stem(w.lower()) for w in _PROPER.findall(text))
+    return _Prepared(stems, tuple(w in STOP for w in ws), {k: tuple(v) for k, v in positions.items()},
+                     bool(_CODE_LIKE.search(text)), proper)
+
+
+def summary_units(text: str) -> list[Unit]:
+    """A summary's lines as units (a ``Name:`` prefix is the line's speaker)."""
+    out: list[Unit] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        m = _SPEAKER_PREFIX.match(line)
+        out.append(Unit(line[m.end():], m.group(1)) if m else Unit(line))
+    return out
+
+
+def _need(n: int) -> int:
+    return n if n <= 3 else -(-2 * n // 3)
+
+
+def _stated(p: _Prepared, lo: int, hi: int) -> bool:
+    return p.code_like or any(p.function[max(0, lo):hi + 1])
+
+
+def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[str]) -> int:
+    """0: not stated here; 1: stated, anchored to the question only by a name or a light word
+    (enough for one item of a list); 2: stated and anchored by a strong keyword."""
+    present = [t for t in item if t in p.positions]
+    need = _need(len(item))
+    if len(present) < need:
+        return 0
+    best = 0
+    span_max = 2 * len(item) + 2
+    occ = sorted((pos, t) for t in present for pos in p.positions[t])
+    n = len(p.stems)
+    for i, (start, _) in enumerate(occ):
+        seen: set[str] = set()
+        end = start
+        for pos, t in occ[i:]:
+            if pos - start > span_max:
+                break
+            seen.add(t)
+            end = pos
+            if len(seen) >= need:
+                break
+        if len(seen) < need:
+            continue
+        lo, hi = max(0, start - WINDOW), min(n - 1, end + WINDOW)
+        anchors_at = [k for k in range(lo, hi + 1) if p.stems[k] in c.keywords]
+        near = {p.stems[k] for k in anchors_at} | (speaker & c.keywords)
+        strong = near & c.strong
+        if not near or not _stated(p, lo, hi):
+            continue
+        if len(item) == 1 and not c.is_list:
+            specific = item[0][0].isdigit() or _is_date_token(item[0]) or item[0] in p.proper
+            specific = specific or item[0] in c.rare
+            ok = bool(strong) and (specific or len(strong) >= min(2, len(c.strong)))
+        else:
+            ok = bool(strong)
+        if ok:
+            return 2
+        best = 1
+    return best
+
+
+def item_support(item: tuple[str, ...], c: Claim, units: Sequence[Unit]) -> tuple[int, int] | None:
+    """(index of the unit that best supports `item`, strength 1 or 2), or None.
+
+    The first strongly anchored unit wins; otherwise the first weakly anchored one."""
+    weak: tuple[int, int] | None = None
+    for k, u in enumerate(units):
+        p = _prepare(u.text)
+        if not any(t in p.positions for t in item):
+            continue
+        speaker = frozenset(stem(w) for w in words(u.speaker)) if u.speaker else frozenset()
+        strength = _item_in(item, c, p, speaker)
+        if strength == 2:
+            return (k, 2)
+        if strength == 1 and weak is None:
+            weak = (k, 1)
+    return weak
+
+
+def support(c: Claim, units: Sequence[Unit]) -> tuple[int, ...] | None:
+    """For each item, the index of a unit that supports it; None when the context does not
+    support the claim. Every item must be stated; a single answer must be strongly anchored, a
+    list needs at least one strongly anchored item (the rest may lean on names)."""
+    found: list[int] = []
+    strong = False
+    for item in c.items:
+        hit = item_support(item, c, units)
+        if hit is None or (hit[1] < 2 and not c.is_list):
+            return None
+        found.append(hit[0])
+        strong = strong or hit[1] == 2
+    return tuple(found) if strong else None
