@@ -7,6 +7,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rollsum_evals.stats import not_enough
+
 
 def fmt_num(value: Any, digits: int = 3) -> str:
     try:
@@ -30,6 +32,24 @@ def fmt_usd(value: Any) -> str:
 
 def fmt_ci(est: Any, low: Any, high: Any, digits: int = 3) -> str:
     return f"{fmt_num(est, digits)} [{fmt_num(low, digits)}, {fmt_num(high, digits)}]"
+
+
+def fmt_interval(est: Any, low: Any, high: Any, clusters: int, digits: int = 3) -> str:
+    """An estimate with its interval; "n/a" without an estimate (no answerable asks: never
+    0.000 or 1.000), and the reason instead of the interval when there were too few
+    conversations to compute one (never a zero-width [x, x])."""
+    if _nan(est):
+        return "n/a"
+    if _nan(low) or _nan(high):
+        return f"{fmt_num(est, digits)} ({not_enough(clusters)})"
+    return fmt_ci(est, low, high, digits)
+
+
+def _nan(value: Any) -> bool:
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError):
+        return True
 
 
 def md_escape(text: str) -> str:

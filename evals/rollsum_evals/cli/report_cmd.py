@@ -24,6 +24,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                    help="regression history JSONL to plot as a trend "
                    "(default reports/baselines/<run-name>.history.jsonl if it exists)")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    _thresholds(p)
     p.set_defaults(func=_report)
 
     c = sub.add_parser("compare", help="paired A/B test: two configs of one run, or two runs of the same units",
@@ -53,6 +54,25 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     r.set_defaults(func=_regress)
 
 
+def _thresholds(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-failure-rate", type=float, default=0.10, metavar="R",
+                   help="a configuration whose summarizer calls fail more often than this is "
+                   "'degraded' and not ranked (default 0.10; docs/reports.md)")
+    p.add_argument("--max-calls-per-message", type=float, default=0.5, metavar="C",
+                   help="more summarizer calls per message than this is 'thrashing': degraded, "
+                   "not ranked (default 0.5)")
+
+
+def thresholds_from(args: argparse.Namespace) -> Any:
+    from rollsum_evals.verdicts import Thresholds
+
+    if not 0.0 <= args.max_failure_rate <= 1.0:
+        raise ConfigError(f"--max-failure-rate: expected a share between 0 and 1, got {args.max_failure_rate}")
+    if args.max_calls_per_message <= 0:
+        raise ConfigError(f"--max-calls-per-message: expected a positive number, got {args.max_calls_per_message}")
+    return Thresholds(max_failure_rate=args.max_failure_rate, max_calls_per_message=args.max_calls_per_message)
+
+
 def _positive(value: int, flag: str) -> int:
     if value < 100:
         raise ConfigError(f"{flag}: expected at least 100 resamples, got {value}")
@@ -63,7 +83,7 @@ def _report(args: argparse.Namespace) -> int:
     from rollsum_evals.report import write_report
 
     path = write_report(args.run, args.out, history=args.history,
-                        n_resamples=_positive(args.resamples, "--resamples"))
+                        n_resamples=_positive(args.resamples, "--resamples"), thresholds=thresholds_from(args))
     print(path)
     return 0
 
