@@ -23,7 +23,7 @@ from rollsum.errors import ConfigError
 from rollsum_evals import components
 from rollsum_evals.rundir.read import Run, load_run
 from rollsum_evals.stats import DEFAULT_RESAMPLES, Interval, cluster_bootstrap
-from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, STATUSES, Health, Thresholds, judge
+from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, STATUSES, Health, Thresholds, Verdict, judge
 
 
 def load(run_dir: str | os.PathLike[str]) -> Run:
@@ -230,8 +230,9 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     check_columns(run)
     every = with_feasibility(run)
     every["cluster"] = cluster_key(every)
-    done_all = every[every["status"].astype(str) == "ok"] if "status" in every.columns else every
+    done_all = _finished(every)
     probes = ok_probes(run)
+    healths = config_health(run)
     rows = []
     for cfg, units in every.groupby("config", sort=True):
         grp = done_all[done_all["config"] == cfg]
@@ -272,7 +273,7 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
             row[table_col] = _sum(grp, unit_col)
         if "projected_model" in grp.columns:
             row["projected_model"] = ",".join(sorted({str(m) for m in grp["projected_model"] if str(m)}))
-        health = _health(units, grp, len(ans), len(p), components.is_baseline(preset))
+        health = healths[str(cfg)]
         row.update(failure_rate=health.failure_rate, summarizer_calls_per_message=health.calls_per_message,
                    max_context_ratio=health.max_context_ratio, context_window=health.context_window)
         verdict = judge(health, thresholds)
@@ -296,6 +297,30 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
                                 table["retention"].astype(float).tolist()[:n_ranked]))
     table["pareto"] = [i in front for i in range(len(table))]
     return table
+
+
+def _finished(units: pd.DataFrame) -> pd.DataFrame:
+    return units[units["status"].astype(str) == "ok"] if "status" in units.columns else units
+
+
+def config_health(run: Run) -> dict[str, Health]:
+    """Every configuration's aggregates (`verdicts.Health`), from its Units and answerable asks."""
+    every = with_feasibility(run)
+    done_all = _finished(every)
+    probes = ok_probes(run)
+    out = {}
+    for cfg, units in every.groupby("config", sort=True):
+        p = probes[probes["config"] == cfg] if len(probes) else probes
+        n_ans = int(p["answerable"].sum()) if len(p) else 0
+        preset = str(units["preset"].iloc[0]) if "preset" in units.columns else ""
+        out[str(cfg)] = _health(units, done_all[done_all["config"] == cfg], n_ans, len(p),
+                                components.is_baseline(preset))
+    return out
+
+
+def config_verdicts(run: Run, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Verdict]:
+    """Every configuration's verdict without the intervals (what compare and the gate check)."""
+    return {cfg: judge(h, thresholds) for cfg, h in config_health(run).items()}
 
 
 def ranked(table: pd.DataFrame) -> pd.DataFrame:

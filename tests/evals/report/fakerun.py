@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rollsum_evals import scoring
@@ -70,7 +70,8 @@ def _trace(unit: Unit, n_turns: int, ci: int, text: str) -> Trace:
 
 
 def make_run(path: Path, configs: Mapping[str, float], *, n_conversations: int = 8, n_probes: int = 12,
-             n_turns: int = 60, seed: int = 0, name: str | None = None, tokens: Mapping[str, int] | None = None,
+             n_turns: int = 60, seed: int = 0, name: str | None = None,
+             tokens: Mapping[str, int | Sequence[int]] | None = None,
              errors: Mapping[str, int] | None = None, dataset_sha: str = "d" * 64,
              excluded: Mapping[int, str] | None = None,
              unit_overrides: Mapping[str, Mapping[str, object]] | None = None,
@@ -84,9 +85,10 @@ def make_run(path: Path, configs: Mapping[str, float], *, n_conversations: int =
     results = []
     for ci, (config, keep) in enumerate(configs.items()):
         preset, _, rest = config.partition("[")
-        tok = (tokens or {}).get(config, 20_000 + 1000 * ci)
+        tok_of = (tokens or {}).get(config, 20_000 + 1000 * ci)
         for c in range(n_conversations):
             conv = f"conv-{c}"
+            tok = tok_of if isinstance(tok_of, int) else tok_of[c]
             unit = Unit(unit_id=hashlib.sha256(f"{config}/{conv}".encode()).hexdigest()[:16],
                         dataset="synthetic", conversation_id=conv, dataset_hash=dataset_sha, config=config,
                         preset=preset, params_json=json.dumps({"raw": rest.rstrip("]")}),

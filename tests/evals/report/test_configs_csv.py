@@ -56,7 +56,7 @@ def test_configs_csv_has_every_column_and_leaves_unranked_ranks_empty(run_dir: P
         header = next(csv.reader(fh))
     assert header == list(CSV_COLUMNS)
     rows = _csv(tmp_path / "configs.csv")
-    assert list(rows)[0] == "healthy"
+    assert next(iter(rows)) == "healthy"
     assert rows["healthy"]["rank"] == "1" and rows["healthy"]["status"] == "ok"
     assert {r["rank"] for c, r in rows.items() if c != "healthy"} == {""}
     assert rows["overflow"]["overflow_turns"] == "40" and rows["overflow"]["max_context_ratio"] == "1.4"
