@@ -47,15 +47,24 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     c.set_defaults(func=_compare)
 
     r = sub.add_parser("regress", help="regression gate against a committed baseline (exit 1 on regression)",
-                       description="Compare a run with a baseline; exit 1 with a table when retention "
-                       "drops or cost rises beyond the baseline interval plus tolerance, 0 otherwise.")
+                       description="Compare a run with a baseline; exit 1 with a table when a "
+                       "configuration loses retained asks (paired per ask for deterministic replays, "
+                       "against the baseline interval otherwise), stops being ok, or costs more; 0 "
+                       "otherwise. Writes nothing unless --promote or --record-history.")
     r.add_argument("run", type=Path, help="run directory written by `rollsum run`")
     r.add_argument("--baseline", type=Path, required=True, help="baseline JSON, e.g. reports/baselines/nightly.json")
     r.add_argument("--promote", action="store_true", help="write this run as the new baseline (atomically)")
+    r.add_argument("--record-history", action="store_true",
+                   help="append this gate run to NAME.history.jsonl beside the baseline (off by default: "
+                   "the baseline directory is tracked)")
+    r.add_argument("--ask-tolerance", type=float, default=0.002,
+                   help="deterministic configurations: net loss of retained asks allowed, as a share of "
+                   "the configuration's answerable asks (default 0.002)")
     r.add_argument("--tolerance", type=float, default=0.01,
-                   help="absolute retention tolerance below the interval's lower bound (default 0.01)")
+                   help="non-deterministic configurations: absolute retention tolerance below the "
+                   "baseline interval's lower bound (default 0.01)")
     r.add_argument("--cost-tolerance", type=float, default=0.05,
-                   help="relative cost/token tolerance above the interval's upper bound (default 0.05)")
+                   help="relative cost/token tolerance above the baseline (default 0.05)")
     r.add_argument("--strict", action="store_true", help="a dataset hash mismatch fails the gate")
     r.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     r.set_defaults(func=_regress)
@@ -130,10 +139,12 @@ def _compare(args: argparse.Namespace) -> int:
 def _regress(args: argparse.Namespace) -> int:
     from rollsum_evals import regress
 
-    if args.tolerance < 0 or args.cost_tolerance < 0:
-        raise ConfigError("--tolerance and --cost-tolerance must be ≥ 0")
+    if min(args.tolerance, args.cost_tolerance, args.ask_tolerance) < 0:
+        raise ConfigError("--ask-tolerance, --tolerance and --cost-tolerance must be ≥ 0")
     code, text = regress.regress(args.run, args.baseline, promote=args.promote,
-                                 tolerance=regress.Tolerance(args.tolerance, args.cost_tolerance),
-                                 strict=args.strict, n_resamples=_positive(args.resamples, "--resamples"))
+                                 tolerance=regress.Tolerance(asks=args.ask_tolerance, retention=args.tolerance,
+                                                             cost=args.cost_tolerance),
+                                 strict=args.strict, n_resamples=_positive(args.resamples, "--resamples"),
+                                 record_history=args.record_history)
     print(text)
     return code
