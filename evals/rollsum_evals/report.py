@@ -104,10 +104,15 @@ CSV_COLUMNS = ("config", "rank", "status", "flags", "reason", "retention", "rete
 
 
 def _failed(r: Mapping[str, Any]) -> str:
+    """"failed/attempted" summarizer calls; "–" for a baseline (it has no summarizer)."""
     attempts, failures = r.get("summarizer_attempts", math.nan), r.get("failures", math.nan)
-    if _missing(attempts):
+    if _missing(attempts) or r.get("baseline"):
         return "–"
     return f"{int(failures or 0):,}/{int(attempts):,}"
+
+
+def _calls(r: Mapping[str, Any]) -> str:
+    return "–" if r.get("baseline") else fmt_num(r.get("summarizer_calls_per_message", math.nan), 2)
 
 
 def _missing(v: Any) -> bool:
@@ -120,7 +125,7 @@ def _retention(r: Mapping[str, Any]) -> str:
 
 def _projected(r: Mapping[str, Any]) -> str:
     v = r.get("projected_summarizer_cost_usd", math.nan)
-    if _missing(v):
+    if _missing(v) or r.get("baseline"):
         return "–"
     model = str(r.get("projected_model") or "")
     return f"{fmt_usd(v)}" + (f" ({model})" if model else "")
@@ -133,7 +138,7 @@ def ranked_rows(table: pd.DataFrame) -> list[list[str]]:
         rows.append([str(r["rank"]), str(r["config"]), _retention(r), fmt_num(r[tokens], 0),
                      f"{fmt_usd(r['cost_usd'])} [{fmt_usd(r['cost_usd_low'])}, {fmt_usd(r['cost_usd_high'])}]"
                      if not _missing(r["cost_usd_low"]) else fmt_usd(r["cost_usd"]),
-                     _projected(r), fmt_num(r.get("summarizer_calls_per_message", math.nan), 2), _failed(r),
+                     _projected(r), _calls(r), _failed(r),
                      fmt_num(r.get("retention_containment", math.nan)), str(r["n_conversations"]),
                      "★" if r["pareto"] else ""])
     return rows
@@ -145,8 +150,7 @@ def unranked_rows(table: pd.DataFrame, status: str) -> list[list[str]]:
     for r in table[(table["status"] == status) & ~table["ranked"]].to_dict("records"):
         ratio = r.get("max_context_ratio", math.nan)
         rows.append([str(r["config"]), str(r["status"]), str(r["reason"]), _retention(r),
-                     fmt_num(r[tokens], 0), fmt_num(r.get("summarizer_calls_per_message", math.nan), 2),
-                     _failed(r), fmt_num(r.get("overflow_turns", math.nan), 0),
+                     fmt_num(r[tokens], 0), _calls(r), _failed(r), fmt_num(r.get("overflow_turns", math.nan), 0),
                      "–" if _missing(ratio) else f"{ratio:.2f}×"])
     return rows
 
