@@ -292,8 +292,8 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
                               kind="mergesort").drop(columns=["_unranked", "_status", "_neg_retention", "_tok"])
     table = table.reset_index(drop=True)
     n_ranked = int(table["ranked"].sum())
-    table.insert(0, "rank", pd.array([*range(1, n_ranked + 1), *([None] * (len(table) - n_ranked))],
-                                     dtype="Int64"))
+    table.insert(0, "rank", pd.Series([*range(1, n_ranked + 1), *([None] * (len(table) - n_ranked))],
+                                      dtype="Int64"))
     front = set(pareto_frontier(table[tokens].astype(float).tolist()[:n_ranked],
                                 table["retention"].astype(float).tolist()[:n_ranked]))
     table["pareto"] = [i in front for i in range(len(table))]

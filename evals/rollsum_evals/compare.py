@@ -72,7 +72,9 @@ def unit_metrics(*runs: Run) -> tuple[str, str]:
 
 def _split_params(inner: str) -> list[str]:
     """Top-level comma split: a JSON list value (`ages=[5,20]`) stays one parameter."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in inner:
         if ch in "[{(":
             depth += 1

@@ -103,7 +103,7 @@ CSV_COLUMNS = ("config", "rank", "status", "flags", "reason", "retention", "rete
 """configs.csv, in this order (docs/reports.md documents each)."""
 
 
-def _failed(r: Mapping[str, Any]) -> str:
+def _failed(r: Mapping[Any, Any]) -> str:
     """"failed/attempted" summarizer calls; "–" for a baseline (it has no summarizer)."""
     attempts, failures = r.get("summarizer_attempts", math.nan), r.get("failures", math.nan)
     if _missing(attempts) or r.get("baseline"):
@@ -111,7 +111,7 @@ def _failed(r: Mapping[str, Any]) -> str:
     return f"{int(failures or 0):,}/{int(attempts):,}"
 
 
-def _calls(r: Mapping[str, Any]) -> str:
+def _calls(r: Mapping[Any, Any]) -> str:
     return "–" if r.get("baseline") else fmt_num(r.get("summarizer_calls_per_message", math.nan), 2)
 
 
@@ -119,11 +119,11 @@ def _missing(v: Any) -> bool:
     return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
 
 
-def _retention(r: Mapping[str, Any]) -> str:
+def _retention(r: Mapping[Any, Any]) -> str:
     return fmt_interval(r["retention"], r["retention_low"], r["retention_high"], int(r["n_conversations"]))
 
 
-def _projected(r: Mapping[str, Any]) -> str:
+def _projected(r: Mapping[Any, Any]) -> str:
     v = r.get("projected_summarizer_cost_usd", math.nan)
     if _missing(v) or r.get("baseline"):
         return "–"

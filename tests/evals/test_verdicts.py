@@ -22,7 +22,7 @@ HEALTHY = Health(baseline=False, units=6, units_unfinished=0, conversations=6, a
 
 
 def _h(**kw: object) -> Health:
-    return Health(**{**HEALTHY.__dict__, **kw})  # type: ignore[arg-type]
+    return Health(**{**HEALTHY.__dict__, **kw})
 
 
 def test_a_healthy_feasible_configuration_is_ok_and_ranked() -> None:

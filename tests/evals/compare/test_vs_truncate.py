@@ -7,10 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
-from rollsum import presets
 from rollsum_evals import components
 from rollsum_evals.cli import main
 from rollsum_evals.spec import load_spec
+
+from rollsum import presets
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = ROOT / "evals" / "sweeps" / "vs-truncate.toml"

@@ -21,6 +21,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Probe
@@ -95,7 +96,8 @@ def make_run(path: Path, configs: Mapping[str, float], *, n_conversations: int =
                         prompt=(prompts or {}).get(config, ""), model=(models or {}).get(config, "extractive"),
                         seed=0, context_window=8000)
             failed = (errors or {}).get(config, -1) == c
-            asks, cols = [], {}
+            asks: list[Ask] = []
+            cols: dict[str, dict[str, Any]] = {}
             for p in range(n_probes):
                 age = ages[(c, p)]
                 why = (excluded or {}).get(p, "")
