@@ -36,6 +36,20 @@ def load(run_dir: str | os.PathLike[str]) -> Run:
     return load_run(path)
 
 
+def only_datasets(run: Run, datasets: Sequence[str]) -> Run:
+    """The same run restricted to some of its datasets (e.g. compare on LoCoMo only)."""
+    known = sorted(set(run.units["dataset"].astype(str))) if "dataset" in run.units.columns else []
+    missing = [d for d in datasets if d not in known]
+    if missing:
+        raise ConfigError(f"{run.path}: no dataset {', '.join(map(repr, missing))} in this run "
+                          f"(datasets: {', '.join(known)})")
+    units = run.units[run.units["dataset"].astype(str).isin(datasets)]
+    keep = set(units["unit_id"])
+    probes = run.probes[run.probes["unit_id"].isin(keep)] if "unit_id" in run.probes.columns else run.probes
+    turns = run.turns[run.turns["unit_id"].isin(keep)] if "unit_id" in run.turns.columns else run.turns
+    return Run(path=run.path, manifest=run.manifest, units=units, probes=probes, turns=turns)
+
+
 def pareto_frontier(tokens: Sequence[float], retention: Sequence[float]) -> list[int]:
     """Indices of the points no other point beats on both axes (fewer tokens, more retention).
 

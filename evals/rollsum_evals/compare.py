@@ -327,10 +327,20 @@ def compare_configs(run: Run, config_a: str, config_b: str, *, alpha: float = DE
     return Comparison(config_a, config_b, results, [diff] if diff else [], warnings, n_resamples)
 
 
+UNMATCHABLE_FLAGS = frozenset({"error", "broken", "degraded", "thrashing"})
+"""A B configuration with any of these is never a match: its numbers are not what it delivers.
+Overflow is judged per Unit instead (`_matches`): a truncate grid point that overflows on one
+long conversation is still a fair match on the conversations where it fits."""
+
+
 def _matches(run: Run, a: _Side, candidates: Sequence[str], tokens: str, tolerance: float) -> list[Match]:
-    """For each of A's conversations, B's unit (among `candidates`) nearest in main-model tokens."""
-    units = analysis.ok_units(run)
-    units = units[units["config"].astype(str).isin(candidates)].copy()
+    """For each of A's conversations, B's finished unit that fits the window (among
+    `candidates`) nearest in main-model tokens."""
+    units = analysis.with_feasibility(run)
+    if "status" in units.columns:
+        units = units[units["status"].astype(str) == "ok"]
+    fits = ~(pd.to_numeric(units["overflow_turns"], errors="coerce").fillna(0) > 0)
+    units = units[units["config"].astype(str).isin(candidates) & fits].copy()
     if "seed" not in units.columns:
         units["seed"] = 0
     out = []
@@ -366,11 +376,15 @@ def compare_matched(run: Run, config_a: str, config_b: str, *, tolerance: float 
     if not named:
         resolve_label(run, config_b)  # raises with the nearest label
         named = [resolve_label(run, config_b)]
-    candidates = [c for c in named if verdicts[c].status == OK]
+    candidates = [c for c in named if not UNMATCHABLE_FLAGS & set(verdicts[c].flags)]
     warnings = _status_warnings(run, (config_a,), ("A",))
     if len(candidates) < len(named):
         left = [f"{c} ({verdicts[c].status})" for c in named if c not in candidates]
-        warnings.append(f"B: {len(left)} configuration(s) not ok are not used for matching: {', '.join(left)}")
+        warnings.append(f"B: {len(left)} configuration(s) not used for matching: {', '.join(left)}")
+    over = [c for c in candidates if "overflow" in verdicts[c].flags]
+    if over:
+        warnings.append(f"B: {len(over)} configuration(s) overflow the window on some conversations; "
+                        "only their units that fit are used")
     if not candidates:
         raise ConfigError(f"{run.path}: no ok configuration for {config_b!r} to match tokens against")
     tokens, cost = unit_metrics(run)

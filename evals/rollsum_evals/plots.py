@@ -27,6 +27,9 @@ from rollsum_evals.analysis import token_axis
 AGE_BINS: tuple[float, ...] = (0, 10, 25, 50, 100, 200, 400, math.inf)
 MAX_SERIES = 10
 """Line plots past ~10 series are unreadable; the report draws the top configurations only."""
+MAX_REFERENCE_LINES = 3
+"""References drawn as lines, highest retention first (a grid of overflowing truncates would
+otherwise paint the plot with dashes); the rest are listed in the report's section."""
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -87,11 +90,14 @@ def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
     if len(other):
         ax.plot(other[tokens].astype(float), other["retention"].astype(float), "x", color="#9b9b9b",
                 markersize=8, label="not ranked (degraded, broken, infeasible, error)")
-    for r in refs.to_dict("records"):
+    refs = refs.sort_values("retention", ascending=False, kind="mergesort")
+    for r in refs.head(MAX_REFERENCE_LINES).to_dict("records"):
         ratio = r.get("max_context_ratio", math.nan)
         fits = f", {ratio:.1f}× the window" if not math.isnan(float(ratio)) else ""
         ax.axhline(float(r["retention"]), color="#2c3e50", linestyle="--", linewidth=1,
                    label=_short(f"{r['config']} (reference{fits})", 50))
+    if len(refs) > MAX_REFERENCE_LINES:
+        ax.plot([], [], " ", label=f"+{len(refs) - MAX_REFERENCE_LINES} more references (see their section)")
     labelled = pd.concat([good, other]) if len(other) else good
     for r in labelled.to_dict("records"):
         if r["pareto"] or len(labelled) <= 12:

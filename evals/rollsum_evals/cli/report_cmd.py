@@ -42,6 +42,8 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     c.add_argument("--match-tokens", action="store_true",
                    help="one-run form: --b names a preset (or label) with a grid; on each conversation A "
                    "is paired with B's ok configuration nearest in main-model tokens")
+    c.add_argument("--dataset", action="append", default=[], metavar="NAME",
+                   help="compare on this dataset of the run only (repeatable)")
     c.add_argument("--match-tolerance", type=float, default=0.05, metavar="R",
                    help="--match-tokens: the match must be within this share of A's tokens (default 0.05)")
     c.set_defaults(func=_compare)
@@ -112,6 +114,8 @@ def _compare(args: argparse.Namespace) -> int:
         if not (args.config_a and args.config_b):
             raise ConfigError("compare RUN needs --a CONFIG_A and --b CONFIG_B (or give two runs)")
         run = analysis.load(args.runs[0])
+        if args.dataset:
+            run = analysis.only_datasets(run, args.dataset)
         if args.match_tokens:
             if args.match_tolerance <= 0:
                 raise ConfigError(f"--match-tolerance: expected a positive share, got {args.match_tolerance}")
@@ -126,6 +130,8 @@ def _compare(args: argparse.Namespace) -> int:
         if args.config_a or args.config_b:
             raise ConfigError("--a/--b are for one run; with two runs use --config (optional)")
         run_a, run_b = analysis.load(args.runs[0]), analysis.load(args.runs[1])
+        if args.dataset:
+            run_a, run_b = analysis.only_datasets(run_a, args.dataset), analysis.only_datasets(run_b, args.dataset)
         result = compare.compare_runs(run_a, run_b, args.config, n_resamples=n, seed=args.seed)
         out = args.out or compare.default_out_dir(run_a, run_a.name, run_b.name)
     else:

@@ -147,29 +147,36 @@ def test_cli_compare_user_mistakes_exit_2(run_dir: Path, args: list[str], messag
 A_TOK = [20_000] * 8
 GRID = {"truncate[keep=10]": [19_500, 19_000, 19_000, 23_000, 30_000, 19_600, 19_800, 20_100],
         "truncate[keep=11]": [25_000, 20_300, 20_300, 21_500, 31_000, 25_000, 24_000, 24_000],
-        # a perfect match on every conversation, but its context overflowed: never used
-        "truncate[keep=12]": [20_000] * 8}
+        # a perfect match on every conversation, but its summarizer calls failed: never used
+        "truncate[keep=12]": [20_000] * 8,
+        # a perfect match too, but it overflowed on every conversation except conv-7
+        "truncate[keep=13]": [20_030] * 8}
 
 
 @pytest.fixture(scope="module")
 def grid_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_run(tmp_path_factory.mktemp("m") / "grid",
                     {"since-last": 0.8, "truncate[keep=10]": 0.3, "truncate[keep=11]": 0.5,
-                     "truncate[keep=12]": 0.9},
+                     "truncate[keep=12]": 0.9, "truncate[keep=13]": 0.9},
                     tokens={"since-last": A_TOK, **GRID}, n_conversations=8,
-                    unit_overrides={"truncate[keep=12]": {"overflow_turns": 3, "max_context_ratio": 1.1}})
+                    unit_overrides={"truncate[keep=12]": {"summarizer_attempts": 10, "summarizer_failures": 5},
+                                    "truncate[keep=13]": {"overflow_turns": 3, "max_context_ratio": 1.1}},
+                    conversation_overrides={("truncate[keep=13]", 7): {"overflow_turns": 0,
+                                                                       "max_context_ratio": 0.9}})
 
 
 def test_match_tokens_pairs_each_conversation_with_the_nearest_grid_point(grid_run: Path) -> None:
     result = compare_matched(load(grid_run), "since-last", "truncate", n_resamples=N)
     used = {m.conversation.split("/")[1]: m.b_config for m in result.matches if m.matched}
+    # keep=13 fits only on conv-7, and is the nearest there; keep=12 is degraded: never used
     assert used == {"conv-0": "truncate[keep=10]", "conv-1": "truncate[keep=11]", "conv-2": "truncate[keep=11]",
-                    "conv-5": "truncate[keep=10]", "conv-6": "truncate[keep=10]", "conv-7": "truncate[keep=10]"}
+                    "conv-5": "truncate[keep=10]", "conv-6": "truncate[keep=10]", "conv-7": "truncate[keep=13]"}
     unmatched = {m.conversation.split("/")[1]: m.gap for m in result.matches if not m.matched}
     assert set(unmatched) == {"conv-3", "conv-4"}  # nearest +7.5 % and +50 %: left out, counted
     assert unmatched["conv-3"] == pytest.approx(21_530 / 20_030 - 1)
     assert any("2 of 8 conversation(s)" in w for w in result.warnings)
-    assert any("truncate[keep=12] (reference)" in w for w in result.warnings)
+    assert any("truncate[keep=12] (degraded)" in w for w in result.warnings)
+    assert any("1 configuration(s) overflow the window on some conversations" in w for w in result.warnings)
     by = {r.metric: r for r in result.results}
     assert by["retention"].diff.clusters == 6 and result.verdict == A_BETTER
     assert abs(by["main_tokens_per_turn"].diff.estimate) < 0.05 * by["main_tokens_per_turn"].mean_a
@@ -198,3 +205,12 @@ def test_match_tokens_with_nothing_near_is_a_user_error(grid_run: Path, capsys: 
     assert main(["compare", str(grid_run), "--a", "since-last", "--b", "truncate[keep=11]", "--match-tokens",
                  "--match-tolerance", "0.001"]) == 2
     assert "add grid points" in capsys.readouterr().err
+
+
+def test_dataset_restricts_the_comparison(grid_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(grid_run), "--a", "since-last", "--b", "truncate[keep=10]",
+                 "--dataset", "synthetic", "--resamples", str(N), "--out", str(grid_run.parent / "x")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(grid_run), "--a", "since-last", "--b", "truncate[keep=10]",
+                 "--dataset", "locomo"]) == 2
+    assert "no dataset 'locomo' in this run (datasets: synthetic)" in capsys.readouterr().err

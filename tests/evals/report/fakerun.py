@@ -10,7 +10,8 @@ tail that is longer.
 Rows carry the issue #9 columns (CONTRACT-issue9.md): answerable asks and why others are
 excluded (`excluded`: probe index -> reason, the same in every configuration), summarizer
 health, feasibility, tokens per call. `unit_overrides` sets any unit column of every Unit of a
-configuration (e.g. every summarizer call failed, or overflow turns).
+configuration (e.g. every summarizer call failed, or overflow turns); `conversation_overrides`
+those of one (configuration, conversation index).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def make_run(path: Path, configs: Mapping[str, float], *, n_conversations: int =
              errors: Mapping[str, int] | None = None, dataset_sha: str = "d" * 64,
              excluded: Mapping[int, str] | None = None,
              unit_overrides: Mapping[str, Mapping[str, object]] | None = None,
+             conversation_overrides: Mapping[tuple[str, int], Mapping[str, object]] | None = None,
              models: Mapping[str, str] | None = None, prompts: Mapping[str, str] | None = None,
              retained_of: Mapping[str, Mapping[tuple[int, int], bool]] | None = None) -> Path:
     rng = random.Random(seed)
@@ -133,7 +135,8 @@ def make_run(path: Path, configs: Mapping[str, float], *, n_conversations: int =
                 "projected_summarizer_cost_usd": 3000 * 1e-6 + 400 * 5e-6,
                 "cost_main_usd": cost_main, "cost_summarizer_usd": cost_sum,
                 "summarizer_latency_s": 0.01, "qa_f1": math.nan, "rouge_l": math.nan,
-                **(unit_overrides or {}).get(config, {})}, probes=cols)
+                **(unit_overrides or {}).get(config, {}),
+                **(conversation_overrides or {}).get((config, c), {})}, probes=cols)
             trace = _trace(unit, n_turns, ci, f"Facts kept: {kept}.")
             urow = unit_row(unit, trace, PLAN, VERSIONS, None if failed else scores, n_probes=n_probes,
                             wall_s=0.2, columns=unit_cols, error="boom" if failed else "")
