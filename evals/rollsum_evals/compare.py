@@ -458,6 +458,13 @@ def _fmt(metric: str, v: float) -> str:
     return fmt_usd(v) if metric == "cost_usd" else fmt_num(v, 0 if "tokens" in metric else 3)
 
 
+def fmt_p(p: float, n_resamples: int) -> str:
+    """A bootstrap p-value: none of n resamples crossing 0 means p < 1/n, not p = 0."""
+    if math.isnan(p):
+        return "–"
+    return f"< {1 / n_resamples:.2g}" if p < 1 / n_resamples else f"{p:.3g}"
+
+
 def table_rows(comparison: Comparison) -> list[list[str]]:
     rows = []
     for r in comparison.results:
@@ -466,7 +473,7 @@ def table_rows(comparison: Comparison) -> list[list[str]]:
               else f"{_fmt(r.metric, d.estimate)} ({not_enough(d.clusters)})")
         rows.append([r.pair, r.metric, _fmt(r.metric, r.mean_a), _fmt(r.metric, r.mean_b), ci,
                      f"{100 * (1 - d.alpha):.1f}%" if d.enough else "–",
-                     f"{d.p_value:.3g}" if d.enough else "–", r.verdict])
+                     fmt_p(d.p_value, comparison.n_resamples) if d.enough else "–", r.verdict])
     return rows
 
 

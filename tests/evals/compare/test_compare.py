@@ -214,3 +214,9 @@ def test_dataset_restricts_the_comparison(grid_run: Path, capsys: pytest.Capture
     assert main(["compare", str(grid_run), "--a", "since-last", "--b", "truncate[keep=10]",
                  "--dataset", "locomo"]) == 2
     assert "no dataset 'locomo' in this run (datasets: synthetic)" in capsys.readouterr().err
+
+
+def test_a_p_value_no_resample_reached_is_shown_as_a_bound_not_zero(run_dir: Path) -> None:
+    text = verdict_text(compare_configs(load(run_dir), SHORT, LONG, n_resamples=N))
+    row = next(line for line in text.splitlines() if line.startswith(f"{SHORT} vs {LONG}") and "retention" in line)
+    assert "< 0.0025" in row and "  0  " not in row
