@@ -18,6 +18,7 @@ Labels are matched after normalising spaces and parameter order; a miss suggests
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import math
@@ -162,6 +163,9 @@ class Match:
     """The nearest B configuration ("" when B had no finished unit on this conversation)."""
     b_tokens: float
     matched: bool
+    a_retention: float = math.nan
+    """A's and B's retention over this conversation's paired answerable asks (matched only)."""
+    b_retention: float = math.nan
 
     @property
     def gap(self) -> float:
@@ -411,7 +415,22 @@ def compare_matched(run: Run, config_a: str, config_b: str, *, tolerance: float 
     results = _run([(pair, _Side(a_probes, a_units), _Side(b_probes, b_units))], alpha=alpha,
                    n_resamples=n_resamples, seed=seed, warnings=warnings, unit_cols=(tokens, cost),
                    withheld={pair: blind} if blind else None)
+    per_conv = _paired_retention(a_probes, b_probes)
+    matches = [dataclasses.replace(m, a_retention=per_conv.get(m.conversation, (math.nan, math.nan))[0],
+                                   b_retention=per_conv.get(m.conversation, (math.nan, math.nan))[1])
+               if m.matched else m for m in matches]
     return Comparison(config_a, label_b, results, [], warnings, n_resamples, matches)
+
+
+def _paired_retention(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """Per conversation, A's and B's retention over the asks both answered (the pairs compared)."""
+    if a.empty or b.empty:
+        return {}
+    keys = [*UNIT_KEY, *ASK_KEY]
+    m = a[[*keys, "retained"]].merge(b[[*keys, "retained"]], on=keys, suffixes=("_a", "_b"))
+    m["conv"] = _unit_keys(m)
+    means = m.groupby("conv")[["retained_a", "retained_b"]].mean()
+    return {str(c): (float(r["retained_a"]), float(r["retained_b"])) for c, r in means.iterrows()}
 
 
 def _unit_keys(frame: pd.DataFrame) -> pd.Series:
@@ -477,12 +496,14 @@ def table_rows(comparison: Comparison) -> list[list[str]]:
     return rows
 
 
-MATCH_HEADERS = ("conversation", "A tokens", "matched B configuration", "B tokens", "B − A", "used")
+MATCH_HEADERS = ("conversation", "A tokens", "matched B configuration", "B tokens", "B − A", "used",
+                 "A retention", "B retention")
 
 
 def match_rows(comparison: Comparison) -> list[list[str]]:
     return [[m.conversation, fmt_num(m.a_tokens, 0), m.b_config or "(none finished)", fmt_num(m.b_tokens, 0),
-             "–" if math.isnan(m.gap) else f"{100 * m.gap:+.1f}%", "yes" if m.matched else "no: too far"]
+             "–" if math.isnan(m.gap) else f"{100 * m.gap:+.1f}%", "yes" if m.matched else "no: too far",
+             fmt_num(m.a_retention), fmt_num(m.b_retention)]
             for m in comparison.matches]
 
 

@@ -187,6 +187,9 @@ def test_match_tokens_pairs_each_conversation_with_the_nearest_grid_point(grid_r
     b = pd.concat([p[(p["config"] == cfg) & (p["conversation_id"] == conv)] for conv, cfg in used.items()])
     assert by["retention"].mean_a == pytest.approx(a)
     assert by["retention"].mean_b == pytest.approx(b["retained"].mean())
+    conv1 = next(m for m in result.matches if m.conversation.endswith("/conv-1/0"))
+    b1 = p[(p["config"] == "truncate[keep=11]") & (p["conversation_id"] == "conv-1")]["retained"].mean()
+    assert conv1.b_retention == pytest.approx(b1) and conv1.a_retention > conv1.b_retention
 
 
 def test_match_tokens_through_the_cli_names_the_matched_configurations(

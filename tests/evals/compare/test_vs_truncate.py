@@ -45,6 +45,7 @@ source = "synth:chat?conversations=5&messages=240&seed=41"
 preset = "since-last"
 [[configs]]
 preset = "truncate"
+params = {{ max_tokens = 8000 }}
 grid = {{ keep = {[k for k in grid if k <= 120]} }}
 """)
     out = tmp_path / "run"
@@ -56,7 +57,8 @@ grid = {{ keep = {[k for k in grid if k <= 120]} }}
     rows = [line for line in printed.splitlines() if line.startswith("synth-chat/")]
     assert len(rows) == 5
     for line in rows:  # the grid is dense enough that every conversation matches within 5 %
-        assert line.rstrip().endswith("yes") and "truncate[keep=" in line, printed
+        cells = re.split(r"\s{2,}", line.strip())
+        assert cells[5] == "yes" and cells[2].startswith("truncate[keep="), printed
         gap = float(re.search(r"([+-]\d+\.\d)%", line).group(1))  # type: ignore[union-attr]
         assert abs(gap) <= 5.0
     assert "verdict (retention)" in printed
