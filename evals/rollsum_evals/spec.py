@@ -12,7 +12,7 @@ import hashlib
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,8 @@ DEFAULT_CONTEXT_WINDOW = 200_000
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
              "context_window", "probes", "seeds", "main_model", "qa", "cache", "unit_cache", "limits"}
 _DATASET_KEYS = {"name", "source", "format", "limit"}
-_CONFIG_KEYS = {"preset", "label", "params", "grid", "prompts", "models"}
+_CONFIG_KEYS = {"preset", "memory", "summarizer", "summarizer_params", "label", "params", "grid", "prompts",
+                "models"}
 _PROBE_KEYS = {"ask", "after_turns", "ages", "end"}
 _QA_KEYS = {"model", "judge"}
 _LIMIT_KEYS = {"requests_per_minute"}
@@ -41,11 +42,15 @@ _LIMIT_KEYS = {"requests_per_minute"}
 @dataclass(frozen=True, slots=True)
 class ConfigSpec:
     preset: str
+    """A preset name, or a memory's import path (``memory = "pkg.mod:MyMemory"``); a
+    ``summarizer`` override travels in `params` (see `rollsum_evals.plugins`)."""
     params: Mapping[str, Any] = field(default_factory=dict)
     grid: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     label: str | None = None
     prompts: tuple[str, ...] | None = None
     models: tuple[str, ...] | None = None
+    code: str = ""
+    """Fingerprint of the components the config names by import path ("" for none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +78,11 @@ class SweepSpec:
     path: str = ""
 
     def sha256(self) -> str:
-        return hashlib.sha256(canonical_json(self.raw).encode("utf-8")).hexdigest()
+        """The spec's identity for resume: its content, and the code of the components it names
+        by import path (a run is not continued by an edited memory or summarizer)."""
+        codes = [c.code for c in self.configs if c.code]
+        payload = {"spec": self.raw, "code": codes} if codes else self.raw
+        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
     @property
     def scoring(self) -> ScoringPlan:
@@ -102,10 +111,13 @@ class _Where:
                 seen += 1
         return None
 
+    def location(self, key: str, occurrence: int = 0) -> str:
+        line = self.line_of(key, occurrence)
+        return f"{self.path}:{line}" if line else self.path
+
     def error(self, fieldname: str, expected: str, got: Any = None, *, key: str | None = None,
               occurrence: int = 0) -> ConfigError:
-        line = self.line_of(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence)
-        loc = f"{self.path}:{line}" if line else self.path
+        loc = self.location(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence)
         got_s = "" if got is None else f", got {got!r}"
         return ConfigError(f"{loc}: field '{fieldname}': expected {expected}{got_s}")
 
@@ -160,6 +172,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     for v in windows:
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise w.error("context_window", "a positive integer or a list of them", v)
+    configs = _with_components(w, configs, raw["configs"], models, windows)
     probes = _probes(w, raw.get("probes", {}))
     seeds_v = raw.get("seeds", [0])
     seeds = tuple(seeds_v) if isinstance(seeds_v, list) else (seeds_v,)
@@ -228,7 +241,7 @@ def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None
     configs = raw.get("configs")
     matched = 0
     for cfg in configs if isinstance(configs, list) else []:
-        if isinstance(cfg, dict) and selector in (cfg.get("preset"), cfg.get("label")):
+        if isinstance(cfg, dict) and selector in (cfg.get("preset"), cfg.get("label"), cfg.get("memory")):
             params = cfg.setdefault("params", {})
             grid = cfg.get("grid")
             if isinstance(grid, dict):
@@ -316,16 +329,11 @@ def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
         if not isinstance(c, dict):
             raise w.error(f"configs[{i}]", "a table", c, key="configs")
         _check_keys(w, f"configs[{i}].", c, _CONFIG_KEYS, occurrence=i)
-        preset = c.get("preset")
-        if not isinstance(preset, str) or not preset:
-            raise w.error(f"configs[{i}].preset", "a preset name", preset, key="configs",
-                          occurrence=i)
-        if preset not in presets.names():
-            raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
-                          key="preset", occurrence=i)
+        preset = _preset_or_memory(w, v, i)
         params = c.get("params", {})
         if not isinstance(params, dict):
             raise w.error(f"configs[{i}].params", "a table of overrides", params, key="params")
+        params = _summarizer_params(w, v, i, dict(params))
         grid = c.get("grid", {})
         if not isinstance(grid, dict):
             raise w.error(f"configs[{i}].grid", "a table of lists", grid, key="grid")
@@ -343,6 +351,89 @@ def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
         models = _str_list(w, c, "models", default=(), prefix=f"configs[{i}].") or None
         out.append(ConfigSpec(preset=preset, params=dict(params), grid=g, label=label,
                               prompts=prompts, models=models))
+    return tuple(out)
+
+
+def _preset_or_memory(w: _Where, configs: Sequence[Mapping[str, Any]], i: int) -> str:
+    """A config replays a preset or a memory (by import path): exactly one of them."""
+    from rollsum import plugins
+
+    c = configs[i]
+    memory = c.get("memory")
+    if memory is None:
+        preset = c.get("preset")
+        if not isinstance(preset, str) or not preset:
+            raise w.error(f"configs[{i}].preset", "a preset name (or memory = 'pkg.mod:MyMemory')", preset,
+                          key="configs", occurrence=i)
+        if preset not in presets.names():
+            raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
+                          key="preset", occurrence=_nth(configs, i, "preset"))
+        return preset
+    occ = _nth(configs, i, "memory")
+    if not plugins.is_import_path(memory):
+        raise w.error(f"configs[{i}].memory", "an import path 'package.module:Class'", memory,
+                      key="memory", occurrence=occ)
+    for other in ("preset", "summarizer", "summarizer_params", "prompts"):
+        if other in c:
+            raise w.error(f"configs[{i}].{other}", f"no '{other}' beside 'memory' (a memory is the "
+                          "whole engine; its constructor parameters go in 'params')", key=other,
+                          occurrence=_nth(configs, i, other))
+    return str(memory)
+
+
+def _nth(configs: Sequence[Mapping[str, Any]], i: int, key: str) -> int:
+    """How many configs before config `i` have `key` (which of the key's lines is this one's)."""
+    return sum(1 for other in configs[:i] if key in other)
+
+
+def _summarizer_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int,
+                       params: dict[str, Any]) -> dict[str, Any]:
+    """``summarizer`` and ``summarizer_params`` are preset overrides like any other (the library
+    takes them: `rollsum.presets.build`); the config-level keys are the documented spelling."""
+    c = configs[i]
+    for key in ("summarizer", "summarizer_params"):
+        if key not in c:
+            continue
+        occ = _nth(configs, i, key)
+        if key in params or key in (c.get("grid") or {}):
+            raise w.error(f"configs[{i}].{key}", f"'{key}' given once (here, or in params/grid)",
+                          key=key, occurrence=occ)
+        value = c[key]
+        if key == "summarizer" and (not isinstance(value, str) or not value):
+            raise w.error(f"configs[{i}].summarizer", "a summarizer name or an import path "
+                          "'package.module:Class'", value, key=key, occurrence=occ)
+        if key == "summarizer_params" and (not isinstance(value, dict) or "summarizer" not in c):
+            raise w.error(f"configs[{i}].summarizer_params", "a table of constructor parameters, "
+                          "beside 'summarizer'", value, key=key, occurrence=occ)
+        params[key] = value
+    return params
+
+
+def _with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Mapping[str, Any]],
+                     models: tuple[str, ...], windows: tuple[int, ...]) -> tuple[ConfigSpec, ...]:
+    """Check every component a config names (import, construct, protocol) and fingerprint the
+    code of those named by import path. A mistake is one line at the config's key."""
+    from rollsum_evals import plugins
+
+    out = []
+    for i, cfg in enumerate(configs):
+        c = raw[i]
+        key = next((k for k in ("memory", "summarizer") if k in c), "configs")
+        field_name = key if key != "configs" else "params.summarizer"
+        try:
+            combos = plugins.combinations(cfg.params, cfg.grid)
+            cfg_models = cfg.models or models
+            if key == "memory":
+                plugins.check_memory(cfg.preset, combos, models=cfg_models, window=windows[0])
+            for name in sorted({str(p["summarizer"]) for p in combos if plugins.is_plugged(p.get("summarizer"))}):
+                plugins.check_summarizer(name, [dict(p.get("summarizer_params") or {}) for p in combos
+                                                if p.get("summarizer") == name], models=cfg_models,
+                                         window=windows[0])
+            code = plugins.code_fingerprint(plugins.import_paths(cfg.preset, cfg.params, cfg.grid))
+        except ConfigError as err:
+            loc = w.location(key, i if key == "configs" else _nth(raw, i, key))
+            raise ConfigError(f"{loc}: field 'configs[{i}].{field_name}': {err}") from None
+        out.append(replace(cfg, code=code))
     return tuple(out)
 
 
