@@ -68,17 +68,17 @@ def resolve(name: str) -> tuple[Callable[..., Any], bool]:
                       "or an import path 'package.module:Class'")
 
 
-def create(name: str, model: Model | None = None, *, context_window: int | None = None,
-           **params: Any) -> Summarizer:
+def create(name: str, model: Model | None = None, **params: Any) -> Summarizer:
     """A summarizer by registry name or import path.
 
     `model` goes to constructors that take one (required by the model-backed ones);
-    `context_window` and a ``counter`` in `params` follow the conventions of `rollsum.plugins`
+    ``context_window`` and ``counter`` in `params` follow the conventions of `rollsum.plugins`
     (passed only to constructors that name them). The result must have ``summarize(request)``.
     """
     factory, needs_model = resolve(name)
     accepted = [p for p in plugins.parameters(factory) if p != "model"]
     counter = params.pop("counter", None)
+    context_window = params.pop("context_window", None)
     unknown = sorted(set(params) - set(accepted))
     if unknown and not plugins.takes_any_keyword(factory):
         raise ConfigError(f"summarizer {name!r}: unknown parameter(s) {', '.join(unknown)}; "

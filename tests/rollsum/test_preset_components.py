@@ -69,6 +69,6 @@ def test_a_store_spec_string_opens_the_store(tmp_path: Path) -> None:
     for m in chat(5):
         rs.add(m)
     rs.close()
-    again = RollingSummarizer(SinceLast(), ExtractiveSummarizer(), store=str(db), conversation_id="c1")
+    again = RollingSummarizer.from_preset("since-last", store=str(db), conversation_id="c1")
     assert len(again.messages) == 5
     assert isinstance(RollingSummarizer.from_preset("since-last", store="memory:").store, MemoryStore)
