@@ -1,4 +1,5 @@
-"""Adding a policy, summarizer, model backend, loader or scorer is one class plus one registration.
+"""Adding a policy, summarizer, model backend, loader or scorer (or a context format or preset) is
+one class plus one registration.
 
 Each test registers a new one here, in the test, and reaches it through production code only: a
 sweep spec that names it, run by `run_sweep` (the loop `rollsum run` drives). If a second list of
@@ -27,9 +28,11 @@ from rollsum_evals.spec import parse_spec
 
 from rollsum import summarizers
 from rollsum.capabilities import OFFLINE_SCRIPTED
+from rollsum.context import FORMATS, ContextFormat
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.spec import BACKENDS, Backend
 from rollsum.policies import POLICIES, Decision, WindowState
+from rollsum.presets import PRESETS, Preset
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from rollsum.types import Message
 
@@ -150,6 +153,17 @@ def test_a_registered_scorer_is_reachable_from_a_sweep(tmp_path: Path, monkeypat
     run = sweep(tmp_path, 'preset = "truncate"', head='scorers = ["cost", "longest_message"]')
     assert int(run.units["longest_message_chars"].iloc[0]) > 20
     assert "longest_message@1" in run.units["scorers"].iloc[0]
+
+
+def test_a_registered_context_format_and_preset_are_reachable_from_a_sweep(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(FORMATS, "memo", ContextFormat("memo", "system", "MEMO: {summary}"))
+    monkeypatch.setitem(PRESETS, "memo-every-five", Preset(
+        "memo-every-five", "-", "a test preset", "every-five", "memo", None, "extractive"))
+    monkeypatch.setitem(POLICIES, EveryFive.name, EveryFive)
+    run = sweep(tmp_path, 'preset = "memo-every-five"')
+    assert engine_config(run)["context_format"] == "memo"
+    assert any(t.content.startswith("MEMO: ") for t in run.texts().values())
 
 
 def _table() -> list[list[str]]:
