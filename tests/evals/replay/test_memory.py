@@ -12,12 +12,12 @@ from rollsum_evals.data.types import Conversation
 from rollsum_evals.replay import replay
 from rollsum_evals.replay.memory import MemoryEngine, memory_engine
 from rollsum_evals.units import Unit
-from tests.seeds.helpers import fake
 
 from rollsum.errors import ConfigError
 from rollsum.models.base import Model
 from rollsum.tokens import HeuristicCounter
-from rollsum.types import Message, SummaryEvent
+from rollsum.types import SummaryEvent
+from tests.seeds.helpers import fake
 
 MARK = "tests.evals.plugin_components:MarkMemory"
 
@@ -51,7 +51,7 @@ def test_a_memory_is_measured_with_the_librarys_counter_and_closed() -> None:
     counter = HeuristicCounter()
     for t in trace.turns:
         context = trace.context_at(t.turn)
-        assert t.context_tokens == sum(counter.count_message(Message(i.role, i.text)) for i in context)  # type: ignore[arg-type]
+        assert t.context_tokens == sum(counter.count(i.text) + counter.overhead for i in context)
         assert t.active_messages == sum(1 for i in context if i.verbatim)
     # the chain is what the memory reported; summary_tokens follows the latest record
     assert trace.summaries and all(r.text.startswith("[Q] ") for r in trace.summaries)
