@@ -9,8 +9,9 @@ a failed run), whether it takes the sweep's model, and a fingerprint of its code
 
 The fingerprint is part of every Unit id that replays the component: a replay cached by the
 Unit-result cache is served again only while the component's source is unchanged. It covers the
-source file of the module that defines the object and an optional ``version`` attribute (set it
-to cover code elsewhere, e.g. the third-party package a class adapts).
+source of the module that defines the object and, when that module is in a package, of its
+sibling modules (helpers usually live next to the class), plus an optional ``version`` attribute
+(set it to cover code elsewhere, e.g. the third-party package a class adapts).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import hashlib
 import inspect
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rollsum import plugins
@@ -147,9 +149,21 @@ def import_paths(preset: str, params: Mapping[str, Any], grid: Mapping[str, Sequ
     return sorted({n for n in names if plugins.is_import_path(n)})
 
 
+def _sources(obj: Any) -> list[Path]:
+    """The defining module's file and, for a module in a package, its sibling modules."""
+    module = inspect.getmodule(obj)
+    source = getattr(module, "__file__", None)
+    if not source:
+        return []
+    path = Path(source)
+    if getattr(module, "__package__", ""):
+        return sorted(path.parent.glob("*.py"))
+    return [path]
+
+
 def code_fingerprint(paths: Iterable[str]) -> str:
-    """sha256 over each named object's defining module source and its ``version`` attribute;
-    "" when `paths` is empty (Units of presets keep the ids they always had)."""
+    """sha256 over each named object's source (`_sources`) and its ``version`` attribute; ""
+    when `paths` is empty (Units of presets keep the ids they always had)."""
     paths = sorted(set(paths))
     if not paths:
         return ""
@@ -157,12 +171,10 @@ def code_fingerprint(paths: Iterable[str]) -> str:
     for path in paths:
         obj = plugins.load(path)
         h.update(b"\0" + path.encode())
-        module = inspect.getmodule(obj)
-        source = getattr(module, "__file__", None)
-        if source:
+        for f in _sources(obj):
+            h.update(b"\0" + f.name.encode() + b"\0")
             try:
-                with open(source, "rb") as fh:
-                    h.update(fh.read())
+                h.update(f.read_bytes())
             except OSError:
                 h.update(b"?")
         h.update(b"\0" + str(getattr(obj, "version", "")).encode())

@@ -107,10 +107,14 @@ def test_unit_ids_follow_the_components_code(tmp_path: Path, monkeypatch: pytest
         units = expand(spec, {"chat": ("h", ["c1"])})
         return {u.unit_id for u in units if u.preset == "userpkg.mem:Keep"}, spec.sha256()
 
+    (pkg / "helper.py").write_text("LIMIT = 5\n")
     before, sha_before = ids()
     (pkg / "mem.py").write_text(source.replace("VERSION", "7"))
     after, sha_after = ids()
     assert before and after and before != after and sha_before != sha_after
+    (pkg / "helper.py").write_text("LIMIT = 6\n")  # a helper beside the class counts too
+    assert ids()[0] != after
+    assert ids()[0] == ids()[0]  # and nothing else moves it
     # presets' Units keep the ids they always had (no code hash in them)
     spec = parse_spec(text, "s.toml")
     assert [v.code for v in variants(spec) if v.label == "since-last"] == [""]
