@@ -12,15 +12,15 @@ import hashlib
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollsum import presets
 from rollsum.errors import ConfigError
 from rollsum_evals.data.pinned import DatasetSpec
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.spec_components import preset_or_memory, summarizer_params, with_components
 from rollsum_evals.units import canonical_json
 
 LOCOMO_PLACEHOLDER = "@locomo"
@@ -172,7 +172,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     for v in windows:
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise w.error("context_window", "a positive integer or a list of them", v)
-    configs = _with_components(w, configs, raw["configs"], models, windows)
+    configs = with_components(w, configs, raw["configs"], models, windows)
     probes = _probes(w, raw.get("probes", {}))
     seeds_v = raw.get("seeds", [0])
     seeds = tuple(seeds_v) if isinstance(seeds_v, list) else (seeds_v,)
@@ -329,11 +329,11 @@ def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
         if not isinstance(c, dict):
             raise w.error(f"configs[{i}]", "a table", c, key="configs")
         _check_keys(w, f"configs[{i}].", c, _CONFIG_KEYS, occurrence=i)
-        preset = _preset_or_memory(w, v, i)
+        preset = preset_or_memory(w, v, i)
         params = c.get("params", {})
         if not isinstance(params, dict):
             raise w.error(f"configs[{i}].params", "a table of overrides", params, key="params")
-        params = _summarizer_params(w, v, i, dict(params))
+        params = summarizer_params(w, v, i, dict(params))
         grid = c.get("grid", {})
         if not isinstance(grid, dict):
             raise w.error(f"configs[{i}].grid", "a table of lists", grid, key="grid")
@@ -351,89 +351,6 @@ def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
         models = _str_list(w, c, "models", default=(), prefix=f"configs[{i}].") or None
         out.append(ConfigSpec(preset=preset, params=dict(params), grid=g, label=label,
                               prompts=prompts, models=models))
-    return tuple(out)
-
-
-def _preset_or_memory(w: _Where, configs: Sequence[Mapping[str, Any]], i: int) -> str:
-    """A config replays a preset or a memory (by import path): exactly one of them."""
-    from rollsum import plugins
-
-    c = configs[i]
-    memory = c.get("memory")
-    if memory is None:
-        preset = c.get("preset")
-        if not isinstance(preset, str) or not preset:
-            raise w.error(f"configs[{i}].preset", "a preset name (or memory = 'pkg.mod:MyMemory')", preset,
-                          key="configs", occurrence=i)
-        if preset not in presets.names():
-            raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
-                          key="preset", occurrence=_nth(configs, i, "preset"))
-        return preset
-    occ = _nth(configs, i, "memory")
-    if not plugins.is_import_path(memory):
-        raise w.error(f"configs[{i}].memory", "an import path 'package.module:Class'", memory,
-                      key="memory", occurrence=occ)
-    for other in ("preset", "summarizer", "summarizer_params", "prompts"):
-        if other in c:
-            raise w.error(f"configs[{i}].{other}", f"no '{other}' beside 'memory' (a memory is the "
-                          "whole engine; its constructor parameters go in 'params')", key=other,
-                          occurrence=_nth(configs, i, other))
-    return str(memory)
-
-
-def _nth(configs: Sequence[Mapping[str, Any]], i: int, key: str) -> int:
-    """How many configs before config `i` have `key` (which of the key's lines is this one's)."""
-    return sum(1 for other in configs[:i] if key in other)
-
-
-def _summarizer_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int,
-                       params: dict[str, Any]) -> dict[str, Any]:
-    """``summarizer`` and ``summarizer_params`` are preset overrides like any other (the library
-    takes them: `rollsum.presets.build`); the config-level keys are the documented spelling."""
-    c = configs[i]
-    for key in ("summarizer", "summarizer_params"):
-        if key not in c:
-            continue
-        occ = _nth(configs, i, key)
-        if key in params or key in (c.get("grid") or {}):
-            raise w.error(f"configs[{i}].{key}", f"'{key}' given once (here, or in params/grid)",
-                          key=key, occurrence=occ)
-        value = c[key]
-        if key == "summarizer" and (not isinstance(value, str) or not value):
-            raise w.error(f"configs[{i}].summarizer", "a summarizer name or an import path "
-                          "'package.module:Class'", value, key=key, occurrence=occ)
-        if key == "summarizer_params" and (not isinstance(value, dict) or "summarizer" not in c):
-            raise w.error(f"configs[{i}].summarizer_params", "a table of constructor parameters, "
-                          "beside 'summarizer'", value, key=key, occurrence=occ)
-        params[key] = value
-    return params
-
-
-def _with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Mapping[str, Any]],
-                     models: tuple[str, ...], windows: tuple[int, ...]) -> tuple[ConfigSpec, ...]:
-    """Check every component a config names (import, construct, protocol) and fingerprint the
-    code of those named by import path. A mistake is one line at the config's key."""
-    from rollsum_evals import plugins
-
-    out = []
-    for i, cfg in enumerate(configs):
-        c = raw[i]
-        key = next((k for k in ("memory", "summarizer") if k in c), "configs")
-        field_name = key if key != "configs" else "params.summarizer"
-        try:
-            combos = plugins.combinations(cfg.params, cfg.grid)
-            cfg_models = cfg.models or models
-            if key == "memory":
-                plugins.check_memory(cfg.preset, combos, models=cfg_models, window=windows[0])
-            for name in sorted({str(p["summarizer"]) for p in combos if plugins.is_plugged(p.get("summarizer"))}):
-                plugins.check_summarizer(name, [dict(p.get("summarizer_params") or {}) for p in combos
-                                                if p.get("summarizer") == name], models=cfg_models,
-                                         window=windows[0])
-            code = plugins.code_fingerprint(plugins.import_paths(cfg.preset, cfg.params, cfg.grid))
-        except ConfigError as err:
-            loc = w.location(key, i if key == "configs" else _nth(raw, i, key))
-            raise ConfigError(f"{loc}: field 'configs[{i}].{field_name}': {err}") from None
-        out.append(replace(cfg, code=code))
     return tuple(out)
 
 
