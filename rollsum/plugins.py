@@ -64,7 +64,8 @@ def load(path: str) -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as err:  # ImportError, or any error the module raises while importing
-        raise ConfigError(f"{path}: cannot import {module_name!r} ({one_line(err)})") from None
+        hint = "; is it installed, or its folder on PYTHONPATH?" if isinstance(err, ModuleNotFoundError) else ""
+        raise ConfigError(f"{path}: cannot import {module_name!r} ({one_line(err)}){hint}") from None
     for i, attr in enumerate(attr_path.split(".")):
         try:
             obj = getattr(obj, attr)
