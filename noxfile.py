@@ -80,6 +80,17 @@ def local(session: nox.Session) -> None:
 
 
 @nox.session
+def peers(session: nox.Session) -> None:
+    """Installs the peers extra (LangChain, LlamaIndex), runs their tests, and the peers sweep
+    (the five presets beside both peer memories, offline) and its report."""
+    _install(session, "harness,dev,peers")
+    session.run("pytest", "tests/evals/peers", *session.posargs)
+    out = os.environ.get("ROLLSUM_OUT", "runs/peers")
+    session.run("rollsum", "run", "evals/sweeps/peers.toml", "--out", out, "--resume")
+    session.run("rollsum", "report", out)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """The benchmarks; each prints a table."""
     _install(session)

@@ -137,6 +137,8 @@ class RollingSummarizer:
     - `lag_turns`: simulate an asynchronous summarizer that lands N turns after the trigger.
     - `rebuild_from_raw`: summarize all covered raw messages again instead of folding the
       previous summary (no drift, more tokens).
+    - `store`: a `Store`, or a spec string for `rollsum.store.open_store` (``"sqlite:chat.db"``,
+      ``"memory"``); default: a fresh in-memory store.
     - `takeover`: claim the conversation in the store even if another live engine holds it
       (only when you know that engine is gone; a dead process's claim is taken over anyway).
     """
@@ -147,7 +149,7 @@ class RollingSummarizer:
         summarizer: Summarizer,
         *,
         counter: TokenCounter | None = None,
-        store: Store | None = None,
+        store: Store | str | None = None,
         context_format: ContextFormat | str = "earlier-heading",
         conversation_id: str | None = None,
         context_window: int = 200_000,
@@ -199,6 +201,10 @@ class RollingSummarizer:
         self.policy = policy
         self.summarizer = summarizer
         self.counter: TokenCounter = counter or HeuristicCounter()
+        if isinstance(store, str):  # a spec string ("sqlite:chat.db", "memory"): see open_store
+            from rollsum.store import open_store
+
+            store = open_store(store)
         self.store: Store = store if store is not None else MemoryStore()
         self.format = get_format(context_format) if isinstance(context_format, str) else context_format
         self.conversation_id = conversation_id or new_id("conv-")

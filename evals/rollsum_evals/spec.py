@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollsum import presets
 from rollsum.errors import ConfigError
 from rollsum_evals.data.pinned import DatasetSpec
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.spec_components import preset_or_memory, summarizer_params, with_components
 from rollsum_evals.units import canonical_json
 
 LOCOMO_PLACEHOLDER = "@locomo"
@@ -32,7 +32,8 @@ DEFAULT_CONTEXT_WINDOW = 200_000
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
              "context_window", "probes", "seeds", "main_model", "qa", "cache", "unit_cache", "limits"}
 _DATASET_KEYS = {"name", "source", "format", "limit"}
-_CONFIG_KEYS = {"preset", "label", "params", "grid", "prompts", "models"}
+_CONFIG_KEYS = {"preset", "memory", "summarizer", "summarizer_params", "label", "params", "grid", "prompts",
+                "models"}
 _PROBE_KEYS = {"ask", "after_turns", "ages", "end"}
 _QA_KEYS = {"model", "judge"}
 _LIMIT_KEYS = {"requests_per_minute"}
@@ -41,11 +42,15 @@ _LIMIT_KEYS = {"requests_per_minute"}
 @dataclass(frozen=True, slots=True)
 class ConfigSpec:
     preset: str
+    """A preset name, or a memory's import path (``memory = "pkg.mod:MyMemory"``); a
+    ``summarizer`` override travels in `params` (see `rollsum_evals.plugins`)."""
     params: Mapping[str, Any] = field(default_factory=dict)
     grid: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     label: str | None = None
     prompts: tuple[str, ...] | None = None
     models: tuple[str, ...] | None = None
+    code: str = ""
+    """Fingerprint of the components the config names by import path ("" for none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +78,11 @@ class SweepSpec:
     path: str = ""
 
     def sha256(self) -> str:
-        return hashlib.sha256(canonical_json(self.raw).encode("utf-8")).hexdigest()
+        """The spec's identity for resume: its content, and the code of the components it names
+        by import path (a run is not continued by an edited memory or summarizer)."""
+        codes = [c.code for c in self.configs if c.code]
+        payload = {"spec": self.raw, "code": codes} if codes else self.raw
+        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
     @property
     def scoring(self) -> ScoringPlan:
@@ -102,10 +111,13 @@ class _Where:
                 seen += 1
         return None
 
+    def location(self, key: str, occurrence: int = 0) -> str:
+        line = self.line_of(key, occurrence)
+        return f"{self.path}:{line}" if line else self.path
+
     def error(self, fieldname: str, expected: str, got: Any = None, *, key: str | None = None,
               occurrence: int = 0) -> ConfigError:
-        line = self.line_of(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence)
-        loc = f"{self.path}:{line}" if line else self.path
+        loc = self.location(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence)
         got_s = "" if got is None else f", got {got!r}"
         return ConfigError(f"{loc}: field '{fieldname}': expected {expected}{got_s}")
 
@@ -160,6 +172,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     for v in windows:
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise w.error("context_window", "a positive integer or a list of them", v)
+    configs = with_components(w, configs, raw["configs"], models, windows)
     probes = _probes(w, raw.get("probes", {}))
     seeds_v = raw.get("seeds", [0])
     seeds = tuple(seeds_v) if isinstance(seeds_v, list) else (seeds_v,)
@@ -228,7 +241,7 @@ def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None
     configs = raw.get("configs")
     matched = 0
     for cfg in configs if isinstance(configs, list) else []:
-        if isinstance(cfg, dict) and selector in (cfg.get("preset"), cfg.get("label")):
+        if isinstance(cfg, dict) and selector in (cfg.get("preset"), cfg.get("label"), cfg.get("memory")):
             params = cfg.setdefault("params", {})
             grid = cfg.get("grid")
             if isinstance(grid, dict):
@@ -316,16 +329,11 @@ def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
         if not isinstance(c, dict):
             raise w.error(f"configs[{i}]", "a table", c, key="configs")
         _check_keys(w, f"configs[{i}].", c, _CONFIG_KEYS, occurrence=i)
-        preset = c.get("preset")
-        if not isinstance(preset, str) or not preset:
-            raise w.error(f"configs[{i}].preset", "a preset name", preset, key="configs",
-                          occurrence=i)
-        if preset not in presets.names():
-            raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
-                          key="preset", occurrence=i)
+        preset = preset_or_memory(w, v, i)
         params = c.get("params", {})
         if not isinstance(params, dict):
             raise w.error(f"configs[{i}].params", "a table of overrides", params, key="params")
+        params = summarizer_params(w, v, i, dict(params))
         grid = c.get("grid", {})
         if not isinstance(grid, dict):
             raise w.error(f"configs[{i}].grid", "a table of lists", grid, key="grid")
