@@ -8,6 +8,7 @@ Invalid UTF-8 is reported per line instead of aborting the whole file.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -121,3 +122,37 @@ def _feed(h: hashlib._Hash, path: str | os.PathLike[str]) -> None:
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
+
+
+class SkipLog:
+    """Skipped records of one file, logged without flooding: the first few in full, then one
+    line with the count. A file of 460 bad lines gives four lines of output, not 460."""
+
+    SHOWN = 3
+
+    def __init__(self, file: str, logger: logging.Logger) -> None:
+        self.file = file
+        self.log = logger
+        self.count = 0
+
+    def skip(self, issue: object) -> None:
+        self.count += 1
+        if self.count <= self.SHOWN:
+            self.log.warning("skipped record: %s", issue)
+
+    def close(self) -> None:
+        if self.count > self.SHOWN:
+            self.log.warning("%s: skipped %d records in all (%d shown above; `rollsum data validate %s` "
+                             "lists every problem)", self.file, self.count, self.SHOWN, self.file)
+
+
+def first_record_line(path: str | os.PathLike[str], max_line_bytes: int = DEFAULT_LIMITS.max_line_bytes) -> str | None:
+    """The first non-blank line, whole (a synthetic conversation's line can be megabytes), or
+    None when it is over the limit or unreadable. What format guessing decides by."""
+    with open(path, "rb") as fh:
+        for ln in iter_lines(fh, max_line_bytes):
+            if ln.text is None:
+                return None
+            if ln.text.strip():
+                return ln.text.removeprefix("\ufeff")
+    return None
