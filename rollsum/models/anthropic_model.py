@@ -112,6 +112,16 @@ def _retry_after(headers: Any) -> float | None:
         return None
 
 
+def _api_message(err: anthropic.APIStatusError) -> str:
+    """The API's own one-line message (``error.message`` of the body) rather than the SDK's
+    "Error code: 401 - {...}" rendering of the whole body."""
+    body = err.body
+    inner = body.get("error") if isinstance(body, dict) else None
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str) and inner["message"].strip():
+        return str(inner["message"])
+    return str(err.message)
+
+
 def classify_error(err: BaseException) -> ModelError:
     """Map an SDK (or decoding) exception to a `ModelError` with the right kind."""
     if isinstance(err, ModelError):
@@ -122,7 +132,7 @@ def classify_error(err: BaseException) -> ModelError:
         return ModelError(f"cannot reach the Anthropic API: {err}", ErrorKind.CONNECTION)
     if isinstance(err, anthropic.APIStatusError):
         status = err.status_code
-        detail = redact(str(err.message))
+        detail = redact(_api_message(err))
         retry_after = _retry_after(err.response.headers)
         if status == 429:
             kind = ErrorKind.RATE_LIMIT
@@ -130,6 +140,8 @@ def classify_error(err: BaseException) -> ModelError:
             kind = ErrorKind.TIMEOUT
         elif status >= 500 or status == 409:
             kind = ErrorKind.SERVER
+        elif status in (401, 403):  # a bad key or a key without access: no retry can help
+            kind = ErrorKind.AUTH
         elif status == 413 or "prompt is too long" in detail.lower():
             kind = ErrorKind.OVERFLOW
         else:

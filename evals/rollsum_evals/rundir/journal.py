@@ -243,6 +243,16 @@ class RunDir:
         self._text_ids = set(texts)
         return set(units), set(traces)
 
+    def forget(self, unit_ids: set[str]) -> None:
+        """Drop Units from the journals so that a resume runs them again (``--retry-errors``).
+        Their trace lines go first: a crash after that leaves units rows without a trace, which
+        `repair` drops, so a forgotten Unit is always replayed, never only re-scored."""
+        if not unit_ids:
+            return
+        for name in (TRACES, *[n for n in REPLAY_JOURNALS if n != TRACES], PROBES_JOURNAL, UNITS_JOURNAL):
+            self._rewrite_if_changed(name, [r for r in read_jsonl(self.file(name))
+                                            if r.get("unit_id") not in unit_ids])
+
     def _rewrite_if_changed(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         path = self.file(name)
         if not path.exists():
