@@ -62,7 +62,6 @@ def _positive(value: int, flag: str) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from rollsum_evals.report import write_report
-
     from rollsum_evals.rundir.status import run_banner
 
     path = write_report(args.run, args.out, history=args.history,

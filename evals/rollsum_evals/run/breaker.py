@@ -26,7 +26,7 @@ CONNECTION_FAILURES = 2
 retry makes two attempts per summary: one summary that cannot reach the API at all)."""
 
 
-class SweepStop(BaseException):  # noqa: N818 - a stop signal like KeyboardInterrupt, not an error
+class SweepStop(BaseException):
     """The sweep cannot go on; `cause` is the one line to show."""
 
     def __init__(self, cause: str, kind: str = "model") -> None:

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anthropic
 import httpx2
 import pytest
+from rollsum_evals.cli import main
+
 from rollsum.models.anthropic_model import AnthropicModel
 from rollsum.models.spec import BACKENDS
-from rollsum_evals.cli import main
 
 KEY = "sk-ant-test-SECRET"
 SPEC = """
@@ -36,7 +37,7 @@ Handler = Callable[[httpx2.Request], httpx2.Response]
 
 
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> Callable[[Handler], list[httpx2.Request]]:
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Handler], list[httpx2.Request]]]:
     """`anthropic:` models built by the sweep talk to `handler` through the real SDK."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     seen: list[httpx2.Request] = []
