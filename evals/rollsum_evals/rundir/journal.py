@@ -32,11 +32,11 @@ from rollsum_evals.rundir.format import (
     TRACES,
     TURN_COLUMNS,
     TURN_SORT,
-    UNIT_SORT,
     UNITS_JOURNAL,
     frame,
     schema_from_json,
     turn_rows,
+    units_frame,
 )
 
 
@@ -300,7 +300,7 @@ class RunDir:
         done = {u["unit_id"] for u in units}
         probes = [r for r in read_jsonl(self.file(PROBES_JOURNAL)) if r.get("unit_id") in done]
         turns = [row for uid, rec in self.trace_records().items() if uid in done for row in turn_rows(rec)]
-        for name, df in (("units", frame(units, unit_cols, UNIT_SORT)),
+        for name, df in (("units", units_frame(units, unit_cols)),
                          ("probes", frame(probes, probe_cols, PROBE_SORT)),
                          ("turns", frame(turns, TURN_COLUMNS, TURN_SORT))):
             with atomic_writer(self.file(TABLES[name]), binary=True) as fh:
