@@ -125,8 +125,9 @@ def _feed(h: hashlib._Hash, path: str | os.PathLike[str]) -> None:
 
 
 class SkipLog:
-    """Skipped records of one file, logged without flooding: the first few in full, then one
-    line with the count. A file of 460 bad lines gives four lines of output, not 460."""
+    """Skipped records of one file, logged without flooding: each kind of problem once (the
+    first of up to three kinds, with its file and line), then one line with the counts. A file
+    of 460 records with the same mistake gives two lines, not 460."""
 
     SHOWN = 3
 
@@ -134,16 +135,26 @@ class SkipLog:
         self.file = file
         self.log = logger
         self.count = 0
+        self.kinds: dict[str, int] = {}
 
-    def skip(self, issue: object) -> None:
+    def skip(self, problem: object) -> None:
+        """`problem`: an Issue, or a RecordError (its first issue names the kind)."""
+        first = (getattr(problem, "issues", None) or [problem])[0]
+        kind = f"{getattr(first, 'field', '')}: {getattr(first, 'expected', first)}".lstrip(": ")
+        seen = self.kinds.get(kind, 0)
+        self.kinds[kind] = seen + 1
         self.count += 1
-        if self.count <= self.SHOWN:
-            self.log.warning("skipped record: %s", issue)
+        if not seen and len(self.kinds) <= self.SHOWN:
+            self.log.warning("skipped record: %s", problem)
 
     def close(self) -> None:
-        if self.count > self.SHOWN:
-            self.log.warning("%s: skipped %d records in all (%d shown above; `rollsum data validate %s` "
-                             "lists every problem)", self.file, self.count, self.SHOWN, self.file)
+        shown = min(len(self.kinds), self.SHOWN)
+        if self.count > shown:
+            top = sorted(self.kinds.items(), key=lambda kv: -kv[1])[:self.SHOWN]
+            kinds = "; ".join(f"{n} x {k if len(k) <= 100 else k[:99] + '…'}" for k, n in top)
+            self.log.warning("%s: skipped %d records in all (%s%s); `rollsum data validate %s` lists every "
+                             "one", self.file, self.count, kinds, "; ..." if len(self.kinds) > self.SHOWN else "",
+                             self.file)
 
 
 def first_record_line(path: str | os.PathLike[str], max_line_bytes: int = DEFAULT_LIMITS.max_line_bytes) -> str | None:
