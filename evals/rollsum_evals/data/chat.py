@@ -121,7 +121,10 @@ def _conversation(file: str, rec: _Record) -> Conversation:
         if pkey in rec.value:
             from rollsum_evals.data.sidecar import embedded
 
-            conv = embedded(conv, rec.value[pkey], file=file, line=rec.line, key=pkey)
+            # evidence may name the export's own message ids (a canonical record in a JSON array)
+            aliases = {str(item["id"]): f"{cid}:{i}" for i, item in enumerate(items)
+                       if isinstance(item, dict) and isinstance(item.get("id"), str | int)}
+            conv = embedded(conv, rec.value[pkey], file=file, line=rec.line, key=pkey, aliases=aliases)
     return conv
 
 

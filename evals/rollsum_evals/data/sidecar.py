@@ -159,10 +159,13 @@ def _norm(text: str) -> str:
 class _Chat:
     """One conversation as a sidecar row sees it."""
 
-    def __init__(self, conv: Conversation) -> None:
+    def __init__(self, conv: Conversation, aliases: Mapping[str, str] | None = None) -> None:
         self.conv = conv
         self.by_index = positions_by_index(conv)
         self.by_id = {m.id: i for i, m in enumerate(conv.messages) if m.id}
+        for alias, mid in (aliases or {}).items():  # an export's own message ids
+            if mid in self.by_id:
+                self.by_id.setdefault(alias, self.by_id[mid])
         self.normed = [_norm(m.content) for m in conv.messages]
         self.last_index = max(self.by_index, default=-1)
 
@@ -233,9 +236,11 @@ class _Chat:
         return next((n for n, ps in self.by_index.items() if pos in ps), pos)
 
 
-def resolve(conv: Conversation, rows: Iterable[Row]) -> tuple[list[Probe], list[Issue]]:
-    """The probes `rows` describe for `conv`, and every problem found (errors and warnings)."""
-    chat = _Chat(conv)
+def resolve(conv: Conversation, rows: Iterable[Row], aliases: Mapping[str, str] | None = None
+            ) -> tuple[list[Probe], list[Issue]]:
+    """The probes `rows` describe for `conv`, and every problem found (errors and warnings).
+    `aliases`: other names of message ids (an export's own ids), for evidence given by id."""
+    chat = _Chat(conv, aliases)
     problems = _Problems([])
     probes: list[Probe] = []
     seen: set[str] = {p.id for p in conv.probes}
@@ -353,7 +358,8 @@ def attach(convs: Sequence[Conversation], path: str | os.PathLike[str], *,
     return out
 
 
-def embedded(conv: Conversation, items: Any, *, file: str, line: int | None, key: str) -> Conversation:
+def embedded(conv: Conversation, items: Any, *, file: str, line: int | None, key: str,
+             aliases: Mapping[str, str] | None = None) -> Conversation:
     """A chat export's own ``probes`` (or ``questions``) array, read by the sidecar's rules."""
     if not isinstance(items, list):
         raise RecordError([Issue(file, line, conv.id, key, f"expected an array of questions, got {describe(items)}")])
@@ -363,7 +369,7 @@ def embedded(conv: Conversation, items: Any, *, file: str, line: int | None, key
             raise RecordError([Issue(file, line, conv.id, f"{key}[{k}]",
                                      f"expected a question object with question and answer, got {describe(item)}")])
         rows.append(Row(file, line, item, f"{key}[{k}]."))
-    probes, issues = resolve(conv, rows)
+    probes, issues = resolve(conv, rows, aliases)
     errors = [i for i in issues if i.severity == "error"]
     if errors:
         raise RecordError(errors)

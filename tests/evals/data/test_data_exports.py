@@ -186,3 +186,26 @@ def test_convert_cli_writes_a_plain_openai_export_and_its_sidecar(
     side = tmp_path / "chat.questions.jsonl"
     assert str(side) in capsys.readouterr().out
     assert main(["data", "validate", str(out), "--questions", str(side)]) == 0
+
+
+def test_canonical_records_in_a_json_array_keep_their_probes(tmp_path: Path) -> None:
+    """Not canonical JSONL, so read as chat export; evidence naming the records' own message
+    ids still resolves."""
+    canonical = load("synth:chat?conversations=2&messages=40&seed=6")
+    records = []
+    for c in canonical:  # ids of their own, not the <conversation>:<i> the loader assigns
+        d = c.to_dict()
+        rename = {m["id"]: f"msg-{i}" for i, m in enumerate(d["messages"])}
+        for m in d["messages"]:
+            m["id"] = rename[m["id"]]
+        for p in d["probes"]:
+            p["evidence"] = [rename[e] for e in p["evidence"]]
+        records.append(d)
+    f = tmp_path / "array.json"
+    f.write_text(json.dumps(records, indent=1))
+    back = load(f, strict=True)
+    for a, b in zip(canonical, back, strict=True):
+        pos_a = {m.id: i for i, m in enumerate(a.messages)}
+        pos_b = {m.id: i for i, m in enumerate(b.messages)}
+        assert [(p.id, [pos_a[e] for e in p.evidence]) for p in a.probes] == \
+               [(p.id, [pos_b[e] for e in p.evidence]) for p in b.probes]
