@@ -123,3 +123,18 @@ def test_a_connection_failure_after_successes_is_left_to_the_engine(
     assert _run(tmp_path) == 0
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["units_done"] == manifest["units_total"]
+
+
+def test_rescoring_with_a_refused_key_stops_with_one_line_and_changes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], served: Callable[[Handler], list[httpx2.Request]]) -> None:
+    spec = tmp_path / "offline.toml"
+    spec.write_text(SPEC.replace('models = ["anthropic:claude-haiku-4-5"]', 'models = ["extractive"]'))
+    run = tmp_path / "run"
+    assert main(["run", str(spec), "--out", str(run), "--no-progress"]) == 0
+    before = (run / "units.jsonl").read_bytes()
+    calls = served(_error(401, "authentication_error", "invalid x-api-key"))
+    capsys.readouterr()
+    assert main(["score", str(run), "--scorers", "answer_retention,qa", "--model", "anthropic:claude-haiku-4-5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "re-scoring stopped: anthropic:claude-haiku-4-5: Anthropic API returned 401" in err[0]
+    assert len(calls) == 1 and (run / "units.jsonl").read_bytes() == before
