@@ -410,6 +410,27 @@ class RollingSummarizer:
         return self.format.assemble(system=system, pinned=pinned, active=active, summary=summary,
                                     head=self._head())
 
+    def to_anthropic(self, system: str | None = None) -> tuple[str, list[dict[str, str]]]:
+        """The context as the Anthropic Messages API takes it: ``(system, messages)``::
+
+            system, messages = rs.to_anthropic(system="You are a helpful assistant.")
+            client.messages.create(model="claude-haiku-4-5", max_tokens=1024, system=system,
+                                   messages=messages)
+
+        ``system`` is your system prompt, then the pinned system messages, then a system-role
+        summary (presets whose summary is a system message), joined by blank lines; "" when
+        there is none (pass ``system or anthropic.NOT_GIVEN`` to leave it out). The API wants
+        turns that alternate user/assistant and start with the user, so consecutive turns of
+        one role are merged (blank line between), tool results become user turns headed
+        ``[tool result: NAME]``, an empty text becomes ``(empty message)``, and when the kept
+        history starts with the assistant (often, after a summary) the short user turn
+        ``(The conversation so far follows.)`` goes first. An assistant-role summary (seeds
+        000 and 004) stays an assistant turn, in place.
+        """
+        from rollsum.models.anthropic_model import messages_api
+
+        return messages_api(None, self.context(system=system))
+
     def context_tokens(self, system: str | None = None) -> int:
         extra = self.counter.count(system) + getattr(self.counter, "overhead", 0) if system else 0
         summary = 0 if self._summary_hidden else self._summary_tokens

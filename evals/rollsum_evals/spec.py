@@ -9,6 +9,7 @@ documented in ``docs/sweeps.md``.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -31,7 +32,7 @@ DEFAULT_CONTEXT_WINDOW = 200_000
 
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
              "context_window", "probes", "seeds", "main_model", "qa", "cache", "unit_cache", "limits"}
-_DATASET_KEYS = {"name", "source", "format", "limit"}
+_DATASET_KEYS = {"name", "source", "format", "limit", "questions"}
 _CONFIG_KEYS = {"preset", "memory", "summarizer", "summarizer_params", "label", "params", "grid", "prompts",
                 "models"}
 _PROBE_KEYS = {"ask", "after_turns", "ages", "end"}
@@ -123,7 +124,7 @@ class _Where:
 
 
 def load_spec(path: str | Path, *, model_override: str | None = None,
-              locomo: str | None = None, overrides: Sequence[str] = ()) -> SweepSpec:
+              locomo: str | None = None, overrides: Sequence[str] = (), limit: int | None = None) -> SweepSpec:
     """Read and validate a sweep spec. Every mistake is a ConfigError naming file, line, field."""
     p = Path(path)
     try:
@@ -133,11 +134,13 @@ def load_spec(path: str | Path, *, model_override: str | None = None,
     except OSError as err:
         raise ConfigError(f"{p}: cannot read sweep spec: {err.strerror}") from None
     return parse_spec(text, str(p), model_override=model_override, locomo=locomo,
-                      overrides=overrides)
+                      overrides=overrides, limit=limit)
 
 
 def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = None,
-               locomo: str | None = None, overrides: Sequence[str] = ()) -> SweepSpec:
+               locomo: str | None = None, overrides: Sequence[str] = (), limit: int | None = None) -> SweepSpec:
+    """``limit`` (``--limit N``): at most N conversations per dataset (recorded in the spec).
+    Dataset paths are relative to the spec file (`data_path`); ``locomo`` to the cwd."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -153,9 +156,11 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
 
     for item in overrides:
         apply_override(raw, item, path)
+    if limit is not None:
+        apply_limit(raw, limit)
 
     name = _str(w, raw, "name", default=Path(path).stem)
-    datasets = _datasets(w, raw.get("datasets"), locomo)
+    datasets = _datasets(w, raw.get("datasets"), os.path.abspath(locomo) if locomo else None)
     if locomo:
         raw["locomo"] = locomo
     configs = _configs(w, raw.get("configs"))
@@ -256,6 +261,33 @@ def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None
                           f"(expected one of: {', '.join(known) or 'none'})")
 
 
+def apply_limit(raw: dict[str, Any], limit: int) -> None:
+    """``--limit N``: every dataset to at most N conversations (a smoke run)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigError(f"--limit {limit}: expected a positive number of conversations per dataset")
+    for d in raw.get("datasets") or []:
+        if isinstance(d, dict):
+            own = d.get("limit")
+            d["limit"] = min(own, limit) if isinstance(own, int) and not isinstance(own, bool) else limit
+
+
+def data_path(value: str, spec_path: str) -> str:
+    """A dataset path as written in a spec, resolved against the spec file's directory (so a
+    spec and its data move together; generator specs, hub names and ``@locomo`` stay as they
+    are). The spec's own symbolic links are followed first (evals/sweeps -> rollsum_evals/sweeps)."""
+    from rollsum_evals.data.formats import SYNTH_PREFIX
+    from rollsum_evals.data.hf import HUB_PREFIX
+
+    if value.startswith((SYNTH_PREFIX, HUB_PREFIX)) or value == LOCOMO_PLACEHOLDER:
+        return value
+    path = os.path.expanduser(value)
+    if os.path.isabs(path):
+        return path
+    spec = Path(spec_path)
+    base = spec.resolve().parent if spec.is_file() else spec.parent
+    return os.path.normpath(os.path.abspath(base / path))
+
+
 def _check_keys(w: _Where, prefix: str, table: Mapping[str, Any], allowed: set[str],
                 occurrence: int = 0) -> None:
     for k in table:
@@ -306,16 +338,20 @@ def _datasets(w: _Where, v: Any, locomo: str | None) -> tuple[DatasetSpec, ...]:
             raise w.error(f"datasets[{i}].name", "a name unique in the spec", name, key="name",
                           occurrence=i)
         names.add(name)
-        fmt, limit = d.get("format"), d.get("limit")
+        fmt, limit, questions = d.get("format"), d.get("limit"), d.get("questions")
         if fmt is not None and not isinstance(fmt, str):
             raise w.error(f"datasets[{i}].format", "a loader name", fmt, key="format")
         if limit is not None and (not isinstance(limit, int) or limit <= 0):
             raise w.error(f"datasets[{i}].limit", "a positive integer", limit, key="limit")
+        if questions is not None and (not isinstance(questions, str) or not questions):
+            raise w.error(f"datasets[{i}].questions", "the path of a questions file (.jsonl or .csv)",
+                          questions, key="questions")
         if source == LOCOMO_PLACEHOLDER:
             if not locomo:
                 continue
             source, fmt = locomo, fmt or "locomo"
-        out.append(DatasetSpec(name=name, source=source, format=fmt, limit=limit))
+        out.append(DatasetSpec(name=name, source=data_path(source, w.path), format=fmt, limit=limit,
+                               questions=data_path(questions, w.path) if questions else None))
     if not out:
         raise w.error("datasets", "at least one dataset that is not '@locomo' (or pass --locomo PATH)")
     return tuple(out)
