@@ -11,15 +11,27 @@ nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_existing_virtualenvs = True
 
 
-def _install(session: nox.Session, extras: str = "dev") -> None:
-    """`dev` for tests and lint; sessions that only run the harness need only `harness`."""
+WHAT = {
+    "dev": "the harness (pandas, pyarrow, numpy, datasets, matplotlib, ...) plus pytest, hypothesis, ruff, mypy",
+    "harness": "the harness (pandas, pyarrow, numpy, datasets, matplotlib, nltk, rouge-score, tqdm); "
+               "no test or lint tools",
+    "dev,local": "the dev toolchain plus llama-cpp-python (compiled: about 4 minutes)",
+}
+
+
+def _install(session: nox.Session, extras: str) -> None:
+    """Each session installs only what it runs: `dev` for tests and lint, `harness` for the
+    sessions that run the `rollsum` command. Said before pip starts: on a fresh virtualenv the
+    install is the slow part (a minute or two, several hundred MB), and a silent wait looks hung."""
+    session.log(f"installing rollsum[{extras}]: {WHAT.get(extras, extras)} (first run in this "
+                "virtualenv: 1-2 minutes; reused after)")
     session.install("-e", f".[{extras}]")
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite, offline. Extra pytest arguments pass through: `nox -s tests -- -k seeds`."""
-    _install(session)
+    _install(session, "dev")
     workers = "2" if (os.cpu_count() or 1) > 1 else "0"
     session.run("pytest", "-n", workers, *session.posargs)
 
@@ -28,7 +40,7 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff and mypy over the library, the harness, the tests and the benchmarks (mypy's file
     list is in pyproject.toml)."""
-    _install(session)
+    _install(session, "dev")
     session.run("ruff", "check", "rollsum", "evals", "tests", "benchmarks", "noxfile.py")
     session.run("mypy")
 
@@ -89,8 +101,19 @@ def local(session: nox.Session) -> None:
 
 
 @nox.session
+def peers(session: nox.Session) -> None:
+    """Installs the peers extra (LangChain, LlamaIndex), runs their tests, and the peers sweep
+    (the five presets beside both peer memories, offline) and its report."""
+    _install(session, "harness,dev,peers")
+    session.run("pytest", "tests/evals/peers", *session.posargs)
+    out = os.environ.get("ROLLSUM_OUT", "runs/peers")
+    session.run("rollsum", "run", "evals/sweeps/peers.toml", "--out", out, "--resume")
+    session.run("rollsum", "report", out)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
-    """The benchmarks; each prints a table."""
-    _install(session)
+    """The benchmarks; each prints a table (they need the harness, not the test tools)."""
+    _install(session, "harness")
     for script in ("bench_replay.py", "bench_ledger.py", "bench_models.py", "bench_sweep.py"):
         session.run("python", f"benchmarks/{script}", *session.posargs)

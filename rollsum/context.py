@@ -8,6 +8,7 @@ main model, so they are part of a preset, not an afterthought: one `ContextForma
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -143,6 +144,22 @@ def clip_text(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
     return CLIP_MARKER.format(n=len(text))
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _from_a_boundary(tail: str) -> str:
+    """`tail` (the end of a longer text) from its first whole line, else its first whole
+    sentence, else its first whole word: a cut never leaves half a statement behind."""
+    newline = tail.find("\n")
+    if 0 <= newline < len(tail) - 1:
+        return tail[newline + 1:].lstrip("\n")
+    sentence = _SENTENCE_END.search(tail)
+    if sentence is not None and sentence.end() < len(tail):
+        return tail[sentence.end():]
+    space = tail.find(" ")
+    return tail[space + 1:] if 0 <= space < 40 else tail
+
+
 def append_summary(previous: str, new: str, budget_tokens: int,
                    count: Callable[[str], int]) -> tuple[str, str | None]:
     """`previous` + `new` within `budget_tokens`, cutting the *oldest* previous content first.
@@ -163,10 +180,7 @@ def append_summary(previous: str, new: str, budget_tokens: int,
         return new, f"depth cap: dropped the previous summary ({len(previous)} chars) to fit {budget_tokens} tokens"
     keep = int(len(previous) * room / max(count(previous), 1))
     while keep > 0:
-        cut = previous[len(previous) - keep:]
-        space = cut.find(" ")
-        if 0 <= space < 40:
-            cut = cut[space + 1:]
+        cut = _from_a_boundary(previous[len(previous) - keep:])
         out = APPEND_MARKER + sep + cut + sep + new
         if count(out) <= budget_tokens:
             return out, (f"depth cap: cut the oldest {len(previous) - len(cut)} of {len(previous)} chars "

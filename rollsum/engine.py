@@ -137,6 +137,8 @@ class RollingSummarizer:
     - `lag_turns`: simulate an asynchronous summarizer that lands N turns after the trigger.
     - `rebuild_from_raw`: summarize all covered raw messages again instead of folding the
       previous summary (no drift, more tokens).
+    - `store`: a `Store`, or a spec string for `rollsum.store.open_store` (``"sqlite:chat.db"``,
+      ``"memory"``); default: a fresh in-memory store.
     - `takeover`: claim the conversation in the store even if another live engine holds it
       (only when you know that engine is gone; a dead process's claim is taken over anyway).
     """
@@ -147,7 +149,7 @@ class RollingSummarizer:
         summarizer: Summarizer,
         *,
         counter: TokenCounter | None = None,
-        store: Store | None = None,
+        store: Store | str | None = None,
         context_format: ContextFormat | str = "earlier-heading",
         conversation_id: str | None = None,
         context_window: int = 200_000,
@@ -199,6 +201,10 @@ class RollingSummarizer:
         self.policy = policy
         self.summarizer = summarizer
         self.counter: TokenCounter = counter or HeuristicCounter()
+        if isinstance(store, str):  # a spec string ("sqlite:chat.db", "memory"): see open_store
+            from rollsum.store import open_store
+
+            store = open_store(store)
         self.store: Store = store if store is not None else MemoryStore()
         self.format = get_format(context_format) if isinstance(context_format, str) else context_format
         self.conversation_id = conversation_id or new_id("conv-")
@@ -403,6 +409,27 @@ class RollingSummarizer:
         summary = None if self._summary_hidden else self._summary_msg
         return self.format.assemble(system=system, pinned=pinned, active=active, summary=summary,
                                     head=self._head())
+
+    def to_anthropic(self, system: str | None = None) -> tuple[str, list[dict[str, str]]]:
+        """The context as the Anthropic Messages API takes it: ``(system, messages)``::
+
+            system, messages = rs.to_anthropic(system="You are a helpful assistant.")
+            client.messages.create(model="claude-haiku-4-5", max_tokens=1024, system=system,
+                                   messages=messages)
+
+        ``system`` is your system prompt, then the pinned system messages, then a system-role
+        summary (presets whose summary is a system message), joined by blank lines; "" when
+        there is none (pass ``system or anthropic.NOT_GIVEN`` to leave it out). The API wants
+        turns that alternate user/assistant and start with the user, so consecutive turns of
+        one role are merged (blank line between), tool results become user turns headed
+        ``[tool result: NAME]``, an empty text becomes ``(empty message)``, and when the kept
+        history starts with the assistant (often, after a summary) the short user turn
+        ``(The conversation so far follows.)`` goes first. An assistant-role summary (seeds
+        000 and 004) stays an assistant turn, in place.
+        """
+        from rollsum.models.anthropic_model import messages_api
+
+        return messages_api(None, self.context(system=system))
 
     def context_tokens(self, system: str | None = None) -> int:
         extra = self.counter.count(system) + getattr(self.counter, "overhead", 0) if system else 0

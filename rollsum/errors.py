@@ -9,6 +9,7 @@ validation errors are not (retrying a model that returned malformed output tends
 from __future__ import annotations
 
 import sqlite3
+import sys
 from enum import StrEnum
 
 
@@ -31,6 +32,7 @@ class ErrorKind(StrEnum):
     TIMEOUT = "timeout"
     RATE_LIMIT = "rate_limit"
     SERVER = "server"
+    AUTH = "auth"  # 401/403: the key is wrong or lacks permission; no retry and no later call can help
     CLIENT = "client"  # other 4xx: our request is wrong, retrying will not help
     MALFORMED = "malformed"  # the model answered, but not in the shape we asked for
     EMPTY = "empty"
@@ -96,6 +98,9 @@ def classify_exception(err: BaseException) -> SummarizeError:
         return SummarizeError.from_model_error(err)
     name = type(err).__name__
     text = f"{name}: {err}" if str(err) else name
+    sdk_kind = _sdk_kind(err)
+    if sdk_kind is not None:
+        return SummarizeError(text, transport=sdk_kind.retryable, kind=sdk_kind)
     if isinstance(err, TimeoutError):
         return SummarizeError(text, transport=True, kind=ErrorKind.TIMEOUT)
     if isinstance(err, ConnectionError):
@@ -106,3 +111,23 @@ def classify_exception(err: BaseException) -> SummarizeError:
     if isinstance(err, OSError):
         return SummarizeError(text, transport=True, kind=ErrorKind.CONNECTION)
     return SummarizeError(text, transport=False, kind=ErrorKind.OTHER)
+
+
+def _sdk_kind(err: BaseException) -> ErrorKind | None:
+    """The kind of an `anthropic` SDK exception raised by a model that did not map it (a custom
+    model calling the SDK itself). The SDK is only consulted when it is already imported: an
+    SDK exception cannot exist otherwise, and this module stays free of the import."""
+    sdk = sys.modules.get("anthropic")
+    if sdk is None:
+        return None
+    if isinstance(err, sdk.AuthenticationError | sdk.PermissionDeniedError):
+        return ErrorKind.AUTH
+    if isinstance(err, sdk.APITimeoutError):
+        return ErrorKind.TIMEOUT
+    if isinstance(err, sdk.APIConnectionError):
+        return ErrorKind.CONNECTION
+    if isinstance(err, sdk.RateLimitError):
+        return ErrorKind.RATE_LIMIT
+    if isinstance(err, sdk.InternalServerError):
+        return ErrorKind.SERVER
+    return None

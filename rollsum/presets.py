@@ -7,6 +7,12 @@ everywhere, so `context_window` given to token-ratio sets the policy's window *a
 engine's (and with it the summary's 10 % share), and `reserved_output_tokens` given to
 budget-rule-based shrinks both the trim budget and the summary's share. A sweep can vary any
 parameter with one flat dictionary, and a typo is an error, not a silently ignored key.
+
+Components are looked up in their registries, so a new one is reachable without touching this
+module: ``policy="NAME"`` swaps the trigger for any policy in `rollsum.policies.POLICIES` (the
+preset keeps its format and summarizer), ``summarizer="NAME"`` picks any summarizer in
+`rollsum.summarizers` 's registry or names one by import path (``"pkg.mod:MySummarizer"``),
+with ``summarizer_params={...}`` for its constructor (conventions: `rollsum.plugins`).
 """
 
 from __future__ import annotations
@@ -17,16 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from rollsum import policies
 from rollsum.errors import ConfigError
-from rollsum.policies import (
-    BudgetTrim,
-    CountAndTokens,
-    EvictionWindow,
-    FullContext,
-    SinceLast,
-    TokenRatio,
-    Truncate,
-)
 from rollsum.summarizers.base import Summarizer
 
 if TYPE_CHECKING:
@@ -34,6 +32,8 @@ if TYPE_CHECKING:
     from rollsum.models.base import Model
 
 SummarizerKind = Literal["prompted", "structured", "extractive"]
+BUILTIN_KINDS: tuple[str, ...] = ("prompted", "structured", "extractive")
+"""The summarizers a preset shapes with its own defaults (prompt, transcript, output length)."""
 MODEL_SUMMARIZER_PARAMS = ("prompt", "max_output_tokens", "transcript_budget", "transcript_overflow",
                            "filter_noise", "max_message_chars")
 EXTRACTIVE_PARAMS = ("merge", "conversational")
@@ -47,7 +47,8 @@ class Preset:
     name: str
     seed: str
     description: str
-    policy: type
+    policy: str
+    """The trigger, by its name in `rollsum.policies.POLICIES`."""
     context_format: str
     prompt: str | None
     model_summarizer: SummarizerKind
@@ -76,34 +77,34 @@ PRESETS: dict[str, Preset] = {
         Preset("count-and-tokens", "000",
                "more than 30 messages AND the oldest 20 over 15,000 tokens; keeps the last 10; "
                "rolling third-person summary as a bracketed assistant message",
-               CountAndTokens, "bracketed-assistant", "count-and-tokens/v1", "prompted",
+               "count-and-tokens", "bracketed-assistant", "count-and-tokens/v1", "prompted",
                max_output_tokens=1024, guard_when_given=True),
         Preset("since-last", "001",
                ">= 20 messages since the last summary, outside the verbatim window of 10; "
                "summary under '## Earlier in this conversation' before recent history",
-               SinceLast, "earlier-heading", "since-last/v1", "prompted",
+               "since-last", "earlier-heading", "since-last/v1", "prompted",
                engine={"max_summary_tokens": 600}, max_output_tokens=500, guard_when_given=True),
         Preset("budget-rule-based", "002",
                "over budget: drop by priority and summarize what was dropped (rule-based by "
                "default); system message '[Previous Conversation Summary]', <= 10% of budget",
-               BudgetTrim, "system-summary", "budget-rule-based/v1", "prompted", fallback="extractive",
+               "budget-rule-based", "system-summary", "budget-rule-based/v1", "prompted", fallback="extractive",
                extractive={"merge": "append"}, max_output_tokens=500,
                summarizer={"max_message_chars": 1000}),
         Preset("token-ratio", "003",
                "tokens/window >= 0.8 with hysteresis 0.7, cooldown 4, emergency >= 1.0; folds up to "
                "depth 3, then appends (oldest summary text cut); keeps the last 6 (down to 2); "
                "structured JSON summary as a tagged system message",
-               TokenRatio, "tagged-system", "structured/v1", "structured", max_output_tokens=1024,
+               "token-ratio", "tagged-system", "structured/v1", "structured", max_output_tokens=1024,
                summarizer={"filter_noise": True, "transcript_budget": 8000,
                            "transcript_overflow": "trim-oldest"}),
         Preset("evict-window", "004",
                "head + tail window; the evicted middle is summarized once >= 10 messages were "
                "evicted since the last summary; '[Conversation Summary]' between head and tail",
-               EvictionWindow, "head-summary-tail", "evict-window/v1", "prompted", max_output_tokens=1024),
+               "evict-window", "head-summary-tail", "evict-window/v1", "prompted", max_output_tokens=1024),
         Preset("full-context", "-", "baseline: never summarize, never drop",
-               FullContext, "plain", None, "extractive", baseline=True),
+               "full-context", "plain", None, "extractive", baseline=True),
         Preset("truncate", "-", "baseline: keep only the newest N messages (keep=20)",
-               Truncate, "plain", None, "extractive", baseline=True),
+               "truncate", "plain", None, "extractive", baseline=True),
     )
 }
 
@@ -136,38 +137,61 @@ def _resolve_model(model: Any) -> Model | None:
 
 
 def make_summarizer(preset: Preset, model: Model | None, params: Mapping[str, Any],
-                    kind: SummarizerKind | None = None) -> Summarizer:
-    from rollsum.summarizers import ExtractiveSummarizer, PromptedSummarizer, StructuredSummarizer
+                    kind: str | None = None, extra: Mapping[str, Any] | None = None,
+                    context_window: int | None = None) -> Summarizer:
+    """The preset's summarizer, or `kind` (a registry name or an import path) instead.
+
+    A built-in kind is shaped by the preset (prompt, transcript handling, output length) and
+    takes the flat overrides in `params`; any other summarizer takes `extra` (the
+    ``summarizer_params`` override) and the `rollsum.plugins` conventions (model, counter,
+    context_window) its constructor names.
+    """
+    from rollsum import summarizers
 
     kind = kind or (preset.model_summarizer if model is not None else "extractive")
     p = dict(params)
+    if kind not in BUILTIN_KINDS:
+        counter = {"counter": p["counter"]} if p.get("counter") is not None else {}
+        return summarizers.create(kind, model, context_window=context_window, **counter, **(extra or {}))
     if kind == "extractive":
         for key in MODEL_SUMMARIZER_PARAMS:
             p.pop(key, None)
-        return ExtractiveSummarizer(**{**preset.extractive, **p})
+        return summarizers.create("extractive", **{**preset.extractive, **p, **(extra or {})})
     if model is None:
         raise ConfigError(f"the {kind} summarizer needs a model (e.g. anthropic:claude-haiku-4-5 or fake:mode=json)")
     for key in EXTRACTIVE_PARAMS:
         p.pop(key, None)
-    p = {**preset.summarizer, **p}
+    p = {**preset.summarizer, **p, **(extra or {})}
     p.setdefault("prompt", preset.prompt or "since-last/v1")
     p.setdefault("max_output_tokens", preset.max_output_tokens)
-    if kind == "structured":
-        if p["prompt"] == preset.prompt and preset.model_summarizer != "structured":
-            p["prompt"] = "structured/v1"
-        return StructuredSummarizer(model, **p)
-    return PromptedSummarizer(model, **p)
+    if kind == "structured" and p["prompt"] == preset.prompt and preset.model_summarizer != "structured":
+        p["prompt"] = "structured/v1"
+    return summarizers.create(kind, model, **p)
 
 
 def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
           **overrides: Any) -> RollingSummarizer:
     preset = get(name)
-    policy_fields = {f.name for f in dataclasses.fields(preset.policy) if f.init}
+    policy_name = overrides.pop("policy", None)
+    if policy_name is not None and preset.baseline:
+        raise ConfigError(f"preset {name} is a baseline (it never summarizes); it takes no policy override")
+    policy_cls = policies.get(policy_name or preset.policy)
+    policy_fields = {f.name for f in dataclasses.fields(policy_cls) if f.init}
     engine_fields = _engine_params(engine_cls)
     policy_kw: dict[str, Any] = {}
     engine_kw: dict[str, Any] = dict(preset.engine)
     summ_kw: dict[str, Any] = {}
-    kind: SummarizerKind | None = overrides.pop("summarizer", None)
+    kind: str | None = overrides.pop("summarizer", None)
+    extra = overrides.pop("summarizer_params", None)
+    if kind is not None and not isinstance(kind, str):
+        raise ConfigError(f"preset {name}: summarizer: expected a summarizer name or an import path, got {kind!r}")
+    if extra is not None and not isinstance(extra, Mapping):
+        raise ConfigError(f"preset {name}: summarizer_params: expected a table of parameters, got {extra!r}")
+    plugged = kind is not None and kind not in BUILTIN_KINDS
+    shaped = sorted(k for k in overrides if k in SUMMARIZER_PARAMS)
+    if plugged and shaped:
+        raise ConfigError(f"preset {name}: {', '.join(shaped)} shape the built-in summarizers, not "
+                          f"{kind}; give its parameters in summarizer_params")
     fallback_opt = overrides.pop("fallback", preset.fallback)
     for key, value in overrides.items():
         owners = 0
@@ -187,12 +211,11 @@ def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
                                   "window with different values; give one of them")
             engine_kw[alias] = value
         if not owners:
-            valid = sorted(policy_fields | set(SUMMARIZER_PARAMS) | engine_fields | {"summarizer", "fallback"})
+            valid = sorted(policy_fields | set(SUMMARIZER_PARAMS) | engine_fields
+                           | {"summarizer", "summarizer_params", "policy", "fallback"})
             raise ConfigError(f"preset {name}: unknown parameter {key!r}; valid: {', '.join(valid)}")
-    if kind is not None and kind not in ("prompted", "structured", "extractive"):
-        raise ConfigError(f"summarizer must be prompted, structured or extractive, got {kind!r}")
     try:
-        policy = preset.policy(**policy_kw)
+        policy = policy_cls(**policy_kw)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"preset {name}: {err}") from None
     # a value the policy holds by default (reserved_output_tokens, max_summary_tokens) is the
@@ -210,7 +233,8 @@ def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
     counter = engine_kw.get("counter")
     if counter is not None:
         summ_kw.setdefault("counter", counter)
-    summarizer = make_summarizer(preset, resolved, summ_kw, kind)
+    window = engine_kw.get("context_window") or inspect.signature(engine_cls).parameters["context_window"].default
+    summarizer = make_summarizer(preset, resolved, summ_kw, kind, extra, window)
     if fallback_opt == "extractive" and (resolved is not None and kind != "extractive"):
         fb_kw = {k: v for k, v in summ_kw.items() if k in ("merge", "conversational", "counter")}
         engine_kw["fallback"] = make_summarizer(preset, None, fb_kw, "extractive")

@@ -26,6 +26,7 @@ from rollsum_evals import scoring
 from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
 from rollsum_evals.replay import MeteredModel, Text, Trace
 from rollsum_evals.run import provenance
+from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
 from rollsum_evals.run.models import ModelBuilder, ModelFactory, cache_path_for, close_model
 from rollsum_evals.run.unit import redact_text_lines, score_trace
 from rollsum_evals.rundir.format import EVENTS, SUMMARIES, rescored_manifest, table_columns
@@ -83,9 +84,11 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
     texts = {tid: Text(r["role"], r.get("name"), r["content"]) for tid, r in rd.texts().items()}
     wants_model = "model" in scoring.needs(plan.scorers)
     factory: ModelBuilder | None = None
+    guarded: ModelBuilder | None = None
     if wants_model:
         factory = models or ModelFactory(cache_path=cache_path_for(
             str((manifest.get("cache") or {}).get("mode") or "user"), rd.path))
+        guarded = GuardedBuilder(factory)  # a refused key stops at the first call, not per Unit
     secrets = env_secrets()
     results: list[ScoredLines] = []
     errors = 0
@@ -101,8 +104,8 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
             trace = Trace.from_record(rec, conv.messages, texts, summaries.get(uid, []), events.get(uid, []))
             answerer = metered = None
             try:
-                if factory is not None and trace.status == "ok":
-                    answerer = factory(plan.model)
+                if guarded is not None and trace.status == "ok":
+                    answerer = guarded(plan.model)
                     metered = MeteredModel(answerer) if answerer is not None else None
                 urow, prows = score_trace(unit, conv, trace, plan, metered,
                                           normalized=normalized.setdefault((unit.dataset, conv.id), {}))
@@ -111,6 +114,8 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
             errors += urow["status"] != "ok"
             results.append(ScoredLines(probes=redact_text_lines(lines(prows), secrets),
                                        units=redact_text_lines(lines([urow]), secrets)))
+    except SweepStop as stop:  # nothing was rewritten yet: the run is as it was
+        raise SweepStopped(f"re-scoring stopped: {stop.cause}; {rd.path} is unchanged") from None
     finally:
         if isinstance(factory, ModelFactory):
             factory.close()

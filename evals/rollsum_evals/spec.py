@@ -9,6 +9,7 @@ documented in ``docs/sweeps.md``.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -16,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollsum import presets
 from rollsum.errors import ConfigError
 from rollsum_evals.data.pinned import DatasetSpec
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.spec_components import preset_or_memory, summarizer_params, with_components
 from rollsum_evals.units import canonical_json
 
 LOCOMO_PLACEHOLDER = "@locomo"
@@ -31,8 +32,9 @@ DEFAULT_CONTEXT_WINDOW = 200_000
 
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
              "context_window", "probes", "seeds", "main_model", "qa", "cache", "unit_cache", "limits"}
-_DATASET_KEYS = {"name", "source", "format", "limit"}
-_CONFIG_KEYS = {"preset", "label", "params", "grid", "prompts", "models"}
+_DATASET_KEYS = {"name", "source", "format", "limit", "questions"}
+_CONFIG_KEYS = {"preset", "memory", "summarizer", "summarizer_params", "label", "params", "grid", "prompts",
+                "models"}
 _PROBE_KEYS = {"ask", "after_turns", "ages", "end"}
 _QA_KEYS = {"model", "judge"}
 _LIMIT_KEYS = {"requests_per_minute"}
@@ -41,11 +43,15 @@ _LIMIT_KEYS = {"requests_per_minute"}
 @dataclass(frozen=True, slots=True)
 class ConfigSpec:
     preset: str
+    """A preset name, or a memory's import path (``memory = "pkg.mod:MyMemory"``); a
+    ``summarizer`` override travels in `params` (see `rollsum_evals.plugins`)."""
     params: Mapping[str, Any] = field(default_factory=dict)
     grid: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     label: str | None = None
     prompts: tuple[str, ...] | None = None
     models: tuple[str, ...] | None = None
+    code: str = ""
+    """Fingerprint of the components the config names by import path ("" for none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +79,11 @@ class SweepSpec:
     path: str = ""
 
     def sha256(self) -> str:
-        return hashlib.sha256(canonical_json(self.raw).encode("utf-8")).hexdigest()
+        """The spec's identity for resume: its content, and the code of the components it names
+        by import path (a run is not continued by an edited memory or summarizer)."""
+        codes = [c.code for c in self.configs if c.code]
+        payload = {"spec": self.raw, "code": codes} if codes else self.raw
+        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
     @property
     def scoring(self) -> ScoringPlan:
@@ -102,16 +112,19 @@ class _Where:
                 seen += 1
         return None
 
+    def location(self, key: str, occurrence: int = 0) -> str:
+        line = self.line_of(key, occurrence)
+        return f"{self.path}:{line}" if line else self.path
+
     def error(self, fieldname: str, expected: str, got: Any = None, *, key: str | None = None,
               occurrence: int = 0) -> ConfigError:
-        line = self.line_of(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence)
-        loc = f"{self.path}:{line}" if line else self.path
+        loc = self.location(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence)
         got_s = "" if got is None else f", got {got!r}"
         return ConfigError(f"{loc}: field '{fieldname}': expected {expected}{got_s}")
 
 
 def load_spec(path: str | Path, *, model_override: str | None = None,
-              locomo: str | None = None, overrides: Sequence[str] = ()) -> SweepSpec:
+              locomo: str | None = None, overrides: Sequence[str] = (), limit: int | None = None) -> SweepSpec:
     """Read and validate a sweep spec. Every mistake is a ConfigError naming file, line, field."""
     p = Path(path)
     try:
@@ -121,11 +134,13 @@ def load_spec(path: str | Path, *, model_override: str | None = None,
     except OSError as err:
         raise ConfigError(f"{p}: cannot read sweep spec: {err.strerror}") from None
     return parse_spec(text, str(p), model_override=model_override, locomo=locomo,
-                      overrides=overrides)
+                      overrides=overrides, limit=limit)
 
 
 def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = None,
-               locomo: str | None = None, overrides: Sequence[str] = ()) -> SweepSpec:
+               locomo: str | None = None, overrides: Sequence[str] = (), limit: int | None = None) -> SweepSpec:
+    """``limit`` (``--limit N``): at most N conversations per dataset (recorded in the spec).
+    Dataset paths are relative to the spec file (`data_path`); ``locomo`` to the cwd."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -141,9 +156,11 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
 
     for item in overrides:
         apply_override(raw, item, path)
+    if limit is not None:
+        apply_limit(raw, limit)
 
     name = _str(w, raw, "name", default=Path(path).stem)
-    datasets = _datasets(w, raw.get("datasets"), locomo)
+    datasets = _datasets(w, raw.get("datasets"), os.path.abspath(locomo) if locomo else None)
     if locomo:
         raw["locomo"] = locomo
     configs = _configs(w, raw.get("configs"))
@@ -160,6 +177,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     for v in windows:
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise w.error("context_window", "a positive integer or a list of them", v)
+    configs = with_components(w, configs, raw["configs"], models, windows)
     probes = _probes(w, raw.get("probes", {}))
     seeds_v = raw.get("seeds", [0])
     seeds = tuple(seeds_v) if isinstance(seeds_v, list) else (seeds_v,)
@@ -228,7 +246,7 @@ def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None
     configs = raw.get("configs")
     matched = 0
     for cfg in configs if isinstance(configs, list) else []:
-        if isinstance(cfg, dict) and selector in (cfg.get("preset"), cfg.get("label")):
+        if isinstance(cfg, dict) and selector in (cfg.get("preset"), cfg.get("label"), cfg.get("memory")):
             params = cfg.setdefault("params", {})
             grid = cfg.get("grid")
             if isinstance(grid, dict):
@@ -241,6 +259,33 @@ def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None
                         if c.get(k)} if isinstance(configs, list) else set())
         raise ConfigError(f"{path}: --set {item!r}: no config with preset or label {selector!r} "
                           f"(expected one of: {', '.join(known) or 'none'})")
+
+
+def apply_limit(raw: dict[str, Any], limit: int) -> None:
+    """``--limit N``: every dataset to at most N conversations (a smoke run)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigError(f"--limit {limit}: expected a positive number of conversations per dataset")
+    for d in raw.get("datasets") or []:
+        if isinstance(d, dict):
+            own = d.get("limit")
+            d["limit"] = min(own, limit) if isinstance(own, int) and not isinstance(own, bool) else limit
+
+
+def data_path(value: str, spec_path: str) -> str:
+    """A dataset path as written in a spec, resolved against the spec file's directory (so a
+    spec and its data move together; generator specs, hub names and ``@locomo`` stay as they
+    are). The spec's own symbolic links are followed first (evals/sweeps -> rollsum_evals/sweeps)."""
+    from rollsum_evals.data.formats import SYNTH_PREFIX
+    from rollsum_evals.data.hf import HUB_PREFIX
+
+    if value.startswith((SYNTH_PREFIX, HUB_PREFIX)) or value == LOCOMO_PLACEHOLDER:
+        return value
+    path = os.path.expanduser(value)
+    if os.path.isabs(path):
+        return path
+    spec = Path(spec_path)
+    base = spec.resolve().parent if spec.is_file() else spec.parent
+    return os.path.normpath(os.path.abspath(base / path))
 
 
 def _check_keys(w: _Where, prefix: str, table: Mapping[str, Any], allowed: set[str],
@@ -293,16 +338,20 @@ def _datasets(w: _Where, v: Any, locomo: str | None) -> tuple[DatasetSpec, ...]:
             raise w.error(f"datasets[{i}].name", "a name unique in the spec", name, key="name",
                           occurrence=i)
         names.add(name)
-        fmt, limit = d.get("format"), d.get("limit")
+        fmt, limit, questions = d.get("format"), d.get("limit"), d.get("questions")
         if fmt is not None and not isinstance(fmt, str):
             raise w.error(f"datasets[{i}].format", "a loader name", fmt, key="format")
         if limit is not None and (not isinstance(limit, int) or limit <= 0):
             raise w.error(f"datasets[{i}].limit", "a positive integer", limit, key="limit")
+        if questions is not None and (not isinstance(questions, str) or not questions):
+            raise w.error(f"datasets[{i}].questions", "the path of a questions file (.jsonl or .csv)",
+                          questions, key="questions")
         if source == LOCOMO_PLACEHOLDER:
             if not locomo:
                 continue
             source, fmt = locomo, fmt or "locomo"
-        out.append(DatasetSpec(name=name, source=source, format=fmt, limit=limit))
+        out.append(DatasetSpec(name=name, source=data_path(source, w.path), format=fmt, limit=limit,
+                               questions=data_path(questions, w.path) if questions else None))
     if not out:
         raise w.error("datasets", "at least one dataset that is not '@locomo' (or pass --locomo PATH)")
     return tuple(out)
@@ -316,16 +365,11 @@ def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
         if not isinstance(c, dict):
             raise w.error(f"configs[{i}]", "a table", c, key="configs")
         _check_keys(w, f"configs[{i}].", c, _CONFIG_KEYS, occurrence=i)
-        preset = c.get("preset")
-        if not isinstance(preset, str) or not preset:
-            raise w.error(f"configs[{i}].preset", "a preset name", preset, key="configs",
-                          occurrence=i)
-        if preset not in presets.names():
-            raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
-                          key="preset", occurrence=i)
+        preset = preset_or_memory(w, v, i)
         params = c.get("params", {})
         if not isinstance(params, dict):
             raise w.error(f"configs[{i}].params", "a table of overrides", params, key="params")
+        params = summarizer_params(w, v, i, dict(params))
         grid = c.get("grid", {})
         if not isinstance(grid, dict):
             raise w.error(f"configs[{i}].grid", "a table of lists", grid, key="grid")

@@ -12,14 +12,13 @@ they pickle, so the executor can be threads, processes, or (later) a distributed
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from rollsum.errors import ConfigError
-from rollsum_evals import components
+from rollsum_evals import components, plugins
 
 if TYPE_CHECKING:
     from rollsum_evals.spec import ConfigSpec, SweepSpec
@@ -37,6 +36,7 @@ class Unit:
     """The configuration's label, unique in the run (not part of the id: it depends on what
     else the sweep varies)."""
     preset: str
+    """A preset name, or the import path of the memory replayed (`rollsum_evals.plugins`)."""
     params_json: str
     prompt: str
     model: str
@@ -66,12 +66,15 @@ def unit_hash(payload: Mapping[str, Any]) -> str:
 
 def replay_identity(dataset: str, conversation_id: str, dataset_hash: str, preset: str,
                     params: Mapping[str, Any], prompt: str, model: str, seed: int,
-                    context_window: int) -> str:
-    """The Unit id: a hash of exactly what the replay depends on."""
-    return unit_hash({"dataset": dataset, "conversation_id": conversation_id,
-                      "dataset_hash": dataset_hash, "preset": preset, "params": dict(params),
-                      "prompt": prompt, "model": model, "seed": seed,
-                      "context_window": context_window})
+                    context_window: int, code: str = "") -> str:
+    """The Unit id: a hash of exactly what the replay depends on. `code` fingerprints the
+    components named by import path (absent for presets, whose code the run fingerprints)."""
+    payload = {"dataset": dataset, "conversation_id": conversation_id,
+               "dataset_hash": dataset_hash, "preset": preset, "params": dict(params),
+               "prompt": prompt, "model": model, "seed": seed, "context_window": context_window}
+    if code:
+        payload["code"] = code
+    return unit_hash(payload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,7 @@ class Variant:
     prompt: str
     model: str
     context_window: int
+    code: str = ""
 
 
 def _fmt(v: Any) -> str:
@@ -91,33 +95,33 @@ def _fmt(v: Any) -> str:
 
 
 def variants(spec: SweepSpec) -> list[Variant]:
-    """Configurations × grids × prompts × models × windows, with labels unique in the run."""
-    raw: list[tuple[ConfigSpec, dict[str, Any], str, str, int]] = []
+    """Configurations × grids × prompts × models × windows, with labels unique in the run.
+
+    A baseline, or a component that takes no model (`rollsum_evals.plugins.takes_model`), is
+    not multiplied by the models; only the built-in model summarizers are by the prompts."""
+    raw: list[tuple[ConfigSpec, dict[str, Any], str, str, int, bool]] = []
     for cfg in spec.configs:
-        keys = sorted(cfg.grid)
-        combos = itertools.product(*(cfg.grid[k] for k in keys)) if keys else [()]
-        for combo in combos:
-            params = {**cfg.params, **dict(zip(keys, combo))}
-            baseline = components.is_baseline(cfg.preset)
-            models = ("extractive",) if baseline else (cfg.models or spec.models)
+        for params in plugins.combinations(cfg.params, cfg.grid):
+            fixed = components.is_baseline(cfg.preset) or not plugins.takes_model(cfg.preset, params)
+            models = ("extractive",) if fixed else (cfg.models or spec.models)
             for model in models:
-                no_prompt = baseline or components.is_builtin(model)
+                no_prompt = fixed or components.is_builtin(model) or not plugins.takes_prompt(cfg.preset, params)
                 prompts = ("",) if no_prompt else (cfg.prompts or spec.prompts)
                 for prompt in prompts:
                     for cw in spec.context_windows:
-                        raw.append((cfg, params, prompt, model, cw))
+                        raw.append((cfg, params, prompt, model, cw, fixed))
     vary_prompt = len({r[2] for r in raw if r[2]}) > 1
-    vary_model = len({r[3] for r in raw if not components.is_baseline(r[0].preset)}) > 1
+    vary_model = len({r[3] for r in raw if not r[5]}) > 1
     vary_window = len(spec.context_windows) > 1
     out: list[Variant] = []
     seen: dict[str, int] = {}
-    for cfg, params, prompt, model, cw in raw:
-        base = cfg.label or cfg.preset
-        parts = [f"{k}={_fmt(v)}" for k, v in sorted(params.items())
+    for cfg, params, prompt, model, cw, fixed in raw:
+        base = cfg.label or plugins.base_label(cfg.preset)
+        parts = [f"{k}={_fmt(plugins.label_value(k, v))}" for k, v in sorted(params.items())
                  if cfg.label is None or k in cfg.grid]
         if vary_prompt and prompt:
             parts.append(f"prompt={prompt}")
-        if vary_model and not components.is_baseline(cfg.preset):
+        if vary_model and not fixed:
             parts.append(f"model={model}")
         if vary_window:
             parts.append(f"window={cw}")
@@ -128,7 +132,7 @@ def variants(spec: SweepSpec) -> list[Variant]:
         else:
             seen[label] = 1
         out.append(Variant(label=label, preset=cfg.preset, params=params, prompt=prompt,
-                           model=model, context_window=cw))
+                           model=model, context_window=cw, code=cfg.code))
     return out
 
 
@@ -146,7 +150,7 @@ def expand(spec: SweepSpec, datasets: Mapping[str, tuple[str, Sequence[str]]]) -
             for cid in conv_ids:
                 for seed in spec.seeds:
                     uid = replay_identity(ds.name, cid, dhash, var.preset, var.params, var.prompt,
-                                          var.model, seed, var.context_window)
+                                          var.model, seed, var.context_window, var.code)
                     units.append(Unit(
                         unit_id=uid, dataset=ds.name, conversation_id=cid, dataset_hash=dhash,
                         config=var.label, preset=var.preset, params_json=params_json,

@@ -14,7 +14,7 @@ import os
 import re
 import time
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anthropic
@@ -23,6 +23,7 @@ from anthropic.types import model_param
 from rollsum.errors import ConfigError, ErrorKind, MissingCredentials, ModelError
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.redact import redact
+from rollsum.types import Message
 
 log = logging.getLogger(__name__)
 
@@ -73,16 +74,23 @@ def accepts_temperature(model: str) -> bool:
 
 
 def to_messages_api(request: CompletionRequest) -> tuple[str, list[dict[str, str]]]:
-    """Turn a provider-neutral request into the Messages API's (system, messages).
+    """A provider-neutral request as the Messages API's (system, messages): `messages_api`."""
+    return messages_api(request.system, request.messages)
+
+
+def messages_api(system: str | None, messages: Sequence[Message]) -> tuple[str, list[dict[str, str]]]:
+    """Messages as the Messages API wants them: ``(system, messages)``.
 
     The API wants strictly alternating turns that start with ``user`` and keeps the system
-    prompt out of the list, so: system-role messages join the system prompt, tool results are
-    user turns, consecutive same-role turns are merged, and a short user turn is prepended when
-    the history starts with the assistant.
+    prompt out of the list, so: system-role messages join the system prompt (blank line
+    between), tool results are user turns (``[tool result: NAME]`` then the text), consecutive
+    same-role turns are merged (blank line between), an empty text becomes a placeholder (the
+    API refuses empty text), and a short user turn is prepended when the history starts with
+    the assistant.
     """
-    system_parts = [request.system] if request.system else []
+    system_parts = [system] if system else []
     turns: list[dict[str, str]] = []
-    for m in request.messages:
+    for m in messages:
         if m.role == "system":
             system_parts.append(m.content)
             continue
@@ -112,6 +120,16 @@ def _retry_after(headers: Any) -> float | None:
         return None
 
 
+def _api_message(err: anthropic.APIStatusError) -> str:
+    """The API's own one-line message (``error.message`` of the body) rather than the SDK's
+    "Error code: 401 - {...}" rendering of the whole body."""
+    body = err.body
+    inner = body.get("error") if isinstance(body, dict) else None
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str) and inner["message"].strip():
+        return str(inner["message"])
+    return str(err.message)
+
+
 def classify_error(err: BaseException) -> ModelError:
     """Map an SDK (or decoding) exception to a `ModelError` with the right kind."""
     if isinstance(err, ModelError):
@@ -122,7 +140,7 @@ def classify_error(err: BaseException) -> ModelError:
         return ModelError(f"cannot reach the Anthropic API: {err}", ErrorKind.CONNECTION)
     if isinstance(err, anthropic.APIStatusError):
         status = err.status_code
-        detail = redact(str(err.message))
+        detail = redact(_api_message(err))
         retry_after = _retry_after(err.response.headers)
         if status == 429:
             kind = ErrorKind.RATE_LIMIT
@@ -130,6 +148,8 @@ def classify_error(err: BaseException) -> ModelError:
             kind = ErrorKind.TIMEOUT
         elif status >= 500 or status == 409:
             kind = ErrorKind.SERVER
+        elif status in (401, 403):  # a bad key or a key without access: no retry can help
+            kind = ErrorKind.AUTH
         elif status == 413 or "prompt is too long" in detail.lower():
             kind = ErrorKind.OVERFLOW
         else:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rollsum.errors import ConfigError
 from rollsum.policies.base import Action, Decision, Policy, WindowState, policy_params
 from rollsum.policies.baselines import FullContext, Truncate
@@ -17,21 +15,19 @@ POLICIES: dict[str, type] = {
     cls.name: cls
     for cls in (CountAndTokens, SinceLast, BudgetTrim, TokenRatio, EvictionWindow, FullContext, Truncate)
 }
+"""What presets (`Preset.policy`) and the ``policy=`` override read: a policy registered here is
+reachable by name from `RollingSummarizer.from_preset` and from a sweep's ``params``."""
 
 
-def create(name: str, **params: Any) -> Policy:
+def get(name: str) -> type:
+    """The policy class registered under `name`."""
     try:
-        cls = POLICIES[name]
+        return POLICIES[name]
     except KeyError:
         raise ConfigError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}") from None
-    try:
-        policy: Policy = cls(**params)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"policy {name}: {err}") from None
-    return policy
 
 
 __all__ = [
     "POLICIES", "Action", "BudgetTrim", "CountAndTokens", "Decision", "EvictionWindow", "FullContext",
-    "Policy", "SinceLast", "TokenRatio", "Truncate", "WindowState", "create", "policy_params",
+    "Policy", "SinceLast", "TokenRatio", "Truncate", "WindowState", "get", "policy_params",
 ]

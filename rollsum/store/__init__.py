@@ -3,7 +3,7 @@
 `MemoryStore` for replays, tests and benchmarks; `SQLiteStore` when summaries must outlive the
 process. Both implement `Store` with identical rules (shared contract tests), so choosing one
 is a deployment decision, never a behavioural one. `open_store` turns a user-facing spec string
-(CLI flag, sweep spec field) into a store.
+(``RollingSummarizer(store="sqlite:chat.db")``, ``from_preset(..., store=...)``) into a store.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ __all__ = ["MemoryStore", "SQLiteStore", "Store", "StoredMessage", "open_store"]
 
 
 def open_store(spec: str) -> Store:
-    """``"memory"`` -> `MemoryStore`; ``"sqlite:PATH"`` or a bare path -> `SQLiteStore`.
+    """``"memory"`` (or ``"memory:"``) -> `MemoryStore`; ``"sqlite:PATH"`` or a bare path -> `SQLiteStore`.
 
     ``"sqlite::memory:"`` opens a private in-memory SQLite database (useful to exercise the
     SQL path without a file).
@@ -25,7 +25,7 @@ def open_store(spec: str) -> Store:
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"store: expected 'memory', 'sqlite:PATH' or a file path, got {spec!r}")
     spec = spec.strip()
-    if spec == "memory":
+    if spec in ("memory", "memory:"):
         return MemoryStore()
     path = spec.removeprefix("sqlite:")
     if not path:

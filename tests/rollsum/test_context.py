@@ -31,3 +31,15 @@ def test_append_summary_keeps_the_newest_and_cuts_the_oldest_visibly() -> None:
     assert whole == "a short story.\n\n" + new and none is None
     only_new, dropped = append_summary(old, new, count(new) + 2, count)
     assert only_new == new and dropped is not None and "dropped" in dropped
+
+
+def test_append_summary_cuts_whole_lines_never_half_a_statement() -> None:
+    old = "\n".join(f"[{i} May 2023] Caroline: fact number {i} is about the garden party plans." for i in range(1, 40))
+    new = "[9 June 2023] Melanie: the newest span."
+    text, _ = append_summary(old, new, 200, count)
+    kept = text.split("\n\n")[1].splitlines()
+    assert kept and all(line.startswith("[") and line.endswith("plans.") for line in kept)
+    assert kept[-1].startswith("[39 May")  # the newest old lines stay
+    prose = " ".join(f"Sentence {i} says the budget was {i}00 euros." for i in range(60))
+    text, _ = append_summary(prose, new, 150, count)
+    assert text.split("\n\n")[1].startswith("Sentence ")  # a whole sentence, not its middle

@@ -155,3 +155,27 @@ def test_a_storage_failure_before_storing_raises_and_changes_nothing() -> None:
     with pytest.raises(Exception, match="duplicate message id"):
         rs.add(Message("user", "again", id="a"))
     assert len(rs.messages) == 1
+
+
+def _sdk_error(status: int) -> Exception:
+    """What the anthropic SDK raises for `status`, built the way the SDK builds it."""
+    import anthropic
+    import httpx2
+
+    request = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
+    response = httpx2.Response(status, request=request, json={"type": "error", "error": {"message": "no"}})
+    cls = {401: anthropic.AuthenticationError, 403: anthropic.PermissionDeniedError,
+           429: anthropic.RateLimitError}[status]
+    return cls("no", response=response, body=None)
+
+
+@pytest.mark.parametrize(("status", "kind", "tries"), [(401, "auth", 1), (403, "auth", 1), (429, "rate_limit", 3)])
+def test_sdk_errors_raised_raw_by_a_custom_model_are_classified(status: int, kind: str, tries: int) -> None:
+    """A model that calls the SDK itself and lets its exceptions out: a refused key is not
+    retried (no retry can fix it), a 429 is."""
+    model = Recording(FakeModel("scripted", script=[_sdk_error(status)]))
+    rs = RollingSummarizer.from_preset("since-last", model, retries=2, sleep=lambda s: None)
+    events = run_until_trigger(rs)
+    assert len(model.requests) == tries
+    assert events[-1].kind == "failure" and events[-1].error_kind == kind
+    assert len(rs.messages) == 20

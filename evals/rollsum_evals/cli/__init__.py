@@ -26,6 +26,8 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "rollsum_evals.cli.score_cmd",
     "rollsum_evals.cli.data_cmd",
     "rollsum_evals.cli.report_cmd",
+    "rollsum_evals.cli.init_cmd",
+    "rollsum_evals.cli.list_cmd",
 )
 HARNESS_EXTRA = "harness"
 HARNESS_MODULES: frozenset[str] = frozenset({

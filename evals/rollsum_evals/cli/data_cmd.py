@@ -60,16 +60,23 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                         "and what was expected.")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--format", default=None, help="jsonl, chat, locomo, hf (default: guessed)")
+    p.add_argument("--questions", metavar="Q", default=None,
+                   help="also check a questions sidecar (.jsonl or .csv) against the chat")
     p.add_argument("--strict", action="store_true", help="warnings are errors; stop at the first error")
     _limit_args(p)
     p.set_defaults(func=cmd_validate)
 
-    p = dsub.add_parser("convert", help="convert a dataset to canonical JSONL or a Hugging Face directory",
-                        description="Read any supported format and write canonical JSONL (default) or a "
-                        "Hugging Face dataset directory (--to hf).")
+    p = dsub.add_parser("convert", help="convert between canonical JSONL, chat exports and Hugging Face",
+                        description="Read any supported format and write canonical JSONL (default), a "
+                        "Hugging Face dataset directory (--to hf), or a chat export (--to openai, anthropic, "
+                        "sharegpt; .json or .jsonl by OUT's extension). Export formats have no place for "
+                        "probes: they go to a questions sidecar beside OUT (<OUT>.questions.jsonl).")
     p.add_argument("--from", dest="from_format", default=None, metavar="FORMAT",
                    help="jsonl, chat, locomo, hf, synth (default: guessed)")
-    p.add_argument("--to", dest="to_format", choices=("jsonl", "hf"), default="jsonl")
+    p.add_argument("--to", dest="to_format", choices=("jsonl", "hf", "openai", "anthropic", "sharegpt"),
+                   default="jsonl")
+    p.add_argument("--questions", metavar="Q", default=None,
+                   help="attach a questions sidecar (.jsonl or .csv) to IN as probes")
     p.add_argument("--strict", action="store_true", help="fail on the first bad record instead of skipping")
     p.add_argument("input", metavar="IN")
     p.add_argument("output", metavar="OUT")
@@ -80,6 +87,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                         description="Counts by role and probe category; tokens by the chars/4 heuristic.")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--format", default=None)
+    p.add_argument("--questions", metavar="Q", default=None, help="count a questions sidecar's questions too")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _limit_args(p)
     p.set_defaults(func=cmd_stats)
@@ -138,6 +146,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from rollsum_evals.data import validate
 
     report = validate(args.file, strict=args.strict, format=args.format, limits=_limits(args))
+    if args.questions and report.ok:
+        report.issues.extend(question_issues(args.file, args.questions, args.format, _limits(args),
+                                             strict=args.strict))
     for issue in report.issues:
         print(f"{issue.severity}: {issue}", file=sys.stderr if issue.severity == "error" else sys.stdout)
     verdict = "ok" if report.ok else "invalid"
@@ -146,45 +157,99 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_USAGE
 
 
+def question_issues(chat: str, questions: str, fmt: str | None, limits: Any, *, strict: bool = False) -> list[Any]:
+    """Every problem of a questions sidecar against its chat, plus a warning for each answer the
+    scorers could never find (not in the chat, as answer_retention normalises text)."""
+    from rollsum_evals.data import load
+    from rollsum_evals.data.sidecar import check, read_rows
+    from rollsum_evals.data.validate import Issue
+
+    convs, issues = check(load(chat, fmt, limits=limits), read_rows(questions, limits=limits))
+    issues += unfindable_answers(convs, questions)
+    if strict:
+        issues = [Issue(i.file, i.line, i.conversation_id, i.field, i.expected, "error") for i in issues]
+    return issues
+
+
+def unfindable_answers(convs: Any, file: str) -> list[Any]:
+    """A warning per probe whose answer appears nowhere in its conversation: answer_retention
+    looks for the answer in the context, so even full context would count it lost."""
+    from rollsum_evals.data.validate import Issue
+    from rollsum_evals.scoring.text import contains, normalize_text
+
+    out = []
+    for conv in convs:
+        if not conv.probes:
+            continue
+        text = normalize_text("\n".join(m.content for m in conv.messages))
+        for p in conv.probes:
+            if p.category != "adversarial" and not contains(text, p.answer):
+                out.append(Issue(file, None, conv.id,
+                                 f"probe {p.id}", f"answer {p.answer!r} appears nowhere in the chat: "
+                                 "answer_retention will count it lost even with full context "
+                                 "(use the chat's own words)", "warning"))
+    return out
+
+
 @_user_errors
 def cmd_convert(args: argparse.Namespace) -> int:
-    from rollsum_evals.data import iter_conversations
     from rollsum_evals.data.jsonl import write_jsonl
 
     if os.path.abspath(args.input) == os.path.abspath(args.output):
         from rollsum.errors import ConfigError
 
         raise ConfigError(f"{args.output}: output must differ from the input")
-    convs = iter_conversations(args.input, args.from_format, strict=args.strict, limits=_limits(args))
+    convs = _conversations(args)
     with _progress(None, "convert", "conv") as bar:
         def counted() -> Any:
             for c in convs:
                 bar.update(1)
                 yield c
 
+        side = None
         if args.to_format == "hf":
             from rollsum_evals.data import hf
 
             conversations = list(counted())
             hf.save(conversations, args.output)
             n = len(conversations)
-        else:
+        elif args.to_format == "jsonl":
             n = write_jsonl(counted(), args.output)
+        else:
+            from rollsum_evals.data.convert import write_export
+
+            n, side = write_export(counted(), args.output, args.to_format)
     print(f"wrote {n} conversation(s) to {args.output} ({args.to_format})")
+    if side is not None:
+        print(f"wrote their questions to {side} (a questions sidecar: `rollsum init {args.output} "
+              f"--questions {side}`)")
     return EXIT_OK
+
+
+def _conversations(args: argparse.Namespace) -> Any:
+    """The input's conversations, streamed; loaded whole and given its probes with --questions."""
+    from rollsum_evals.data import iter_conversations
+
+    convs = iter_conversations(args.input, getattr(args, "from_format", None) or getattr(args, "format", None),
+                               strict=getattr(args, "strict", False), limits=_limits(args))
+    if getattr(args, "questions", None):
+        from rollsum_evals.data.sidecar import attach
+
+        return attach(list(convs), args.questions, limits=_limits(args))
+    return convs
 
 
 @_user_errors
 def cmd_stats(args: argparse.Namespace) -> int:
     from rollsum.tokens import HeuristicCounter
-    from rollsum_evals.data import iter_conversations
 
     counter = HeuristicCounter()
     roles: Counter[str] = Counter()
     cats: Counter[str] = Counter()
     convs = msgs = tokens = refs = 0
     longest = 0
-    for conv in iter_conversations(args.file, args.format, limits=_limits(args)):
+    args.input = args.file
+    for conv in _conversations(args):
         convs += 1
         msgs += len(conv.messages)
         longest = max(longest, len(conv.messages))

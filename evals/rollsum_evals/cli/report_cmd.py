@@ -8,6 +8,7 @@ printed in one line by the dispatcher).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +100,14 @@ def _positive(value: int, flag: str) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from rollsum_evals.report import write_report
+    from rollsum_evals.rundir.status import run_banner
 
     path = write_report(args.run, args.out, history=args.history,
                         n_resamples=_positive(args.resamples, "--resamples"), thresholds=thresholds_from(args))
-    print(path)
+    banner = run_banner(args.run)
+    if banner:
+        print(f"warning: {banner}", file=sys.stderr)
+    print(Path(path).resolve())
     return 0
 
 

@@ -1,4 +1,8 @@
-"""`rollsum run SPEC` and `rollsum demo`: run a sweep into a run directory (and report it)."""
+"""`rollsum run SPEC` and `rollsum demo`: run a sweep into a run directory (and report it).
+
+SPEC is a file or the name of a bundled spec (`rollsum_evals.bundled`). The last line printed
+is always an absolute path (the run directory, or the demo's report), so scripts can take it.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +13,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rollsum.errors import ConfigError
+
 log = logging.getLogger(__name__)
 
-QUICKSTART = "quickstart.toml"
+QUICKSTART = "quickstart"
 
 
 def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     run = sub.add_parser("run", help="replay a sweep spec into a run directory",
                          description="Replay every conversation of a sweep spec through every "
                          "configuration, score it, and write a run directory (docs/run-format.md).")
-    run.add_argument("spec", help="sweep spec (TOML), e.g. evals/sweeps/thresholds.toml")
+    run.add_argument("spec", help="sweep spec (TOML file), or the name of a bundled spec such as "
+                     "thresholds (`rollsum list`)")
+    run.add_argument("--out", metavar="DIR", help="run directory (default: runs/<spec>-<time>)")
     _common(run)
     run.add_argument("--resume", action="store_true",
-                     help="continue a killed or budget-stopped run in --out (same spec)")
+                     help="continue a killed or budget-stopped run in --out (same spec and options)")
+    run.add_argument("--retry-errors", action="store_true",
+                     help="re-run only the failed Units of the run in --out (status error, or summaries "
+                     "that failed against a real API), then finish it like --resume")
     run.add_argument("--model", metavar="SPEC",
                      help="summarizer model for every config, e.g. anthropic:claude-haiku-4-5")
     run.add_argument("--max-cost-usd", type=float, metavar="X",
@@ -40,14 +51,18 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     demo = sub.add_parser("demo", help="the offline quickstart sweep and its report",
                           description="Run the quickstart sweep (offline, synthetic data, all "
                           "seven presets) and write its report; prints the report's path last.")
+    demo.add_argument("--out", metavar="DIR", help="directory for the run (DIR/run) and its report "
+                      "(DIR/report); default runs/quickstart-<time> and reports/<that name>")
     _common(demo)
     demo.set_defaults(func=cmd_demo)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", metavar="DIR", help="run directory (default: runs/<spec>-<time>)")
     p.add_argument("--jobs", type=int, default=4, metavar="N", help="Units run concurrently (default 4)")
-    p.add_argument("--locomo", metavar="PATH", help="locomo10.json: adds LoCoMo where the spec asks for it")
+    p.add_argument("--limit", type=int, metavar="N", default=None,
+                   help="at most N conversations per dataset (a quick smoke run; recorded in the spec)")
+    p.add_argument("--locomo", metavar="PATH", help="locomo10.json (relative to the current directory): adds "
+                   "LoCoMo where the spec asks for it")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -55,15 +70,41 @@ def _default_out(name: str) -> Path:
     return Path("runs") / f"{name}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
-def _run(spec_path: str | Path, args: argparse.Namespace, *, resume: bool = False,
-         model: str | None = None, max_cost: float | None = None, executor: str = "auto") -> Any:
+def _latest_run(name: str) -> Path | None:
+    runs = sorted(Path("runs").glob(f"{name}-*"), key=lambda p: p.name)
+    return next((p for p in reversed(runs) if (p / "manifest.json").exists()), None)
+
+
+def _out_for(spec_name: str, args: argparse.Namespace, continuing: str | None) -> Path:
+    """--out, or a fresh default. Continuing a run (--resume, --retry-errors) without --out
+    would silently start a new one: refused, naming the directory it would have used."""
+    if args.out:
+        return Path(args.out)
+    out = _default_out(spec_name)
+    if continuing:
+        latest = _latest_run(spec_name)
+        hint = f"; the latest run of this spec is {latest} (--out {latest})" if latest else ""
+        raise ConfigError(f"{continuing} needs --out RUN, the run directory to continue: without it this "
+                          f"would start a new run in {out}{hint}")
+    return out
+
+
+def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = None, resume: bool = False,
+         retry_errors: bool = False, model: str | None = None, max_cost: float | None = None,
+         executor: str = "auto") -> Any:
     from rollsum_evals.run import run_sweep
     from rollsum_evals.spec import load_spec
 
     spec = load_spec(spec_path, model_override=model, locomo=args.locomo,
-                     overrides=getattr(args, "overrides", None) or ())
-    out = Path(args.out) if args.out else _default_out(spec.name)
-    result = run_sweep(spec, out, jobs=args.jobs, resume=resume, executor=executor,
+                     overrides=getattr(args, "overrides", None) or (), limit=args.limit)
+    continuing = "--retry-errors" if retry_errors else "--resume" if resume else None
+    out = out or _out_for(spec.name, args, continuing)
+    if retry_errors:
+        from rollsum_evals.run.retry import forget_failed
+
+        n = forget_failed(out, spec)
+        print(f"{n} failed unit(s) in {out} to run again")
+    result = run_sweep(spec, out, jobs=args.jobs, resume=resume or retry_errors, executor=executor,
                        max_cost_usd=max_cost, progress=not args.no_progress and sys.stderr.isatty(),
                        unit_cache=False if getattr(args, "no_unit_cache", False) else None)
     print(f"{result.done}/{result.total} units in {result.run_dir} "
@@ -78,20 +119,29 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, resume: bool = Fals
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    result = _run(args.spec, args, resume=args.resume, model=args.model, max_cost=args.max_cost_usd,
-                  executor=args.executor)
-    print(result.run_dir)
+    from rollsum_evals.bundled import find_spec
+
+    result = _run(find_spec(args.spec), args, resume=args.resume, retry_errors=args.retry_errors,
+                  model=args.model, max_cost=args.max_cost_usd, executor=args.executor)
+    print(Path(result.run_dir).resolve())
     return int(result.exit_code)
 
 
 def quickstart_path() -> Path:
-    return Path(__file__).resolve().parent.parent / "sweeps" / QUICKSTART
+    from rollsum_evals.bundled import bundled_specs
+
+    return bundled_specs()[QUICKSTART]
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from rollsum_evals.report import write_report
 
-    result = _run(quickstart_path(), args)
-    path = write_report(result.run_dir, Path("reports") / result.run_dir.name)
-    print(path)
+    if args.out:
+        run_dir, report_dir = Path(args.out) / "run", Path(args.out) / "report"
+    else:
+        run_dir = _default_out(QUICKSTART)
+        report_dir = Path("reports") / run_dir.name
+    result = _run(quickstart_path(), args, out=run_dir)
+    path = write_report(result.run_dir, report_dir)
+    print(Path(path).resolve())
     return int(result.exit_code)

@@ -1,9 +1,19 @@
-"""Chat exports: `{"messages": [{role, content}, ...]}` per JSONL line, or a JSON array of them.
+"""The ``chat`` loader: chat exports in the shapes people have them, JSON or JSONL.
 
-Exports from chat apps and fine-tuning sets vary in small ways (ShareGPT's `conversations` with
-`from`/`value`, content as a list of text parts, `human`/`gpt` roles); those are mapped onto the
-four roles. Ids are assigned (`<conversation>:<index>`) when a message has none, so probes and
-summaries can point at messages. Exports carry no probes.
+Accepted, one conversation or many:
+
+- a JSON array of messages ``[{"role": ..., "content": ...}, ...]`` (one conversation);
+- a JSON array of such arrays (one conversation each);
+- an object with ``messages`` (OpenAI; Anthropic with a top-level ``system``) or
+  ``conversations`` (ShareGPT, ``from``/``value``), alone or in a JSON array;
+- JSONL: one message per line (the file is one conversation), or one array or conversation
+  object per line.
+
+The shape is decided once, from the first record, and every later record must have it: a line
+of another shape is one error naming its line and what was expected (never a silent switch to
+another reading of the file). Messages are normalised by `rollsum_evals.data.exports`; a
+conversation object's own ``probes`` (or ``questions``) are read by the questions-sidecar
+rules (`rollsum_evals.data.sidecar`), never dropped.
 """
 
 from __future__ import annotations
@@ -12,107 +22,252 @@ import json
 import logging
 import os
 from collections.abc import Iterator
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from rollsum.errors import ConfigError
-from rollsum.types import ROLES, Message, Role
-from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, iter_lines, read_json_bytes
+from rollsum_evals.data.exports import (
+    EXPECTED_SHAPES,
+    ExportError,
+    conversation_parts,
+    describe,
+    is_conversation,
+    is_message,
+    to_conversation_messages,
+)
+from rollsum_evals.data.reader import (
+    DEFAULT_LIMITS,
+    Limits,
+    SkipLog,
+    first_record_line,
+    iter_lines,
+    read_json_bytes,
+)
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.data.validate import Issue, RecordError, check_record
 
 log = logging.getLogger(__name__)
 
-ROLE_ALIASES = {"human": "user", "gpt": "assistant", "bot": "assistant", "ai": "assistant",
-                "model": "assistant", "chatbot": "assistant", "function": "tool", "developer": "system"}
-_MESSAGE_KEYS = ("messages", "conversations", "conversation", "turns")
+Shape = Literal["messages", "object"]
+_HEAD_BYTES = 1 << 16
+_PROBE_KEYS = ("probes", "questions")
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    line: int | None
+    """JSONL line (the first message's, for one message per line); None inside a JSON document."""
+    default_id: str
+    shape: Shape
+    value: Any
+    lines: tuple[int, ...] = ()
+    """One message per line: each message's line, for error messages."""
 
 
 def looks_like_chat(obj: Any) -> bool:
-    return isinstance(obj, dict) and any(isinstance(obj.get(k), list) for k in _MESSAGE_KEYS)
+    """A record the chat loader reads: a conversation object, a message, or an array of them."""
+    return is_conversation(obj) or is_message(obj) or (
+        isinstance(obj, list) and bool(obj) and (is_message(obj[0]) or isinstance(obj[0], list)
+                                                 or is_conversation(obj[0])))
 
 
 def iter_chat(path: str | os.PathLike[str], *, strict: bool = False,
               limits: Limits = DEFAULT_LIMITS) -> Iterator[Conversation]:
     file = os.fspath(path)
-    stem = os.path.splitext(os.path.basename(file))[0]
-    for line, obj in _records(file, limits):
-        if isinstance(obj, Issue):
-            if strict:
-                raise RecordError([obj])
-            log.warning("skipped record: %s", obj)
+    skips = SkipLog(file, log)
+    try:
+        for _line, conv, issues in iter_checked_chat(file, limits=limits):
+            if conv is None:
+                if strict:
+                    raise RecordError(issues)
+                skips.skip(RecordError(issues))
+                continue
+            yield conv
+    finally:
+        skips.close()
+
+
+def iter_checked_chat(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS
+                      ) -> Iterator[tuple[int | None, Conversation | None, list[Issue]]]:
+    """(line, conversation or None, issues) per record: what `rollsum data validate` lists."""
+    file = os.fspath(path)
+    for rec in _records(file, limits):
+        if isinstance(rec, Issue):
+            yield rec.line, None, [rec]
             continue
         try:
-            conv = from_export(obj, default_id=f"{stem}-{line}")
-        except ConfigError as err:
-            issue = Issue(file, line or None, None, "", str(err))
-            if strict:
-                raise RecordError([issue]) from None
-            log.warning("skipped record: %s", issue)
+            conv = _conversation(file, rec)
+        except RecordError as err:
+            yield rec.line, None, err.issues
             continue
-        errors = [i for i in check_record(conv.to_dict(), file=file, line=line or None, limits=limits)
-                  if i.severity == "error"]
-        if errors:
-            if strict:
-                raise RecordError(errors)
-            log.warning("skipped record: %s", errors[0])
-            continue
-        yield conv
+        issues = check_record(conv.to_dict(), file=file, line=rec.line, limits=limits)
+        errors = [i for i in issues if i.severity == "error"]
+        yield rec.line, None if errors else conv, issues
 
 
-def _records(file: str, limits: Limits) -> Iterator[tuple[int, Any]]:
-    """(line, object) pairs: per line for JSONL, per array item (line 0) for a JSON document."""
+def _conversation(file: str, rec: _Record) -> Conversation:
+    try:
+        if rec.shape == "messages":
+            return Conversation(id=rec.default_id, messages=tuple(to_conversation_messages(rec.value, rec.default_id)),
+                                meta={"source": "chat"})
+        cid, key, items, system = conversation_parts(rec.value, rec.default_id)
+        conv = Conversation(id=cid, messages=tuple(to_conversation_messages(items, cid, field=key, system=system)),
+                            meta={"source": "chat", **(rec.value.get("meta") if isinstance(rec.value.get("meta"),
+                                                                                            dict) else {})})
+    except ExportError as err:
+        line = rec.lines[err.index] if rec.lines and err.index is not None else rec.line
+        raise RecordError([Issue(file, line, None, "", str(err))]) from None
+    for pkey in _PROBE_KEYS:
+        if pkey in rec.value:
+            from rollsum_evals.data.sidecar import embedded
+
+            # evidence may name the export's own message ids (a canonical record in a JSON array)
+            aliases = {str(item["id"]): f"{cid}:{i}" for i, item in enumerate(items)
+                       if isinstance(item, dict) and isinstance(item.get("id"), str | int)}
+            conv = embedded(conv, rec.value[pkey], file=file, line=rec.line, key=pkey, aliases=aliases)
+    return conv
+
+
+def _head(file: str) -> bytes:
     with open(file, "rb") as fh:
-        head = fh.read(4096).lstrip()
-    if head.startswith(b"["):
-        try:
-            data = json.loads(read_json_bytes(file, limits.max_json_bytes).decode("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            yield 0, Issue(file, None, None, "", f"invalid JSON: {err} (expected an array of chat exports)")
-            return
-        for item in data:
-            yield 0, item
+        return fh.read(_HEAD_BYTES).removeprefix(b"\xef\xbb\xbf").lstrip()
+
+
+def _stem(file: str) -> str:
+    return os.path.splitext(os.path.basename(file))[0]
+
+
+def _records(file: str, limits: Limits) -> Iterator[_Record | Issue]:
+    """The file's conversations as records, or the Issue that stops or skips one."""
+    head = _head(file)
+    if not head:
+        yield Issue(file, None, None, "", f"the file is empty (expected {EXPECTED_SHAPES})")
         return
+    if head[:1] not in (b"[", b"{"):
+        yield Issue(file, 1, None, "", f"not JSON (expected {EXPECTED_SHAPES})")
+        return
+    if head[:1] == b"{" and _first_line_parses(file, limits):
+        yield from _jsonl_records(file, limits)
+        return
+    try:
+        raw = read_json_bytes(file, limits.max_json_bytes).decode("utf-8-sig")
+        doc = json.loads(raw)
+    except UnicodeDecodeError as err:
+        yield Issue(file, None, None, "", f"invalid UTF-8 at byte {err.start} (expected UTF-8 JSON)")
+        return
+    except json.JSONDecodeError as err:
+        if head[:1] == b"[" and err.msg == "Extra data":  # one array per line: JSONL
+            yield from _jsonl_records(file, limits)
+            return
+        yield Issue(file, err.lineno, None, "", f"invalid JSON at column {err.colno}: {err.msg} "
+                                                f"(expected {EXPECTED_SHAPES})")
+        return
+    yield from _document_records(file, doc)
+
+
+def _first_line_parses(file: str, limits: Limits) -> bool:
+    first = first_record_line(file, limits.max_line_bytes)
+    try:
+        json.loads(first or "")
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def _document_records(file: str, doc: Any) -> Iterator[_Record | Issue]:
+    stem = _stem(file)
+    if is_conversation(doc):
+        yield _Record(None, stem, "object", doc)
+        return
+    if not isinstance(doc, list) or not doc:
+        yield Issue(file, None, None, "", f"expected {EXPECTED_SHAPES}; got {describe(doc)}")
+        return
+    first = doc[0]
+    if is_message(first):
+        yield _Record(None, stem, "messages", doc)
+        return
+    shape: Shape
+    if isinstance(first, list):
+        shape, what = "messages", "an array of messages"
+    elif is_conversation(first):
+        shape, what = "object", 'a conversation object with "messages" or "conversations"'
+    else:
+        yield Issue(file, None, None, "", f"expected {EXPECTED_SHAPES}; got an array whose first item is "
+                                          f"{describe(first)}")
+        return
+    for k, item in enumerate(doc):
+        ok = isinstance(item, list) if shape == "messages" else is_conversation(item)
+        if not ok:
+            yield Issue(file, None, None, f"[{k}]", f"expected {what} like item 0, got {describe(item)}")
+            continue
+        yield _Record(None, f"{stem}-{k + 1}", shape, item)
+
+
+def _jsonl_records(file: str, limits: Limits) -> Iterator[_Record | Issue]:
+    stem = _stem(file)
+    shape: Literal["message", "messages", "object"] | None = None
+    first_line = 0
+    messages: list[Any] = []
+    lines: list[int] = []
+    broken = False
     with open(file, "rb") as fh:
         for ln in iter_lines(fh, limits.max_line_bytes):
             if ln.text is None:
-                yield ln.number, Issue(file, ln.number, None, "", ln.error or "unreadable line")
-            elif ln.text.strip():
-                try:
-                    yield ln.number, json.loads(ln.text)
-                except json.JSONDecodeError as err:
-                    yield ln.number, Issue(file, ln.number, None, "",
-                                           f"invalid JSON at column {err.colno}: {err.msg}")
+                yield Issue(file, ln.number, None, "", ln.error or "unreadable line")
+                broken = broken or shape == "message"
+                continue
+            if not ln.text.strip():
+                continue
+            try:
+                obj = json.loads(ln.text.removeprefix("\ufeff"))
+            except json.JSONDecodeError as err:
+                yield Issue(file, ln.number, None, "", f"invalid JSON at column {err.colno}: {err.msg} "
+                                                       "(expected one JSON value per line)")
+                broken = broken or shape == "message"
+                continue
+            if shape is None:
+                first_line = ln.number
+                if is_message(obj):
+                    shape = "message"
+                elif isinstance(obj, list):
+                    shape = "messages"
+                elif is_conversation(obj):
+                    shape = "object"
+                else:
+                    yield Issue(file, ln.number, None, "", f"expected {EXPECTED_SHAPES}; got {describe(obj)}")
+                    return
+            if shape == "message":
+                if not is_message(obj):
+                    yield Issue(file, ln.number, None, "", f"expected a message object like line {first_line} "
+                                                           f"(the file has one message per line), got {describe(obj)}")
+                    broken = True
+                    continue
+                messages.append(obj)
+                lines.append(ln.number)
+            elif shape == "messages":
+                if not isinstance(obj, list):
+                    yield Issue(file, ln.number, None, "", f"expected an array of messages like line {first_line}, "
+                                                           f"got {describe(obj)}")
+                    continue
+                yield _Record(ln.number, f"{stem}-{ln.number}", "messages", obj)
+            else:
+                if not is_conversation(obj):
+                    yield Issue(file, ln.number, None, "", f"expected a conversation object like line {first_line} "
+                                                           f'(with "messages" or "conversations"), got {describe(obj)}')
+                    continue
+                yield _Record(ln.number, f"{stem}-{ln.number}", "object", obj)
+    if shape == "message" and not broken:
+        yield _Record(first_line, stem, "messages", messages, tuple(lines))
+    elif shape is None:
+        yield Issue(file, None, None, "", f"the file holds no JSON value (expected {EXPECTED_SHAPES})")
 
 
 def from_export(obj: Any, *, default_id: str) -> Conversation:
-    if not looks_like_chat(obj):
-        raise ConfigError("expected an object with a messages array")
-    key = next(k for k in _MESSAGE_KEYS if isinstance(obj.get(k), list))
-    cid = str(obj.get("id") or obj.get("conversation_id") or default_id)
-    messages = []
-    for i, m in enumerate(obj[key]):
-        if not isinstance(m, dict):
-            raise ConfigError(f"field {key}[{i}]: expected an object with role and content")
-        role = m.get("role", m.get("from"))
-        if not isinstance(role, str):
-            raise ConfigError(f"field {key}[{i}].role: missing (expected user, assistant, system or tool)")
-        role = ROLE_ALIASES.get(role.lower(), role.lower())
-        if role not in ROLES:
-            raise ConfigError(f"field {key}[{i}].role: expected one of {', '.join(ROLES)}, got {role!r}")
-        content = m.get("content", m.get("value", m.get("text")))
-        if isinstance(content, list):  # content parts
-            content = "\n".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-        if content is None:
-            content = ""
-        if not isinstance(content, str):
-            raise ConfigError(f"field {key}[{i}].content: expected a string")
-        meta = {k: v for k, v in m.items() if k in ("tool_calls", "tool_call_id")}
-        created = m.get("created_at", m.get("timestamp"))
-        try:
-            messages.append(Message(role=cast(Role, role), content=content, id=str(m.get("id") or f"{cid}:{i}"),
-                                    name=m.get("name") if isinstance(m.get("name"), str) else None,
-                                    created_at=None if created is None else str(created), meta=meta))
-        except (ValueError, TypeError) as err:
-            raise ConfigError(f"field {key}[{i}].role: {err}") from None
-    meta = obj.get("meta") if isinstance(obj.get("meta"), dict) else {}
-    return Conversation(id=cid, messages=tuple(messages), meta={"source": "chat", **meta})
+    """One conversation object or message array, in canonical form (ConfigError if it is not)."""
+    if isinstance(obj, list):
+        rec = _Record(None, default_id, "messages", obj)
+    elif is_conversation(obj):
+        rec = _Record(None, default_id, "object", obj)
+    else:
+        raise ConfigError(f"expected {EXPECTED_SHAPES}; got {describe(obj)}")
+    return _conversation("<export>", rec)

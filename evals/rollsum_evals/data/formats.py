@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from rollsum.errors import ConfigError
-from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits
+from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, first_record_line, read_json_bytes
 from rollsum_evals.data.types import Conversation
 
 SYNTH_PREFIX = "synth:"
@@ -102,34 +102,51 @@ def guess_format(path_or_name: str) -> str:
     if path_or_name.endswith((".parquet", ".arrow")):
         return "hf"
     with open(path_or_name, "rb") as fh:
-        head = fh.read(1 << 16)
+        head = fh.read(1 << 16).removeprefix(b"\xef\xbb\xbf")
     stripped = head.lstrip()
     if stripped.startswith(b"["):
         markers = (b'"qa"', b'"sample_id"', b'"speaker_a"')
         return "locomo" if any(m in head for m in markers) else "chat"
-    if stripped.startswith(b"{"):
-        first = stripped.split(b"\n", 1)[0]
-        try:
-            obj = json.loads(first)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            # a whole-document object (pretty-printed) or a broken line: decide by keys seen
-            if b'"qa"' in head and b'"conversation"' in head:
-                return "locomo"
+    first = first_record_line(path_or_name)
+    if first is None and stripped.startswith(b"{"):
+        return "jsonl"  # an unreadable first line: the canonical reader names it precisely
+    try:
+        obj = json.loads(first) if first is not None else None
+    except json.JSONDecodeError:
+        obj = None
+    if obj is None:
+        # a whole-document object (pretty-printed), a broken line or not JSON at all: LoCoMo by
+        # its keys; a broken line that starts like a canonical record goes to the canonical
+        # reader (it says "truncated JSON" at the line); else the chat loader, whose one-line
+        # error names every accepted shape
+        if b'"qa"' in head and b'"conversation"' in head:
+            return "locomo"
+        line = (first or "").lstrip()
+        if line.startswith('{"id"') and '"messages"' in line and not _parses_whole(path_or_name):
             return "jsonl"
-        if isinstance(obj, dict):
-            if "conversation" in obj and "qa" in obj:
-                return "locomo"
-            msgs = obj.get("messages")
-            first_msg = msgs[0] if isinstance(msgs, list) and msgs else None
-            if "id" in obj and "messages" in obj and ("probes" in obj or "references" in obj or "meta" in obj
-                                                      or (isinstance(first_msg, dict) and "id" in first_msg)
-                                                      or not isinstance(msgs, list)):
-                return "jsonl"
-            from rollsum_evals.data.chat import looks_like_chat
+        return "chat"
+    if isinstance(obj, dict) and "conversation" in obj and "qa" in obj:
+        return "locomo"
+    return "jsonl" if is_canonical(obj) else "chat"
 
-            if looks_like_chat(obj):
-                return "chat"
-    return "jsonl"
+
+def _parses_whole(path: str) -> bool:
+    try:
+        json.loads(read_json_bytes(path, DEFAULT_LIMITS.max_json_bytes))
+    except (ValueError, ConfigError):
+        return False
+    return True
+
+
+def is_canonical(obj: Any) -> bool:
+    """The canonical format is a conversation whose messages carry ids (so probes can point at
+    them); anything else with messages is a chat export. Decided on the first record only, so a
+    file is never read half one way and half another."""
+    if not isinstance(obj, dict) or "messages" not in obj or not isinstance(obj.get("id"), str) or not obj["id"]:
+        return False
+    msgs = obj["messages"]
+    return not isinstance(msgs, list) or all(isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]
+                                             for m in msgs)
 
 
 def iter_conversations(path_or_name: str | os.PathLike[str], format: str | None = None, *,

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from rollsum.types import Message
-from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits
+from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, SkipLog
 from rollsum_evals.data.types import Conversation, Probe
 from rollsum_evals.data.validate import RecordError, iter_checked
 from rollsum_evals.fileio import atomic_writer
@@ -20,15 +20,18 @@ log = logging.getLogger(__name__)
 def iter_jsonl(path: str | os.PathLike[str], *, strict: bool = False,
                limits: Limits = DEFAULT_LIMITS) -> Iterator[Conversation]:
     """Conversations of a canonical file; a bad record is logged and skipped unless `strict`."""
-    for _line, obj, issues in iter_checked(path, limits=limits):
-        errors = [i for i in issues if i.severity == "error"]
-        if errors or obj is None:
-            if strict:
-                raise RecordError(errors or issues)
-            for issue in errors[:3]:
-                log.warning("skipped record: %s", issue)
-            continue
-        yield Conversation.from_dict(obj)
+    skips = SkipLog(os.fspath(path), log)
+    try:
+        for _line, obj, issues in iter_checked(path, limits=limits):
+            errors = [i for i in issues if i.severity == "error"]
+            if errors or obj is None:
+                if strict:
+                    raise RecordError(errors or issues)
+                skips.skip(RecordError(errors or issues))
+                continue
+            yield Conversation.from_dict(obj)
+    finally:
+        skips.close()
 
 
 def dumps(conv: Conversation) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ class DatasetSpec:
     source: str
     format: str | None = None
     limit: int | None = None
+    questions: str | None = None
+    """A questions sidecar (`rollsum_evals.data.sidecar`) whose rows become probes."""
 
 
 Loader = Callable[[DatasetSpec], Sequence[Conversation]]
@@ -31,7 +34,12 @@ Loader = Callable[[DatasetSpec], Sequence[Conversation]]
 def default_loader(ds: DatasetSpec) -> Sequence[Conversation]:
     from rollsum_evals.data.formats import load
 
-    return load(ds.source, format=ds.format)
+    convs = load(ds.source, format=ds.format)
+    if ds.questions:
+        from rollsum_evals.data.sidecar import attach
+
+        convs = attach(convs, ds.questions)
+    return convs
 
 
 def conversations_hash(convs: Sequence[Conversation]) -> str:
@@ -51,15 +59,23 @@ class Dataset:
     conversations: tuple[Conversation, ...]
 
     def to_manifest(self) -> dict[str, object]:
-        return {"sha256": self.sha256, "source": self.source.source, "format": self.source.format,
-                "limit": self.source.limit, "conversations": len(self.conversations)}
+        out: dict[str, object] = {"sha256": self.sha256, "source": self.source.source,
+                                  "format": self.source.format, "limit": self.source.limit,
+                                  "conversations": len(self.conversations)}
+        if self.source.questions:
+            out["questions"] = self.source.questions
+        return out
 
 
 def load_dataset(ds: DatasetSpec, loader: Loader = default_loader, *, where: str = "") -> Dataset:
+    prefix = f"{where}: " if where else ""
+    for path, what in ((ds.source, "source"), (ds.questions, "questions")):
+        if path and os.path.isabs(path) and not os.path.exists(path):
+            raise ConfigError(f"{prefix}dataset '{ds.name}' {what}: {path}: no such file (paths in a spec "
+                              "are relative to the spec file)")
     convs = list(loader(ds))
     if ds.limit is not None:
         convs = convs[: ds.limit]
-    prefix = f"{where}: " if where else ""
     if not convs:
         raise ConfigError(f"{prefix}dataset '{ds.name}' ({ds.source}) has no conversations")
     ids = [c.id for c in convs]
@@ -75,8 +91,10 @@ def load_pinned(datasets: Mapping[str, Mapping[str, object]], loader: Loader = d
     out: dict[str, Dataset] = {}
     for name, info in datasets.items():
         limit = info.get("limit")
+        questions = info.get("questions")
         src = DatasetSpec(name, str(info["source"]), info.get("format") or None,  # type: ignore[arg-type]
-                            int(limit) if isinstance(limit, int) else None)
+                          int(limit) if isinstance(limit, int) else None,
+                          str(questions) if questions else None)
         ds = load_dataset(src, loader, where=where)
         if ds.sha256 != info.get("sha256"):
             raise ConfigError(f"{where or 'run'}: dataset '{name}' ({src.source}) changed since the run "

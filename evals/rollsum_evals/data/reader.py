@@ -8,6 +8,7 @@ Invalid UTF-8 is reported per line instead of aborting the whole file.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -121,3 +122,48 @@ def _feed(h: hashlib._Hash, path: str | os.PathLike[str]) -> None:
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
+
+
+class SkipLog:
+    """Skipped records of one file, logged without flooding: each kind of problem once (the
+    first of up to three kinds, with its file and line), then one line with the counts. A file
+    of 460 records with the same mistake gives two lines, not 460."""
+
+    SHOWN = 3
+
+    def __init__(self, file: str, logger: logging.Logger) -> None:
+        self.file = file
+        self.log = logger
+        self.count = 0
+        self.kinds: dict[str, int] = {}
+
+    def skip(self, problem: object) -> None:
+        """`problem`: an Issue, or a RecordError (its first issue names the kind)."""
+        first = (getattr(problem, "issues", None) or [problem])[0]
+        kind = f"{getattr(first, 'field', '')}: {getattr(first, 'expected', first)}".lstrip(": ")
+        seen = self.kinds.get(kind, 0)
+        self.kinds[kind] = seen + 1
+        self.count += 1
+        if not seen and len(self.kinds) <= self.SHOWN:
+            self.log.warning("skipped record: %s", problem)
+
+    def close(self) -> None:
+        shown = min(len(self.kinds), self.SHOWN)
+        if self.count > shown:
+            top = sorted(self.kinds.items(), key=lambda kv: -kv[1])[:self.SHOWN]
+            kinds = "; ".join(f"{n} x {k if len(k) <= 100 else k[:99] + '…'}" for k, n in top)
+            self.log.warning("%s: skipped %d records in all (%s%s); `rollsum data validate %s` lists every "
+                             "one", self.file, self.count, kinds, "; ..." if len(self.kinds) > self.SHOWN else "",
+                             self.file)
+
+
+def first_record_line(path: str | os.PathLike[str], max_line_bytes: int = DEFAULT_LIMITS.max_line_bytes) -> str | None:
+    """The first non-blank line, whole (a synthetic conversation's line can be megabytes), or
+    None when it is over the limit or unreadable. What format guessing decides by."""
+    with open(path, "rb") as fh:
+        for ln in iter_lines(fh, max_line_bytes):
+            if ln.text is None:
+                return None
+            if ln.text.strip():
+                return ln.text.removeprefix("\ufeff")
+    return None

@@ -186,6 +186,16 @@ def _check_probes(probes: Any, c: _Collector, limits: Limits, message_ids: set[s
             c.add(f"{f}.stale_answers", "expected an array of strings")
         if "meta" in p and not isinstance(p["meta"], dict):
             c.add(f"{f}.meta", f"expected an object, got {_type(p['meta'])}")
+        elif isinstance(p.get("meta"), dict) and "ask_at" in p["meta"]:
+            _check_ask_at(c, f"{f}.meta.ask_at", p["meta"]["ask_at"], len(message_ids or ()))
+
+
+def _check_ask_at(c: _Collector, where: str, value: Any, n_messages: int) -> None:
+    """A probe's own asking turn (`rollsum_evals.data.sidecar`): a message position or "end"."""
+    if value == "end":
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < max(n_messages, 1):
+        c.add(where, f"expected 'end' or a message position 0-{max(n_messages - 1, 0)}, got {value!r}")
 
 
 def _message_id_list(c: _Collector, where: str, value: Any, message_ids: set[str] | None, *,
@@ -262,6 +272,11 @@ def validate(path: str | os.PathLike[str], strict: bool = False, *, format: str 
     fmt = format or guess_format(file)
     if fmt == "jsonl":
         rows = iter_checked(file, limits=limits)
+    elif fmt == "chat":
+        from rollsum_evals.data.chat import iter_checked_chat
+
+        rows = ((line or 0, None if conv is None else conv.to_dict(), issues)
+                for line, conv, issues in iter_checked_chat(file, limits=limits))
     else:
         rows = _iter_loaded(file, fmt, limits)
     for _line, _obj, issues in rows:

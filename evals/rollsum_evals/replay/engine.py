@@ -1,6 +1,8 @@
 """The seam between the harness and whatever keeps the conversation: an `Engine`.
 
-The default builds `rollsum.RollingSummarizer` from the Unit's preset; tests inject stand-ins.
+The default builds `rollsum.RollingSummarizer` from the Unit's preset, or, when the Unit names
+a memory by import path, adapts that `rollsum.memory.Memory` (`rollsum_evals.replay.memory`);
+tests inject stand-ins.
 A replay only needs to add messages and read the context back, plus a few numbers the trace
 records; `pending` and `summary` are optional (an engine without them records 0).
 """
@@ -42,8 +44,14 @@ EngineFactory = Callable[[Unit, "Model | None", Callable[[SummaryEvent], None]],
 
 def default_engine(unit: Unit, model: Model | None,
                    on_event: Callable[[SummaryEvent], None]) -> Engine:
-    """`RollingSummarizer.from_preset` with the Unit's overrides (unknown ones: ConfigError)."""
-    from rollsum import RollingSummarizer
+    """`RollingSummarizer.from_preset` with the Unit's overrides (unknown ones: ConfigError),
+    or the Unit's memory."""
+    from rollsum import RollingSummarizer, plugins
+
+    if plugins.is_import_path(unit.preset):
+        from rollsum_evals.replay.memory import memory_engine
+
+        return memory_engine(unit, model, on_event)
 
     overrides: dict[str, Any] = dict(unit.params)
     overrides.setdefault("context_window", unit.context_window)

@@ -9,12 +9,12 @@ bounded by the window.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rollsum.models.base import Model
-from rollsum.types import SummaryEvent
+from rollsum.types import Message, SummaryEvent
 from rollsum_evals.data.types import Conversation
-from rollsum_evals.replay.engine import EngineFactory, MeteredModel, default_engine
+from rollsum_evals.replay.engine import Engine, EngineFactory, MeteredModel, default_engine
 from rollsum_evals.replay.trace import ContextEncoder, Trace, TurnRecord, with_ids
 from rollsum_evals.units import Unit
 
@@ -42,6 +42,35 @@ def replay(unit: Unit, conversation: Conversation, *, engine_factory: EngineFact
             made[event.record.id] = current_turn[0]
 
     engine = engine_factory(unit, metered, on_event)
+    try:
+        _feed(engine, messages, trace, current_turn)
+        history, usage, config = list(engine.history), engine.usage, engine.config()
+    finally:
+        close = getattr(engine, "close", None)  # a memory may hold files or connections
+        if callable(close):
+            close()
+    # Records the engine made without announcing them through an event (defensive: the chain
+    # is what fact_survival reads, so it must be complete).
+    for r in history:
+        if r.id not in made:
+            trace.summaries.append(r)
+            trace.summary_turns.append(len(messages) - 1)
+    order = sorted(range(len(trace.summaries)), key=lambda k: (trace.summaries[k].seq, k))
+    trace.summaries = [trace.summaries[k] for k in order]
+    trace.summary_turns = [trace.summary_turns[k] for k in order]
+    trace.usage = usage
+    trace.engine_config = config
+    if metered is not None:
+        trace.model_calls = metered.calls
+        trace.cached_calls = metered.cached_calls
+        trace.latency_s = metered.latency_s
+        trace.paid_usage = metered.paid
+    trace.wall_s = clock() - start
+    return trace
+
+
+def _feed(engine: Engine, messages: Sequence[Message], trace: Trace, current_turn: list[int]) -> None:
+    """Every message, and the context after each (the trace's turns and texts)."""
     encoder = ContextEncoder(messages)
     for i, msg in enumerate(messages):
         current_turn[0] = i
@@ -53,22 +82,4 @@ def replay(unit: Unit, conversation: Conversation, *, engine_factory: EngineFact
             summary_tokens=summary.tokens if summary is not None else 0,
             active_messages=len(engine.messages), pending_messages=len(pending) if pending is not None else 0,
             composition=encoder.encode(engine.context(), i)))
-    # Records the engine made without announcing them through an event (defensive: the chain
-    # is what fact_survival reads, so it must be complete).
-    for r in engine.history:
-        if r.id not in made:
-            trace.summaries.append(r)
-            trace.summary_turns.append(len(messages) - 1)
-    order = sorted(range(len(trace.summaries)), key=lambda k: (trace.summaries[k].seq, k))
-    trace.summaries = [trace.summaries[k] for k in order]
-    trace.summary_turns = [trace.summary_turns[k] for k in order]
     trace.texts = encoder.texts
-    trace.usage = engine.usage
-    trace.engine_config = engine.config()
-    if metered is not None:
-        trace.model_calls = metered.calls
-        trace.cached_calls = metered.cached_calls
-        trace.latency_s = metered.latency_s
-        trace.paid_usage = metered.paid
-    trace.wall_s = clock() - start
-    return trace

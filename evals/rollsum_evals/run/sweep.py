@@ -21,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import socket
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,11 +32,12 @@ from typing import Any
 
 from rollsum.errors import ConfigError, RollsumError
 from rollsum.models.base import Model
-from rollsum.redact import env_secrets, redact_obj
+from rollsum.redact import env_secrets, redact, redact_obj
 from rollsum_evals import components, scoring
 from rollsum_evals.data.pinned import Dataset, Loader, default_loader
 from rollsum_evals.replay import EngineFactory, default_engine
 from rollsum_evals.run import provenance
+from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
 from rollsum_evals.run.budget import Budget
 from rollsum_evals.run.dispatch import Dispatcher
 from rollsum_evals.run.models import (
@@ -264,6 +267,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         "resumed_at": [*previous.get("resumed_at", []), now()] if previous else [],
         "units_total": len(units), "units_done": len(done & unit_ids), "configs": configs,
         "executor": chosen, "executor_requested": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
+        "pid": os.getpid(), "host": socket.gethostname(),  # tells a killed run from a running one
         "cache": {"mode": spec.cache, "path": str(cache_path) if cache_path else None},
         "unit_cache": {"enabled": cache.cache is not None, "path": str(ucache_path) if cache.cache else None,
                        "hits": len(cache.copied), "replay_hits": len(cache.replays),
@@ -281,7 +285,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
                     spent=float(previous.get("spent_usd", 0.0)))
     tally = _Tally(errors=sum(1 for r in cache.copied.values() if r.status == "error"))
     dispatcher = Dispatcher(job_list, concurrency=jobs, executor=chosen, budget=budget,
-                            engine_factory=engine_factory, models=factory, injected_models=models,
+                            engine_factory=engine_factory, models=GuardedBuilder(factory), injected_models=models,
                             cache_path=cache_path, secrets=env_secrets())
 
     from tqdm import tqdm
@@ -299,11 +303,16 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
 
     try:
         dispatcher.run(on_result)
-    except BaseException:
+    except BaseException as err:
         bar.close()
         cache.close()
-        manifest.update(status="interrupted", spent_usd=budget.spent, finished_at=now())
+        stop = err if isinstance(err, SweepStop) else None
+        manifest.update(status=f"stopped: {stop.kind}" if stop else "interrupted", spent_usd=budget.spent,
+                        finished_at=now())
         rd.write_manifest(redact_obj(manifest, env_secrets()))
+        if stop is not None:  # a bad key or no network: one line, exit 2, nothing in flight journaled
+            raise SweepStopped(redact(f"sweep stopped: {stop.cause}; {tally.ran} unit(s) finished before it; "
+                                      f"fix it and continue with --resume --out {rd.path}", env_secrets())) from None
         raise
     bar.close()
     cache.close()

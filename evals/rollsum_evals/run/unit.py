@@ -21,6 +21,7 @@ from rollsum.redact import env_secrets, redact, redact_obj
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.replay import EngineFactory, MeteredModel, Text, Trace, default_engine, replay, with_ids
+from rollsum_evals.run.breaker import GuardedBuilder
 from rollsum_evals.run.models import ModelBuilder, ModelFactory, close_model, deterministic
 from rollsum_evals.rundir.format import probe_rows, table_columns, unit_row
 from rollsum_evals.rundir.journal import ReplayLines, ScoredLines, UnitResult, dumps, lines
@@ -197,7 +198,8 @@ def process_worker(job: Job, cache_path: str | None, engine_factory: EngineFacto
     """Entry point in a worker process: builds its own models (a limiter cannot be shared)."""
     factory = ModelFactory(cache_path=Path(cache_path) if cache_path else None)
     try:
-        result = run_job(job, engine_factory=engine_factory, models=models or factory, secrets=secrets)
+        result = run_job(job, engine_factory=engine_factory, models=GuardedBuilder(models or factory),
+                         secrets=secrets)
     finally:
         factory.close()
     result.cache_stats = factory.stats()

@@ -250,6 +250,9 @@ def _item_counts(codes: Sequence[str]) -> list[int]:
 # ----------------------------------------------------------------------------------------------
 # tables
 
+PARAM_PREFIX = "param_"
+"""``param_<name>``: one units column per parameter any configuration of the run sets."""
+
 _PANDAS_DTYPE = {"int": "int64", "float": "float64", "bool": "bool", "boolean": "boolean"}
 
 
@@ -271,4 +274,43 @@ def frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], sort: Se
             df[c.name] = df[c.name].astype(_PANDAS_DTYPE[c.dtype])  # type: ignore[call-overload]
     if len(df):
         df = df.sort_values([s for s in sort if s in df.columns], kind="mergesort").reset_index(drop=True)
+    return df
+
+
+def units_frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column]) -> pd.DataFrame:
+    """The units table: `frame` plus the grid's parameters as real columns (`param_columns`)."""
+    return param_columns(frame(rows, columns, UNIT_SORT))
+
+
+def param_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Add ``param_<name>`` after ``params`` for every parameter set in any row's ``params``
+    JSON, so a grid can be filtered and plotted without parsing JSON. Typed from the values:
+    nullable integer, float, boolean, or string (other JSON values as JSON text); null where a
+    configuration does not set the parameter (e.g. ``keep_last`` on full-context). Derived on
+    every read and write, never journaled: the journal and the Unit cache stay as they are."""
+    import json
+
+    import pandas as pd
+
+    if "params" not in df.columns or not len(df):
+        return df
+    parsed = {raw: json.loads(raw) if raw else {} for raw in df["params"].unique()}
+    names = sorted({k for p in parsed.values() if isinstance(p, dict) for k in p})
+    at = list(df.columns).index("params") + 1
+    for offset, name in enumerate(names):
+        col = PARAM_PREFIX + name
+        if col in df.columns:
+            continue
+        values = [p.get(name) if isinstance(p, dict) else None for p in (parsed[r] for r in df["params"])]
+        present = [v for v in values if v is not None]
+        if present and all(isinstance(v, bool) for v in present):
+            series = pd.Series(values, dtype="boolean")
+        elif present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+            series = pd.Series(values, dtype="Int64")
+        elif present and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
+            series = pd.Series([None if v is None else float(v) for v in values], dtype="Float64")
+        else:
+            series = pd.Series([None if v is None else v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+                                for v in values], dtype="string")
+        df.insert(at + offset, col, series.array)
     return df

@@ -32,11 +32,11 @@ from rollsum_evals.rundir.format import (
     TRACES,
     TURN_COLUMNS,
     TURN_SORT,
-    UNIT_SORT,
     UNITS_JOURNAL,
     frame,
     schema_from_json,
     turn_rows,
+    units_frame,
 )
 
 
@@ -243,6 +243,16 @@ class RunDir:
         self._text_ids = set(texts)
         return set(units), set(traces)
 
+    def forget(self, unit_ids: set[str]) -> None:
+        """Drop Units from the journals so that a resume runs them again (``--retry-errors``).
+        Their trace lines go first: a crash after that leaves units rows without a trace, which
+        `repair` drops, so a forgotten Unit is always replayed, never only re-scored."""
+        if not unit_ids:
+            return
+        for name in (TRACES, *[n for n in REPLAY_JOURNALS if n != TRACES], PROBES_JOURNAL, UNITS_JOURNAL):
+            self._rewrite_if_changed(name, [r for r in read_jsonl(self.file(name))
+                                            if r.get("unit_id") not in unit_ids])
+
     def _rewrite_if_changed(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         path = self.file(name)
         if not path.exists():
@@ -290,7 +300,7 @@ class RunDir:
         done = {u["unit_id"] for u in units}
         probes = [r for r in read_jsonl(self.file(PROBES_JOURNAL)) if r.get("unit_id") in done]
         turns = [row for uid, rec in self.trace_records().items() if uid in done for row in turn_rows(rec)]
-        for name, df in (("units", frame(units, unit_cols, UNIT_SORT)),
+        for name, df in (("units", units_frame(units, unit_cols)),
                          ("probes", frame(probes, probe_cols, PROBE_SORT)),
                          ("turns", frame(turns, TURN_COLUMNS, TURN_SORT))):
             with atomic_writer(self.file(TABLES[name]), binary=True) as fh:

@@ -26,10 +26,11 @@ from rollsum_evals.rundir.format import (
     TABLES,
     TURN_COLUMNS,
     TURN_SORT,
-    UNIT_SORT,
     frame,
+    param_columns,
     schema_from_json,
     turn_rows,
+    units_frame,
 )
 from rollsum_evals.rundir.journal import RunDir, read_jsonl
 
@@ -138,10 +139,10 @@ def load_run(path: str | Path) -> Run:
     if len(tables) < len(TABLES):
         units = rd.unit_rows()
         done = set(units)
-        tables["units"] = frame(list(units.values()), schema_from_json(schema.get("units")), UNIT_SORT)
+        tables["units"] = units_frame(list(units.values()), schema_from_json(schema.get("units")))
         tables["probes"] = frame([r for r in read_jsonl(rd.file(PROBES_JOURNAL)) if r.get("unit_id") in done],
                                  schema_from_json(schema.get("probes")), PROBE_SORT)
         tables["turns"] = frame([row for uid, rec in rd.trace_records().items() if uid in done
                                  for row in turn_rows(rec)], TURN_COLUMNS, TURN_SORT)
-    return Run(path=rd.path, manifest=manifest, units=tables["units"], probes=tables["probes"],
+    return Run(path=rd.path, manifest=manifest, units=param_columns(tables["units"]), probes=tables["probes"],
                turns=tables["turns"])

@@ -79,14 +79,18 @@ def schedule_asks(probes: Sequence[Probe], messages: Sequence[Message], timing: 
 
     An age the conversation is too short for is skipped rather than clipped to the end, so an
     ``age_turns`` value always means the same thing. A probe without evidence has no age: it
-    is asked once, at the end. Two timings landing on the same turn give one ask.
+    is asked once, at the end. Two timings landing on the same turn give one ask. A probe
+    with its own ``ask_at`` (`own_turn`) is asked there only, whatever the timing.
     """
     last = len(messages) - 1
     index = {m.id: i for i, m in enumerate(messages)}
     asks: list[Ask] = []
     for p in probes:
         ev = max((index[e] for e in p.evidence if e in index), default=-1)
-        if timing.ask == "end" or ev < 0:
+        own = own_turn(p, last)
+        if own is not None:  # the question says when it is asked: that turn only
+            turns = [own] if own >= 0 else []
+        elif timing.ask == "end" or ev < 0:
             turns = [last]
         elif timing.ask == "after":
             turns = [min(ev + timing.after_turns, last)]
@@ -97,3 +101,15 @@ def schedule_asks(probes: Sequence[Probe], messages: Sequence[Message], timing: 
         many = timing.ask == "ages"
         asks += [Ask(f"{p.id}@{t}" if many else p.id, p, t, ev) for t in turns]
     return asks
+
+
+def own_turn(probe: Probe, last: int) -> int | None:
+    """The turn a probe asks to be asked at (``meta["ask_at"]``: a message position or "end",
+    from a questions sidecar), None when it leaves it to the timing; -1 when that turn is not
+    in this conversation."""
+    at = probe.meta.get("ask_at")
+    if at is None:
+        return None
+    if at == "end":
+        return last
+    return at if isinstance(at, int) and not isinstance(at, bool) and 0 <= at <= last else -1

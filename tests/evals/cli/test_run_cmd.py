@@ -28,7 +28,7 @@ def test_run_writes_a_run_directory_and_prints_it_last(tmp_path: Path, capsys: p
     out = tmp_path / "run"
     assert main(["run", str(spec), "--out", str(out), "--jobs", "2", "--no-progress"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[-1] == str(out)
+    assert lines[-1] == str(out.resolve())
     assert (out / "units.parquet").exists() and (out / "manifest.json").exists()
     # the same command again is refused without --resume, and is a no-op with it
     assert main(["run", str(spec), "--out", str(out), "--no-progress"]) == 2
@@ -61,6 +61,8 @@ def test_demo_runs_offline_and_prints_the_report_path_last(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ROLLSUM_CACHE_DIR", str(tmp_path / "cache"))
-    assert main(["demo", "--out", str(tmp_path / "demo"), "--jobs", "2", "--no-progress"]) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert Path(last).exists()
+    assert main(["demo", "--out", "demo", "--jobs", "2", "--no-progress"]) == 0
+    last = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last.is_absolute() and last.exists()
+    assert last.is_relative_to(tmp_path / "demo" / "report")  # under --out, not ./reports
+    assert (tmp_path / "demo" / "run" / "units.parquet").exists() and not (tmp_path / "reports").exists()

@@ -152,3 +152,33 @@ def test_unit_cache_switch_is_a_checked_boolean(tmp_path: Path) -> None:
     p.write_text(p.read_text().replace("unit_cache = false", 'unit_cache = "no"'))
     with pytest.raises(ConfigError, match="unit_cache"):
         load_spec(p)
+
+
+def test_dataset_paths_are_relative_to_the_spec_and_locomo_to_the_cwd(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rollsum_evals.spec import load_spec
+
+    (tmp_path / "project" / "data").mkdir(parents=True)
+    spec = tmp_path / "project" / "s.toml"
+    spec.write_text('[[datasets]]\nname = "mine"\nsource = "data/chat.json"\nquestions = "data/q.jsonl"\n'
+                    '[[datasets]]\nname = "gen"\nsource = "synth:chat?conversations=1"\n'
+                    '[[datasets]]\nname = "locomo"\nsource = "@locomo"\n'
+                    '[[configs]]\npreset = "truncate"\n')
+    monkeypatch.chdir(tmp_path)
+    loaded = load_spec("project/s.toml", locomo="lc/locomo10.json")
+    by = {d.name: d for d in loaded.datasets}
+    assert by["mine"].source == str(tmp_path / "project" / "data" / "chat.json")
+    assert by["mine"].questions == str(tmp_path / "project" / "data" / "q.jsonl")
+    assert by["gen"].source == "synth:chat?conversations=1"
+    assert by["locomo"].source == str(tmp_path / "lc" / "locomo10.json")
+
+
+def test_a_missing_dataset_file_names_the_rule(tmp_path: Path) -> None:
+    from rollsum_evals.data.pinned import load_dataset
+    from rollsum_evals.spec import load_spec
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('[[datasets]]\nname = "mine"\nsource = "chat.json"\n[[configs]]\npreset = "truncate"\n')
+    with pytest.raises(ConfigError, match=r"dataset 'mine' source: .*chat\.json: no such file \(paths in a spec "
+                                          r"are relative to the spec file\)"):
+        load_dataset(load_spec(spec).datasets[0])

@@ -159,7 +159,8 @@ def test_connection_error_is_retryable(sdk_client: MakeClient) -> None:
 @pytest.mark.parametrize(("status", "message", "kind"), [
     (400, "messages: field required", ErrorKind.CLIENT),
     (400, "prompt is too long: 250000 tokens > 200000 maximum", ErrorKind.OVERFLOW),
-    (401, "invalid x-api-key", ErrorKind.CLIENT),
+    (401, "invalid x-api-key", ErrorKind.AUTH),
+    (403, "your key has no access to this model", ErrorKind.AUTH),
     (404, "model not found", ErrorKind.CLIENT),
 ])
 def test_client_errors_are_not_retryable(sdk_client: MakeClient, status: int, message: str,

@@ -1,0 +1,145 @@
+"""LlamaIndex's ``ChatSummaryMemoryBuffer`` (package ``llama-index-core``) as a Memory.
+
+The buffer keeps the newest messages under ``token_limit`` and, when older ones no longer fit,
+asks its LLM (system prompt ``SUMMARIZE_PROMPT``, the transcript as a user message) for a summary
+that replaces them as a system message; it does this when the history is read (``get()``), so
+`ChatSummaryMemory.context` calls ``get()`` once per turn, as a chat engine does before each
+answer. Only the LLM and the tokenizer are rollsum's:
+
+- `RollsumLlamaLLM` is a LlamaIndex ``CustomLLM`` whose ``chat``/``complete`` call
+  ``Model.complete`` (system messages as the request's system prompt, ``max_tokens`` =
+  ``num_output`` = the summary's share of the window);
+- ``tokenizer_fn`` is rollsum's counter (LlamaIndex's default loads a tiktoken encoding, which
+  downloads it), counting a message's overhead too, as the presets do;
+- ``token_limit`` = the window minus the summary's share (the buffer counts the summary once it
+  is in the history, so the share is what keeps buffer plus a new summary inside the window).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from rollsum.models.base import CompletionRequest, Model
+from rollsum.tokens import TokenCounter
+from rollsum.types import Message, SummaryEvent
+from rollsum_evals.peers.base import (
+    ADAPTER,
+    EXTRA_HINT,
+    SUMMARY_SHARE,
+    SummaryLog,
+    answer_tokens,
+    split_budget,
+    versions,
+)
+
+try:
+    from llama_index.core.base.llms.types import (
+        ChatMessage,
+        ChatResponse,
+        CompletionResponse,
+        LLMMetadata,
+        MessageRole,
+    )
+    from llama_index.core.llms import CustomLLM
+    from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
+    from llama_index.core.memory import ChatSummaryMemoryBuffer
+except ImportError as err:  # one line through rollsum.plugins.load
+    raise ImportError(f"{err}; {EXTRA_HINT}") from err
+
+PROMPT_ID = "llama-index:ChatSummaryMemoryBuffer"
+ID_KEY = "rollsum_id"
+
+
+class RollsumLlamaLLM(CustomLLM):
+    """A LlamaIndex LLM answered by a rollsum `Model`."""
+
+    rollsum_model: Any
+    window: int
+    max_tokens: int
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(context_window=self.window, num_output=self.max_tokens,
+                           model_name=str(self.rollsum_model.name), is_chat_model=True)
+
+    def _ask(self, system: str, messages: list[Message]) -> str:
+        completion = self.rollsum_model.complete(CompletionRequest(
+            system=system, messages=messages, max_tokens=self.max_tokens, prompt_id=PROMPT_ID,
+            metadata={"purpose": "peer summary"}))
+        text: str = completion.text
+        return text
+
+    @llm_chat_callback()
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        system = "\n\n".join(str(m.content) for m in messages if m.role == MessageRole.SYSTEM)
+        turns = [Message("assistant" if m.role == MessageRole.ASSISTANT else "user", str(m.content))
+                 for m in messages if m.role != MessageRole.SYSTEM]
+        text = self._ask(system, turns)
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text))
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text=self._ask("", [Message("user", prompt)]))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Iterator[CompletionResponse]:
+        yield self.complete(prompt, formatted=formatted, **kwargs)
+
+
+_ROLES = {"user": MessageRole.USER, "assistant": MessageRole.ASSISTANT, "system": MessageRole.SYSTEM,
+          "tool": MessageRole.TOOL}
+
+
+class ChatSummaryMemory:
+    """``ChatSummaryMemoryBuffer`` at the presets' budget, as a `rollsum.memory.Memory`.
+
+    `summary_share`: the part of the window its summary may take (the rest is its token limit).
+    """
+
+    capabilities = ADAPTER
+    version = versions("llama-index-core")
+
+    def __init__(self, *, model: Model, context_window: int, counter: TokenCounter,
+                 on_event: Callable[[SummaryEvent], None] | None = None,
+                 summary_share: float = SUMMARY_SHARE) -> None:
+        self.buffer_tokens, self.summary_tokens = split_budget(context_window, summary_share)
+        self.counter = counter
+        overhead = int(getattr(counter, "overhead", 0))
+        llm = RollsumLlamaLLM(rollsum_model=model, window=model.context_window,
+                              max_tokens=answer_tokens(self.summary_tokens, counter))
+        # called on one message's text at a time: its tokens plus the per-message overhead
+        self.memory = ChatSummaryMemoryBuffer.from_defaults(
+            llm=llm, token_limit=self.buffer_tokens,
+            tokenizer_fn=lambda text: range(counter.count(text) + overhead))
+        self.log = SummaryLog("llamaindex", counter, model.name, on_event)
+        self._by_id: dict[str, Message] = {}
+        self._order: list[str] = []
+
+    def add(self, message: Message) -> None:
+        if message.id is None:
+            message = message.with_id(f"li{len(self._order)}")
+        self._by_id[message.id or ""] = message
+        self._order.append(message.id or "")
+        self.memory.put(ChatMessage(role=_ROLES[message.role], content=message.content,
+                                    additional_kwargs={ID_KEY: message.id}))
+
+    def context(self) -> list[Message]:
+        """``get()``: summarizes what no longer fits, returns the summary and the buffer."""
+        history = self.memory.get()
+        out: list[Message] = []
+        summary = ""
+        for m in history:
+            original = self._by_id.get(str(m.additional_kwargs.get(ID_KEY)))
+            if original is not None and original.content == m.content:
+                out.append(original)
+            else:
+                summary = str(m.content)
+                out.append(Message("system", summary))
+        kept = [m.id for m in out if m.id is not None]
+        self.log.update(summary, self._order, kept, len(self._order) - 1)
+        return out
+
+    def config(self) -> dict[str, Any]:
+        return {"peer": "llama_index.core.memory.ChatSummaryMemoryBuffer", "versions": self.version,
+                "token_limit": self.buffer_tokens, "summary_max_tokens": self.summary_tokens}

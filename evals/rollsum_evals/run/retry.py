@@ -1,0 +1,38 @@
+"""``--retry-errors``: run the failed Units of a run again, keep the rest.
+
+Failed means a Unit whose row says ``error`` (its replay or its scoring broke), or one whose
+summaries failed against a model that is not deterministic (a real API: a 429 or a dropped
+connection may not happen again). An offline model's failures are results and stay. The
+failed Units are dropped from the journals (`RunDir.forget`) and the run is resumed, which
+replays exactly them; the check that the spec and code match the run comes first, so a refused
+retry forgets nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rollsum.errors import ConfigError
+from rollsum_evals.run.models import deterministic
+from rollsum_evals.run.resume import check_resume
+from rollsum_evals.rundir.journal import RunDir
+from rollsum_evals.spec import SweepSpec
+
+
+def is_failed(row: Mapping[str, Any]) -> bool:
+    if row.get("status") == "error":
+        return True
+    return int(row.get("n_failures") or 0) > 0 and not deterministic(str(row.get("model") or ""))
+
+
+def forget_failed(path: str | Path, spec: SweepSpec) -> int:
+    """Drop the failed Units of the run at `path` from its journals; how many there were."""
+    rd = RunDir(path)
+    if not rd.file("manifest.json").exists():
+        raise ConfigError(f"{rd.path}: no run to retry (no manifest.json): run the spec there first")
+    check_resume(rd, rd.read_manifest(), spec, spec.scoring)
+    failed = {uid for uid, row in rd.unit_rows().items() if is_failed(row)}
+    rd.forget(failed)
+    return len(failed)

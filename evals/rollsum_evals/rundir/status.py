@@ -1,0 +1,61 @@
+"""Whether a run finished, in one line a report can show (a killed run must not look whole).
+
+The manifest's ``status`` is written at the start (``running``), on Ctrl-C (``interrupted``), on
+a stop (``stopped: budget``, ``stopped: <cause>`` for a credential or connection failure) and at
+the end (``complete``). A SIGKILL leaves ``running``; the manifest's ``pid`` and ``host`` tell a
+run that is still going from one that was killed. Counts come from the journal, which is
+current even when the manifest is not.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+FINISHED = "complete"
+
+
+def process_alive(pid: Any, host: Any) -> bool | None:
+    """True/False for a process on this host; None when that cannot be known."""
+    if not isinstance(pid, int) or host != socket.gethostname():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def banner(manifest: Mapping[str, Any], done: int, errors: int, *, alive: bool | None = None) -> str | None:
+    """One line saying a run is not whole (None when it is complete). Pure: `run_banner` reads
+    the inputs from a run directory."""
+    status = str(manifest.get("status") or "running")
+    if status == FINISHED:
+        return None
+    total = int(manifest.get("units_total") or 0)
+    counts = f"{done} of {total} units finished" + (f", {errors} with errors" if errors else "")
+    how = f"`rollsum run {manifest.get('spec_path') or 'SPEC'} --out RUN --resume`"
+    if status == "running":
+        if alive:
+            return f"STILL RUNNING: {counts} so far; the numbers below are partial"
+        return (f"INTERRUPTED (the run stopped without finishing, e.g. it was killed): {counts}; "
+                f"the numbers below are partial; continue it with {how}")
+    if status == "interrupted":
+        return f"INTERRUPTED: {counts}; the numbers below are partial; continue it with {how}"
+    return f"INCOMPLETE ({status}): {counts}; the numbers below are partial; continue it with {how}"
+
+
+def run_banner(path: str | os.PathLike[str]) -> str | None:
+    """`banner` for a run directory (its manifest and its units journal)."""
+    from rollsum_evals.rundir.journal import RunDir
+
+    rd = RunDir(Path(path))
+    manifest = rd.read_manifest()
+    rows = rd.unit_rows()
+    errors = sum(1 for r in rows.values() if r.get("status") == "error")
+    return banner(manifest, len(rows), errors, alive=process_alive(manifest.get("pid"), manifest.get("host")))

@@ -1,0 +1,99 @@
+"""The parts of a sweep spec's ``[[configs]]`` that name components: a preset or a memory, a
+summarizer override, and the check of everything named by import path (`rollsum_evals.plugins`).
+
+Split from `rollsum_evals.spec` (which calls these while it parses) so that the parser stays one
+job: every mistake here is still one line at the config's key, through the parser's `_Where`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from rollsum import presets
+from rollsum.errors import ConfigError
+from rollsum.plugins import is_import_path
+from rollsum_evals import plugins
+
+if TYPE_CHECKING:
+    from rollsum_evals.spec import ConfigSpec, _Where
+
+
+def preset_or_memory(w: _Where, configs: Sequence[Mapping[str, Any]], i: int) -> str:
+    """A config replays a preset or a memory (by import path): exactly one of them."""
+    c = configs[i]
+    memory = c.get("memory")
+    if memory is None:
+        preset = c.get("preset")
+        if not isinstance(preset, str) or not preset:
+            raise w.error(f"configs[{i}].preset", "a preset name (or memory = 'pkg.mod:MyMemory')", preset,
+                          key="configs", occurrence=i)
+        if preset not in presets.names():
+            raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
+                          key="preset", occurrence=_nth(configs, i, "preset"))
+        return preset
+    occ = _nth(configs, i, "memory")
+    if not is_import_path(memory):
+        raise w.error(f"configs[{i}].memory", "an import path 'package.module:Class'", memory,
+                      key="memory", occurrence=occ)
+    for other in ("preset", "summarizer", "summarizer_params", "prompts"):
+        if other in c:
+            raise w.error(f"configs[{i}].{other}", f"no '{other}' beside 'memory' (a memory is the "
+                          "whole engine; its constructor parameters go in 'params')", key=other,
+                          occurrence=_nth(configs, i, other))
+    return str(memory)
+
+
+def _nth(configs: Sequence[Mapping[str, Any]], i: int, key: str) -> int:
+    """How many configs before config `i` have `key` (which of the key's lines is this one's)."""
+    return sum(1 for other in configs[:i] if key in other)
+
+
+def summarizer_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int,
+                       params: dict[str, Any]) -> dict[str, Any]:
+    """``summarizer`` and ``summarizer_params`` are preset overrides like any other (the library
+    takes them: `rollsum.presets.build`); the config-level keys are the documented spelling."""
+    c = configs[i]
+    for key in ("summarizer", "summarizer_params"):
+        if key not in c:
+            continue
+        occ = _nth(configs, i, key)
+        if key in params or key in (c.get("grid") or {}):
+            raise w.error(f"configs[{i}].{key}", f"'{key}' given once (here, or in params/grid)",
+                          key=key, occurrence=occ)
+        value = c[key]
+        if key == "summarizer" and (not isinstance(value, str) or not value):
+            raise w.error(f"configs[{i}].summarizer", "a summarizer name or an import path "
+                          "'package.module:Class'", value, key=key, occurrence=occ)
+        if key == "summarizer_params" and (not isinstance(value, dict) or "summarizer" not in c):
+            raise w.error(f"configs[{i}].summarizer_params", "a table of constructor parameters, "
+                          "beside 'summarizer'", value, key=key, occurrence=occ)
+        params[key] = value
+    return params
+
+
+def with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Mapping[str, Any]],
+                     models: tuple[str, ...], windows: tuple[int, ...]) -> tuple[ConfigSpec, ...]:
+    """Check every component a config names (import, construct, protocol) and fingerprint the
+    code of those named by import path. A mistake is one line at the config's key."""
+    out = []
+    for i, cfg in enumerate(configs):
+        c = raw[i]
+        key = next((k for k in ("memory", "summarizer") if k in c), "configs")
+        field_name = key if key != "configs" else "params.summarizer"
+        try:
+            combos = plugins.combinations(cfg.params, cfg.grid)
+            cfg_models = cfg.models or models
+            if key == "memory":
+                plugins.check_memory(cfg.preset, combos, models=cfg_models, window=windows[0])
+            for name in sorted({str(p["summarizer"]) for p in combos if plugins.is_plugged(p.get("summarizer"))}):
+                plugins.check_summarizer(name, [dict(p.get("summarizer_params") or {}) for p in combos
+                                                if p.get("summarizer") == name], models=cfg_models,
+                                         window=windows[0])
+            code = plugins.code_fingerprint(plugins.import_paths(cfg.preset, cfg.params, cfg.grid))
+        except ConfigError as err:
+            loc = w.location(key, i if key == "configs" else _nth(raw, i, key))
+            raise ConfigError(f"{loc}: field 'configs[{i}].{field_name}': {err}") from None
+        out.append(replace(cfg, code=code))
+    return tuple(out)

@@ -1,0 +1,158 @@
+"""The questions sidecar: rows resolved against their chat (evidence by index or quoted text,
+ask_at), every problem one line naming file, line and field; probes asked at their own turn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rollsum_evals.data import load
+from rollsum_evals.data.sidecar import attach, check, read_rows
+from rollsum_evals.data.types import Probe
+from rollsum_evals.data.validate import RecordError
+from rollsum_evals.scoring.asks import ProbeTiming, schedule_asks
+
+from rollsum.errors import ConfigError
+from rollsum.types import Message
+
+CHAT = [{"role": "user", "content": f"Message number {i}."} for i in range(30)]
+CHAT[5] = {"role": "user", "content": "My   locker code is 4417."}
+CHAT[6] = {"role": "assistant", "content": ""}  # empty: dropped on load
+CHAT[20] = {"role": "user", "content": "What was my LOCKER code again?"}
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    f = tmp_path / "chat.json"
+    f.write_text(json.dumps(CHAT))
+    return f
+
+
+def _sidecar(tmp_path: Path, rows: list[dict[str, Any]], name: str = "q.jsonl") -> Path:
+    f = tmp_path / name
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return f
+
+
+def test_evidence_and_ask_at_resolve_to_the_chat(tmp_path: Path, chat: Path) -> None:
+    q = _sidecar(tmp_path, [
+        {"question": "Locker code?", "answer": "4417", "evidence": 5, "ask_at": 20},
+        {"question": "Locker code?", "answer": "4417", "evidence": "my locker CODE is 4417", "ask_at": "+3",
+         "id": "quoted"},
+        {"question": "Locker code?", "answer": "4417", "evidence": [5, "Message number 9."], "ask_at": "end",
+         "category": "number", "note": "kept in meta"},
+    ])
+    (conv,) = attach(load(chat), q)
+    pos = {m.id: i for i, m in enumerate(conv.messages)}
+    p1, p2, p3 = conv.probes
+    assert [pos[e] for e in p1.evidence] == [5] and p1.meta["ask_at"] == pos["chat:20"]
+    assert p2.id == "quoted" and [pos[e] for e in p2.evidence] == [5] and p2.meta["ask_at"] == 5 + 3
+    assert [pos[e] for e in p3.evidence] == [5, pos["chat:9"]] and p3.meta["ask_at"] == "end"
+    assert p3.category == "number" and p3.meta["note"] == "kept in meta"
+    assert p1.id == "chat:q1"  # default ids name the line
+
+
+@pytest.mark.parametrize(("row", "needle"), [
+    ({"question": "Q", "answer": "A", "evidence": 40}, "field evidence: message index 40 is outside the chat"),
+    ({"question": "Q", "answer": "A", "evidence": 6}, "field evidence: message 6 is empty"),
+    ({"question": "Q", "answer": "A", "evidence": "not in the chat"}, "field evidence: the text 'not in the chat'"),
+    ({"question": "Q", "answer": "A", "evidence": 5, "ask_at": 3}, "field ask_at: message 3 comes before the evidence"),
+    ({"question": "Q", "answer": "A", "evidence": 25, "ask_at": "+10"}, "field ask_at: '+10' is past the end"),
+    ({"question": "Q", "answer": "A", "evidence": 5, "ask_at": "soon"}, "field ask_at: a message index, 'end'"),
+    ({"question": "Q", "answer": "A", "ask_at": "+2"}, "field ask_at: '+N' (N messages after the evidence) needs"),
+    ({"question": "", "answer": "A", "evidence": 5}, "field question: expected a non-empty string"),
+    ({"question": "Q", "answer": "A", "evidence": 5, "askat": 9},
+     "field askat: unknown field (did you mean 'ask_at'?)"),
+    ({"question": "Q", "answer": "A", "evidence": 5, "category": "trivia"}, "field category: expected one of"),
+])
+def test_each_mistake_is_one_line_naming_file_line_and_field(
+        tmp_path: Path, chat: Path, row: dict[str, Any], needle: str) -> None:
+    ok = {"question": "Locker code?", "answer": "4417", "evidence": 5}
+    q = _sidecar(tmp_path, [ok, row])
+    with pytest.raises(RecordError) as info:
+        attach(load(chat), q)
+    msg = str(info.value)
+    assert msg.startswith(f"{q}:2: conversation 'chat' ") and needle in msg, msg
+    assert "\n" not in msg
+
+
+def test_all_problems_are_listed_and_counted(tmp_path: Path, chat: Path) -> None:
+    bad = {"question": "Q", "answer": "A", "evidence": 99}
+    q = _sidecar(tmp_path, [bad, bad, bad])
+    with pytest.raises(RecordError, match=r"\(and 2 more\)"):
+        attach(load(chat), q)
+    _, issues = check(load(chat), read_rows(q))
+    assert [i.line for i in issues] == [1, 2, 3]
+
+
+def test_a_missing_evidence_is_a_warning_and_the_question_is_kept(tmp_path: Path, chat: Path) -> None:
+    q = _sidecar(tmp_path, [{"question": "Q", "answer": "4417"}])
+    convs, issues = check(load(chat), read_rows(q))
+    assert [i.severity for i in issues] == ["warning"] and len(convs[0].probes) == 1
+
+
+def test_csv_sidecar_with_quotes_and_index_lists(tmp_path: Path, chat: Path) -> None:
+    q = tmp_path / "q.csv"
+    q.write_text('question,answer,evidence,ask_at\n"Code, please?",4417,5;9,+2\nAgain?,4417,locker code is,end\n')
+    (conv,) = attach(load(chat), q)
+    pos = {m.id: i for i, m in enumerate(conv.messages)}
+    assert conv.probes[0].question == "Code, please?"
+    assert [pos[e] for e in conv.probes[0].evidence] == [5, pos["chat:9"]]
+    assert conv.probes[0].meta["ask_at"] == pos["chat:9"] + 2
+    assert conv.probes[1].meta["ask_at"] == "end"
+    q.write_text("q,a\nx,y\n")
+    with pytest.raises(ConfigError, match=r"q\.csv:1: expected a header row"):
+        attach(load(chat), q)
+    q.write_text('question,answer\nsplit, text, here,4417\n')
+    with pytest.raises(ConfigError, match=r"q\.csv:2: more values than header columns"):
+        attach(load(chat), q)
+
+
+def test_several_conversations_need_a_conversation_column(tmp_path: Path) -> None:
+    f = tmp_path / "many.jsonl"
+    f.write_text(json.dumps(CHAT[:10]) + "\n" + json.dumps(CHAT[:10]) + "\n")
+    convs = load(f)
+    q = _sidecar(tmp_path, [{"question": "Q", "answer": "4417", "evidence": 5}])
+    with pytest.raises(RecordError, match=r"q\.jsonl:1: field conversation: missing: the chat file holds 2"):
+        attach(convs, q)
+    q = _sidecar(tmp_path, [{"question": "Q", "answer": "4417", "evidence": 5, "conversation": 1},
+                            {"question": "Q", "answer": "4417", "evidence": 5, "conversation": convs[0].id}])
+    out = attach(convs, q)
+    assert [len(c.probes) for c in out] == [1, 1]
+
+
+def test_a_bad_line_is_named(tmp_path: Path, chat: Path) -> None:
+    q = tmp_path / "q.jsonl"
+    q.write_text('{"question": "Q", "answer": "4417", "evidence": 5}\n{"question": \n')
+    with pytest.raises(ConfigError, match=r"q\.jsonl:2: invalid JSON"):
+        attach(load(chat), q)
+
+
+# ----------------------------------------------------------------------------------------------
+# asking at the probe's own turn
+
+
+def _msgs(n: int) -> list[Message]:
+    return [Message("user", f"m{i}", id=f"c:{i}") for i in range(n)]
+
+
+@pytest.mark.parametrize("timing", [ProbeTiming(), ProbeTiming(ask="after", after_turns=3),
+                                    ProbeTiming(ask="ages", ages=(2, 5), end=True)])
+def test_a_probe_with_ask_at_is_asked_at_that_turn_only(timing: ProbeTiming) -> None:
+    own = Probe("p", "q", "a", evidence=("c:3",), meta={"ask_at": 7})
+    at_end = Probe("e", "q", "a", evidence=("c:3",), meta={"ask_at": "end"})
+    free = Probe("f", "q", "a", evidence=("c:3",))
+    asks = schedule_asks([own, at_end, free], _msgs(20), timing)
+    by: dict[str, list[int]] = {}
+    for a in asks:
+        by.setdefault(a.probe.id, []).append(a.asked_turn)
+    assert by["p"] == [7] and by["e"] == [19]
+    assert by["f"] == {"end": [19], "after": [6], "ages": [5, 8, 19]}[timing.ask]
+    assert next(a for a in asks if a.probe.id == "p").age_turns == 4
+
+
+def test_an_ask_at_outside_the_conversation_is_not_asked() -> None:
+    p = Probe("p", "q", "a", evidence=("c:3",), meta={"ask_at": 50})
+    assert schedule_asks([p], _msgs(20), ProbeTiming()) == []

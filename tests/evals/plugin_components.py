@@ -1,0 +1,89 @@
+"""A user's own summarizer and memory, referenced by import path from sweep specs in the tests
+(``tests.evals.plugin_components:MarkSummarizer``). Each leaves a mark where it acts, so a test
+can tell that it, and not a built-in, made the summaries and contexts that were scored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rollsum.capabilities import Capabilities
+from rollsum.models.base import CompletionRequest, Model
+from rollsum.summarizers.base import SummaryDraft, SummaryRequest
+from rollsum.tokens import TokenCounter
+from rollsum.types import Message, SummaryEvent, SummaryRecord
+
+OFFLINE = Capabilities(offline=True, free=True, deterministic=True, follows_prompt=False)
+
+
+class MarkSummarizer:
+    """Keeps every sentence of the span, cut to the request's budget, behind a mark."""
+
+    name = "mark"
+    capabilities = OFFLINE
+
+    def __init__(self, mark: str = "MARK", *, context_window: int | None = None) -> None:
+        self.mark = mark
+        self.context_window = context_window
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        previous = request.previous.text if request.previous is not None else ""
+        body = " ".join([previous.removeprefix(f"[{self.mark}] "), *(m.content for m in request.messages)])
+        room = max(40, request.max_tokens * 3)  # ~3 characters a token: stays inside the budget
+        return SummaryDraft(text=f"[{self.mark}] {body[-room:]}")
+
+
+class MarkMemory:
+    """Keeps the newest messages that fit half the window; what falls out is summarized by the
+    sweep's model into one marked system message (reported as a summary event)."""
+
+    capabilities = OFFLINE
+
+    def __init__(self, *, model: Model, context_window: int, counter: TokenCounter,
+                 on_event: Callable[[SummaryEvent], None], mark: str = "MEMO") -> None:
+        if context_window < 100:
+            raise ValueError(f"context_window too small: {context_window}")
+        self.model = model
+        self.budget = context_window // 2
+        self.counter = counter
+        self.on_event = on_event
+        self.mark = mark
+        self.recent: list[Message] = []
+        self.summary = ""
+        self.seq = 0
+        self.closed = False
+
+    def add(self, message: Message) -> None:
+        self.recent.append(message)
+        evicted: list[Message] = []
+        while len(self.recent) > 1 and sum(self.counter.count_message(m) for m in self.recent) > self.budget:
+            evicted.append(self.recent.pop(0))
+        if evicted:
+            text = "\n".join(f"{m.role}: {m.content}" for m in evicted)
+            answer = self.model.complete(CompletionRequest(
+                system="Summarize.", messages=[Message("user", text)], max_tokens=self.budget // 4,
+                prompt_id="test-mark-memory/v1"))
+            self.summary = f"[{self.mark}] {answer.text}"
+            record = SummaryRecord(id=f"{self.mark}-{self.seq}", conversation_id="c", text=self.summary, seq=self.seq,
+                                   covered_ids=tuple(m.id for m in evicted if m.id is not None),
+                                   tokens=self.counter.count(self.summary))
+            self.seq += 1
+            self.on_event(SummaryEvent(kind="summary", turn=self.seq, reason="evicted", record=record,
+                                       messages=len(evicted)))
+
+    def context(self) -> list[Message]:
+        head = [Message("system", self.summary)] if self.summary else []
+        return head + list(self.recent)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class NotAMemory:
+    """Has no context(): a spec naming it is a mistake."""
+
+    def add(self, message: Message) -> None:
+        return None
+
+
+def broken_memory(*, context_window: int) -> MarkMemory:
+    raise RuntimeError("cannot open the vector store")

@@ -1,0 +1,190 @@
+"""Adding a policy, summarizer, model backend, loader or scorer (or a context format or preset) is
+one class plus one registration.
+
+Each test registers a new one here, in the test, and reaches it through production code only: a
+sweep spec that names it, run by `run_sweep` (the loop `rollsum run` drives). If a second list of
+names anywhere had to learn the new name, the sweep would reject or ignore it and the test would
+fail. The last test checks the extension table in docs/architecture.md against the code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from rollsum_evals import scoring
+from rollsum_evals.data import formats
+from rollsum_evals.data.types import Conversation
+from rollsum_evals.run import run_sweep
+from rollsum_evals.rundir import Run, load_run
+from rollsum_evals.scoring.base import Column, ScoreInput, Scores
+from rollsum_evals.spec import parse_spec
+
+from rollsum import summarizers
+from rollsum.capabilities import OFFLINE_SCRIPTED
+from rollsum.context import FORMATS, ContextFormat
+from rollsum.models.base import Completion, CompletionRequest
+from rollsum.models.spec import BACKENDS, Backend
+from rollsum.policies import POLICIES, Decision, WindowState
+from rollsum.presets import PRESETS, Preset
+from rollsum.summarizers.base import SummaryDraft, SummaryRequest
+from rollsum.types import Message
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASET = 'name = "chat"\nsource = "synth:chat?conversations=1&messages=60&seed=4"\n'
+
+
+def sweep(tmp_path: Path, body: str, *, dataset: str = DATASET, head: str = "") -> Run:
+    text = (f'name = "seam"\ncontext_window = 1500\ncache = "off"\n{head}\n'
+            f"[[datasets]]\n{dataset}\n[[configs]]\n{body}\n")
+    run_sweep(parse_spec(text, str(tmp_path / "seam.toml")), tmp_path / "run", progress=False)
+    run = load_run(tmp_path / "run")
+    assert (run.units["status"] == "ok").all(), run.units["error"].tolist()
+    return run
+
+
+def engine_config(run: Run) -> dict[str, Any]:
+    configs: dict[str, Any] = json.loads((run.path / "manifest.json").read_text())["configs"]
+    return dict(next(iter(configs.values()))["engine"])
+
+
+@dataclass(frozen=True)
+class EveryFive:
+    """Summarizes everything but the newest two, every five messages."""
+
+    keep: int = 2
+    name: ClassVar[str] = "every-five"
+
+    def decide(self, state: WindowState) -> Decision | None:
+        if state.count <= self.keep or state.total_added % 5:
+            return None
+        return Decision.span("summarize", 0, state.count - self.keep, "every five")
+
+
+def test_a_registered_policy_is_reachable_from_a_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(POLICIES, EveryFive.name, EveryFive)
+    run = sweep(tmp_path, 'preset = "since-last"\nparams = { policy = "every-five", keep = 3 }')
+    assert engine_config(run)["policy"] == {"name": "every-five", "params": {"keep": 3}}
+    assert int(run.units["n_summaries"].iloc[0]) >= 10
+
+
+class Shout:
+    name = "shout"
+
+    def __init__(self, *, volume: int = 1) -> None:
+        self.volume = volume
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        return SummaryDraft(text="!" * self.volume + " " + request.messages[-1].content[:80].upper())
+
+
+def test_a_registered_summarizer_is_reachable_from_a_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(summarizers._REGISTRY, "shout", (Shout, False))
+    run = sweep(tmp_path, 'preset = "since-last"\nsummarizer = "shout"\nsummarizer_params = { volume = 3 }')
+    texts = [r["record"]["text"] for r in run.summaries()]
+    assert texts and all(t.startswith("!!! ") and t[4:] == t[4:].upper() for t in texts)
+
+
+class Parrot:
+    """A model backend: answers with the last user message's first sentence."""
+
+    def __init__(self, rest: str) -> None:
+        self.rest = rest
+
+    @property
+    def name(self) -> str:
+        return f"parrot:{self.rest}"
+
+    @property
+    def context_window(self) -> int:
+        return 100_000
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        text = request.messages[-1].content.split(".")[0]
+        return Completion(text=f"PARROT {self.rest}: {text}", input_tokens=10, output_tokens=5)
+
+
+def test_a_registered_model_backend_is_reachable_from_a_sweep(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(BACKENDS, "parrot", Backend("parrot", "parrot:NAME", Parrot, OFFLINE_SCRIPTED))
+    run = sweep(tmp_path, 'preset = "since-last"', head='models = ["parrot:polly"]')
+    texts = [r["record"]["text"] for r in run.summaries()]
+    assert texts and all("PARROT polly" in t for t in texts)
+    # its capabilities (free) come from the registration: no price table knows "parrot"
+    assert float(run.units["cost_summarizer_usd"].iloc[0]) == 0.0
+    assert int(run.units["summarizer_calls"].iloc[0]) > 0
+
+
+def test_a_registered_loader_is_reachable_from_a_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "talk.txt"
+    data.write_text("\n".join(f"{'user' if i % 2 == 0 else 'assistant'}|line {i} about topic {i % 7}."
+                              for i in range(30)))
+
+    def lines(path: str, **_: Any) -> Iterator[Conversation]:
+        rows = [line.split("|", 1) for line in Path(path).read_text().splitlines()]
+        yield Conversation(id="txt-1", messages=tuple(Message(r, c, id=f"t{i}")  # type: ignore[arg-type]
+                                                     for i, (r, c) in enumerate(rows)))
+
+    monkeypatch.setitem(formats.LOADERS, "lines", lines)
+    run = sweep(tmp_path, 'preset = "full-context"',
+                dataset=f'name = "txt"\nsource = "{data}"\nformat = "lines"\n')
+    assert run.units["conversation_id"].tolist() == ["txt-1"] and int(run.units["n_messages"].iloc[0]) == 30
+
+
+class LongestMessage:
+    name = "longest_message"
+    version = "1"
+    needs: frozenset[str] = frozenset()
+    unit_columns = (Column("longest_message_chars", "int", 0, "the longest message's length"),)
+    probe_columns = ()
+
+    def score(self, inp: ScoreInput) -> Scores:
+        return Scores(unit={"longest_message_chars": max(len(m.content) for m in inp.trace.messages)})
+
+
+def test_a_registered_scorer_is_reachable_from_a_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(scoring._REGISTRY, LongestMessage.name, LongestMessage)
+    run = sweep(tmp_path, 'preset = "truncate"', head='scorers = ["cost", "longest_message"]')
+    assert int(run.units["longest_message_chars"].iloc[0]) > 20
+    assert "longest_message@1" in run.units["scorers"].iloc[0]
+
+
+def test_a_registered_context_format_and_preset_are_reachable_from_a_sweep(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(FORMATS, "memo", ContextFormat("memo", "system", "MEMO: {summary}"))
+    monkeypatch.setitem(PRESETS, "memo-every-five", Preset(
+        "memo-every-five", "-", "a test preset", "every-five", "memo", None, "extractive"))
+    monkeypatch.setitem(POLICIES, EveryFive.name, EveryFive)
+    run = sweep(tmp_path, 'preset = "memo-every-five"')
+    assert engine_config(run)["context_format"] == "memo"
+    assert any(t.content.startswith("MEMO: ") for t in run.texts().values())
+
+
+def _table() -> list[list[str]]:
+    """The extension table's rows: [seam, protocol, registry, add one by]."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text[text.index("## Seams and the registries production code reads"):]
+    lines = [line for line in section.splitlines() if line.startswith("| ")]
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[2:]]
+
+
+def _exists(dotted: str) -> bool:
+    module_name, _, attr = dotted.rpartition(".")
+    return hasattr(importlib.import_module(module_name), attr)
+
+
+def test_the_extension_table_names_protocols_and_registries_that_exist() -> None:
+    rows = _table()
+    seams = {r[0].split(" ")[0] for r in rows}
+    assert {"policy", "summarizer", "model", "loader", "scorer", "memory"} <= seams, seams
+    for seam, protocol, registry, _add in rows:
+        for cell in (protocol, registry):
+            names = re.findall(r"`((?:rollsum|rollsum_evals)\.[\w.]+)`", cell)
+            assert names, f"row {seam!r}: {cell!r} names nothing importable"
+            assert _exists(names[0]), f"row {seam!r}: {names[0]} does not exist"
