@@ -37,7 +37,9 @@ NIGHTLY = ROOT / "evals" / "sweeps" / "nightly.toml"
 
 
 def _small_nightly(tmp: Path) -> Path:
-    text, n = re.subn(r'source = "(datasets/[^"]+)"', lambda m: f'source = "{ROOT / m.group(1)}"\nlimit = 2',
+    # dataset paths are relative to the spec: absolute here, and only the first two conversations
+    text, n = re.subn(r'source = "([^"@:]+\.jsonl)"',
+                      lambda m: f'source = "{(NIGHTLY.parent / m.group(1)).resolve()}"\nlimit = 2',
                       NIGHTLY.read_text())
     assert n == len(load_spec(NIGHTLY).datasets)
     spec = tmp / "nightly-small.toml"
