@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -150,33 +150,53 @@ def cluster_key(frame: pd.DataFrame) -> pd.Series:
 # Per-configuration metrics and verdicts
 
 
-TOKEN_AXES: tuple[tuple[str, str, str], ...] = (
-    ("main_tokens", "main_tokens_per_turn",
-     "main-model input tokens per call (mean over each conversation)"),
-    ("main_input_tokens", "main_input_tokens",
-     "main-model input tokens per conversation (sum over its calls)"),
-)
-"""(table column, unit column, axis label): the main-model token figure ranking ties and the
-Pareto frontier use. Tokens per call first (cost per turn, whatever a conversation's length;
-docs/scoring.md); a run scored before it existed falls back to the per-conversation sum, and the
-plot's axis says which it is."""
+class TokenAxis(NamedTuple):
+    column: str
+    """The table column ranking ties, the Pareto frontier and the plot use."""
+    label: str
+    """What it is, for an axis."""
+    header: str
+    """What it is, for a table column."""
+
+
+PER_CALL = TokenAxis("main_tokens", "main-model input tokens per call (mean over each conversation)",
+                     "main tokens / call")
+AT_ASKS = TokenAxis("main_tokens", "main-model context tokens at the asking turns (mean)",
+                    "main tokens at asks")
+PER_CONVERSATION = TokenAxis("main_input_tokens", "main-model input tokens per conversation (sum over its calls)",
+                             "main tokens / conversation")
+
+
+def pairing(run: Run) -> tuple[str, TokenAxis]:
+    """(unit column, axis) of the main-model token figure retention is paired with (the pairing
+    docs/scoring.md defends, "Cost and retention at the same moments"): tokens per call when asks
+    are sampled over each fact's life (the default), since retention then averages the same span
+    the per-call cost covers; the context at the asking turns under any chosen-moment timing
+    (end, after, ages), since retention then describes those moments only."""
+    timing = str(run.manifest.get("probe_timing") or "")
+    if timing.startswith("sampled"):
+        return "main_tokens_per_turn", PER_CALL
+    return "main_tokens_at_asks", AT_ASKS
+
 
 SUM_COLUMNS = {"summarizer_attempts": "summarizer_attempts", "summarizer_failures": "failures",
                "summarizer_fallbacks": "fallbacks", "cassette_misses": "cassette_misses",
                "clips": "clips", "overflow_turns": "overflow_turns"}
 """Unit columns summed over a configuration's Units (unit column -> table column)."""
 MEAN_COLUMNS = ("cost_main_usd", "cost_summarizer_usd", "cost_judge_usd", "projected_summarizer_cost_usd",
-                "main_tokens_at_asks", "n_summaries", "stale_rate", "relative_retention", "qa_f1",
-                "rouge_l", "mean_context_tokens", "max_context_tokens")
+                "main_tokens_per_turn", "main_tokens_at_asks", "n_summaries", "stale_rate", "relative_retention",
+                "qa_f1", "rouge_l", "mean_context_tokens", "max_context_tokens")
 """Unit columns averaged over a configuration's Units (present only when the run has them)."""
 
 
-def token_axis(table: pd.DataFrame) -> tuple[str, str]:
-    """(column, axis label) of the main-model token figure this table can rank and plot by."""
-    for col, _, label in TOKEN_AXES:
-        if col in table.columns and table[col].notna().any():
-            return col, label
-    return TOKEN_AXES[-1][0], TOKEN_AXES[-1][2]
+def token_axis(table: pd.DataFrame) -> TokenAxis:
+    """The main-model token figure this table ranks and plots by: the run's pairing (recorded in
+    `main_tokens_basis`), or, for a run scored before those columns existed, tokens per
+    conversation — and the axis and header say which."""
+    if "main_tokens" in table.columns and table["main_tokens"].notna().any():
+        at_asks = "main_tokens_basis" in table.columns and bool((table["main_tokens_basis"] == AT_ASKS.header).any())
+        return AT_ASKS if at_asks else PER_CALL
+    return PER_CONVERSATION
 
 
 def with_feasibility(run: Run) -> pd.DataFrame:
@@ -247,6 +267,7 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     done_all = _finished(every)
     probes = ok_probes(run)
     healths = config_health(run)
+    paired_col, paired_axis = pairing(run)
     rows = []
     for cfg, units in every.groupby("config", sort=True):
         grp = done_all[done_all["config"] == cfg]
@@ -272,13 +293,14 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
         row["n_asks"], row["n_probes"] = len(p), len(ans)
         for reason in EXCLUSIONS:
             row[f"n_excluded_{reason}"] = int((p["excluded"] == reason).sum()) if len(p) else 0
-        for table_col, unit_col, _ in TOKEN_AXES:
+        for table_col, unit_col in (("main_tokens", paired_col), ("main_input_tokens", "main_input_tokens")):
             if unit_col in grp.columns:
                 _band(row, table_col, cluster_bootstrap(grp[unit_col].astype(float).to_numpy(),
                                                         grp["cluster"].tolist(), n_resamples=n_resamples,
                                                         seed=seed))
             else:
                 row.update({table_col: math.nan, f"{table_col}_low": math.nan, f"{table_col}_high": math.nan})
+        row["main_tokens_basis"] = paired_axis.header
         _band(row, "cost_usd", cluster_bootstrap(grp["cost_usd"].astype(float).to_numpy(), grp["cluster"].tolist(),
                                                  n_resamples=n_resamples, seed=seed))
         for col in MEAN_COLUMNS:
@@ -298,7 +320,7 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    tokens, _ = token_axis(table)
+    tokens = token_axis(table).column
     order = {s: i for i, s in enumerate(STATUSES)}
     table = table.assign(_unranked=~table["ranked"], _status=table["status"].map(order),
                          _neg_retention=-table["retention"].fillna(-1.0), _tok=table[tokens].fillna(math.inf))

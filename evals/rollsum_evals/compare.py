@@ -49,8 +49,8 @@ log = logging.getLogger(__name__)
 
 A_BETTER, B_BETTER, NO_DIFFERENCE = "A better", "B better", "no detectable difference"
 
-HIGHER_IS_BETTER = {"retention": True, "main_tokens_per_turn": False, "main_input_tokens": False,
-                    "cost_usd": False}
+HIGHER_IS_BETTER = {"retention": True, "main_tokens_per_turn": False, "main_tokens_at_asks": False,
+                    "main_input_tokens": False, "cost_usd": False}
 UNIT_KEY = ("dataset", "conversation_id", "seed")
 """What makes two Units 'the same work' apart from the configuration (within a run)."""
 ASK_KEY = ("probe_id", "asked_turn")
@@ -60,10 +60,12 @@ MATCH_TOLERANCE = 0.05
 
 
 def unit_metrics(*runs: Run) -> tuple[str, str]:
-    """(tokens, cost) columns compared per conversation: tokens per main-model call when every
-    run has it (docs/scoring.md), else tokens per conversation."""
-    tokens = "main_tokens_per_turn" if all("main_tokens_per_turn" in r.units.columns for r in runs) \
-        else "main_input_tokens"
+    """(tokens, cost) columns compared per conversation: the main-model token figure retention
+    is paired with (`analysis.pairing`: per call under sampled asks, at the asking turns
+    otherwise) when every run has it, else tokens per conversation."""
+    cols = {analysis.pairing(r)[0] for r in runs}
+    col = cols.pop() if len(cols) == 1 else ""
+    tokens = col if col and all(col in r.units.columns for r in runs) else "main_input_tokens"
     return tokens, "cost_usd"
 
 

@@ -66,7 +66,7 @@ def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
     data = table[table["retention"].notna()] if len(table) else table
     if data.empty:
         return _empty(path, title, "no configuration has a retention figure")
-    tokens, xlabel = token_axis(table)
+    tokens, xlabel, _ = token_axis(table)
     fig = Figure(figsize=(9, 5.5))
     ax = fig.add_subplot()
     good = data[data["ranked"]]

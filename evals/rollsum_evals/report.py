@@ -29,6 +29,7 @@ import pandas as pd
 
 from rollsum_evals import plots
 from rollsum_evals.analysis import (
+    PER_CALL,
     answerable_probes,
     config_table,
     dataset_hashes,
@@ -59,17 +60,14 @@ TOP_CONFIGS = 2
 """How many of the best configurations get their summaries shown side by side."""
 
 
-TOKEN_HEADERS = {"main_tokens": "main tokens / call", "main_input_tokens": "main tokens / conversation"}
-
-
 def rank_headers(tokens: str) -> tuple[str, ...]:
-    return ("#", "config", "retention [95% CI]", TOKEN_HEADERS[tokens], "cost / conversation [95% CI]",
+    return ("#", "config", "retention [95% CI]", tokens, "cost / conversation [95% CI]",
             "projected summarizer cost", "calls / message", "failed calls", "containment (old)",
             "conversations", "Pareto")
 
 
 def unranked_headers(tokens: str) -> tuple[str, ...]:
-    return ("config", "status", "why not ranked", "retention [95% CI]", TOKEN_HEADERS[tokens],
+    return ("config", "status", "why not ranked", "retention [95% CI]", tokens,
             "calls / message", "failed calls", "overflow turns", "peak context ÷ window")
 
 SECTIONS: tuple[tuple[str, str, str], ...] = (
@@ -94,8 +92,9 @@ EXCLUSION_WORDS = {"adversarial": "adversarial", "uncheckable": "not checkable",
 CSV_COLUMNS = ("config", "rank", "status", "flags", "reason", "retention", "retention_low", "retention_high",
                "retention_containment", "n_conversations", "n_units", "n_units_failed", "n_asks", "n_probes",
                "n_excluded_adversarial", "n_excluded_uncheckable", "n_excluded_unsupported",
-               "main_tokens", "main_tokens_low", "main_tokens_high", "main_tokens_at_asks",
-               "main_input_tokens", "cost_usd", "cost_usd_low", "cost_usd_high", "cost_main_usd",
+               "main_tokens", "main_tokens_low", "main_tokens_high", "main_tokens_basis",
+               "main_tokens_per_turn", "main_tokens_at_asks", "main_input_tokens",
+               "cost_usd", "cost_usd_low", "cost_usd_high", "cost_main_usd",
                "cost_summarizer_usd", "projected_summarizer_cost_usd", "projected_model",
                "summarizer_attempts", "failures", "failure_rate", "summarizer_calls_per_message",
                "fallbacks", "cassette_misses", "clips", "overflow_turns", "max_context_ratio",
@@ -133,7 +132,7 @@ def _projected(r: Mapping[Any, Any]) -> str:
 
 def ranked_rows(table: pd.DataFrame) -> list[list[str]]:
     rows = []
-    tokens, _ = token_axis(table)
+    tokens = token_axis(table).column
     for r in ranked(table).to_dict("records"):
         rows.append([str(r["rank"]), str(r["config"]), _retention(r), fmt_num(r[tokens], 0),
                      f"{fmt_usd(r['cost_usd'])} [{fmt_usd(r['cost_usd_low'])}, {fmt_usd(r['cost_usd_high'])}]"
@@ -146,7 +145,7 @@ def ranked_rows(table: pd.DataFrame) -> list[list[str]]:
 
 def unranked_rows(table: pd.DataFrame, status: str) -> list[list[str]]:
     rows = []
-    tokens, _ = token_axis(table)
+    tokens = token_axis(table).column
     for r in table[(table["status"] == status) & ~table["ranked"]].to_dict("records"):
         ratio = r.get("max_context_ratio", math.nan)
         rows.append([str(r["config"]), str(r["status"]), str(r["reason"]), _retention(r),
@@ -182,9 +181,9 @@ def headline(table: pd.DataFrame) -> str:
             return "Nothing is ranked: no feasible, healthy configuration has answerable asks." + tail
         return "No configuration is both feasible and healthy: nothing is ranked." + tail
     r = best.iloc[0].to_dict()
-    tokens, _ = token_axis(table)
-    return (f"Best: {r['config']} — retention {_retention(r)} at {fmt_num(r[tokens], 0)} "
-            f"{TOKEN_HEADERS[tokens]}; {len(best)} configuration(s) ranked.{tail}")
+    axis = token_axis(table)
+    return (f"Best: {r['config']} — retention {_retention(r)} at {fmt_num(r[axis.column], 0)} "
+            f"{axis.header}; {len(best)} configuration(s) ranked.{tail}")
 
 
 def write_configs_csv(table: pd.DataFrame, path: Path) -> Path:
@@ -282,7 +281,8 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     best = ranked(table)["config"].tolist() if len(table) else []
     configs = table["config"].tolist() if len(table) else []
     top = configs[: plots.MAX_SERIES]
-    tokens, axis_label = token_axis(table) if len(table) else ("main_tokens", "")
+    axis = token_axis(table) if len(table) else PER_CALL
+    tokens, axis_label = axis.header, axis.label
 
     figures: list[tuple[str, str, Path]] = []
     figures.append(("Retention vs tokens", f"x: {axis_label}. Higher and further left is better; red "

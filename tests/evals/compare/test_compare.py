@@ -11,6 +11,7 @@ from rollsum_evals.compare import (
     compare_configs,
     compare_matched,
     compare_runs,
+    unit_metrics,
     verdict_text,
     write_compare,
 )
@@ -42,7 +43,7 @@ def test_a_clearly_better_configuration_is_named_whichever_side_it_is_on(run_dir
     by_metric = {r.metric: r for r in flipped.results}
     assert by_metric["retention"].diff.low > 0.3
     # fewer tokens is better: SHORT (B) wins on tokens
-    assert by_metric["main_tokens_per_turn"].verdict == B_BETTER
+    assert by_metric[unit_metrics(load(run_dir))[0]].verdict == B_BETTER
 
 
 def test_weak_evidence_is_not_called_a_win(tmp_path: Path) -> None:
@@ -179,7 +180,8 @@ def test_match_tokens_pairs_each_conversation_with_the_nearest_grid_point(grid_r
     assert any("1 configuration(s) overflow the window on some conversations" in w for w in result.warnings)
     by = {r.metric: r for r in result.results}
     assert by["retention"].diff.clusters == 6 and result.verdict == A_BETTER
-    assert abs(by["main_tokens_per_turn"].diff.estimate) < 0.05 * by["main_tokens_per_turn"].mean_a
+    tokens = unit_metrics(load(grid_run))[0]
+    assert abs(by[tokens].diff.estimate) < 0.05 * by[tokens].mean_a
     # retention is paired per ask with the matched unit: A 0.8 vs a mix of 0.3 and 0.5 keep rates
     run = load(grid_run)
     p = run.probes[run.probes["excluded"] == ""]

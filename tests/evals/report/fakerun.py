@@ -126,7 +126,7 @@ def make_run(path: Path, configs: Mapping[str, float], *, n_conversations: int =
                 **{f"n_excluded_{r}": sum(v["excluded"] == r for v in cols.values())
                    for r in ("adversarial", "uncheckable", "unsupported")},
                 "main_input_tokens": tok + 10 * c, "main_tokens_per_turn": (tok + 10 * c) / (n_turns // 2),
-                "main_tokens_at_asks": (tok + 10 * c) / (n_turns // 2), "mean_context_tokens": tok / n_turns,
+                "main_tokens_at_asks": 1.1 * (tok + 10 * c) / (n_turns // 2), "mean_context_tokens": tok / n_turns,
                 "max_context_tokens": 8000, "summarizer_input_tokens": 3000, "summarizer_output_tokens": 400,
                 "summarizer_calls": 3, "summarizer_attempts": 3, "summarizer_failures": 0, "summary_failures": 0,
                 "summarizer_fallbacks": 0, "cassette_misses": 0, "clips": 0, "guard_events": 0,

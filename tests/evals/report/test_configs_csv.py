@@ -6,7 +6,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from rollsum_evals.analysis import config_table, load
+from rollsum_evals.analysis import config_table, load, token_axis
 from rollsum_evals.cli import main
 from rollsum_evals.report import CSV_COLUMNS, write_report
 
@@ -120,3 +120,18 @@ def test_cli_report_max_failure_rate_moves_the_threshold(run_dir: Path, tmp_path
                  "--max-failure-rate", "0.5"]) == 0
     assert _csv(tmp_path / "configs.csv")["flaky"]["status"] == "ok"
     assert main(["report", str(run_dir), "--out", str(tmp_path), "--max-failure-rate", "2"]) == 2
+
+
+def test_tokens_are_paired_with_retention_by_the_probe_timing(run_dir: Path) -> None:
+    """Sampled asks: tokens per call; asks at chosen moments: the context at the asking turns
+    (docs/scoring.md, "Cost and retention at the same moments"). The axis says which."""
+    run = load(run_dir)
+    units = run.units[(run.units["config"] == "healthy")]
+    assert not str(run.manifest.get("probe_timing", "")).startswith("sampled")
+    chosen = config_table(run, n_resamples=N).set_index("config")
+    assert chosen["main_tokens"]["healthy"] == pytest.approx(units["main_tokens_at_asks"].mean())
+    assert token_axis(chosen).header == "main tokens at asks"
+    run.manifest["probe_timing"] = "sampled:1+end"
+    sampled = config_table(run, n_resamples=N).set_index("config")
+    assert sampled["main_tokens"]["healthy"] == pytest.approx(units["main_tokens_per_turn"].mean())
+    assert token_axis(sampled).header == "main tokens / call"
