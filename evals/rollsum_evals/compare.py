@@ -33,7 +33,7 @@ import pandas as pd
 from rollsum.errors import ConfigError
 from rollsum_evals import analysis, components
 from rollsum_evals.fileio import atomic_write_text
-from rollsum_evals.formatting import fmt_num, fmt_usd, md_escape, md_table
+from rollsum_evals.formatting import fmt_num, fmt_usd, md_escape, md_table, text_table
 from rollsum_evals.rundir.read import Run
 from rollsum_evals.stats import (
     DEFAULT_ALPHA,
@@ -509,19 +509,11 @@ def match_rows(comparison: Comparison) -> list[list[str]]:
             for m in comparison.matches]
 
 
-def _plain(headers: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
-    rows = [list(headers), *body]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(headers))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
-
-
 def verdict_text(comparison: Comparison) -> str:
     """The plain-text table the CLI prints."""
-    lines = _plain(TABLE_HEADERS, table_rows(comparison))
+    lines = text_table(TABLE_HEADERS, table_rows(comparison))
     if comparison.matches:
-        lines += ["", *_plain(MATCH_HEADERS, match_rows(comparison))]
+        lines += ["", *text_table(MATCH_HEADERS, match_rows(comparison))]
     head = f"A = {comparison.label_a}\nB = {comparison.label_b}\nverdict (retention): {comparison.verdict}"
     return head + "\n\n" + "\n".join(lines) + "".join(f"\nwarning: {w}" for w in comparison.warnings)
 

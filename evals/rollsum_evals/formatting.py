@@ -63,6 +63,15 @@ def md_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def text_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Columns padded to their widest cell, a dashed rule under the header: what the CLI prints."""
+    table = [list(headers), *(list(r) for r in rows)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
 def html_table(headers: Sequence[str], rows: Iterable[Sequence[str]], classes: str = "") -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"

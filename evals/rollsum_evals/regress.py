@@ -37,7 +37,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +48,7 @@ import pandas as pd
 from rollsum.errors import ConfigError
 from rollsum_evals import analysis
 from rollsum_evals.fileio import atomic_write_text
-from rollsum_evals.formatting import fmt_num, fmt_usd
+from rollsum_evals.formatting import fmt_num, fmt_usd, text_table
 from rollsum_evals.rundir.read import Run
 from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, not_enough
 from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, OK, Thresholds
@@ -380,19 +380,10 @@ def _f(metric: str, v: float | None) -> str:
     return fmt_usd(v) if metric == "cost_usd" else fmt_num(v, 0 if "tokens" in metric else 3)
 
 
-def _plain(rows: Iterable[list[str]]) -> list[str]:
-    rows = list(rows)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
-
-
 def gate_table(result: GateResult) -> str:
     headers = ["config", "check", "baseline", "limit", "current", "status"]
-    rows = [headers, *([c.config, c.metric, c.baseline, c.limit, c.current,
-                        "MISSING from run" if c.status == "MISSING" else c.status] for c in result.checks)]
-    lines = _plain(rows)
+    lines = text_table(headers, ([c.config, c.metric, c.baseline, c.limit, c.current,
+                                  "MISSING from run" if c.status == "MISSING" else c.status] for c in result.checks))
     lines += [f"warning: {w}" for w in result.warnings]
     lines += [f"FAILED: {f}" for f in result.failures]
     n_bad = len(result.regressions)
