@@ -95,7 +95,7 @@ def test_score_with_other_scorers_equals_a_fresh_run_with_no_replay_and_no_model
     assert "no replay" in capsys.readouterr().out
     _assert_same(tmp_path / "run", fresh)
     m = rollsum_evals.load_run(tmp_path / "run").manifest
-    assert m["scoring"]["scorers"] == ["answer_retention", "rouge"] and "rouge" in m["scorer_versions"]
+    assert m["scoring"]["scorers"] == ["answer_retention", "rouge", "health"] and "rouge" in m["scorer_versions"]
     for key in ("spec_sha256", "replay_fingerprint", "datasets", "configs", "started_at"):
         assert m[key] == before[key], key  # the replay's provenance is untouched
 

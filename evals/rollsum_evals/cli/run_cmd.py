@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +26,9 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     run.add_argument("--model", metavar="SPEC",
                      help="summarizer model for every config, e.g. anthropic:claude-haiku-4-5")
     run.add_argument("--max-cost-usd", type=float, metavar="X",
-                     help="stop before real spend (summarizer + QA calls) would pass X dollars")
+                     help="hard cap on real spend (summarizer + QA calls that miss the cache): a call "
+                     "that could pass X dollars is refused, its unit ends 'stopped: budget', no "
+                     "further unit starts, exit 1; --resume with a higher X continues")
     run.add_argument("--set", action="append", default=[], metavar="PRESET.PARAM=VALUE",
                      dest="overrides",
                      help="fix a parameter of every config with that preset (or label), "
@@ -46,6 +49,12 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", help="run directory (default: runs/<spec>-<time>)")
+    fail = p.add_mutually_exclusive_group()
+    fail.add_argument("--fail-on-error", type=float, metavar="X", default=None,
+                      help="exit 1 when units errored beyond X: a share in (0, 1) or a count >= 1 "
+                      "(default: any error fails)")
+    fail.add_argument("--no-fail-on-error", action="store_true",
+                      help="exit 0 however many units errored (they are still rows with status 'error')")
     p.add_argument("--jobs", type=int, default=4, metavar="N", help="Units run concurrently (default 4)")
     p.add_argument("--locomo", metavar="PATH", help="locomo10.json: adds LoCoMo where the spec asks for it")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -58,8 +67,10 @@ def _default_out(name: str) -> Path:
 def _run(spec_path: str | Path, args: argparse.Namespace, *, resume: bool = False,
          model: str | None = None, max_cost: float | None = None, executor: str = "auto") -> Any:
     from rollsum_evals.run import run_sweep
+    from rollsum_evals.run.sweep import check_fail_on_error
     from rollsum_evals.spec import load_spec
 
+    check_fail_on_error(_threshold(args))
     spec = load_spec(spec_path, model_override=model, locomo=args.locomo,
                      overrides=getattr(args, "overrides", None) or ())
     out = Path(args.out) if args.out else _default_out(spec.name)
@@ -72,16 +83,34 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, resume: bool = Fals
           f"${result.spent_usd:.4f} spent, "
           f"{result.wall_s:.1f}s)")
     if result.stopped_for_budget:
-        print(f"stopped before passing --max-cost-usd {max_cost}: {result.skipped} units not run; "
-              "continue with --resume and a higher budget", file=sys.stderr)
+        print(f"stopped by --max-cost-usd {max_cost} (${result.spent_usd:.4f} spent): {result.stopped} "
+              f"units cut short, {result.skipped} not finished; continue with --resume and a higher "
+              "budget", file=sys.stderr)
+    elif result.exit_code_for(_threshold(args)):
+        print(f"{result.errors} of {result.total} units errored (--fail-on-error "
+              f"{_describe(_threshold(args))}): see the 'error' column of units.parquet", file=sys.stderr)
     return result
+
+
+def _threshold(args: argparse.Namespace) -> float | None:
+    """None/0: any error fails; --no-fail-on-error: none does."""
+    if getattr(args, "no_fail_on_error", False):
+        return math.inf
+    value: float | None = getattr(args, "fail_on_error", None)
+    return value
+
+
+def _describe(threshold: float | None) -> str:
+    if not threshold:
+        return "default: any error fails"
+    return f"{threshold:g} of units" if threshold < 1 else f"{threshold:g} units"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     result = _run(args.spec, args, resume=args.resume, model=args.model, max_cost=args.max_cost_usd,
                   executor=args.executor)
     print(result.run_dir)
-    return int(result.exit_code)
+    return int(result.exit_code_for(_threshold(args)))
 
 
 def quickstart_path() -> Path:
@@ -94,4 +123,4 @@ def cmd_demo(args: argparse.Namespace) -> int:
     result = _run(quickstart_path(), args)
     path = write_report(result.run_dir, Path("reports") / result.run_dir.name)
     print(path)
-    return int(result.exit_code)
+    return int(result.exit_code_for(_threshold(args)))

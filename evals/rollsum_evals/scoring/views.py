@@ -11,11 +11,29 @@ checks it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
+from rollsum.types import Message
 from rollsum_evals.replay.trace import Trace
+from rollsum_evals.scoring.evidence import SupportIndex
 from rollsum_evals.scoring.text import normalize_text
+
+
+@dataclass(slots=True)
+class Shared:
+    """What the Units of one conversation share while they are scored: normalized texts (for
+    containment) and the support index (claims, and what each message and text states). A
+    caller scoring several Units of a conversation passes the same object to each; a fresh one
+    is always correct, only slower."""
+
+    normalized: dict[str, str] = field(default_factory=dict)
+    _index: SupportIndex | None = None
+
+    def support(self, messages: Sequence[Message]) -> SupportIndex:
+        if self._index is None or self._index.messages != tuple(messages):
+            self._index = SupportIndex(messages)
+        return self._index
 
 
 @dataclass(frozen=True, slots=True)

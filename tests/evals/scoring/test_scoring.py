@@ -7,6 +7,7 @@ import pytest
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Conversation, Probe
 from rollsum_evals.replay.trace import Text, TextRef, Trace, TurnRecord
+from rollsum_evals.scoring.asks import parse_timing
 from rollsum_evals.scoring.base import Scores, ScoringPlan
 from rollsum_evals.scoring.rouge import rouge_l
 from rollsum_evals.scoring.text import contains, locomo_f1, normalize_answer, token_f1
@@ -51,7 +52,7 @@ UNIT = Unit(unit_id="u", dataset="d", conversation_id="c", dataset_hash="h", con
 
 
 def _score(scorers: tuple[str, ...], conv: Conversation, trace: Trace) -> Scores:
-    return scoring.score(ScoringPlan(scorers=scorers), UNIT, conv, trace)[1]
+    return scoring.score(ScoringPlan(scorers=scorers, timing=parse_timing("end")), UNIT, conv, trace)[1]
 
 
 def _with_context_at_7(trace: Trace, items: tuple[Text | tuple[int, int], ...]) -> None:
