@@ -112,6 +112,17 @@ def test_score_with_another_probe_timing_equals_a_fresh_run(tmp_path: Path, monk
     _assert_same(tmp_path / "run", tmp_path / "fresh")
 
 
+def test_sampled_timing_rescored_from_the_cli_reproduces_a_fresh_run_exactly(tmp_path: Path) -> None:
+    """The default timing draws ages: re-scoring must draw the same ones, every time."""
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    run_sweep(_spec(probes='ask = "sampled"\ndraws = 2'), tmp_path / "fresh", progress=False)
+    for _ in range(2):
+        assert main(["score", str(tmp_path / "run"), "--timing", "sampled:2+end"]) == 0
+        _assert_same(tmp_path / "run", tmp_path / "fresh")
+    probes = rollsum_evals.load_run(tmp_path / "run").probes
+    assert set(probes["asked_turn"] - probes["evidence_turn"]) - {0} and (probes["age_turns"] >= 0).all()
+
+
 def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     from rollsum_evals.data import load, write_jsonl
@@ -131,6 +142,7 @@ def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
     (["--scorers", "qa"], "needs a model to answer"),
     (["--ages", "0,5"], "positive integers"),
     (["--no-end"], "only together with --ages"),
+    (["--timing", "sampled:0"], "--timing 'sampled:0'"),
 ])
 def test_score_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                      argv: list[str], needle: str) -> None:
