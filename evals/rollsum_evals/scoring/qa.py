@@ -25,6 +25,7 @@ from rollsum_evals.scoring.text import locomo_f1
 QA_RETRIES = 2
 """Retryable failures (connection, timeout, 429, 5xx) are retried twice with backoff
 (`rollsum.models.RetryingModel`, docs/models.md); others count as no answer."""
+QA_BACKOFF_S = 0.5
 QA_PROMPT_ID = "qa/v1"
 JUDGE_PROMPT_ID = "qa-judge/v1"
 
@@ -66,7 +67,7 @@ class QA:
         if inp.model is None:
             raise ConfigError("the 'qa' scorer needs a model: set [qa] model = \"...\" in the spec")
         # the SDK does not retry (the engine owns summarizer retries); a direct caller wraps
-        model = RetryingModel(inp.model, retries=QA_RETRIES)
+        model = RetryingModel(inp.model, retries=QA_RETRIES, backoff_s=QA_BACKOFF_S)
         usage = Usage()
         out = Scores()
         f1s: list[float] = []
