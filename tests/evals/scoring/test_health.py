@@ -172,7 +172,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, float
     units = rollsum_evals.load_run(tmp / "run").units
     assert set(units["status"]) == {"ok"}  # a broken configuration is a result, not an error
     label = units["config"].str.split("[").str[0]
-    return {k: v.mean(numeric_only=True).to_dict() for k, v in units.groupby(label)}
+    return {str(k): {str(c): float(x) for c, x in v.mean(numeric_only=True).items()}
+            for k, v in units.groupby(label)}
 
 
 def test_the_healthy_config_is_feasible_and_healthy(sweep: dict[str, dict[str, float]]) -> None:
