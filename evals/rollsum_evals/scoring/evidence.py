@@ -53,6 +53,13 @@ class _ByMessage:
     """The first turn at which messages 0..turn support the claim; None: never."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    units: list[sp.Unit]
+    index: dict[str, list[int]]
+    """token -> indices of the lines holding it."""
+
+
 def _best(a: Strengths, b: Strengths) -> Strengths:
     return tuple(max(x, y) for x, y in zip(a, b))
 
@@ -68,6 +75,7 @@ class SupportIndex:
         self._claims: dict[tuple[str, str], sp.Claim | None] = {}
         self._by_message: dict[tuple[str, str], _ByMessage] = {}
         self._by_text: dict[tuple[tuple[str, str], str, str], Strengths] = {}
+        self._texts: dict[tuple[str, str], _Lines] = {}
         self._index: dict[str, list[int]] | None = None
 
     # -- claims -----------------------------------------------------------------------------
@@ -112,15 +120,30 @@ class SupportIndex:
 
     # -- texts ------------------------------------------------------------------------------
 
+    def _lines(self, text: str, speaker: str) -> _Lines:
+        """A text's lines as units (`support.summary_units`; a line without a ``Name:`` prefix
+        speaks as `speaker`, the author of a clipped message) and which lines hold each token."""
+        found = self._texts.get((text, speaker))
+        if found is None:
+            units = [u if u.speaker else sp.Unit(u.text, speaker) for u in sp.summary_units(text)]
+            index: dict[str, list[int]] = {}
+            for k, u in enumerate(units):
+                for token in sp.tokens(u.text):
+                    index.setdefault(token, []).append(k)
+            found = self._texts[(text, speaker)] = _Lines(units, index)
+        return found
+
     def _text(self, key: tuple[str, str], c: sp.Claim, text: str, speaker: str) -> Strengths:
-        """Best strength per item over the lines of a text (`support.summary_units`); a line
-        without a ``Name:`` prefix speaks as `speaker` (the author of a clipped message)."""
+        """Best strength per item over the lines of a text; only lines holding a token of an
+        item are judged (a line without any cannot state it)."""
         mkey = (key, text, speaker)
         found = self._by_text.get(mkey)
         if found is None:
+            lines = self._lines(text, speaker)
+            candidates = sorted({k for item in c.items for t in item for k in lines.index.get(t, ())})
             found = tuple(0 for _ in c.items)
-            for u in sp.summary_units(text):
-                found = _best(found, sp.unit_strengths(c, u if u.speaker else sp.Unit(u.text, speaker)))
+            for k in candidates:
+                found = _best(found, sp.unit_strengths(c, lines.units[k]))
             self._by_text[mkey] = found
         return found
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from rollsum.types import Message
-from rollsum_evals.replay.trace import Trace
+from rollsum_evals.replay.trace import ContextItem, Trace
 from rollsum_evals.scoring.evidence import SupportIndex
 from rollsum_evals.scoring.text import normalize_text
 
@@ -36,17 +37,33 @@ class Shared:
         return self._index
 
 
-@dataclass(frozen=True, slots=True)
 class View:
-    """The normalized context at one turn, split into its parts."""
+    """The normalized context at one turn, split into its parts; each part is joined only when
+    a scorer reads it (answer_retention reads only `context`)."""
 
-    context: str
-    summary: str
-    """Items that are not conversation messages (summaries, whatever the engine wrote)."""
-    verbatim: str
-    """Items made from conversation messages."""
-    prefix: str
-    """Every conversation message up to the turn: what `full-context` would have sent."""
+    def __init__(self, views: ContextViews, items: Sequence[ContextItem], turn: int) -> None:
+        self._views = views
+        self._items = items
+        self._turn = turn
+
+    @cached_property
+    def context(self) -> str:
+        return self._views._join(i.text for i in self._items)
+
+    @cached_property
+    def summary(self) -> str:
+        """Items that are not conversation messages (summaries, whatever the engine wrote)."""
+        return self._views._join(i.text for i in self._items if i.message_index is None)
+
+    @cached_property
+    def verbatim(self) -> str:
+        """Items made from conversation messages."""
+        return self._views._join(i.text for i in self._items if i.message_index is not None)
+
+    @cached_property
+    def prefix(self) -> str:
+        """Every conversation message up to the turn: what `full-context` would have sent."""
+        return self._views._prefix_at(self._turn)
 
 
 class ContextViews:
@@ -67,16 +84,14 @@ class ContextViews:
     def _join(self, texts: Iterable[str]) -> str:
         return " ".join(n for n in map(self.norm, texts) if n)
 
+    def _prefix_at(self, turn: int) -> str:
+        msgs = self.trace.messages
+        while len(self._prefix) <= min(turn, len(msgs) - 1):
+            self._prefix.append(self.norm(msgs[len(self._prefix)].content))
+        return " ".join(n for n in self._prefix[: turn + 1] if n)
+
     def at(self, turn: int) -> View:
         view = self._views.get(turn)
         if view is None:
-            items = self.trace.context_at(turn)
-            msgs = self.trace.messages
-            while len(self._prefix) <= min(turn, len(msgs) - 1):
-                self._prefix.append(self.norm(msgs[len(self._prefix)].content))
-            view = self._views[turn] = View(
-                context=self._join(i.text for i in items),
-                summary=self._join(i.text for i in items if i.message_index is None),
-                verbatim=self._join(i.text for i in items if i.message_index is not None),
-                prefix=" ".join(n for n in self._prefix[: turn + 1] if n))
+            view = self._views[turn] = View(self, self.trace.context_at(turn), turn)
         return view
