@@ -11,12 +11,12 @@ checks it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from rollsum.types import Message
-from rollsum_evals.replay.trace import ContextItem, Trace
+from rollsum_evals.replay.trace import TextRef, Trace
 from rollsum_evals.scoring.evidence import SupportIndex
 from rollsum_evals.scoring.text import normalize_text
 
@@ -39,26 +39,39 @@ class Shared:
 
 class View:
     """The normalized context at one turn, split into its parts; each part is joined only when
-    a scorer reads it (answer_retention reads only `context`)."""
+    a scorer reads it (answer_retention reads only `context`). Read straight from the turn's
+    composition: no `ContextItem` is built (that was most of the cost on long contexts)."""
 
-    def __init__(self, views: ContextViews, items: Sequence[ContextItem], turn: int) -> None:
+    def __init__(self, views: ContextViews, turn: int) -> None:
         self._views = views
-        self._items = items
         self._turn = turn
+        trace = views.trace
+        self._composition = trace.turns[turn].composition if 0 <= turn < len(trace.turns) else ()
+
+    def _texts(self, *, verbatim: bool = True, other: bool = True) -> Iterator[str]:
+        """Item texts in context order: `verbatim` = items made from conversation messages (a
+        clipped message included), `other` = the rest (summaries, whatever the engine wrote)."""
+        trace = self._views.trace
+        for seg in self._composition:
+            if isinstance(seg, TextRef):
+                if verbatim if seg.source is not None else other:
+                    yield trace.texts[seg.text_id].content
+            elif verbatim:
+                yield from (m.content for m in trace.messages[seg[0]:seg[1]])
 
     @cached_property
     def context(self) -> str:
-        return self._views._join(i.text for i in self._items)
+        return self._views._join(self._texts())
 
     @cached_property
     def summary(self) -> str:
         """Items that are not conversation messages (summaries, whatever the engine wrote)."""
-        return self._views._join(i.text for i in self._items if i.message_index is None)
+        return self._views._join(self._texts(verbatim=False))
 
     @cached_property
     def verbatim(self) -> str:
         """Items made from conversation messages."""
-        return self._views._join(i.text for i in self._items if i.message_index is not None)
+        return self._views._join(self._texts(other=False))
 
     @cached_property
     def prefix(self) -> str:
@@ -93,5 +106,5 @@ class ContextViews:
     def at(self, turn: int) -> View:
         view = self._views.get(turn)
         if view is None:
-            view = self._views[turn] = View(self, self.trace.context_at(turn), turn)
+            view = self._views[turn] = View(self, turn)
         return view
