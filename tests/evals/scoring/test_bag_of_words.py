@@ -109,6 +109,7 @@ def test_a_bag_of_frequent_words_scores_far_below_the_real_summary_on_synthetic_
     assert got["containment_bag"] == pytest.approx(want["containment_bag"], abs=0.005)
 
 
+@pytest.mark.locomo
 @pytest.mark.skipif(not LOCOMO_DEV.exists(), reason=f"LoCoMo dev data not present at {LOCOMO_DEV} "
                     "(research data, never in the repository)")
 def test_a_bag_of_frequent_words_scores_far_below_the_real_summary_on_locomo() -> None:
