@@ -87,7 +87,7 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, resume: bool = Fals
               f"units cut short, {result.skipped} not finished; continue with --resume and a higher "
               "budget", file=sys.stderr)
     elif result.exit_code_for(_threshold(args)):
-        print(f"{result.errors} of {result.total} units errored (--fail-on-error "
+        print(f"{result.errors_in_run} of {result.total} units errored (--fail-on-error "
               f"{_describe(_threshold(args))}): see the 'error' column of units.parquet", file=sys.stderr)
     return result
 

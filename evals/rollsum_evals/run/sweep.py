@@ -93,6 +93,9 @@ class RunResult:
     wall_s: float
     stopped: int = 0
     """Units cut short by the budget (``stopped: budget`` rows; ``--resume`` replays them)."""
+    errors_in_run: int = 0
+    """Units of the whole run directory whose status is ``error`` (a resumed run's earlier ones
+    too): what ``--fail-on-error`` judges."""
     cached: int = 0
     """Units copied whole from the Unit-result cache (counted in ``done``, not in ``ran``)."""
     scored: int = 0
@@ -107,7 +110,7 @@ class RunResult:
     def exit_code_for(self, fail_on_error: float | None) -> int:
         if self.stopped_for_budget:
             return EXIT_BUDGET
-        return EXIT_ERRORS if errors_fail(self.errors, self.total, fail_on_error) else EXIT_OK
+        return EXIT_ERRORS if errors_fail(self.errors_in_run, self.total, fail_on_error) else EXIT_OK
 
 
 def replay_cache_key(unit: Unit, fingerprint: str) -> str:
@@ -351,9 +354,9 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         stats[k] = stats.get(k, 0) + v
     stopped = dispatcher.stopped_for_budget or n_stopped > 0 or (ledger is not None and ledger.state().stopped)
     spent = _spent(ledger, previous_spent, tally)
+    n_errors = sum(1 for r in committed.values() if r.get("status") == STATUS_ERROR)
     manifest.update(status=STATUS_STOPPED if stopped else "complete", finished_at=now(),
-                    units_done=len(committed), units_stopped=n_stopped,
-                    units_error=sum(1 for r in committed.values() if r.get("status") == STATUS_ERROR),
+                    units_done=len(committed), units_stopped=n_stopped, units_error=n_errors,
                     spent_usd=round(spent, 6), configs=dict(sorted(configs.items())),
                     cache={**manifest["cache"], "stats": stats},
                     unit_cache={**manifest["unit_cache"], "stored": cache.stored,
@@ -363,7 +366,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     return RunResult(run_dir=rd.path, total=len(units), done=len(committed), ran=tally.ran,
                      skipped=len(units) - len(committed), errors=tally.errors, spent_usd=spent,
                      stopped_for_budget=stopped, wall_s=time.perf_counter() - t0,
-                     cached=len(cache.copied), scored=tally.scored, executor=chosen, stopped=n_stopped)
+                     cached=len(cache.copied), scored=tally.scored, executor=chosen, stopped=n_stopped,
+                     errors_in_run=n_errors)
 
 
 def _spent(ledger: SpendLedger | None, previous: float, tally: _Tally) -> float:

@@ -133,3 +133,17 @@ def test_a_bad_fail_on_error_is_a_user_mistake(tmp_path: Path, capsys: pytest.Ca
     err = capsys.readouterr().err.strip()
     assert "--fail-on-error" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_a_resume_still_fails_on_the_errors_of_its_first_part(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import rollsum_evals.run as run_pkg
+
+    real = run_pkg.run_sweep
+    monkeypatch.setattr(run_pkg, "run_sweep", lambda *a, **kw: real(*a, **kw, engine_factory=_broken_since_last))
+    spec = tmp_path / "s.toml"
+    spec.write_text(ERRORS_SPEC)
+    assert main(["run", str(spec), "--out", str(tmp_path / "r"), "--no-progress"]) == 1
+    # nothing left to run: the errored Units are still in the run, so the run still fails
+    assert main(["run", str(spec), "--out", str(tmp_path / "r"), "--no-progress", "--resume"]) == 1
+    assert "4 of 8 units errored" in capsys.readouterr().err
