@@ -64,10 +64,12 @@ def test_gate_passes_an_unchanged_rerun_and_fails_a_shrunken_tail(
     assert (tmp_path / "baselines" / "nightly.history.jsonl").read_text().count("\n") == 3
 
 
-def test_committed_specs_parse_and_use_probe_ages() -> None:
-    for name in ("quickstart", "thresholds", "prompts-ab", "nightly"):
+def test_committed_specs_parse_and_use_their_probe_timing() -> None:
+    for name in ("quickstart", "thresholds", "prompts-ab"):
         spec = load_spec(ROOT / "evals" / "sweeps" / f"{name}.toml")
-        assert spec.probes.ask == "ages" and spec.probes.ages, name
+        assert spec.probes.key == "sampled:1+end", name
+        assert "health" in spec.scorers, name
+    assert load_spec(NIGHTLY).probes.ask == "ages" and load_spec(NIGHTLY).probes.ages
     nightly = load_spec(NIGHTLY)
     assert all(not d.source.startswith(("synth:", "@")) for d in nightly.datasets)
     assert nightly.models == ("extractive",)
