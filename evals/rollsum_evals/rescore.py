@@ -48,14 +48,17 @@ class RescoreResult:
 
 def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
              timing: ProbeTiming | None = None, model: str | None = None) -> ScoringPlan:
-    """The run's scoring plan with the given parts replaced; unknown scorers are one line."""
+    """The run's scoring plan with the given parts replaced; unknown scorers are one line. The
+    scorers every plan runs (`scoring.ALWAYS`: health) are added when missing, so re-scoring an
+    older run gives it the health columns too."""
     old = ScoringPlan.from_dict(manifest.get("scoring") or {})
-    plan = dataclasses.replace(old, scorers=tuple(scorers) if scorers else old.scorers,
-                               timing=timing or old.timing, model=old.model if model is None else model)
-    for name in plan.scorers:
+    chosen = tuple(scorers) if scorers else old.scorers
+    for name in chosen:
         scoring.get(name)
-    if len(set(plan.scorers)) != len(plan.scorers):
-        raise ConfigError(f"--scorers {','.join(plan.scorers)}: a scorer is listed twice")
+    if len(set(chosen)) != len(chosen):
+        raise ConfigError(f"--scorers {','.join(chosen)}: a scorer is listed twice")
+    plan = dataclasses.replace(old, scorers=scoring.with_always(chosen), timing=timing or old.timing,
+                               model=old.model if model is None else model)
     if "model" in scoring.needs(plan.scorers) and not plan.model:
         need = [n for n in plan.scorers if "model" in scoring.needs([n])]
         raise ConfigError(f"scorer {', '.join(need)} needs a model to answer: the run has none, pass --model SPEC")
@@ -92,7 +95,7 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
     secrets = env_secrets()
     results: list[ScoredLines] = []
     errors = 0
-    normalized: dict[tuple[str, str], dict[str, str]] = {}  # per conversation: its Units share texts
+    shared: dict[tuple[str, str], scoring.Shared] = {}  # per conversation: its Units share caches
     try:
         for uid in sorted(records):
             rec = records[uid]
@@ -108,7 +111,7 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
                     answerer = guarded(plan.model)
                     metered = MeteredModel(answerer) if answerer is not None else None
                 urow, prows = score_trace(unit, conv, trace, plan, metered,
-                                          normalized=normalized.setdefault((unit.dataset, conv.id), {}))
+                                          shared=shared.setdefault((unit.dataset, conv.id), scoring.Shared()))
             finally:
                 close_model(answerer)
             errors += urow["status"] != "ok"

@@ -28,14 +28,16 @@ LOCOMO_PLACEHOLDER = "@locomo"
 """A dataset whose source is this placeholder is only included when ``--locomo PATH`` is given."""
 
 DEFAULT_MAIN_MODEL = "claude-haiku-4-5"
+DEFAULT_PROJECTED_MODEL = "claude-haiku-4-5"
 DEFAULT_CONTEXT_WINDOW = 200_000
 
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
-             "context_window", "probes", "seeds", "main_model", "qa", "cache", "unit_cache", "limits"}
+             "context_window", "probes", "seeds", "main_model", "projected_model", "qa", "cache",
+             "unit_cache", "limits"}
 _DATASET_KEYS = {"name", "source", "format", "limit", "questions"}
 _CONFIG_KEYS = {"preset", "memory", "summarizer", "summarizer_params", "label", "params", "grid", "prompts",
                 "models"}
-_PROBE_KEYS = {"ask", "after_turns", "ages", "end"}
+_PROBE_KEYS = {"ask", "after_turns", "ages", "end", "draws", "seed"}
 _QA_KEYS = {"model", "judge"}
 _LIMIT_KEYS = {"requests_per_minute"}
 
@@ -61,11 +63,13 @@ class SweepSpec:
     configs: tuple[ConfigSpec, ...]
     prompts: tuple[str, ...] = ("",)
     models: tuple[str, ...] = ("extractive",)
-    scorers: tuple[str, ...] = ("answer_retention", "fact_survival", "cost")
+    scorers: tuple[str, ...] = ("answer_retention", "fact_survival", "cost", "health")
     context_windows: tuple[int, ...] = (DEFAULT_CONTEXT_WINDOW,)
     probes: ProbeTiming = field(default_factory=ProbeTiming)
     seeds: tuple[int, ...] = (0,)
     main_model: str = DEFAULT_MAIN_MODEL
+    projected_model: str = DEFAULT_PROJECTED_MODEL
+    """Whose prices offline summarizer calls are projected at (the health scorer)."""
     qa_model: str | None = None
     judge: bool = False
     cache: str = "user"
@@ -88,7 +92,7 @@ class SweepSpec:
     @property
     def scoring(self) -> ScoringPlan:
         return ScoringPlan(scorers=self.scorers, timing=self.probes, main_model=self.main_model,
-                           model=self.qa_model or "", judge=self.judge)
+                           model=self.qa_model or "", judge=self.judge, projected_model=self.projected_model)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -168,10 +172,14 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     models = _str_list(w, raw, "models", default=("extractive",))
     scorers = _str_list(w, raw, "scorers", default=("answer_retention", "fact_survival", "cost"))
     from rollsum_evals.scoring import names as scorer_names
+    from rollsum_evals.scoring import with_always
 
     for i, s in enumerate(scorers):
         if s not in scorer_names():
             raise w.error(f"scorers[{i}]", f"one of {', '.join(scorer_names())}", s, key="scorers")
+    if len(set(scorers)) != len(scorers):
+        raise w.error("scorers", "each scorer listed once", list(scorers))
+    scorers = with_always(scorers)
     cw = raw.get("context_window", DEFAULT_CONTEXT_WINDOW)
     windows = tuple(cw) if isinstance(cw, list) else (cw,)
     for v in windows:
@@ -185,6 +193,8 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
         if not isinstance(s, int) or isinstance(s, bool):
             raise w.error("seeds", "a list of integers", s)
     main_model = _str(w, raw, "main_model", default=DEFAULT_MAIN_MODEL)
+    projected_model = _str(w, raw, "projected_model", default=DEFAULT_PROJECTED_MODEL)
+    _check_priced(w, "projected_model", projected_model)
     qa = raw.get("qa", {})
     if not isinstance(qa, dict):
         raise w.error("qa", "a table with 'model' and 'judge'", qa)
@@ -220,9 +230,21 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
         raise w.error("description", "a string", description)
     return SweepSpec(name=name, datasets=datasets, configs=configs, prompts=prompts, models=models,
                      scorers=scorers, context_windows=windows, probes=probes, seeds=seeds,
-                     main_model=main_model, qa_model=qa_model, judge=judge, cache=cache,
+                     main_model=main_model, projected_model=projected_model, qa_model=qa_model,
+                     judge=judge, cache=cache,
                      unit_cache=unit_cache, requests_per_minute=None if rpm is None else float(rpm),
                      description=description, raw=raw, path=path)
+
+
+def _check_priced(w: _Where, key: str, model: str) -> None:
+    """A model a cost is computed at must be in the price table: an unknown one would price at 0."""
+    from rollsum.models.pricing import default_table
+
+    table = default_table()
+    name = model.split(":", 1)[1] if model.startswith("anthropic:") else model
+    known = set(table.models())
+    if not {name, re.sub(r"-\d{8}$", "", name), name.removesuffix("-latest")} & known:
+        raise w.error(key, f"a model of the price table {table.source} (e.g. {DEFAULT_PROJECTED_MODEL})", model)
 
 
 def _toml_value(text: str) -> Any:
@@ -390,10 +412,20 @@ def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
     return tuple(out)
 
 
+def _int(w: _Where, v: Mapping[str, Any], key: str, default: int, expected: str, *, minimum: int) -> int:
+    x = v.get(key, default)
+    if not isinstance(x, int) or isinstance(x, bool) or x < minimum:
+        raise w.error(f"probes.{key}", expected, x, key=key)
+    return x
+
+
 def _probes(w: _Where, v: Any) -> ProbeTiming:
     if not isinstance(v, dict):
-        raise w.error("probes", "a table with 'ask' and 'after_turns', or 'ages'", v)
+        raise w.error("probes", "a table with 'ask' (sampled, end, after) or 'ages'", v)
     _check_keys(w, "probes.", v, _PROBE_KEYS)
+    end = v.get("end", True)
+    if not isinstance(end, bool):
+        raise w.error("probes.end", "true or false (also ask every probe at the end)", end, key="end")
     if "ages" in v:
         ages = v["ages"]
         if (not isinstance(ages, list) or not ages
@@ -402,22 +434,24 @@ def _probes(w: _Where, v: Any) -> ProbeTiming:
                           "evidence)", ages, key="ages")
         if len(set(ages)) != len(ages):
             raise w.error("probes.ages", "ages listed once each", ages, key="ages")
-        if v.get("ask", "ages") != "ages" or "after_turns" in v:
-            raise w.error("probes.ages", "either 'ages' or 'ask'/'after_turns', not both",
+        if v.get("ask", "ages") != "ages" or {"after_turns", "draws", "seed"} & set(v):
+            raise w.error("probes.ages", "either 'ages' or 'ask' with its own keys, not both",
                           key="ages")
-        end = v.get("end", True)
-        if not isinstance(end, bool):
-            raise w.error("probes.end", "true or false (also ask every probe at the end)", end,
-                          key="end")
         return ProbeTiming(ask="ages", ages=tuple(sorted(ages)), end=end)
-    if "end" in v:
-        raise w.error("probes.end", "only together with 'ages'", key="end")
-    ask = v.get("ask", "end")
-    if ask not in ("end", "after"):
-        raise w.error("probes.ask", "'end' or 'after' (or use 'ages = [...]')", ask, key="ask")
-    after = v.get("after_turns", 0)
-    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-        raise w.error("probes.after_turns", "a non-negative integer", after, key="after_turns")
+    ask = v.get("ask", "sampled")
+    if ask not in ("sampled", "end", "after"):
+        raise w.error("probes.ask", "'sampled', 'end' or 'after' (or use 'ages = [...]')", ask, key="ask")
+    if ask != "sampled" and {"draws", "seed"} & set(v):
+        raise w.error("probes.draws", "'draws' and 'seed' only with ask = 'sampled'", key="ask")
+    if ask != "sampled" and "end" in v:
+        raise w.error("probes.end", "only with ask = 'sampled' or 'ages'", key="end")
+    if ask == "sampled":
+        if "after_turns" in v:
+            raise w.error("probes.after_turns", "only with ask = 'after'", key="after_turns")
+        draws = _int(w, v, "draws", 1, "a positive integer (asks per fact)", minimum=1)
+        seed = _int(w, v, "seed", 0, "a non-negative integer", minimum=0)
+        return ProbeTiming(ask="sampled", draws=draws, seed=seed, end=end)
+    after = _int(w, v, "after_turns", 0, "a non-negative integer", minimum=0)
     if ask == "after" and after == 0:
         raise w.error("probes.after_turns", "a positive integer when ask = 'after'", after,
                       key="ask")

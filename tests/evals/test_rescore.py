@@ -95,7 +95,7 @@ def test_score_with_other_scorers_equals_a_fresh_run_with_no_replay_and_no_model
     assert "no replay" in capsys.readouterr().out
     _assert_same(tmp_path / "run", fresh)
     m = rollsum_evals.load_run(tmp_path / "run").manifest
-    assert m["scoring"]["scorers"] == ["answer_retention", "rouge"] and "rouge" in m["scorer_versions"]
+    assert m["scoring"]["scorers"] == ["answer_retention", "rouge", "health"] and "rouge" in m["scorer_versions"]
     for key in ("spec_sha256", "replay_fingerprint", "datasets", "configs", "started_at"):
         assert m[key] == before[key], key  # the replay's provenance is untouched
 
@@ -110,6 +110,17 @@ def test_score_with_another_probe_timing_equals_a_fresh_run(tmp_path: Path, monk
     assert result.units == 10 and result.errors == 0
     assert (count.adds, count.calls, built) == (0, 0, [])
     _assert_same(tmp_path / "run", tmp_path / "fresh")
+
+
+def test_sampled_timing_rescored_from_the_cli_reproduces_a_fresh_run_exactly(tmp_path: Path) -> None:
+    """The default timing draws ages: re-scoring must draw the same ones, every time."""
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    run_sweep(_spec(probes='ask = "sampled"\ndraws = 2'), tmp_path / "fresh", progress=False)
+    for _ in range(2):
+        assert main(["score", str(tmp_path / "run"), "--timing", "sampled:2+end"]) == 0
+        _assert_same(tmp_path / "run", tmp_path / "fresh")
+    probes = rollsum_evals.load_run(tmp_path / "run").probes
+    assert set(probes["asked_turn"] - probes["evidence_turn"]) - {0} and (probes["age_turns"] >= 0).all()
 
 
 def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
@@ -131,6 +142,7 @@ def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
     (["--scorers", "qa"], "needs a model to answer"),
     (["--ages", "0,5"], "positive integers"),
     (["--no-end"], "only together with --ages"),
+    (["--timing", "sampled:0"], "--timing 'sampled:0'"),
 ])
 def test_score_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                      argv: list[str], needle: str) -> None:

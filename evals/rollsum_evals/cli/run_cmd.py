@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +37,9 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     run.add_argument("--model", metavar="SPEC",
                      help="summarizer model for every config, e.g. anthropic:claude-haiku-4-5")
     run.add_argument("--max-cost-usd", type=float, metavar="X",
-                     help="stop before real spend (summarizer + QA calls) would pass X dollars")
+                     help="hard cap on real spend (summarizer + QA calls that miss the cache): a call "
+                     "that could pass X dollars is refused, its unit ends 'stopped: budget', no "
+                     "further unit starts, exit 1; --resume with a higher X continues")
     run.add_argument("--set", action="append", default=[], metavar="PRESET.PARAM=VALUE",
                      dest="overrides",
                      help="fix a parameter of every config with that preset (or label), "
@@ -58,6 +61,12 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    fail = p.add_mutually_exclusive_group()
+    fail.add_argument("--fail-on-error", type=float, metavar="X", default=None,
+                      help="exit 1 when units errored beyond X: a share in (0, 1) or a count >= 1 "
+                      "(default: any error fails)")
+    fail.add_argument("--no-fail-on-error", action="store_true",
+                      help="exit 0 however many units errored (they are still rows with status 'error')")
     p.add_argument("--jobs", type=int, default=4, metavar="N", help="Units run concurrently (default 4)")
     p.add_argument("--limit", type=int, metavar="N", default=None,
                    help="at most N conversations per dataset (a quick smoke run; recorded in the spec)")
@@ -93,8 +102,10 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
          retry_errors: bool = False, model: str | None = None, max_cost: float | None = None,
          executor: str = "auto") -> Any:
     from rollsum_evals.run import run_sweep
+    from rollsum_evals.run.sweep import check_fail_on_error
     from rollsum_evals.spec import load_spec
 
+    check_fail_on_error(_threshold(args))
     spec = load_spec(spec_path, model_override=model, locomo=args.locomo,
                      overrides=getattr(args, "overrides", None) or (), limit=args.limit)
     continuing = "--retry-errors" if retry_errors else "--resume" if resume else None
@@ -113,9 +124,27 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
           f"${result.spent_usd:.4f} spent, "
           f"{result.wall_s:.1f}s)")
     if result.stopped_for_budget:
-        print(f"stopped before passing --max-cost-usd {max_cost}: {result.skipped} units not run; "
-              "continue with --resume and a higher budget", file=sys.stderr)
+        print(f"stopped by --max-cost-usd {max_cost} (${result.spent_usd:.4f} spent): {result.stopped} "
+              f"units cut short, {result.skipped} not finished; continue with --resume and a higher "
+              "budget", file=sys.stderr)
+    elif result.exit_code_for(_threshold(args)):
+        print(f"{result.errors_in_run} of {result.total} units errored (--fail-on-error "
+              f"{_describe(_threshold(args))}): see the 'error' column of units.parquet", file=sys.stderr)
     return result
+
+
+def _threshold(args: argparse.Namespace) -> float | None:
+    """None/0: any error fails; --no-fail-on-error: none does."""
+    if getattr(args, "no_fail_on_error", False):
+        return math.inf
+    value: float | None = getattr(args, "fail_on_error", None)
+    return value
+
+
+def _describe(threshold: float | None) -> str:
+    if not threshold:
+        return "default: any error fails"
+    return f"{threshold:g} of units" if threshold < 1 else f"{threshold:g} units"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -124,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = _run(find_spec(args.spec), args, resume=args.resume, retry_errors=args.retry_errors,
                   model=args.model, max_cost=args.max_cost_usd, executor=args.executor)
     print(Path(result.run_dir).resolve())
-    return int(result.exit_code)
+    return int(result.exit_code_for(_threshold(args)))
 
 
 def quickstart_path() -> Path:
@@ -144,4 +173,4 @@ def cmd_demo(args: argparse.Namespace) -> int:
     result = _run(quickstart_path(), args, out=run_dir)
     path = write_report(result.run_dir, report_dir)
     print(Path(path).resolve())
-    return int(result.exit_code)
+    return int(result.exit_code_for(_threshold(args)))

@@ -17,6 +17,9 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p.add_argument("run", type=Path, help="run directory written by `rollsum run`")
     p.add_argument("--scorers", metavar="A,B", help="comma-separated scorer names (default: the run's)")
     timing = p.add_mutually_exclusive_group()
+    timing.add_argument("--timing", metavar="KEY",
+                        help="probe timing key: sampled:N[,seed=S][+end] (the default timing is "
+                        "sampled:1+end), end, after:N, ages:A,B[+end]")
     timing.add_argument("--ages", metavar="N,M", help="ask each probe N, M ... turns after its evidence")
     timing.add_argument("--after", type=int, metavar="N", help="ask each probe once, N turns after its evidence")
     timing.add_argument("--at-end", action="store_true", help="ask each probe once, at the end")
@@ -30,6 +33,11 @@ def _timing(args: argparse.Namespace) -> Any:
 
     if args.no_end and not args.ages:
         raise ConfigError("--no-end: only together with --ages")
+    if args.timing:
+        try:
+            return parse_timing(args.timing)
+        except ValueError as err:
+            raise ConfigError(str(err).replace("probe timing", "--timing")) from None
     if args.ages:
         key = f"ages:{args.ages}" + ("" if args.no_end else "+end")
     elif args.after is not None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from rollsum.errors import ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
+from rollsum.models.replay import ReplayMissError
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
 from rollsum_evals import components
 from rollsum_evals.units import Unit
@@ -64,8 +66,23 @@ def default_engine(unit: Unit, model: Model | None,
     return engine
 
 
+class BudgetRefused(ModelError):
+    """A call refused because it could pass the run's ``--max-cost-usd`` (raised by the run's
+    budget wrapper before anything is sent). A `ModelError`, so the library treats it as a failed,
+    non-retryable call; the replay then stops the Unit (`BudgetStopped`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, ErrorKind.OTHER)
+
+
+class BudgetStopped(Exception):
+    """A Unit ended because a model call was refused by the budget: its row is ``stopped:
+    budget``, never scored as if the refused calls were a result."""
+
+
 class MeteredModel(ModelWrapper):
-    """Counts calls, cache hits and latency of a model (summarizer or scorer).
+    """Counts calls, cache hits, cassette misses, budget refusals and latency of a model
+    (summarizer or scorer).
 
     Usage of *paid* calls (cache misses) is kept apart: the budget stops on real spend, while
     the reported cost is the nominal cost of the configuration, identical on a cached re-run.
@@ -78,9 +95,18 @@ class MeteredModel(ModelWrapper):
         self.latency_s = 0.0
         self.paid = Usage()
         self.nominal = Usage()
+        self.cassette_misses = 0
+        self.refused = 0
 
     def complete(self, request: CompletionRequest) -> Completion:
-        c = self.inner.complete(request)
+        try:
+            c = self.inner.complete(request)
+        except ReplayMissError:
+            self.cassette_misses += 1
+            raise
+        except BudgetRefused:
+            self.refused += 1
+            raise
         self.calls += 1
         self.latency_s += c.latency_s
         self.nominal = self.nominal + c.usage

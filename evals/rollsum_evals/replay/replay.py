@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from rollsum.models.base import Model
 from rollsum.types import Message, SummaryEvent
 from rollsum_evals.data.types import Conversation
-from rollsum_evals.replay.engine import Engine, EngineFactory, MeteredModel, default_engine
+from rollsum_evals.replay.engine import BudgetStopped, Engine, EngineFactory, MeteredModel, default_engine
 from rollsum_evals.replay.trace import ContextEncoder, Trace, TurnRecord, with_ids
 from rollsum_evals.units import Unit
 
@@ -24,6 +24,9 @@ def replay(unit: Unit, conversation: Conversation, *, engine_factory: EngineFact
     """Feed every message to a fresh engine and record the trace.
 
     Engine errors propagate: the caller records the Unit as ``error`` with a one-line message.
+    A model call refused by the budget (`BudgetRefused`, which the engine records as a failed
+    attempt) ends the replay with `BudgetStopped` after that turn: the rest would be a replay of
+    a configuration whose summaries were not allowed to happen.
     """
     start = clock()
     messages = with_ids(conversation.messages)
@@ -43,7 +46,7 @@ def replay(unit: Unit, conversation: Conversation, *, engine_factory: EngineFact
 
     engine = engine_factory(unit, metered, on_event)
     try:
-        _feed(engine, messages, trace, current_turn)
+        _feed(engine, messages, trace, current_turn, metered)
         history, usage, config = list(engine.history), engine.usage, engine.config()
     finally:
         close = getattr(engine, "close", None)  # a memory may hold files or connections
@@ -63,18 +66,22 @@ def replay(unit: Unit, conversation: Conversation, *, engine_factory: EngineFact
     if metered is not None:
         trace.model_calls = metered.calls
         trace.cached_calls = metered.cached_calls
+        trace.cassette_misses = metered.cassette_misses
         trace.latency_s = metered.latency_s
         trace.paid_usage = metered.paid
     trace.wall_s = clock() - start
     return trace
 
 
-def _feed(engine: Engine, messages: Sequence[Message], trace: Trace, current_turn: list[int]) -> None:
+def _feed(engine: Engine, messages: Sequence[Message], trace: Trace, current_turn: list[int],
+          metered: MeteredModel | None) -> None:
     """Every message, and the context after each (the trace's turns and texts)."""
     encoder = ContextEncoder(messages)
     for i, msg in enumerate(messages):
         current_turn[0] = i
         engine.add(msg)
+        if metered is not None and metered.refused:
+            raise BudgetStopped(f"stopped at message {i}: a model call would pass --max-cost-usd")
         summary = getattr(engine, "summary", None)
         pending = getattr(engine, "pending", None)
         trace.turns.append(TurnRecord(

@@ -117,6 +117,8 @@ class Trace:
     cached_calls: int = 0
     latency_s: float = 0.0
     paid_usage: Usage = field(default_factory=Usage)
+    cassette_misses: int = 0
+    """Summarizer calls a ``replay:`` cassette had no answer for (`rollsum.models.ReplayMissError`)."""
     engine_config: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
     status: str = "ok"
@@ -159,7 +161,7 @@ class Trace:
             "n_messages": len(self.messages),
             "usage": self.usage.to_dict(), "paid_usage": self.paid_usage.to_dict(),
             "model_calls": self.model_calls, "cached_calls": self.cached_calls,
-            "latency_s": self.latency_s, "engine_config": self.engine_config,
+            "cassette_misses": self.cassette_misses, "latency_s": self.latency_s, "engine_config": self.engine_config,
             "text_ids": list(ids),
             "turns": {
                 "context_tokens": [t.context_tokens for t in self.turns],
@@ -206,6 +208,7 @@ class Trace:
             texts={t: texts[t] for t in text_ids},
             usage=Usage.from_dict(record.get("usage")), model_calls=int(record.get("model_calls") or 0),
             cached_calls=int(record.get("cached_calls") or 0),
+            cassette_misses=int(record.get("cassette_misses") or 0),
             latency_s=float(record.get("latency_s") or 0.0),
             paid_usage=Usage.from_dict(record.get("paid_usage")),
             engine_config=dict(record.get("engine_config") or {}),

@@ -1,58 +1,182 @@
-"""``--max-cost-usd``: stop submitting Units before real spend would pass the budget.
+"""``--max-cost-usd``: a hard cap on real spend, enforced call by call.
 
 Real spend is what missed the model cache (summarizer and scoring-model calls; the main model is
-simulated). A Unit is only submitted when what is spent, plus what Units in flight are expected
-to spend, plus this Unit's estimate stays under the cap; estimates start as an upper-bound guess
-from the conversation's size and are replaced by the observed cost per message of Units with
-the same models.
+simulated). Estimating a whole Unit's cost before starting it cannot hold a cap: a Unit can cost
+more than any estimate of it (the issue: ``--max-cost-usd 0.10`` spent $0.98). So every paid
+call goes through `BudgetedModel`, which *reserves* the call's worst-case cost before sending
+it — its request tokens (counted generously, see `ESTIMATE_CALIBRATION`) and its full
+``max_tokens`` of output at the model's price — and refuses the call (`BudgetRefused`) when
+spent + reserved + this call would pass the cap. After the call the reservation is replaced by
+what the call actually cost (nothing for a cache hit or a failed call). Spent therefore never
+passes the cap, whatever the number of threads or worker processes.
+
+The ledger is shared through the run directory (`SpendLedger`: a small JSON file guarded by an
+``flock`` on a lock file), which is what makes it hold across worker processes as well as
+threads. The first refusal marks the ledger stopped: no further paid call is sent, the Unit
+that was refused ends as ``stopped: budget``, and no further Unit starts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import fcntl
+import json
+import math
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
+from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
+from rollsum.tokens import HeuristicCounter
 from rollsum.types import Usage
 from rollsum_evals import components
-from rollsum_evals.data.types import Conversation
-from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.replay import BudgetRefused
 from rollsum_evals.scoring.cost import price
-from rollsum_evals.units import Unit
+
+LEDGER_FILE = "budget.json"
+ESTIMATE_CALIBRATION = 1.5
+"""Request tokens are estimated at chars/4 × this: above Claude's tokenizer on English text
+(× 1.15, docs/models.md) with room to spare, so a reservation is an upper bound unless a text
+tokenizes worse than ~2.7 characters a token. Output is reserved at the request's full
+``max_tokens``, which a provider never exceeds."""
+
+_LOCK = threading.Lock()
+"""flock excludes other processes (and other open file descriptions); this lock keeps threads
+of one process from interleaving their read-modify-write even on platforms where flock is
+per-process."""
 
 
-@dataclass(slots=True)
-class Budget:
-    max_usd: float | None
-    plan: ScoringPlan
-    model_scorers: bool
-    """Whether a scorer of the plan calls the scoring model."""
+@dataclass(frozen=True, slots=True)
+class BudgetSpec:
+    """What a worker (thread or process) needs to reach the run's ledger: plain, picklable."""
+
+    path: str
+    cap: float
+
+    def ledger(self) -> SpendLedger:
+        return SpendLedger(Path(self.path))
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerState:
+    cap: float
     spent: float = 0.0
-    per_message: dict[str, float] = field(default_factory=dict)
+    reserved: float = 0.0
+    stopped: bool = False
 
-    def _key(self, unit: Unit) -> str:
-        return f"{unit.model}|{self.plan.model if self.model_scorers else ''}"
 
-    def estimate(self, unit: Unit, conv: Conversation, *, replay: bool = True) -> float:
-        """Upper-bound guess of a Unit's real spend before it runs, refined by what similar
-        Units actually cost. A Unit whose replay is already done only pays for scoring."""
-        if self.max_usd is None:
-            return 0.0
-        n = max(1, len(conv.messages))
-        key = self._key(unit)
-        if key in self.per_message and replay:
-            return self.per_message[key] * n * 1.25
-        tokens = sum(len(m.content) for m in conv.messages) // 4 + 4 * n
-        est = 0.0
-        if replay and not components.of_config(unit.preset, unit.model).free:
-            est += price(unit.model, Usage(input_tokens=2 * tokens, output_tokens=tokens // 4))
-        if self.model_scorers and self.plan.model and not components.of_model(self.plan.model).free:
-            p = len(conv.probes)
-            est += price(self.plan.model, Usage(input_tokens=p * tokens, output_tokens=p * 64))
-        return est
+class SpendLedger:
+    """Spent and reserved dollars of one run, in ``<run dir>/budget.json``."""
 
-    def allows(self, estimate: float, in_flight: float) -> bool:
-        return self.max_usd is None or self.spent + in_flight + estimate <= self.max_usd
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock_path = path.with_name(path.name + ".lock")
 
-    def observe(self, unit: Unit, paid_usd: float, n_messages: int) -> None:
-        self.spent += paid_usd
-        key = self._key(unit)
-        self.per_message[key] = max(self.per_message.get(key, 0.0), paid_usd / max(1, n_messages))
+    @classmethod
+    def start(cls, run_dir: Path, cap: float, spent: float = 0.0) -> SpendLedger:
+        """A fresh ledger for this invocation (a resume carries the run's earlier spend; what a
+        killed run had reserved is gone with its calls)."""
+        ledger = cls(run_dir / LEDGER_FILE)
+        with ledger._locked():
+            ledger._write(LedgerState(cap=cap, spent=spent))
+        return ledger
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with _LOCK:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    def _read(self) -> LedgerState:
+        d = json.loads(self.path.read_text(encoding="utf-8"))
+        return LedgerState(cap=float(d["cap"]), spent=float(d["spent"]), reserved=float(d["reserved"]),
+                           stopped=bool(d["stopped"]))
+
+    def _write(self, s: LedgerState) -> None:
+        tmp = self.path.with_name(self.path.name + f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps({"cap": s.cap, "spent": s.spent, "reserved": s.reserved,
+                                   "stopped": s.stopped}), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def state(self) -> LedgerState:
+        with self._locked():
+            return self._read()
+
+    def reserve(self, usd: float) -> bool:
+        """Set `usd` aside for a call about to be sent; False (and the ledger stopped) when that
+        could pass the cap or the ledger is already stopped."""
+        with self._locked():
+            s = self._read()
+            if s.stopped or s.spent + s.reserved + usd > s.cap:
+                self._write(LedgerState(s.cap, s.spent, s.reserved, stopped=True))
+                return False
+            self._write(LedgerState(s.cap, s.spent, s.reserved + usd, s.stopped))
+            return True
+
+    def settle(self, reserved: float, actual: float) -> None:
+        """A reserved call finished: release its reservation, add what it actually cost."""
+        with self._locked():
+            s = self._read()
+            self._write(LedgerState(s.cap, s.spent + actual, max(0.0, s.reserved - reserved), s.stopped))
+
+    def add(self, usd: float) -> None:
+        """Spend that did not go through a reservation (kept for completeness: a model that is
+        not wrapped never reaches here)."""
+        self.settle(0.0, usd)
+
+
+class BudgetedModel(ModelWrapper):
+    """Sends a call only when its worst-case cost fits in the ledger (see the module docstring).
+
+    `spec` is the model spec whose prices apply (the Unit's summarizer model or the plan's QA
+    model): the same prices the reported cost uses."""
+
+    def __init__(self, inner: Model, ledger: SpendLedger, spec: str,
+                 counter: HeuristicCounter | None = None) -> None:
+        super().__init__(inner)
+        self.ledger = ledger
+        self.spec = spec
+        self.counter = counter or HeuristicCounter(calibration=ESTIMATE_CALIBRATION)
+
+    def worst_case(self, request: CompletionRequest) -> float:
+        tokens = self.counter.count(request.system) + sum(self.counter.count_message(m) for m in request.messages)
+        return price(self.spec, Usage(input_tokens=tokens, output_tokens=max(1, request.max_tokens), calls=1))
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        reserved = self.worst_case(request)
+        if not self.ledger.reserve(reserved):
+            raise BudgetRefused(f"model call refused: it could pass --max-cost-usd (up to ${reserved:.4f})")
+        actual = 0.0
+        try:
+            c = self.inner.complete(request)
+            actual = 0.0 if c.cached else price(self.spec, c.usage)
+            return c
+        finally:
+            self.ledger.settle(reserved, actual)
+
+
+def needs_budget(spec: str) -> bool:
+    """Only models that cost money are metered against the cap."""
+    return not components.of_model(spec).free
+
+
+def budgeted(model: Model | None, spec: str, budget: BudgetSpec | None) -> Model | None:
+    """`model` behind the run's ledger when there is a cap and the model costs money."""
+    if model is None or budget is None or not needs_budget(spec):
+        return model
+    return BudgetedModel(model, budget.ledger(), spec)
+
+
+def check_cap(max_cost_usd: float | None) -> None:
+    """``nan`` compares false with everything, so it would silently disable the cap."""
+    from rollsum.errors import ConfigError
+
+    if max_cost_usd is not None and (math.isnan(max_cost_usd) or max_cost_usd < 0):
+        raise ConfigError(f"--max-cost-usd {max_cost_usd}: expected a non-negative number of dollars")

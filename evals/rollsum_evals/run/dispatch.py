@@ -1,5 +1,6 @@
-"""Dispatching a sweep's jobs: longest expected first, as many in flight as ``--jobs``, never
-past the budget, on threads or worker processes; every result handed back in one thread.
+"""Dispatching a sweep's jobs: longest expected first, as many in flight as ``--jobs``, none
+started once the budget has refused a call, on threads or worker processes; every result
+handed back in one thread.
 
 The callback runs in the caller's thread, in Unit-id order among Units that finish together, so
 journaling needs no locks and the journal order never depends on thread timing more than it
@@ -14,22 +15,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rollsum_evals.replay import EngineFactory
-from rollsum_evals.run.budget import Budget
+from rollsum_evals.run.budget import BudgetSpec
 from rollsum_evals.run.models import ModelBuilder
 from rollsum_evals.run.pool import process_pool
 from rollsum_evals.run.scheduler import Scheduler
 from rollsum_evals.run.unit import Job, process_worker, thread_worker
+from rollsum_evals.rundir.format import STATUS_STOPPED
 from rollsum_evals.rundir.journal import UnitResult
 
 
 class Dispatcher:
-    def __init__(self, jobs: Sequence[Job], *, concurrency: int, executor: str, budget: Budget,
+    def __init__(self, jobs: Sequence[Job], *, concurrency: int, executor: str, budget: BudgetSpec | None,
                  engine_factory: EngineFactory, models: ModelBuilder, injected_models: ModelBuilder | None,
                  cache_path: Path | None, secrets: Sequence[str]) -> None:
         self.jobs = {j.unit.unit_id: j for j in jobs}
         self.concurrency = concurrency
         self.executor = executor
         self.budget = budget
+        self.ledger = budget.ledger() if budget is not None else None
         self.engine_factory = engine_factory
         self.models = models
         self.injected_models = injected_models
@@ -42,8 +45,8 @@ class Dispatcher:
     def _submit(self, pool: cf.Executor, job: Job) -> cf.Future[UnitResult]:
         if self.executor == "process":
             return pool.submit(process_worker, job, str(self.cache_path) if self.cache_path else None,
-                               self.engine_factory, self.injected_models, self.secrets)
-        return pool.submit(thread_worker, job, self.engine_factory, self.models, self.secrets)
+                               self.engine_factory, self.injected_models, self.secrets, self.budget)
+        return pool.submit(thread_worker, job, self.engine_factory, self.models, self.secrets, self.budget)
 
     def run(self, on_result: Callable[[Job, UnitResult], None]) -> None:
         if not self.jobs:
@@ -51,18 +54,18 @@ class Dispatcher:
         workers = min(self.concurrency, len(self.jobs))
         pool: cf.Executor = (process_pool(workers) if self.executor == "process"
                              else cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit"))
-        in_flight: dict[cf.Future[UnitResult], tuple[Job, float]] = {}
+        in_flight: dict[cf.Future[UnitResult], Job] = {}
         try:
             while self.queue or in_flight:
                 self._fill(pool, in_flight)
                 if not in_flight:
                     break
                 finished, _ = cf.wait(in_flight, return_when=cf.FIRST_COMPLETED)
-                for fut in sorted(finished, key=lambda f: in_flight[f][0].unit.unit_id):
-                    job, _est = in_flight.pop(fut)
+                for fut in sorted(finished, key=lambda f: in_flight[f].unit.unit_id):
+                    job = in_flight.pop(fut)
                     result = fut.result()
                     self.queue.observe(job.unit, result.wall_s)
-                    self.budget.observe(job.unit, result.paid_usd, result.n_messages)
+                    self.stopped_for_budget |= result.status == STATUS_STOPPED
                     on_result(job, result)
         except BaseException:
             for fut in in_flight:
@@ -71,16 +74,10 @@ class Dispatcher:
             raise
         pool.shutdown(wait=True)
 
-    def _fill(self, pool: cf.Executor, in_flight: dict[cf.Future[UnitResult], tuple[Job, float]]) -> None:
+    def _fill(self, pool: cf.Executor, in_flight: dict[cf.Future[UnitResult], Job]) -> None:
         while self.queue and len(in_flight) < self.concurrency and not self.stopped_for_budget:
-            nxt = self.queue.peek()
-            if nxt is None:
+            if self.ledger is not None and self.ledger.state().stopped:
+                self.stopped_for_budget = True  # a call was refused: no further Unit starts
                 return
-            job = self.jobs[nxt.unit_id]
-            est = self.budget.estimate(job.unit, job.conversation, replay=job.stored is None)
-            if not self.budget.allows(est, sum(e for _, e in in_flight.values())):
-                if not in_flight:  # nothing running can prove the estimate pessimistic
-                    self.stopped_for_budget = True
-                return
-            self.queue.pop()
-            in_flight[self._submit(pool, job)] = (job, est)
+            nxt = self.queue.pop()
+            in_flight[self._submit(pool, self.jobs[nxt.unit_id])] = self.jobs[nxt.unit_id]

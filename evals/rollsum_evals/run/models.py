@@ -26,10 +26,16 @@ def deterministic(spec: str) -> bool:
 @dataclass(slots=True)
 class ModelFactory:
     """Builds a fresh summarizer/scoring model per Unit: cached, rate limited, never shared
-    state that could make a Unit's result depend on which other Units ran before it."""
+    state that could make a Unit's result depend on which other Units ran before it.
+
+    With a `budget`, a model that costs money is metered against the run's ledger *inside* the
+    cache (cache -> limiter -> budget -> model), so a call the cache answers is never refused
+    and never counted."""
 
     cache_path: Path | None = None
     limiter: Any = None
+    budget: Any = None
+    """`rollsum_evals.run.budget.BudgetSpec` or None."""
     caches: list[Any] = field(default_factory=list)
     _file: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -40,6 +46,10 @@ class ModelFactory:
         from rollsum.models import from_spec
 
         model: Model = from_spec(spec)
+        if self.budget is not None:
+            from rollsum_evals.run.budget import budgeted
+
+            model = budgeted(model, spec, self.budget) or model
         if self.limiter is not None:
             from rollsum.models.limits import LimitedModel
 

@@ -9,8 +9,9 @@ Guarantees a user relies on:
 - **Deterministic.** Rows depend only on the Unit and the scoring plan (never on ``jobs``,
   scheduling or the cache): tables are sorted by Unit id; wall-clock fields are kept out of
   equality checks.
-- **Budgeted.** ``max_cost_usd`` counts real spend and stops submitting a Unit whose estimated
-  cost would pass the budget (`rollsum_evals.run.budget`).
+- **Budgeted.** ``max_cost_usd`` is a hard cap on real spend, call by call, across threads and
+  worker processes: a call that could pass it is refused, its Unit ends as ``stopped: budget``
+  and no further Unit starts (`rollsum_evals.run.budget`).
 - **Cached twice.** Model calls go through `CachedModel`; finished replays and their scores go
   to the Unit-result cache (`rollsum_evals.rundir.unit_cache`), so an identical re-run copies
   its rows, and a re-run with another scorer re-uses the replays.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import socket
 import sys
@@ -38,7 +40,7 @@ from rollsum_evals.data.pinned import Dataset, Loader, default_loader
 from rollsum_evals.replay import EngineFactory, default_engine
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
-from rollsum_evals.run.budget import Budget
+from rollsum_evals.run.budget import BudgetSpec, SpendLedger, check_cap
 from rollsum_evals.run.dispatch import Dispatcher
 from rollsum_evals.run.models import (
     ModelBuilder,
@@ -50,14 +52,34 @@ from rollsum_evals.run.models import (
 from rollsum_evals.run.pool import EXECUTORS, choose_executor
 from rollsum_evals.run.resume import check_resume, load_datasets, stored_replays
 from rollsum_evals.run.unit import Job
-from rollsum_evals.rundir.format import new_manifest, table_columns
+from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_STOPPED, new_manifest, table_columns
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, ScoredLines, UnitResult
 from rollsum_evals.rundir.unit_cache import UnitCache
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import SweepSpec
 from rollsum_evals.units import Unit, canonical_json, expand
 
-EXIT_OK, EXIT_BUDGET = 0, 1
+EXIT_OK, EXIT_BUDGET, EXIT_ERRORS = 0, 1, 1
+"""``rollsum run`` exit codes: 0 complete (errors within ``--fail-on-error``), 1 stopped by the
+budget or more Units errored than ``--fail-on-error`` allows; 2 (the CLI's) is a user mistake."""
+
+
+def errors_fail(errors: int, total: int, threshold: float | None) -> bool:
+    """inspect's ``--fail-on-error``: None or 0 = any error fails; a value in (0, 1) is the share
+    of Units that may error; a value of 1 or more is how many may; ``inf`` never fails."""
+    if errors <= 0:
+        return False
+    if not threshold:
+        return True
+    if threshold < 1:
+        return errors / max(1, total) > threshold
+    return errors > threshold
+
+
+def check_fail_on_error(threshold: float | None) -> None:
+    if threshold is not None and (math.isnan(threshold) or threshold < 0):
+        raise ConfigError(f"--fail-on-error {threshold}: expected 0 (any error fails), a share "
+                          "between 0 and 1, or a count of 1 or more")
 
 
 @dataclass(slots=True)
@@ -72,6 +94,11 @@ class RunResult:
     spent_usd: float
     stopped_for_budget: bool
     wall_s: float
+    stopped: int = 0
+    """Units cut short by the budget (``stopped: budget`` rows; ``--resume`` replays them)."""
+    errors_in_run: int = 0
+    """Units of the whole run directory whose status is ``error`` (a resumed run's earlier ones
+    too): what ``--fail-on-error`` judges."""
     cached: int = 0
     """Units copied whole from the Unit-result cache (counted in ``done``, not in ``ran``)."""
     scored: int = 0
@@ -80,7 +107,13 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_BUDGET if self.stopped_for_budget else EXIT_OK
+        """With the default ``--fail-on-error`` (any error fails)."""
+        return self.exit_code_for(None)
+
+    def exit_code_for(self, fail_on_error: float | None) -> int:
+        if self.stopped_for_budget:
+            return EXIT_BUDGET
+        return EXIT_ERRORS if errors_fail(self.errors_in_run, self.total, fail_on_error) else EXIT_OK
 
 
 def replay_cache_key(unit: Unit, fingerprint: str) -> str:
@@ -177,6 +210,7 @@ class _Tally:
     errors: int = 0
     cpu_s: float = 0.0
     wall_s: float = 0.0
+    paid_usd: float = 0.0
     cache_stats: dict[str, int] = field(default_factory=dict)
 
     def add(self, job: Job, result: UnitResult) -> None:
@@ -184,7 +218,8 @@ class _Tally:
             self.ran += 1
         else:
             self.scored += 1
-        self.errors += result.status == "error"
+        self.errors += result.status == STATUS_ERROR
+        self.paid_usd += result.paid_usd
         self.cpu_s += result.cpu_s
         self.wall_s += result.wall_s
         for k, v in result.cache_stats.items():
@@ -196,8 +231,7 @@ def _check_args(jobs: int, executor: str, max_cost_usd: float | None) -> None:
         raise ConfigError(f"--jobs {jobs}: expected at least 1")
     if executor not in EXECUTORS:
         raise ConfigError(f"executor {executor!r}: expected 'auto', 'thread' or 'process'")
-    if max_cost_usd is not None and max_cost_usd < 0:
-        raise ConfigError(f"--max-cost-usd {max_cost_usd}: expected a non-negative number")
+    check_cap(max_cost_usd)
 
 
 def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool = False,
@@ -251,7 +285,10 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         from rollsum.models.limits import RateLimiter
 
         limiter = RateLimiter(requests_per_min=spec.requests_per_minute)
-    factory: ModelBuilder = models or ModelFactory(cache_path=cache_path, limiter=limiter)
+    previous_spent = float(previous.get("spent_usd", 0.0))
+    ledger = SpendLedger.start(rd.path, max_cost_usd, previous_spent) if max_cost_usd is not None else None
+    budget = BudgetSpec(str(ledger.path), max_cost_usd) if ledger is not None and max_cost_usd is not None else None
+    factory: ModelBuilder = models or ModelFactory(cache_path=cache_path, limiter=limiter, budget=budget)
     configs: dict[str, dict[str, Any]] = dict(previous.get("configs") or {})
     by_label = {u.config: u for u in units}
     if job_list:
@@ -281,9 +318,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         for res in cache.copied.values():
             unit = _unit_of(res)
             configs.setdefault(unit.config, _config_entry(unit, res.engine_config))
-    budget = Budget(max_cost_usd, plan, "model" in scoring.needs(plan.scorers),
-                    spent=float(previous.get("spent_usd", 0.0)))
-    tally = _Tally(errors=sum(1 for r in cache.copied.values() if r.status == "error"))
+    tally = _Tally(errors=sum(1 for r in cache.copied.values() if r.status == STATUS_ERROR))
     dispatcher = Dispatcher(job_list, concurrency=jobs, executor=chosen, budget=budget,
                             engine_factory=engine_factory, models=GuardedBuilder(factory), injected_models=models,
                             cache_path=cache_path, secrets=env_secrets())
@@ -307,8 +342,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         bar.close()
         cache.close()
         stop = err if isinstance(err, SweepStop) else None
-        manifest.update(status=f"stopped: {stop.kind}" if stop else "interrupted", spent_usd=budget.spent,
-                        finished_at=now())
+        manifest.update(status=f"stopped: {stop.kind}" if stop else "interrupted",
+                        spent_usd=_spent(ledger, previous_spent, tally), finished_at=now())
         rd.write_manifest(redact_obj(manifest, env_secrets()))
         if stop is not None:  # a bad key or no network: one line, exit 2, nothing in flight journaled
             raise SweepStopped(redact(f"sweep stopped: {stop.cause}; {tally.ran} unit(s) finished before it; "
@@ -318,26 +353,36 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     cache.close()
 
     rd.write_tables(manifest, unit_ids)
-    committed = {uid: r for uid, r in rd.unit_rows().items() if uid in unit_ids}
+    rows = {uid: r for uid, r in rd.unit_rows().items() if uid in unit_ids}
+    committed = {uid: r for uid, r in rows.items() if r.get("status") != STATUS_STOPPED}
+    n_stopped = len(rows) - len(committed)
     stats = factory.stats() if isinstance(factory, ModelFactory) else {}
     if isinstance(factory, ModelFactory):
         factory.close()
     for k, v in tally.cache_stats.items():
         stats[k] = stats.get(k, 0) + v
-    stopped = dispatcher.stopped_for_budget
-    manifest.update(status="stopped: budget" if stopped else "complete", finished_at=now(),
-                    units_done=len(committed),
-                    units_error=sum(1 for r in committed.values() if r.get("status") == "error"),
-                    spent_usd=round(budget.spent, 6), configs=dict(sorted(configs.items())),
+    stopped = dispatcher.stopped_for_budget or n_stopped > 0 or (ledger is not None and ledger.state().stopped)
+    spent = _spent(ledger, previous_spent, tally)
+    n_errors = sum(1 for r in committed.values() if r.get("status") == STATUS_ERROR)
+    manifest.update(status=STATUS_STOPPED if stopped else "complete", finished_at=now(),
+                    units_done=len(committed), units_stopped=n_stopped, units_error=n_errors,
+                    spent_usd=round(spent, 6), configs=dict(sorted(configs.items())),
                     cache={**manifest["cache"], "stats": stats},
                     unit_cache={**manifest["unit_cache"], "stored": cache.stored,
                                 "scores_stored": cache.scores_stored},
                     timing={"unit_cpu_s": round(tally.cpu_s, 4), "unit_wall_s": round(tally.wall_s, 4)})
     rd.write_manifest(redact_obj(manifest, env_secrets()))
     return RunResult(run_dir=rd.path, total=len(units), done=len(committed), ran=tally.ran,
-                     skipped=len(units) - len(committed), errors=tally.errors, spent_usd=budget.spent,
+                     skipped=len(units) - len(committed), errors=tally.errors, spent_usd=spent,
                      stopped_for_budget=stopped, wall_s=time.perf_counter() - t0,
-                     cached=len(cache.copied), scored=tally.scored, executor=chosen)
+                     cached=len(cache.copied), scored=tally.scored, executor=chosen, stopped=n_stopped,
+                     errors_in_run=n_errors)
+
+
+def _spent(ledger: SpendLedger | None, previous: float, tally: _Tally) -> float:
+    """Real spend of the run so far: the ledger's when there is a cap (it saw every paid call),
+    else what the Units reported."""
+    return ledger.state().spent if ledger is not None else previous + tally.paid_usd
 
 
 def _start_manifest(spec: SweepSpec, plan: ScoringPlan, datasets: Mapping[str, Dataset],
@@ -367,4 +412,5 @@ def _unit_of(result: UnitResult) -> Unit:
     return Unit.from_dict(json.loads(result.replay.traces)["unit"])
 
 
-__all__ = ["EXIT_BUDGET", "EXIT_OK", "RunResult", "replay_cache_key", "run_sweep", "score_cache_key"]
+__all__ = ["EXIT_BUDGET", "EXIT_ERRORS", "EXIT_OK", "RunResult", "errors_fail", "replay_cache_key", "run_sweep",
+           "score_cache_key"]

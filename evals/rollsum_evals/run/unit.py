@@ -20,10 +20,20 @@ from rollsum.models.base import Model
 from rollsum.redact import env_secrets, redact, redact_obj
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Conversation
-from rollsum_evals.replay import EngineFactory, MeteredModel, Text, Trace, default_engine, replay, with_ids
+from rollsum_evals.replay import (
+    BudgetStopped,
+    EngineFactory,
+    MeteredModel,
+    Text,
+    Trace,
+    default_engine,
+    replay,
+    with_ids,
+)
 from rollsum_evals.run.breaker import GuardedBuilder
+from rollsum_evals.run.budget import BudgetSpec, budgeted
 from rollsum_evals.run.models import ModelBuilder, ModelFactory, close_model, deterministic
-from rollsum_evals.rundir.format import probe_rows, table_columns, unit_row
+from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_OK, STATUS_STOPPED, probe_rows, table_columns, unit_row
 from rollsum_evals.rundir.journal import ReplayLines, ScoredLines, UnitResult, dumps, lines
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.scoring.cost import price
@@ -75,9 +85,10 @@ def decode_replay(stored: ReplayLines, conversation: Conversation) -> Trace:
                              [json.loads(x) for x in stored.events.splitlines()])
 
 
-def error_trace(unit: Unit, conversation: Conversation, err: BaseException, wall_s: float) -> Trace:
+def error_trace(unit: Unit, conversation: Conversation, err: BaseException, wall_s: float,
+                status: str = STATUS_ERROR) -> Trace:
     return Trace(unit_id=unit.unit_id, messages=with_ids(conversation.messages),
-                 context_window=unit.context_window, status="error",
+                 context_window=unit.context_window, status=status,
                  error=redact(_one_line(err), env_secrets()), wall_s=wall_s)
 
 
@@ -87,7 +98,7 @@ def error_trace(unit: Unit, conversation: Conversation, err: BaseException, wall
 
 def score_trace(unit: Unit, conversation: Conversation, trace: Trace, plan: ScoringPlan,
                 model: Model | None = None, *, clock: Callable[[], float] = time.perf_counter,
-                normalized: dict[str, str] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                shared: scoring.Shared | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The Unit's ``units`` row and ``probes`` rows under `plan` (also what `rollsum score` runs).
 
     `model` answers for scorers that need one (already cached and metered by the caller)."""
@@ -99,7 +110,7 @@ def score_trace(unit: Unit, conversation: Conversation, trace: Trace, plan: Scor
         return unit_row(unit, trace, plan, versions, None, n_probes=n_probes, wall_s=trace.wall_s,
                         columns=unit_cols), []
     try:
-        asks, scores = scoring.score(plan, unit, conversation, trace, model, normalized=normalized)
+        asks, scores = scoring.score(plan, unit, conversation, trace, model, shared=shared)
     except Exception as err:
         log.warning("unit %s (%s, %s): scoring failed: %s", unit.unit_id, unit.config,
                     unit.conversation_id, err)
@@ -140,13 +151,24 @@ def _redact_lines(replay_lines: ReplayLines, secrets: Sequence[str]) -> ReplayLi
 # a whole Unit
 
 
+def _metered_builder(models: ModelBuilder, budget: BudgetSpec | None) -> ModelBuilder:
+    """`models` with paid models behind the run's ledger. A `ModelFactory` given the budget
+    already puts it inside its cache (a cache hit is never refused); any other builder (an
+    injected one) gets it here."""
+    if budget is None or (isinstance(models, ModelFactory) and models.budget is not None):
+        return models
+    return lambda spec: budgeted(models(spec), spec, budget)
+
+
 def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models: ModelBuilder,
-            secrets: Sequence[str] | None = None,
+            secrets: Sequence[str] | None = None, budget: BudgetSpec | None = None,
             clock: Callable[[], float] = time.perf_counter) -> UnitResult:
     """Replay (unless the job brings a replay) and score one Unit; never raises for a Unit's own
-    failure. Texts are stored as the engine made them; secrets are masked in the journal."""
+    failure. Texts are stored as the engine made them; secrets are masked in the journal.
+    A model call refused by the budget ends the Unit as ``stopped: budget`` (never scored)."""
     secrets = env_secrets() if secrets is None else secrets
     unit, conv, plan = job.unit, job.conversation, job.plan
+    models = _metered_builder(models, budget)
     cpu0 = time.thread_time()
     paid = 0.0
     if job.stored is None:
@@ -155,6 +177,9 @@ def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models:
         try:
             model = models(unit.model)
             trace = replay(unit, conv, engine_factory=engine_factory, model=model)
+        except BudgetStopped as err:
+            log.warning("unit %s (%s, %s) stopped: %s", unit.unit_id, unit.config, unit.conversation_id, err)
+            trace = error_trace(unit, conv, err, clock() - start, status=STATUS_STOPPED)
         except Exception as err:
             log.warning("unit %s (%s, %s) failed: %s", unit.unit_id, unit.config, unit.conversation_id, err)
             trace = error_trace(unit, conv, err, clock() - start)
@@ -171,6 +196,10 @@ def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models:
             scorer_model = models(plan.model)
             metered = MeteredModel(scorer_model) if scorer_model is not None else None
         urow, prows = score_trace(unit, conv, trace, plan, metered)
+        if metered is not None and metered.refused:
+            raise BudgetStopped("a scoring-model call would pass --max-cost-usd")
+    except BudgetStopped as err:
+        urow, prows = score_trace(unit, conv, error_trace(unit, conv, err, trace.wall_s, STATUS_STOPPED), plan)
     except Exception as err:  # building the scoring model failed
         urow, prows = score_trace(unit, conv, error_trace(unit, conv, err, trace.wall_s), plan)
     finally:
@@ -184,22 +213,24 @@ def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models:
         unit_id=unit.unit_id, replay=replay_lines, scored=scored, status=str(urow["status"]),
         n_messages=len(conv.messages), wall_s=float(urow["wall_s"]), engine_config=trace.engine_config,
         paid_usd=paid, cpu_s=time.thread_time() - cpu0,
-        replay_cacheable=trace.status == "ok" and (deterministic(unit.model) or trace.failures == 0),
+        replay_cacheable=trace.status == STATUS_OK and (deterministic(unit.model) or trace.failures == 0),
         score_cacheable=ok and ("model" not in scoring.needs(plan.scorers) or deterministic(plan.model)))
 
 
 def thread_worker(job: Job, engine_factory: EngineFactory, models: ModelBuilder,
-                  secrets: Sequence[str]) -> UnitResult:
-    return run_job(job, engine_factory=engine_factory, models=models, secrets=secrets)
+                  secrets: Sequence[str], budget: BudgetSpec | None = None) -> UnitResult:
+    return run_job(job, engine_factory=engine_factory, models=models, secrets=secrets, budget=budget)
 
 
 def process_worker(job: Job, cache_path: str | None, engine_factory: EngineFactory,
-                   models: ModelBuilder | None = None, secrets: Sequence[str] = ()) -> UnitResult:
-    """Entry point in a worker process: builds its own models (a limiter cannot be shared)."""
-    factory = ModelFactory(cache_path=Path(cache_path) if cache_path else None)
+                   models: ModelBuilder | None = None, secrets: Sequence[str] = (),
+                   budget: BudgetSpec | None = None) -> UnitResult:
+    """Entry point in a worker process: builds its own models (a limiter cannot be shared; the
+    budget can: its ledger is a file in the run directory)."""
+    factory = ModelFactory(cache_path=Path(cache_path) if cache_path else None, budget=budget)
     try:
         result = run_job(job, engine_factory=engine_factory, models=GuardedBuilder(models or factory),
-                         secrets=secrets)
+                         secrets=secrets, budget=budget)
     finally:
         factory.close()
     result.cache_stats = factory.stats()

@@ -44,6 +44,10 @@ TABLES = {"units": "units.parquet", "probes": "probes.parquet", "turns": "turns.
 
 NAN = math.nan
 
+STATUS_OK, STATUS_ERROR, STATUS_STOPPED = "ok", "error", "stopped: budget"
+"""A Unit's run status (the ``status`` column; not a verdict). ``stopped: budget``: a model call
+was refused by ``--max-cost-usd``; such a Unit is replayed again by ``--resume``."""
+
 IDENTITY_COLUMNS: tuple[Column, ...] = (
     Column("unit_id", "str", "", "hash of the replay identity (not of the scoring)"),
     Column("dataset", "str", ""),
@@ -64,7 +68,7 @@ BASE_UNIT_COLUMNS: tuple[Column, ...] = (
     Column("n_failures", "int", 0, "failure events (summaries that did not happen)"),
     Column("cost_usd", "float", 0.0, "sum of every cost_*_usd column"),
     Column("wall_s", "float", 0.0, "replay + scoring wall time (not part of equality checks)"),
-    Column("status", "str", "ok", "ok or error"),
+    Column("status", "str", "ok", "ok, error, or stopped: budget"),
     Column("error", "str", "", "one line, empty when ok"),
     Column("probe_timing", "str", "end", "when probes were asked (the scoring plan's timing)"),
     Column("main_model", "str", "", "whose prices the simulated main-model cost uses"),
@@ -190,7 +194,7 @@ def unit_row(unit: Unit, trace: Trace, plan: ScoringPlan, versions: Mapping[str,
         "scorers": scorers_label(plan, versions),
     }
     if scores is None:
-        row.update(status="error", error=error or trace.error)
+        row.update(status=STATUS_ERROR if trace.status == STATUS_OK else trace.status, error=error or trace.error)
     else:
         row.update(scores.unit)
         row.update(status="ok", error="")

@@ -26,6 +26,7 @@ from rollsum_evals.rundir.format import (
     PROBES_JOURNAL,
     REPLAY_JOURNALS,
     SCORE_JOURNALS,
+    STATUS_STOPPED,
     SUMMARIES,
     TABLES,
     TEXTS,
@@ -223,12 +224,16 @@ class RunDir:
     def repair(self) -> tuple[set[str], set[str]]:
         """Make the journals consistent after a crash; returns (committed Units, replayed Units).
 
+        Units stopped by the budget are dropped whole (replay and scores): they were cut short,
+        so a resume replays them.
+
         Torn lines, lines of Units whose replay has no trace line, and probe lines of Units
         without a ``units.jsonl`` line are removed (rewritten atomically), so appending can
         continue safely. Texts are kept (deduplicated): they are content-addressed.
         """
         self.path.mkdir(parents=True, exist_ok=True)
-        traces = self.trace_records()
+        stopped = {uid for uid, r in self.unit_rows().items() if r.get("status") == STATUS_STOPPED}
+        traces = {uid: r for uid, r in self.trace_records().items() if uid not in stopped}
         units = {uid: r for uid, r in self.unit_rows().items() if uid in traces}
         self._rewrite_if_changed(TRACES, list(traces.values()))
         self._rewrite_if_changed(UNITS_JOURNAL, list(units.values()))

@@ -19,22 +19,35 @@ from rollsum_evals.scoring.asks import Ask, ProbeTiming, parse_timing, schedule_
 from rollsum_evals.scoring.base import Column, ScoreInput, Scorer, Scores, ScoringPlan, merge
 from rollsum_evals.scoring.cost import Cost
 from rollsum_evals.scoring.fact_survival import FactSurvival
+from rollsum_evals.scoring.health import Health
 from rollsum_evals.scoring.qa import QA
 from rollsum_evals.scoring.rouge import Rouge
-from rollsum_evals.scoring.views import ContextViews
+from rollsum_evals.scoring.views import ContextViews, Shared
 from rollsum_evals.units import Unit
 
 _REGISTRY: dict[str, type[Scorer]] = {
     "answer_retention": AnswerRetention,
     "fact_survival": FactSurvival,
     "cost": Cost,
+    "health": Health,
     "qa": QA,
     "rouge": Rouge,
 }
 
 
+ALWAYS: tuple[str, ...] = ("health",)
+"""Scorers every plan runs, listed or not: without them a failed or overflowing configuration
+would be scored like a healthy one (its columns would hold defaults)."""
+
+
 def names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
+
+
+def with_always(selected: Iterable[str]) -> tuple[str, ...]:
+    """`selected` plus the `ALWAYS` scorers it does not list, in that order."""
+    chosen = tuple(selected)
+    return chosen + tuple(n for n in ALWAYS if n not in chosen)
 
 
 def get(name: str) -> Scorer:
@@ -70,19 +83,21 @@ def columns(selected: Iterable[str] = ()) -> tuple[tuple[Column, ...], tuple[Col
 
 
 def score(plan: ScoringPlan, unit: Unit, conversation: Conversation, trace: Trace,
-          model: Model | None = None, *, normalized: dict[str, str] | None = None) -> tuple[list[Ask], Scores]:
+          model: Model | None = None, *, shared: Shared | None = None) -> tuple[list[Ask], Scores]:
     """Every selected scorer over one trace: the asks the plan's timing makes, and the columns.
-    `normalized` is a normalization cache the caller may share between Units of a conversation."""
+    `shared` holds caches the caller may share between Units of one conversation."""
     asks = schedule_asks(conversation.probes, trace.messages, plan.timing)
+    shared = shared if shared is not None else Shared()
     inp = ScoreInput(unit=unit, conversation=conversation, trace=trace, asks=asks, plan=plan,
-                     model=model, views=ContextViews(trace, normalized))
+                     model=model, views=ContextViews(trace, shared.normalized), shared=shared)
     out = Scores()
     for n in plan.scorers:
         merge(out, get(n).score(inp))
     return asks, out
 
 
-__all__ = ["Ask", "Column", "ProbeTiming", "ScoreInput", "Scorer", "Scores", "ScoringPlan",
-           "columns", "get", "names", "needs", "parse_timing", "schedule_asks", "score", "versions"]
+__all__ = ["Ask", "Column", "ProbeTiming", "ScoreInput", "Scorer", "Scores", "ScoringPlan", "Shared",
+           "columns", "get", "names", "needs", "parse_timing", "schedule_asks", "score", "versions",
+           "with_always"]
 
 

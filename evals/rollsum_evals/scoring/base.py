@@ -42,17 +42,20 @@ class ScoringPlan:
     """How every replay of a run is scored: the same for all its Units, recorded in the
     manifest and in the tables, changeable afterwards with `rollsum score`."""
 
-    scorers: tuple[str, ...] = ("answer_retention", "fact_survival", "cost")
+    scorers: tuple[str, ...] = ("answer_retention", "fact_survival", "cost", "health")
     timing: ProbeTiming = field(default_factory=ProbeTiming)
     main_model: str = "claude-haiku-4-5"
     """Whose prices the simulated main-model input is charged at (the cost scorer)."""
     model: str = ""
     """The model a scorer that needs one answers with (the spec's ``[qa] model``)."""
     judge: bool = False
+    projected_model: str = "claude-haiku-4-5"
+    """Whose prices an offline summarizer's calls are projected at (the health scorer)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"scorers": list(self.scorers), "probe_timing": self.timing.key,
-                "main_model": self.main_model, "model": self.model, "judge": self.judge}
+                "main_model": self.main_model, "model": self.model, "judge": self.judge,
+                "projected_model": self.projected_model}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ScoringPlan:
@@ -61,7 +64,8 @@ class ScoringPlan:
         return cls(scorers=tuple(d.get("scorers") or ()),
                    timing=parse_timing(str(d.get("probe_timing") or "end")),
                    main_model=str(d.get("main_model") or ""), model=str(d.get("model") or ""),
-                   judge=bool(d.get("judge", False)))
+                   judge=bool(d.get("judge", False)),
+                   projected_model=str(d.get("projected_model") or "claude-haiku-4-5"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +80,10 @@ class ScoreInput:
     model: Model | None = None
     """Only for scorers that need one: already cached and metered by the caller."""
     views: Any = None
-    """Shared per-Unit caches (`rollsum_evals.scoring.views.ContextViews`)."""
+    """Per-Unit caches (`rollsum_evals.scoring.views.ContextViews`)."""
+    shared: Any = None
+    """Per-conversation caches (`rollsum_evals.scoring.views.Shared`): normalized texts and the
+    support index, shared by the Units of one conversation when the caller scores several."""
 
 
 @dataclass(slots=True)

@@ -6,9 +6,17 @@ conversation, this is the number that rolling summaries exist to shrink. The mai
 called during a replay; its cost is simulated with the plan's ``main_model`` prices.
 Summarizer usage is the nominal usage of every call, cached or not, so a cached re-run reports
 the same cost as the first run.
+
+Two views of the main model's input size, to pair with retention (docs/scoring.md, "Cost and
+retention at the same moments"): ``main_tokens_per_turn``, the mean input of a main-model call
+over the whole conversation (what running the configuration costs per call), and
+``main_tokens_at_asks``, the mean context at the turns where probes are asked (what the context
+was when retention was measured).
 """
 
 from __future__ import annotations
+
+import math
 
 from rollsum.models.spec import BACKENDS
 from rollsum.types import Usage
@@ -30,10 +38,13 @@ def price(model: str, usage: Usage) -> float:
 
 class Cost:
     name = "cost"
-    version = "1"
+    version = "2"
     needs: frozenset[str] = frozenset()
     unit_columns = (
         Column("main_input_tokens", "int", 0, "sum over assistant turns of the context before them"),
+        Column("main_tokens_per_turn", "float", math.nan,
+               "mean main-model input per main-model call over the whole conversation"),
+        Column("main_tokens_at_asks", "float", math.nan, "mean context tokens at the asking turns"),
         Column("mean_context_tokens", "float", 0.0, "mean context size over turns"),
         Column("max_context_tokens", "int", 0, "largest context size over turns"),
         Column("summarizer_input_tokens", "int", 0, "summarizer usage (nominal: cache hits included)"),
@@ -48,13 +59,16 @@ class Cost:
     def score(self, inp: ScoreInput) -> Scores:
         trace, unit = inp.trace, inp.unit
         turns = trace.turns
-        main_input = sum(turns[i - 1].context_tokens for i in range(1, len(turns))
-                         if turns[i].role == "assistant")
+        calls = [turns[i - 1].context_tokens for i in range(1, len(turns)) if turns[i].role == "assistant"]
+        main_input = sum(calls)
         tokens = [t.context_tokens for t in turns]
+        at_asks = [turns[a.asked_turn].context_tokens for a in inp.asks if 0 <= a.asked_turn < len(turns)]
         summarizer_cost = price(unit.model, trace.usage)
         main_cost = price(inp.plan.main_model, Usage(input_tokens=main_input, calls=1))
         return Scores(unit={
             "main_input_tokens": main_input,
+            "main_tokens_per_turn": main_input / len(calls) if calls else math.nan,
+            "main_tokens_at_asks": sum(at_asks) / len(at_asks) if at_asks else math.nan,
             "mean_context_tokens": sum(tokens) / len(tokens) if tokens else 0.0,
             "max_context_tokens": max(tokens, default=0),
             "summarizer_input_tokens": trace.usage.input_tokens,

@@ -15,12 +15,17 @@ from typing import Any
 
 from rollsum.errors import ConfigError, ModelError
 from rollsum.models.base import CompletionRequest
+from rollsum.models.retrying import RetryingModel
 from rollsum.types import Message, Usage
 from rollsum_evals.replay.trace import ContextItem
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
 from rollsum_evals.scoring.cost import price
 from rollsum_evals.scoring.text import locomo_f1
 
+QA_RETRIES = 2
+"""Retryable failures (connection, timeout, 429, 5xx) are retried twice with backoff
+(`rollsum.models.RetryingModel`, docs/models.md); others count as no answer."""
+QA_BACKOFF_S = 0.5
 QA_PROMPT_ID = "qa/v1"
 JUDGE_PROMPT_ID = "qa-judge/v1"
 
@@ -59,9 +64,10 @@ class QA:
     )
 
     def score(self, inp: ScoreInput) -> Scores:
-        model = inp.model
-        if model is None:
+        if inp.model is None:
             raise ConfigError("the 'qa' scorer needs a model: set [qa] model = \"...\" in the spec")
+        # the SDK does not retry (the engine owns summarizer retries); a direct caller wraps
+        model = RetryingModel(inp.model, retries=QA_RETRIES, backoff_s=QA_BACKOFF_S)
         usage = Usage()
         out = Scores()
         f1s: list[float] = []

@@ -290,6 +290,11 @@ def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[s
     return best
 
 
+@lru_cache(maxsize=4096)
+def _speaker_stems(speaker: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in words(speaker)) if speaker else frozenset()
+
+
 def item_support(item: tuple[str, ...], c: Claim, units: Sequence[Unit]) -> tuple[int, int] | None:
     """(index of the unit that best supports `item`, strength 1 or 2), or None.
 
@@ -299,8 +304,7 @@ def item_support(item: tuple[str, ...], c: Claim, units: Sequence[Unit]) -> tupl
         p = _prepare(u.text)
         if not any(t in p.positions for t in item):
             continue
-        speaker = frozenset(stem(w) for w in words(u.speaker)) if u.speaker else frozenset()
-        strength = _item_in(item, c, p, speaker)
+        strength = _item_in(item, c, p, _speaker_stems(u.speaker))
         if strength == 2:
             return (k, 2)
         if strength == 1 and weak is None:
@@ -321,3 +325,36 @@ def support(c: Claim, units: Sequence[Unit]) -> tuple[int, ...] | None:
         found.append(hit[0])
         strong = strong or hit[1] == 2
     return tuple(found) if strong else None
+
+
+# -- the same rule, unit by unit ------------------------------------------------------------------
+#
+# `support` answers for one list of units. A scorer asks the same claim of many contexts that
+# share most of their units (a message stays in the window for many turns, a summary for many
+# asks), so it can remember what each unit states and combine: whether a set of units supports
+# a claim depends only on the best strength each item reaches in any of them (`holds`), which
+# is also why support only grows as units are added (a conversation's prefix, for instance).
+
+
+def tokens(text: str) -> frozenset[str]:
+    """Every token an answer item can match in `text` (stems and date aliases): a message that
+    holds none of an item's tokens cannot state it."""
+    return frozenset(_prepare(text).positions)
+
+
+def unit_strengths(c: Claim, unit: Unit) -> tuple[int, ...]:
+    """How strongly `unit` states each item of `c`: 0 (not at all), 1 (anchored only by a name or
+    a light word), 2 (anchored by a strong keyword), exactly as `support` judges that unit."""
+    p = _prepare(unit.text)
+    speaker = _speaker_stems(unit.speaker)
+    return tuple(_item_in(item, c, p, speaker) if any(t in p.positions for t in item) else 0
+                 for item in c.items)
+
+
+def holds(c: Claim, best: Sequence[int]) -> bool:
+    """Whether units in which the items of `c` reach at best the strengths `best` support `c`:
+    `support(c, units) is not None` exactly when ``holds(c, [max strength of each item over
+    the units])``."""
+    if not best or min(best) == 0:
+        return False
+    return max(best) == 2 if c.is_list else best[0] == 2

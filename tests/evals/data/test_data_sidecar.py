@@ -138,8 +138,8 @@ def _msgs(n: int) -> list[Message]:
     return [Message("user", f"m{i}", id=f"c:{i}") for i in range(n)]
 
 
-@pytest.mark.parametrize("timing", [ProbeTiming(), ProbeTiming(ask="after", after_turns=3),
-                                    ProbeTiming(ask="ages", ages=(2, 5), end=True)])
+@pytest.mark.parametrize("timing", [ProbeTiming(ask="end"), ProbeTiming(ask="after", after_turns=3),
+                                    ProbeTiming(ask="ages", ages=(2, 5), end=True), ProbeTiming()])
 def test_a_probe_with_ask_at_is_asked_at_that_turn_only(timing: ProbeTiming) -> None:
     own = Probe("p", "q", "a", evidence=("c:3",), meta={"ask_at": 7})
     at_end = Probe("e", "q", "a", evidence=("c:3",), meta={"ask_at": "end"})
@@ -149,7 +149,10 @@ def test_a_probe_with_ask_at_is_asked_at_that_turn_only(timing: ProbeTiming) -> 
     for a in asks:
         by.setdefault(a.probe.id, []).append(a.asked_turn)
     assert by["p"] == [7] and by["e"] == [19]
-    assert by["f"] == {"end": [19], "after": [6], "ages": [5, 8, 19]}[timing.ask]
+    if timing.ask == "sampled":  # the default: one turn drawn between evidence and end, and the end
+        assert len(by["f"]) == 2 and 3 <= by["f"][0] <= 19 and by["f"][-1] == 19
+    else:
+        assert by["f"] == {"end": [19], "after": [6], "ages": [5, 8, 19]}[timing.ask]
     assert next(a for a in asks if a.probe.id == "p").age_turns == 4
 
 

@@ -167,7 +167,7 @@ def test_timing_is_not_part_of_the_replay() -> None:
     conv = _conv()
     unit = _unit("truncate", '{"keep": 5}')
     trace = replay(unit, conv)
-    for timing in ("end", "after:3", "ages:1,2,3+end"):
+    for timing in ("end", "after:3", "ages:1,2,3+end", "sampled:2+end"):
         asks, scores = _score(unit, conv, trace, timing)
         assert set(scores.probes) == {a.key for a in asks}
-    assert ProbeTiming().key == "end"
+    assert ProbeTiming().key == "sampled:1+end"

@@ -57,7 +57,7 @@ def test_jobs_1_and_jobs_8_give_identical_tables(tmp_path: Path) -> None:
     run = rollsum_evals.load_run(tmp_path / "j1")
     assert list(run.units["unit_id"]) == sorted(run.units["unit_id"])
     assert set(run.units["preset"]) == {"full-context", "truncate", "since-last", "token-ratio"}
-    assert len(run.probes) == run.units["n_probes"].sum() > 0 and len(run.turns) == 15 * 50
+    assert len(run.probes) == run.units["n_asks"].sum() > 0 and len(run.turns) == 15 * 50
     full = run.units[run.units.preset == "full-context"]
     assert (full["relative_retention"] == 1.0).all()
     assert (run.units[run.units.preset == "truncate"]["n_summaries"] == 0).all()

@@ -2,17 +2,22 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Conversation, Probe
 from rollsum_evals.replay.trace import Text, TextRef, Trace, TurnRecord
+from rollsum_evals.scoring import qa
+from rollsum_evals.scoring.asks import parse_timing
 from rollsum_evals.scoring.base import Scores, ScoringPlan
 from rollsum_evals.scoring.rouge import rouge_l
 from rollsum_evals.scoring.text import contains, locomo_f1, normalize_answer, token_f1
 from rollsum_evals.units import Unit
 from rouge_score import rouge_scorer
 
+from rollsum.errors import ErrorKind, ModelError
+from rollsum.models.base import Completion
 from rollsum.types import Message, SummaryRecord, Usage
 
 
@@ -51,7 +56,7 @@ UNIT = Unit(unit_id="u", dataset="d", conversation_id="c", dataset_hash="h", con
 
 
 def _score(scorers: tuple[str, ...], conv: Conversation, trace: Trace) -> Scores:
-    return scoring.score(ScoringPlan(scorers=scorers), UNIT, conv, trace)[1]
+    return scoring.score(ScoringPlan(scorers=scorers, timing=parse_timing("end")), UNIT, conv, trace)[1]
 
 
 def _with_context_at_7(trace: Trace, items: tuple[Text | tuple[int, int], ...]) -> None:
@@ -122,3 +127,33 @@ def test_rouge_without_references_is_nan_and_span_is_scored() -> None:
     s = _score(("rouge",), conv, trace)
     assert math.isnan(s.unit["rouge_l"])
     assert 0 < s.unit["rouge_l_span"] <= 1
+
+
+class _Flaky:
+    """Fails the first `fails` calls with a retryable 500, then answers."""
+
+    name = "fake:flaky"
+    context_window = 100_000
+
+    def __init__(self, fails: int) -> None:
+        self.fails = fails
+        self.calls = 0
+
+    def complete(self, request: Any) -> Completion:
+        self.calls += 1
+        if self.calls <= self.fails:
+            raise ModelError("HTTP 500", ErrorKind.SERVER, status=500)
+        return Completion("4417", input_tokens=10, output_tokens=1, model="fake")
+
+
+@pytest.mark.parametrize(("fails", "answered"), [(2, True), (3, False)])
+def test_the_qa_scorer_retries_a_retryable_failure_twice(monkeypatch: pytest.MonkeyPatch, fails: int,
+                                                         answered: bool) -> None:
+    monkeypatch.setattr(qa, "QA_BACKOFF_S", 0.0)
+    conv, trace = _case()
+    conv = Conversation(conv.id, conv.messages, conv.probes[:1])
+    model = _Flaky(fails)
+    plan = ScoringPlan(scorers=("qa",), timing=parse_timing("end"), model="fake:flaky")
+    s = scoring.score(plan, UNIT, conv, trace, model)[1]
+    assert (s.probes["p-code"]["prediction"] == "4417") is answered
+    assert model.calls == 3

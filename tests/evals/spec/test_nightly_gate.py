@@ -1,6 +1,6 @@
-"""The committed sweep specs parse; the nightly uses fixed committed data and an offline model.
-The gate end to end on the nightly (injected bugs fail it, an unchanged re-run passes):
-tests/evals/regress/test_gate_catches_breakage.py."""
+"""The committed sweep specs parse with their probe timing; the nightly uses fixed committed data
+and an offline model. The gate end to end on the nightly (injected bugs fail it, an unchanged
+re-run passes): tests/evals/regress/test_gate_catches_breakage.py."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ ROOT = Path(__file__).resolve().parents[3]
 NIGHTLY = ROOT / "evals" / "sweeps" / "nightly.toml"
 
 
-def test_committed_specs_parse_and_use_probe_ages() -> None:
-    for name in ("quickstart", "thresholds", "prompts-ab", "nightly"):
+def test_committed_specs_parse_and_use_their_probe_timing() -> None:
+    for name in ("quickstart", "thresholds", "prompts-ab"):
         spec = load_spec(ROOT / "evals" / "sweeps" / f"{name}.toml")
-        assert spec.probes.ask == "ages" and spec.probes.ages, name
+        assert spec.probes.key == "sampled:1+end", name
+        assert "health" in spec.scorers, name
+    assert load_spec(NIGHTLY).probes.ask == "ages" and load_spec(NIGHTLY).probes.ages
     nightly = load_spec(NIGHTLY)
     assert all(not d.source.startswith(("synth:", "@")) for d in nightly.datasets)
     assert nightly.models == ("extractive",)

@@ -106,7 +106,23 @@ def test_probe_ages_become_the_scoring_plans_timing() -> None:
 def test_old_probe_timings_still_parse() -> None:
     after = parse_spec(SPEC + '\n[probes]\nask = "after"\nafter_turns = 7\n', "t.toml").scoring.timing
     assert after.key == "after:7" and after.after_turns == 7
-    assert parse_spec(SPEC, "t.toml").scoring.timing.key == "end"
+    assert parse_spec(SPEC + '\n[probes]\nask = "end"\n', "t.toml").scoring.timing.key == "end"
+
+
+def test_the_default_timing_is_one_sampled_age_per_fact_plus_the_end() -> None:
+    assert parse_spec(SPEC, "t.toml").scoring.timing.key == "sampled:1+end"
+    three = parse_spec(SPEC + '\n[probes]\nask = "sampled"\ndraws = 3\nseed = 7\nend = false\n', "t.toml")
+    assert three.scoring.timing.key == "sampled:3,seed=7"
+    assert (three.probes.draws, three.probes.seed, three.probes.end) == (3, 7, False)
+
+
+def test_health_runs_whatever_the_spec_lists_and_projected_model_is_a_priced_model() -> None:
+    spec = parse_spec('scorers = ["answer_retention"]\nprojected_model = "claude-sonnet-4-5"\n' + SPEC, "t.toml")
+    assert spec.scoring.scorers == ("answer_retention", "health")
+    assert spec.scoring.projected_model == "claude-sonnet-4-5"
+    assert parse_spec(SPEC, "t.toml").scoring.projected_model == "claude-haiku-4-5"
+    with pytest.raises(ConfigError, match="field 'projected_model'"):
+        parse_spec('projected_model = "gpt-9"\n' + SPEC, "t.toml")
 
 
 @pytest.mark.parametrize(("probes", "needle"), [
@@ -115,7 +131,10 @@ def test_old_probe_timings_still_parse() -> None:
     ("ages = [5, 5]", "ages listed once each"),
     ('ages = [5]\nask = "after"', "either 'ages' or 'ask'"),
     ('ages = [5]\nend = "yes"', "field 'probes.end': expected true or false"),
-    ("end = false", "only together with 'ages'"),
+    ('ask = "end"\nend = false', "only with ask = 'sampled' or 'ages'"),
+    ('ask = "after"\nafter_turns = 3\ndraws = 2', "'draws' and 'seed' only with ask = 'sampled'"),
+    ("draws = 0", "field 'probes.draws': expected a positive integer"),
+    ('ages = [5]\ndraws = 2', "either 'ages' or 'ask'"),
 ])
 def test_probe_age_mistakes_name_the_field(probes: str, needle: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(needle)):

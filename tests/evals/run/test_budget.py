@@ -1,0 +1,207 @@
+"""``--max-cost-usd`` holds at the call level: across threads and worker processes the run never
+spends more than the cap; the Unit whose call was refused ends ``stopped: budget``; no Unit
+starts after that; the run says so and exits 1; ``--resume`` with a higher cap finishes it.
+
+The model is a `FakeModel` priced as ``anthropic:claude-haiku-4-5`` (the sweep's model spec, which
+is what prices a call) with realistic usage: the tokens of the request it was sent. Before this
+change the same sweep shape with ``--max-cost-usd 0.10`` spent $0.1147 (one Unit cost more than
+the cap: the old check estimated whole Units before starting them)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import threading
+from pathlib import Path
+
+import pytest
+import rollsum_evals
+from rollsum_evals.cli import main
+from rollsum_evals.data import load
+from rollsum_evals.replay import BudgetRefused, default_engine
+from rollsum_evals.run import run_sweep
+from rollsum_evals.run.budget import LEDGER_FILE, BudgetedModel, BudgetSpec, SpendLedger
+from rollsum_evals.run.dispatch import Dispatcher
+from rollsum_evals.run.pool import process_pool
+from rollsum_evals.run.unit import Job
+from rollsum_evals.spec import parse_spec
+from rollsum_evals.units import expand
+
+from rollsum.errors import ConfigError
+from rollsum.models.base import Completion, CompletionRequest
+from rollsum.models.fake import FakeModel
+from rollsum.types import Message
+
+CAP = 0.10
+SPEC = """
+name = "budget"
+context_window = 8000
+cache = "off"
+models = ["anthropic:claude-haiku-4-5"]
+[[datasets]]
+name = "chat"
+source = "synth:chat?conversations=4&messages=300&seed=21"
+[[configs]]
+preset = "count-and-tokens"
+grid = { token_threshold = [1000, 2000] }
+[[configs]]
+preset = "since-last"
+grid = { keep_last = [2, 10], messages_per_summary = [4, 10] }
+"""
+TOTAL = 24
+
+
+def priced(spec: str) -> FakeModel | None:
+    """Module level, so worker processes can unpickle it."""
+    return None if spec == "extractive" else FakeModel("extractive", model="claude-haiku-4-5")
+
+
+# -- the ledger -----------------------------------------------------------------------------------
+
+
+def _hammer(path: str, seed: int, n: int) -> float:
+    """Reserve random worst cases, settle each at a random fraction of it; the spend it settled."""
+    ledger = SpendLedger(Path(path))
+    rng = random.Random(seed)
+    spent = 0.0
+    for _ in range(n):
+        worst = rng.uniform(0.001, 0.02)
+        if ledger.reserve(worst):
+            actual = worst * rng.uniform(0.3, 1.0)
+            ledger.settle(worst, actual)
+            spent += actual
+    return spent
+
+
+def test_the_ledger_holds_across_threads(tmp_path: Path) -> None:
+    ledger = SpendLedger.start(tmp_path, CAP)
+    results: list[float] = []
+    threads = [threading.Thread(target=lambda k=k: results.append(_hammer(str(ledger.path), k, 200)))
+               for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    state = ledger.state()
+    assert state.spent <= CAP and state.reserved == pytest.approx(0, abs=1e-12) and state.stopped
+    assert state.spent == pytest.approx(sum(results))  # no update lost to a race
+    assert state.spent > 0.5 * CAP  # it did fill up (8 threads in flight stop it a little early)
+
+
+def test_the_ledger_holds_across_processes(tmp_path: Path) -> None:
+    ledger = SpendLedger.start(tmp_path, CAP)
+    pool = process_pool(4, cpus=2)  # the sweep's own executor: 4 processes
+    try:
+        futures = [pool.submit(_hammer, str(ledger.path), k, 150) for k in range(4)]
+        results = [f.result(timeout=120) for f in futures]
+    finally:
+        pool.shutdown()
+    state = ledger.state()
+    assert state.spent <= CAP and state.stopped
+    assert state.spent == pytest.approx(sum(results))
+
+
+class _Cached(FakeModel):
+    def complete(self, request: CompletionRequest) -> Completion:
+        c = super().complete(request)
+        return Completion(c.text, c.input_tokens, c.output_tokens, c.model, cached=True)
+
+
+def test_a_call_that_could_pass_the_cap_is_never_sent(tmp_path: Path) -> None:
+    inner = FakeModel("extractive", model="claude-haiku-4-5")
+    model = BudgetedModel(inner, SpendLedger.start(tmp_path, 0.001), "anthropic:claude-haiku-4-5")
+    small = CompletionRequest(system="s", messages=[Message("user", "hello " * 50)], max_tokens=100)
+    model.complete(small)
+    assert inner.calls == 1 and 0 < model.ledger.state().spent < 0.001
+    big = CompletionRequest(system="s", messages=[Message("user", "hello " * 2000)], max_tokens=100)
+    with pytest.raises(BudgetRefused):
+        model.complete(big)
+    assert inner.calls == 1  # refused before sending
+    with pytest.raises(BudgetRefused):  # once stopped, nothing more is sent, however small
+        model.complete(small)
+    assert inner.calls == 1 and model.ledger.state().reserved == 0
+
+
+def test_a_cached_answer_costs_nothing_and_a_failed_call_releases_its_reservation(tmp_path: Path) -> None:
+    ledger = SpendLedger.start(tmp_path, 1.0)
+    req = CompletionRequest(system="s", messages=[Message("user", "hello " * 50)], max_tokens=100)
+    BudgetedModel(_Cached("extractive"), ledger, "anthropic:claude-haiku-4-5").complete(req)
+    assert ledger.state().spent == 0
+    failing = BudgetedModel(FakeModel("extractive", fail_rate=1.0), ledger, "anthropic:claude-haiku-4-5")
+    with pytest.raises(Exception, match="injected failure"):
+        failing.complete(req)
+    assert ledger.state().spent == 0 and ledger.state().reserved == 0 and not ledger.state().stopped
+
+
+# -- a sweep --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("executor", ["thread", "process"])
+def test_a_sweep_never_spends_more_than_the_cap_and_stops(tmp_path: Path, executor: str) -> None:
+    spec = parse_spec(SPEC, "budget.toml")
+    out = tmp_path / "run"
+    r = run_sweep(spec, out, jobs=4, executor=executor, max_cost_usd=CAP, models=priced, progress=False)
+    assert r.spent_usd <= CAP and r.spent_usd > 0
+    assert r.stopped_for_budget and r.exit_code == 1 and r.stopped >= 1
+    run = rollsum_evals.load_run(out)
+    m = run.manifest
+    assert m["status"] == "stopped: budget" and m["spent_usd"] <= CAP and m["units_stopped"] == r.stopped
+    assert set(run.units["status"]) <= {"ok", "stopped: budget"}
+    assert (run.units["status"] == "stopped: budget").sum() == r.stopped
+    assert len(run.units) < TOTAL  # the run stopped: not every Unit started
+    stopped = run.units[run.units["status"] == "stopped: budget"]
+    assert stopped["error"].str.contains("--max-cost-usd").all()
+    assert not set(stopped["unit_id"]) & set(run.probes["unit_id"])  # never scored
+    ledger = json.loads((out / LEDGER_FILE).read_text())
+    assert ledger["stopped"] and ledger["spent"] <= CAP
+
+    if executor == "process":
+        return
+    # resume with a higher cap: the stopped Units are replayed, the rest run, all within it
+    r2 = run_sweep(spec, out, jobs=4, executor=executor, resume=True, max_cost_usd=100.0, models=priced,
+                   progress=False)
+    assert r2.done == TOTAL and not r2.stopped_for_budget and r2.exit_code == 0
+    run = rollsum_evals.load_run(out)
+    assert set(run.units["status"]) == {"ok"} and len(run.units) == TOTAL
+    assert r.spent_usd < r2.spent_usd <= 100.0
+
+
+def _jobs() -> list[Job]:
+    spec = parse_spec(SPEC.replace("conversations=4&messages=300", "conversations=2&messages=40"), "budget.toml")
+    convs = {c.id: c for c in load("synth:chat?conversations=2&messages=40&seed=21")}
+    units = expand(spec, {"chat": ("h", list(convs))})
+    return [Job(u, convs[u.conversation_id], spec.scoring) for u in units]
+
+
+def _dispatcher(jobs: list[Job], ledger: SpendLedger) -> Dispatcher:
+    return Dispatcher(jobs, concurrency=1, executor="thread", budget=BudgetSpec(str(ledger.path), CAP),
+                      engine_factory=default_engine, models=priced, injected_models=priced, cache_path=None,
+                      secrets=[])
+
+
+def test_the_dispatcher_starts_no_unit_once_the_ledger_has_refused_a_call(tmp_path: Path) -> None:
+    jobs = _jobs()
+    ledger = SpendLedger.start(tmp_path, CAP)
+    seen: list[str] = []
+
+    def refuse_after_first(job: Job, result: object) -> None:
+        seen.append(job.unit.unit_id)
+        assert not ledger.reserve(2 * CAP)  # a call elsewhere was refused: the ledger is stopped
+
+    d = _dispatcher(jobs, ledger)
+    d.run(refuse_after_first)
+    assert len(seen) == 1 < len(jobs) and d.stopped_for_budget
+
+
+def test_a_nan_budget_is_a_user_mistake(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ConfigError, match="--max-cost-usd nan"):
+        run_sweep(parse_spec(SPEC, "budget.toml"), tmp_path / "r", max_cost_usd=math.nan, models=priced,
+                  progress=False)
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC)
+    for bad in ("nan", "-1"):
+        assert main(["run", str(spec), "--out", str(tmp_path / f"c{bad}"), "--max-cost-usd", bad,
+                     "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "--max-cost-usd" in err and len(err.splitlines()) == 1

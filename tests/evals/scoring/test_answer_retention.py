@@ -1,0 +1,241 @@
+"""answer_retention v3: support, answerability and its exclusions, on traces built by hand; and
+the per-conversation index that makes it fast gives exactly the direct matcher's verdicts."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from rollsum_evals import scoring
+from rollsum_evals.data import load
+from rollsum_evals.data.types import Conversation, Probe
+from rollsum_evals.replay import replay
+from rollsum_evals.replay.trace import Text, TextRef, Trace, TurnRecord
+from rollsum_evals.scoring import support as sp
+from rollsum_evals.scoring.asks import parse_timing
+from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.scoring.evidence import SupportIndex
+from rollsum_evals.units import Unit
+
+from rollsum import presets
+from rollsum.types import Message
+
+NAMES = ("Caroline", "Melanie")
+LINES = [
+    ("Caroline", "Hey Mel! I finally joined a band last week."),                 # 0
+    ("Melanie", "That is great! Which instrument?"),                               # 1
+    ("Caroline", "I play the clarinet in the band, mostly jazz."),                # 2
+    ("Melanie", "Lovely. My kids and I went camping at the beach."),              # 3
+    ("Caroline", "The clarinet sounds happy. Did you paint lately?"),             # 4
+    ("Melanie", "Yes, I painted a sunset last week for my living room."),         # 5
+    ("Caroline", "My new job starts on 7 May 2023 at the library."),              # 6
+    ("Melanie", "Congrats! We moved the picnic to Sunday."),                      # 7
+    ("Caroline", "Actually the job starts on 14 May 2023 now."),                  # 8
+    ("Melanie", "Good to know."),                                                 # 9
+]
+MSGS = tuple(Message("user" if i % 2 == 0 else "assistant", text, id=f"m{i}", name=name)
+             for i, (name, text) in enumerate(LINES))
+PROBES = (
+    Probe("instrument", "Which instrument does Caroline play in her band?", "clarinet", evidence=("m2",)),
+    Probe("counseling", "Would Caroline pursue counseling?", "Likely yes", evidence=("m0",)),
+    Probe("pet", "What is Caroline's dog called?", "Not mentioned in the conversation", category="adversarial"),
+    Probe("birthday", "When is Melanie's birthday?", "12 June", evidence=("m7",)),
+    Probe("painting", "What did Melanie paint last week?", "sunset", evidence=("m5",)),
+    Probe("job", "When does Caroline's new job start?", "14 May 2023", evidence=("m8",),
+          category="superseded", stale_answers=("7 May 2023",)),
+)
+CONV = Conversation("c", MSGS, PROBES)
+UNIT = Unit(unit_id="u", dataset="d", conversation_id="c", dataset_hash="h", config="cfg",
+            preset="since-last", params_json="{}", prompt="", model="extractive", seed=0, context_window=1000)
+
+
+def _trace(contexts: dict[int, tuple[Text | tuple[int, int], ...]]) -> Trace:
+    """Full context at every turn, except the turns given (texts and message ranges)."""
+    trace = Trace(unit_id="u", messages=MSGS,
+                  turns=[TurnRecord(i, m.role, 10 * (i + 1), 0, i + 1, 0, ((0, i + 1),)) for i, m in enumerate(MSGS)])
+    for turn, items in contexts.items():
+        comp: list[TextRef | tuple[int, int]] = []
+        for item in items:
+            if isinstance(item, Text):
+                trace.texts[item.id] = item
+                comp.append(TextRef(item.id))
+            else:
+                comp.append(item)
+        old = trace.turns[turn]
+        trace.turns[turn] = TurnRecord(turn, old.role, old.context_tokens, 0, 1, 0, tuple(comp))
+    return trace
+
+
+def _score(trace: Trace, timing: str = "end", conv: Conversation = CONV) -> scoring.Scores:
+    plan = ScoringPlan(scorers=("answer_retention",), timing=parse_timing(timing))
+    return scoring.score(plan, UNIT, conv, trace)[1]
+
+
+def test_exclusions_each_have_their_reason_and_only_answerable_asks_count() -> None:
+    s = _score(_trace({}))
+    p = s.probes
+    assert p["pet"]["excluded"] == "adversarial" and not p["pet"]["answerable"]
+    assert p["counseling"]["excluded"] == "uncheckable" and not p["counseling"]["checkable"]
+    assert p["birthday"]["excluded"] == "unsupported" and p["birthday"]["checkable"]
+    assert p["birthday"]["baseline_retained"] is False and p["pet"]["baseline_retained"] is None
+    for key in ("instrument", "painting", "job"):
+        assert p[key]["answerable"] and p[key]["excluded"] == "" and p[key]["retained"], key
+    # full context supports every answerable ask by construction
+    assert s.unit["retention"] == 1.0 and s.unit["n_answerable"] == 3 and s.unit["n_asks"] == 6
+    assert (s.unit["n_excluded_adversarial"], s.unit["n_excluded_uncheckable"],
+            s.unit["n_excluded_unsupported"]) == (1, 1, 1)
+    # an excluded ask is never retained, whatever the context holds
+    assert not any(p[k]["retained"] for k in ("pet", "counseling", "birthday"))
+
+
+def test_answerable_means_supported_by_the_conversation_up_to_the_asking_turn() -> None:
+    # the 14 May date is stated at message 8; this probe's (wrong) evidence is message 6
+    conv = Conversation("c", MSGS, (Probe("job", "When does Caroline's new job start?", "14 May 2023",
+                                          evidence=("m6",)),))
+    s = _score(_trace({}), "ages:1,2,3", conv)
+    assert s.probes["job@7"]["excluded"] == "unsupported" and not s.probes["job@7"]["retained"]
+    assert s.probes["job@8"]["answerable"] and s.probes["job@8"]["retained"]
+    assert s.probes["job@9"]["answerable"]
+    assert s.unit["n_answerable"] == 2 and s.unit["n_excluded_unsupported"] == 1
+
+
+def test_support_is_more_than_containment() -> None:
+    # the last context: a bag of keywords and a sentence where "sunset" is not what she painted
+    bag = Text("system", None, "clarinet band instrument caroline jazz sunset paint week")
+    unrelated = Text("system", None, "Melanie: the sunset was lovely yesterday.")  # anchored by a name only
+    s = _score(_trace({9: (bag, unrelated, (9, 10))}))
+    for key in ("instrument", "painting"):
+        assert s.probes[key]["retained_containment"] and not s.probes[key]["retained"], key
+    assert s.unit["retention"] == 0.0 and s.unit["retention_containment"] == pytest.approx(2 / 3)
+
+
+def test_where_the_support_was_found() -> None:
+    summary = Text("system", None, "Summary so far:\nCaroline: I play the clarinet in the band.\n"
+                                   "Melanie: I painted a sunset last week.")
+    s = _score(_trace({9: (summary, (5, 10))}))
+    inst, paint = s.probes["instrument"], s.probes["painting"]
+    assert inst["retained"] and inst["in_summary"] and not inst["in_verbatim"]
+    assert inst["support_at"] == f"t:{summary.id}"
+    # painting: both the summary and message 5 support it; the summary comes first in the context
+    assert paint["in_summary"] and paint["in_verbatim"] and paint["support_at"] == f"t:{summary.id}"
+    s2 = _score(_trace({9: ((5, 10), summary)}))
+    assert s2.probes["painting"]["support_at"] == "m:5"
+    job = s.probes["job"]  # message 8 in the tail
+    assert job["in_verbatim"] and not job["in_summary"] and job["support_at"] == "m:8"
+
+
+def test_a_context_with_only_the_superseded_value_is_stale() -> None:
+    old = Text("system", None, "Caroline: my new job starts on 7 May 2023 at the library.")
+    s = _score(_trace({9: (old, (9, 10))}))
+    assert s.probes["job"]["stale"] and not s.probes["job"]["retained"]
+    assert s.unit["stale_rate"] == 1.0
+    bag = Text("system", None, "job caroline 7 May 2023 library")  # contains the old value, states nothing
+    assert not _score(_trace({9: (bag, (9, 10))})).probes["job"]["stale"]
+    both = _score(_trace({9: (old, (8, 10))}))
+    assert not both.probes["job"]["stale"] and both.probes["job"]["retained"]
+    assert both.unit["stale_rate"] == 0.0
+
+
+LIST_MSGS = tuple(Message("user" if i % 2 == 0 else "assistant", text, id=f"m{i}", name=name) for i, (name, text) in
+                  enumerate([("Melanie", "I play the clarinet every evening."), ("Caroline", "Nice, what else?"),
+                             ("Melanie", "Violin too, since I was small."), ("Caroline", "Cool.")]))
+LIST_CONV = Conversation("l", LIST_MSGS, (Probe("instruments", "What instruments does Melanie play?",
+                                                "clarinet, violin", evidence=("m0",)),))
+
+
+def _list_trace(last: tuple[TextRef | tuple[int, int], ...] = (), texts: tuple[Text, ...] = ()) -> Trace:
+    trace = Trace(unit_id="u", messages=LIST_MSGS, texts={t.id: t for t in texts},
+                  turns=[TurnRecord(i, m.role, 10, 0, i + 1, 0, ((0, i + 1),)) for i, m in enumerate(LIST_MSGS)])
+    if last:
+        trace.turns[3] = TurnRecord(3, "assistant", 10, 0, 1, 0, last)
+    return trace
+
+
+def test_a_list_is_answerable_once_every_item_is_stated() -> None:
+    # clarinet is stated strongly at 0, violin only at 2 (anchored by its speaker's name)
+    s = _score(_list_trace(), "ages:1,2,3", LIST_CONV)
+    assert s.probes["instruments@1"]["excluded"] == "unsupported"
+    assert s.probes["instruments@2"]["retained"] and s.probes["instruments@3"]["retained"]
+
+
+def test_a_clipped_message_speaks_as_its_author() -> None:
+    clipped = Text("assistant", "Melanie", "Violin too, since I was [... clipped ...]")
+    trace = _list_trace(((0, 1), TextRef(clipped.id, 2), (3, 4)), (clipped,))
+    p = _score(trace, "end", LIST_CONV).probes["instruments"]
+    assert p["retained"] and p["support_at"] == "m:0"
+    # the same words in a summary line with nobody's name: the violin item is anchored by nothing
+    anonymous = Text("system", None, "Violin too, since I was [... clipped ...]")
+    trace = _list_trace(((0, 1), TextRef(anonymous.id), (3, 4)), (anonymous,))
+    assert not _score(trace, "end", LIST_CONV).probes["instruments"]["retained"]
+
+
+def test_no_answerable_ask_gives_nan_not_zero() -> None:
+    conv = Conversation("c", MSGS, PROBES[1:3])
+    s = _score(_trace({}), conv=conv)
+    assert math.isnan(s.unit["retention"]) and s.unit["n_answerable"] == 0
+
+
+# -- the index gives the direct matcher's verdicts ---------------------------------------------------
+
+
+def _direct(trace: Trace, turn: int, c: sp.Claim) -> tuple[bool, bool, bool]:
+    """`support.support` over the context units, as the scorer's docstring defines them."""
+    msg_units, text_units = [], []
+    for item in trace.context_at(turn):
+        if item.verbatim:
+            msg_units.append(sp.Unit(item.text, item.name or item.role))
+        else:
+            default = (item.name or item.role) if item.message_index is not None else ""
+            text_units += [u if u.speaker else sp.Unit(u.text, default) for u in sp.summary_units(item.text)]
+    return (sp.support(c, msg_units + text_units) is not None, sp.support(c, text_units) is not None,
+            sp.support(c, msg_units) is not None)
+
+
+def _conversations() -> list[Conversation]:
+    chat = load("synth:chat?conversations=1&messages=150&seed=7")
+    agent = load("synth:agent?conversations=1&messages=120&seed=8")
+    return [*chat, *agent, CONV]
+
+
+@pytest.mark.parametrize("preset", [n for n in presets.names() if n != "full-context"])
+def test_the_index_agrees_with_the_direct_matcher_on_real_replays(preset: str) -> None:
+    checked = retained = 0
+    for conv in _conversations():
+        unit = Unit(unit_id="u", dataset="d", conversation_id=conv.id, dataset_hash="h", config=preset,
+                    preset=preset, params_json="{}", prompt="", model="extractive", seed=0, context_window=1500)
+        trace = replay(unit, conv)
+        index = SupportIndex(trace.messages)
+        for probe in conv.probes:
+            c = index.claim(probe.question, probe.answer)
+            if c is None:
+                continue
+            for turn in range(0, len(trace.turns), 7):
+                found = index.at(trace, turn, probe.question, probe.answer)
+                assert found is not None
+                assert (found.retained, found.in_summary, found.in_verbatim) == _direct(trace, turn, c), \
+                    (preset, conv.id, probe.id, turn)
+                checked += 1
+                retained += found.retained
+            # the earliest supported turn is where the growing prefix first supports the claim
+            units = [sp.Unit(m.content, m.name or m.role) for m in trace.messages]
+            first = next((t for t in range(len(units)) if sp.support(c, units[: t + 1]) is not None), None)
+            assert index.earliest(probe.question, probe.answer) == first, (conv.id, probe.id)
+    assert checked > 100 and 0 < retained < checked  # the comparison saw both verdicts
+
+
+def test_rows_do_not_depend_on_sharing_the_index_between_units() -> None:
+    conv = _conversations()[0]
+    shared = scoring.Shared()
+    plan = ScoringPlan(scorers=("answer_retention",))
+    for preset in ("since-last", "truncate"):
+        unit = Unit(unit_id="u", dataset="d", conversation_id=conv.id, dataset_hash="h", config=preset,
+                    preset=preset, params_json="{}", prompt="", model="extractive", seed=0, context_window=1500)
+        trace = replay(unit, conv)
+        alone = scoring.score(plan, unit, conv, trace)[1]
+        together = scoring.score(plan, unit, conv, trace, shared=shared)[1]
+        assert _rows(alone) == _rows(together)
+
+
+def _rows(s: scoring.Scores) -> Any:
+    return {k: v for k, v in s.unit.items() if not (isinstance(v, float) and math.isnan(v))}, s.probes
