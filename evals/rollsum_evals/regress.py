@@ -11,9 +11,10 @@ How a configuration is gated depends on whether its replay is deterministic
 - **Deterministic: paired per ask.** The same code on the same data gives the same verdict on
   every ask, so there is no noise to tolerate: the run's verdicts are compared with the
   baseline's ask by ask (same probe, same asking turn). The gate fails when the *net* number of
-  retained asks lost (lost − gained) exceeds `Tolerance.asks` of the configuration's answerable
-  asks, or when too many asks cannot be paired at all (the probes, their timing or what counts
-  as answerable changed: the baseline no longer describes the run). Cost and main-model tokens
+  retained asks lost (lost − gained, over the asks paired in both) exceeds `Tolerance.asks` of
+  the configuration's answerable asks, or when as many asks cannot be paired at all (the
+  probes, their timing or what counts as answerable changed: the baseline no longer describes
+  the run). Cost and main-model tokens
   are compared as means over the same conversations. A between-conversation interval would be
   the wrong yardstick here: it measures how conversations differ, not how runs differ, and a
   bug that loses one fact in twenty hides inside it (issue #9: removing summaries from the
@@ -239,7 +240,7 @@ class Paired:
     answerable: int
     """Asks answerable in the baseline (the denominator of the tolerance)."""
     lost: int
-    """Retained in the baseline, lost now (or no longer paired)."""
+    """Retained in the baseline, lost now (asks paired in both only)."""
     gained: int
     """Lost in the baseline, retained now."""
     unpaired: int
@@ -267,7 +268,6 @@ def pair_asks(baseline_asks: Mapping[str, list[str]], baseline_marks: Mapping[st
             now += r == RETAINED
             if r not in (RETAINED, LOST):
                 unpaired += 1
-                lost += b == RETAINED
             elif b == RETAINED and r == LOST:
                 lost += 1
             elif b == LOST and r == RETAINED:
