@@ -10,7 +10,6 @@ permanent one.
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
 import threading
 import time
@@ -21,9 +20,9 @@ from typing import Literal
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
-from rollsum.redact import redact, redact_obj
+from rollsum.redact import redact, redact_obj, redacting_logger
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 CacheMode = Literal["on", "off", "read-only", "strict"]
 CACHE_MODES: tuple[str, ...] = ("on", "off", "read-only", "strict")

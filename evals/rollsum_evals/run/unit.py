@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.models.base import Model
-from rollsum.redact import env_secrets, redact, redact_obj
+from rollsum.redact import contains_secret, env_secrets, redact, redact_obj
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.replay import (
@@ -127,15 +127,15 @@ def score_trace(unit: Unit, conversation: Conversation, trace: Trace, plan: Scor
 
 
 def redact_text_lines(text: str, secrets: Sequence[str]) -> str:
-    """Journal text (JSON lines) with every secret masked, decoded line by line only when the
-    patterns find something.
+    """Journal text (JSON lines) with every secret masked, decoded line by line only when
+    something is found.
 
     Redacting string by string costs ~70 µs a row string (five regexes each), which for a
-    long Unit was most of its CPU; so the patterns run once over the whole text, and only a
-    text where that changes something is redacted value by value (so the JSON stays valid).
-    Secrets are also looked for as JSON escapes them (a quote or backslash in a value)."""
-    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
-    if not text or redact(text, [*secrets, *escaped]) == text:
+    long Unit was most of its CPU; so the whole text is searched once (for every 8-character
+    piece of a secret, as written and as JSON escapes it, and for the key shapes), and only a
+    text where that finds something is redacted value by value (so the JSON stays valid), mapping
+    keys included."""
+    if not text or not contains_secret(text, secrets):
         return text
     return lines(redact_obj(json.loads(x), secrets) for x in text.splitlines())
 
