@@ -7,6 +7,7 @@ is always an absolute path (the run directory, or the demo's report), so scripts
 from __future__ import annotations
 
 import argparse
+import glob
 import logging
 import math
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum_evals.names import inside, safe_component
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +78,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _default_out(name: str) -> Path:
-    return Path("runs") / f"{name}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    """``runs/<name>-<time>``; the spec's name is user text (`names.safe_component`)."""
+    return inside("runs", f"{safe_component(name)}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}")
 
 
 def _latest_run(name: str) -> Path | None:
-    runs = sorted(Path("runs").glob(f"{name}-*"), key=lambda p: p.name)
+    runs = sorted(Path("runs").glob(f"{glob.escape(safe_component(name))}-*"), key=lambda p: p.name)
     return next((p for p in reversed(runs) if (p / "manifest.json").exists()), None)
 
 

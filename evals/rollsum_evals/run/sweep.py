@@ -326,7 +326,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     from tqdm import tqdm
 
     bar = tqdm(total=len(units), initial=len(units) - len(job_list), unit="unit", file=sys.stderr,
-               disable=not progress, dynamic_ncols=True, desc=spec.name)
+               disable=not progress, dynamic_ncols=True, desc=redact(spec.name))
 
     def on_result(job: Job, result: UnitResult) -> None:
         rd.append_many([result])
