@@ -103,6 +103,15 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:  # `rollsum ... | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as err:
+        if isinstance(err, ConnectionError | TimeoutError):
+            raise
+        # a file-system fault no command caught (a read-only or full output directory): one line
+        from rollsum_evals.fileio import describe_os_error
+
+        logging.getLogger(__name__).debug("file-system fault", exc_info=True)
+        print(f"rollsum: error: {redact(describe_os_error(err))}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

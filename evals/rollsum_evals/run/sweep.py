@@ -37,6 +37,7 @@ from rollsum.models.base import Model
 from rollsum.redact import env_secrets, redact, redact_obj
 from rollsum_evals import components, scoring
 from rollsum_evals.data.pinned import Dataset, Loader, default_loader
+from rollsum_evals.fileio import WriteFailed, describe_os_error
 from rollsum_evals.replay import EngineFactory, default_engine
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
@@ -54,6 +55,7 @@ from rollsum_evals.run.resume import check_resume, load_datasets, stored_replays
 from rollsum_evals.run.unit import Job
 from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_STOPPED, new_manifest, table_columns
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, ScoredLines, UnitResult
+from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.unit_cache import UnitCache
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import SweepSpec
@@ -244,12 +246,67 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
 
     ``executor`` defaults to threads here and to ``auto`` in the CLI: worker processes re-import
     the caller's ``__main__``, so a script without an ``if __name__ == "__main__"`` guard must
-    not get them unasked."""
+    not get them unasked.
+
+    The run directory's lock (`rundir.lock`) is held from before anything in it is read until
+    the end: a second writer is refused (`RunInProgress`). A file-system fault (read-only
+    directory, disk full) ends the run with `RunFailed`, one line, and the manifest says
+    ``interrupted`` with the reason."""
     _check_args(jobs, executor, max_cost_usd)
+    lock = RunLock(out)
+    state = _Progress()
+    try:
+        return _run_sweep(spec, RunDir(out), lock, state, jobs=jobs, resume=resume, executor=executor,
+                          max_cost_usd=max_cost_usd, loader=loader, engine_factory=engine_factory,
+                          models=models, progress=progress, now=now, unit_cache=unit_cache)
+    except OSError as err:
+        if isinstance(err, ConnectionError | TimeoutError):
+            raise
+        raise _fs_fault(RunDir(out), err, state, now) from None
+    finally:
+        lock.release()
+
+
+@dataclass(slots=True)
+class _Progress:
+    """What a failure needs to say how far the run got and to mark its manifest."""
+
+    manifest: dict[str, Any] | None = None
+    finished: int = 0
+
+
+def _fs_fault(rd: RunDir, err: OSError, state: _Progress, now: Callable[[], str]) -> WriteFailed:
+    """A file-system fault as one line; the manifest (if the run got that far) says
+    ``interrupted`` and why, written in place if the disk is too full for a new file."""
+    reason = describe_os_error(err)
+    if state.manifest is None:
+        return WriteFailed(redact(f"{reason}; nothing was run", env_secrets()))
+    state.manifest.update(status="interrupted", reason=reason, finished_at=now())
+    try:
+        rd.write_manifest(redact_obj(state.manifest, env_secrets()), last_resort=True)
+        note = "its manifest says interrupted"
+    except OSError as again:
+        note = f"its manifest could not be updated either ({describe_os_error(again)})"
+    return WriteFailed(redact(f"{reason}: the run stopped after {state.finished} unit(s) and {note}; "
+                              f"continue it with `rollsum run SPEC --out {rd.path} --resume` once that "
+                              "is fixed", env_secrets()))
+
+
+def _make_run_dir(rd: RunDir) -> None:
+    if rd.path.exists() and not rd.path.is_dir():
+        raise ConfigError(f"--out {rd.path}: is a file, not a directory")
+    rd.path.mkdir(parents=True, exist_ok=True)
+
+
+def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, jobs: int, resume: bool,
+               executor: str, max_cost_usd: float | None, loader: Loader, engine_factory: EngineFactory,
+               models: ModelBuilder | None, progress: bool, now: Callable[[], str],
+               unit_cache: bool | None) -> RunResult:
     t0 = time.perf_counter()
-    rd = RunDir(out)
     plan = spec.scoring
     previous: dict[str, Any] = {}
+    if rd.path.is_dir():
+        lock.acquire()  # before reading anything: a running writer's files are not read as final
     if rd.has_results():
         if not resume:
             raise ConfigError(f"{rd.path}: already holds a run; pass --resume to continue it, "
@@ -257,7 +314,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         previous = rd.read_manifest() if rd.file("manifest.json").exists() else {}
         check_resume(rd, previous, spec, plan)
     datasets = load_datasets(spec, loader, previous)
-    rd.path.mkdir(parents=True, exist_ok=True)
+    _make_run_dir(rd)
+    lock.acquire()
     done, replayed = rd.repair()
 
     # what there is to do: finished Units are skipped, journaled replays scored, cached ones copied
@@ -277,9 +335,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
                 for u in pending if u.unit_id not in cache.copied]
 
     # models, a one-second check of every configuration, and the executor
-    cache_path = cache_path_for(spec.cache, rd.path)
-    if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
+    cache_path = cache_path_for(spec.cache, rd.path)  # created by its first use (`ModelFactory`)
     limiter = None
     if spec.requests_per_minute:
         from rollsum.models.limits import RateLimiter
@@ -312,6 +368,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
                        "stored": 0, "scores_stored": 0},
     })
     rd.write_manifest(redact_obj(manifest, env_secrets()))
+    state.manifest = manifest
 
     if cache.copied:
         rd.append_many([cache.copied[uid] for uid in sorted(cache.copied)])
@@ -330,6 +387,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
 
     def on_result(job: Job, result: UnitResult) -> None:
         rd.append_many([result])
+        state.finished += 1
         cache.store(job, result)
         tally.add(job, result)
         if job.stored is None:
@@ -342,9 +400,13 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         bar.close()
         cache.close()
         stop = err if isinstance(err, SweepStop) else None
+        if isinstance(err, OSError):
+            manifest.update(spent_usd=_spent(ledger, previous_spent, tally))
+            raise  # run_sweep marks the manifest interrupted, with the reason
         manifest.update(status=f"stopped: {stop.kind}" if stop else "interrupted",
+                        reason=stop.cause if stop else _reason(err),
                         spent_usd=_spent(ledger, previous_spent, tally), finished_at=now())
-        rd.write_manifest(redact_obj(manifest, env_secrets()))
+        rd.write_manifest(redact_obj(manifest, env_secrets()), last_resort=True)
         if stop is not None:  # a bad key or no network: one line, exit 2, nothing in flight journaled
             raise SweepStopped(redact(f"sweep stopped: {stop.cause}; {tally.ran} unit(s) finished before it; "
                                       f"fix it and continue with --resume --out {rd.path}", env_secrets())) from None
@@ -377,6 +439,12 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
                      stopped_for_budget=stopped, wall_s=time.perf_counter() - t0,
                      cached=len(cache.copied), scored=tally.scored, executor=chosen, stopped=n_stopped,
                      errors_in_run=n_errors)
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
 def _spent(ledger: SpendLedger | None, previous: float, tally: _Tally) -> float:

@@ -35,6 +35,8 @@ EVENTS = "events.jsonl"
 TRACES = "traces.jsonl"
 PROBES_JOURNAL = "probes.jsonl"
 UNITS_JOURNAL = "units.jsonl"
+LOCK = "run.lock"
+"""Held (``flock``) by the one process writing the run directory (`rundir.lock`)."""
 REPLAY_JOURNALS: tuple[str, ...] = (SUMMARIES, EVENTS, TRACES)
 """A Unit's replay lines, in the order they are written: its ``traces.jsonl`` line last (the
 replay's commit record). Its texts go before all of them."""

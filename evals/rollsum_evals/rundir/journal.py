@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
-from rollsum_evals.fileio import atomic_write_bytes, atomic_writer
+from rollsum_evals.fileio import atomic_write_bytes, atomic_writer, overwrite_in_place
 from rollsum_evals.rundir.format import (
     EVENTS,
     MANIFEST,
@@ -115,9 +115,12 @@ class UnitResult:
     score_from_cache: bool = False
 
 
+def _json_bytes(obj: Any) -> bytes:
+    return (json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=True, default=str) + "\n").encode("utf-8")
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=True,
-                                         default=str) + "\n").encode("utf-8"))
+    atomic_write_bytes(path, _json_bytes(obj))
 
 
 def append_text(path: Path, text: str) -> None:
@@ -193,8 +196,15 @@ class RunDir:
             raise ConfigError(f"{self.file(MANIFEST)}: not valid JSON: {err}") from None
         return data
 
-    def write_manifest(self, manifest: Mapping[str, Any]) -> None:
-        atomic_write_json(self.file(MANIFEST), dict(manifest))
+    def write_manifest(self, manifest: Mapping[str, Any], *, last_resort: bool = False) -> None:
+        """Atomically; with `last_resort` (a run that is stopping on a full disk), in place over
+        the existing manifest when a new file cannot be written."""
+        try:
+            atomic_write_json(self.file(MANIFEST), dict(manifest))
+        except OSError:
+            if not last_resort or not self.file(MANIFEST).exists():
+                raise
+            overwrite_in_place(self.file(MANIFEST), _json_bytes(manifest))
 
     # ------------------------------------------------------------------ reading journals
 
