@@ -92,6 +92,7 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     t0 = time.perf_counter()
     manifest = rd.read_manifest()
     check_format(rd.path, manifest)
+    rd.expect(manifest)
     if manifest.get("status") in ("running", "interrupted"):
         raise ConfigError(f"{rd.path}: the run is not finished (status {manifest.get('status')}); "
                           "finish it with `rollsum run SPEC --out DIR --resume` first")
@@ -147,6 +148,7 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     new["units_error"] = errors
     rd.rewrite_scored(results)
     rd.write_tables(new, set(records))
+    new["files"] = rd.seal()
     rd.write_manifest(new)
     return RescoreResult(run_dir=rd.path, units=len(results), errors=errors, plan=plan,
                          wall_s=time.perf_counter() - t0)

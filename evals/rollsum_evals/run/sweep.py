@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import os
 import socket
@@ -60,6 +61,8 @@ from rollsum_evals.rundir.unit_cache import UnitCache
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import SweepSpec
 from rollsum_evals.units import Unit, canonical_json, expand
+
+log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_BUDGET, EXIT_ERRORS = 0, 1, 1
 """``rollsum run`` exit codes: 0 complete (errors within ``--fail-on-error``), 1 stopped by the
@@ -316,7 +319,10 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     datasets = load_datasets(spec, loader, previous)
     _make_run_dir(rd)
     lock.acquire()
-    done, replayed = rd.repair()
+    repair = rd.repair(previous.get("files"))
+    for note in repair.notes:
+        log.warning("%s: repaired: %s", rd.path, note)
+    done, replayed = repair.done, repair.replayed
 
     # what there is to do: finished Units are skipped, journaled replays scored, cached ones copied
     units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
@@ -361,6 +367,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         "units_total": len(units), "units_done": len(done & unit_ids), "configs": configs,
         "executor": chosen, "executor_requested": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
         "pid": os.getpid(), "host": socket.gethostname(),  # tells a killed run from a running one
+        "repairs": [*previous.get("repairs", []), *repair.notes],
         "cache": {"mode": spec.cache, "path": str(cache_path) if cache_path else None},
         "unit_cache": {"enabled": cache.cache is not None, "path": str(ucache_path) if cache.cache else None,
                        "hits": len(cache.copied), "replay_hits": len(cache.replays),
@@ -426,7 +433,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     stopped = dispatcher.stopped_for_budget or n_stopped > 0 or (ledger is not None and ledger.state().stopped)
     spent = _spent(ledger, previous_spent, tally)
     n_errors = sum(1 for r in committed.values() if r.get("status") == STATUS_ERROR)
-    manifest.update(status=STATUS_STOPPED if stopped else "complete", finished_at=now(),
+    manifest.update(status=STATUS_STOPPED if stopped else "complete", finished_at=now(), files=rd.seal(),
                     units_done=len(committed), units_stopped=n_stopped, units_error=n_errors,
                     spent_usd=round(spent, 6), configs=dict(sorted(configs.items())),
                     cache={**manifest["cache"], "stats": stats},

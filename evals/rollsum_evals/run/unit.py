@@ -33,7 +33,16 @@ from rollsum_evals.replay import (
 from rollsum_evals.run.breaker import GuardedBuilder
 from rollsum_evals.run.budget import BudgetSpec, budgeted
 from rollsum_evals.run.models import ModelBuilder, ModelFactory, close_model, deterministic
-from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_OK, STATUS_STOPPED, probe_rows, table_columns, unit_row
+from rollsum_evals.rundir.format import (
+    EVENTS,
+    STATUS_ERROR,
+    STATUS_OK,
+    STATUS_STOPPED,
+    SUMMARIES,
+    probe_rows,
+    table_columns,
+    unit_row,
+)
 from rollsum_evals.rundir.journal import ReplayLines, ScoredLines, UnitResult, dumps, lines
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.scoring.cost import price
@@ -65,7 +74,9 @@ def _one_line(err: BaseException) -> str:
 
 def encode_replay(unit: Unit, trace: Trace) -> ReplayLines:
     ident = {"unit_id": unit.unit_id, "conversation_id": unit.conversation_id, "config": unit.config}
-    record = {**trace.to_record(), "unit": unit.to_dict()}
+    # how many lines the replay writes to each journal: `RunDir.repair` finds a lost line exactly
+    record = {**trace.to_record(), "unit": unit.to_dict(),
+              "journal_rows": {SUMMARIES: len(trace.summaries), EVENTS: len(trace.events)}}
     return ReplayLines(
         texts={tid: dumps({"id": tid, **t.to_dict()}) + "\n" for tid, t in trace.used_texts().items()},
         summaries=lines({**ident, "generation": g, "turn": trace.summary_turns[g], "record": r.to_dict()}
