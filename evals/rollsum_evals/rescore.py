@@ -24,7 +24,7 @@ from rollsum.errors import ConfigError
 from rollsum.redact import env_secrets, redact
 from rollsum_evals import scoring
 from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
-from rollsum_evals.fileio import WriteFailed, describe_os_error
+from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import MeteredModel, Text, Trace
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped

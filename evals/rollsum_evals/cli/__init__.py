@@ -107,7 +107,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if isinstance(err, ConnectionError | TimeoutError):
             raise
         # a file-system fault no command caught (a read-only or full output directory): one line
-        from rollsum_evals.fileio import describe_os_error
+        from rollsum_evals.fsfaults import describe_os_error
 
         logging.getLogger(__name__).debug("file-system fault", exc_info=True)
         print(f"rollsum: error: {redact(describe_os_error(err))}", file=sys.stderr)

@@ -38,7 +38,7 @@ from rollsum.models.base import Model
 from rollsum.redact import env_secrets, redact, redact_obj
 from rollsum_evals import components, scoring
 from rollsum_evals.data.pinned import Dataset, Loader, default_loader
-from rollsum_evals.fileio import WriteFailed, describe_os_error
+from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import EngineFactory, default_engine
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
