@@ -17,14 +17,14 @@ waiting for the model (it moves the oldest messages to pending while a summary i
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 from rollsum.engine import RollingSummarizer, _Job, _Outcome
 from rollsum.errors import classify_exception
+from rollsum.redact import redacting_logger
 from rollsum.types import Message, SummaryEvent
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 
 class AsyncRollingSummarizer:

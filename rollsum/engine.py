@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import logging
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -47,14 +46,14 @@ from rollsum.context import (
 from rollsum.errors import ConfigError, ErrorKind, SummarizeError, classify_exception
 from rollsum.policies._util import tool_units
 from rollsum.policies.base import Decision, Policy, WindowState, fold_allowed, may_summarize, policy_params
-from rollsum.redact import redact
+from rollsum.redact import redact, redacting_logger
 from rollsum.store.base import Store
 from rollsum.store.memory import MemoryStore
 from rollsum.summarizers.base import Summarizer, SummaryDraft, SummaryRequest
 from rollsum.tokens import HeuristicCounter, TokenCounter
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, new_id
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 LedgerMode = Literal["auto", "pin", "retry", "off"]
 Launch = Callable[["_Job"], "SummaryEvent | None"]

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
-from rollsum.redact import env_secrets
+from rollsum.redact import env_secrets, redact
 from rollsum_evals import scoring
 from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
+from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import MeteredModel, Text, Trace
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
@@ -31,6 +32,7 @@ from rollsum_evals.run.models import ModelBuilder, ModelFactory, cache_path_for,
 from rollsum_evals.run.unit import redact_text_lines, score_trace
 from rollsum_evals.rundir.format import EVENTS, SUMMARIES, rescored_manifest, table_columns
 from rollsum_evals.rundir.journal import RunDir, ScoredLines, lines
+from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.read import check_format
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
@@ -68,12 +70,29 @@ def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
 def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing: ProbeTiming | None = None,
             model: str | None = None, loader: Loader = default_loader, models: ModelBuilder | None = None,
             now: Callable[[], str] = provenance.now) -> RescoreResult:
-    t0 = time.perf_counter()
+    """Holds the run directory's lock throughout (a sweep still writing it is refused); a
+    file-system fault is one line (`WriteFailed`) and leaves the run as `rewrite_scored`'s
+    order allows (a second `rollsum score` completes it)."""
     rd = RunDir(run_dir)
     if not rd.path.is_dir():
         raise ConfigError(f"{rd.path}: not a run directory (expected the --out directory of `rollsum run`)")
+    try:
+        with RunLock(rd.path):
+            return _rescore(rd, scorers=scorers, timing=timing, model=model, loader=loader, models=models,
+                            now=now)
+    except OSError as err:
+        if isinstance(err, ConnectionError | TimeoutError):
+            raise
+        raise WriteFailed(redact(f"{describe_os_error(err)}; re-scoring stopped: run `rollsum score "
+                                 f"{rd.path}` again once that is fixed", env_secrets())) from None
+
+
+def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming | None, model: str | None,
+             loader: Loader, models: ModelBuilder | None, now: Callable[[], str]) -> RescoreResult:
+    t0 = time.perf_counter()
     manifest = rd.read_manifest()
     check_format(rd.path, manifest)
+    rd.expect(manifest)
     if manifest.get("status") in ("running", "interrupted"):
         raise ConfigError(f"{rd.path}: the run is not finished (status {manifest.get('status')}); "
                           "finish it with `rollsum run SPEC --out DIR --resume` first")
@@ -129,6 +148,7 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
     new["units_error"] = errors
     rd.rewrite_scored(results)
     rd.write_tables(new, set(records))
+    new["files"] = rd.seal()
     rd.write_manifest(new)
     return RescoreResult(run_dir=rd.path, units=len(results), errors=errors, plan=plan,
                          wall_s=time.perf_counter() - t0)

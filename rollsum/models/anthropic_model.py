@@ -9,7 +9,6 @@ tests are the ones that run in production. Every SDK failure is mapped to a `Mod
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import time
@@ -22,10 +21,10 @@ from anthropic.types import model_param
 
 from rollsum.errors import ConfigError, ErrorKind, MissingCredentials, ModelError
 from rollsum.models.base import Completion, CompletionRequest
-from rollsum.redact import redact
+from rollsum.redact import redact, redacting_logger
 from rollsum.types import Message
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 MISSING_KEY_MESSAGE = (

@@ -10,7 +10,6 @@ permanent one.
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
 import threading
 import time
@@ -21,9 +20,9 @@ from typing import Literal
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
-from rollsum.redact import redact, redact_obj
+from rollsum.redact import redact, redact_obj, redacting_logger
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 CacheMode = Literal["on", "off", "read-only", "strict"]
 CACHE_MODES: tuple[str, ...] = ("on", "off", "read-only", "strict")
@@ -89,6 +88,7 @@ class CacheFile:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
+        self._warned = False
         if mode == "strict" and not self.path.exists():
             raise ConfigError(f"cache file {self.path} does not exist: strict mode answers only from "
                               "an existing cache (fill it with the cache mode 'on' first)")
@@ -130,10 +130,10 @@ class CacheFile:
             return None
         try:
             row = conn.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        except sqlite3.OperationalError as err:
-            if "no such table" in str(err):
-                return None
-            raise
+        except sqlite3.Error as err:  # a damaged file: the cache is only a speed-up
+            if "no such table" not in str(err):
+                self._warn_once(f"cache {self.path}: cannot read ({err}); answering without it")
+            return None
         if row is None:
             return None
         try:
@@ -147,13 +147,24 @@ class CacheFile:
         if conn is None:
             return False
         blob = json.dumps(redact_obj(completion.to_dict()), ensure_ascii=False)
-        with conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO responses(key, model, prompt_id, response, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (key, redact(model_name), prompt_id, blob, now),
-            )
+        try:
+            with conn:
+                conn.execute(
+                    "INSERT OR REPLACE INTO responses(key, model, prompt_id, response, created_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (key, redact(model_name), prompt_id, blob, now),
+                )
+        except sqlite3.Error as err:  # disk full, read-only file: the answer is still good
+            self._warn_once(f"cache {self.path}: cannot store ({err}); answers are not being cached")
+            return False
         return True
+
+    def _warn_once(self, message: str) -> None:
+        with self._lock:
+            if self._warned:
+                return
+            self._warned = True
+        log.warning("%s", message)
 
     def close(self) -> None:
         with self._lock:

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
 from rollsum.errors import ConfigError, ModelError
+from rollsum.redact import redacting_logger
 from rollsum.tokens import CLAUDE_CALIBRATION, DEFAULT_MESSAGE_OVERHEAD, HeuristicCounter, TokenCounter
 from rollsum.types import Message
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 
 class _Memo:

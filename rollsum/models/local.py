@@ -10,7 +10,6 @@ user-supplied instruction-tuned GGUF (``local:/path/to/model.gguf``).
 
 from __future__ import annotations
 
-import logging
 import os
 import tempfile
 import threading
@@ -22,8 +21,9 @@ from typing import Any
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.anthropic_model import to_messages_api
 from rollsum.models.base import Completion, CompletionRequest
+from rollsum.redact import redacting_logger
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 CACHE_ENV = "ROLLSUM_CACHE_DIR"
 KNOWN_LOCAL: dict[str, str] = {"gemma3-270m": "gemma-3-270m-q4_k_m.gguf"}

@@ -9,7 +9,6 @@ because a silently missing price makes a sweep look cheaper than it was.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import re
 import threading
@@ -21,9 +20,10 @@ from typing import Any
 
 from rollsum.errors import ConfigError
 from rollsum.models.spec import BACKENDS
+from rollsum.redact import redacting_logger
 from rollsum.types import Usage
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 PRICES_ENV = "ROLLSUM_PRICES"
 BUILTIN_SUMMARIZERS: tuple[str, ...] = ("extractive", "rule")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import json
-import logging
 import os
 import threading
 from collections import defaultdict
@@ -22,9 +21,9 @@ from typing import Any
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
-from rollsum.redact import redact_obj
+from rollsum.redact import redact_obj, redacting_logger
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 CASSETTE_VERSION = 1
 

@@ -25,7 +25,6 @@ Design notes:
 from __future__ import annotations
 
 import json
-import logging
 import os
 import socket
 import sqlite3
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rollsum.errors import ConfigError
+from rollsum.redact import redacting_logger
 from rollsum.store.base import (
     COVERABLE_STATES,
     StoredMessage,
@@ -47,7 +47,7 @@ from rollsum.store.base import (
 )
 from rollsum.types import Message, MessageState, SummaryRecord
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x726F6C6C  # "roll": marks a file as a rollsum store

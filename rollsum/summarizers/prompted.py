@@ -8,7 +8,6 @@ chunk's output in as the "previous summary" (map-fold); every lossy step is note
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,6 +16,7 @@ from rollsum.errors import ConfigError, ErrorKind, ModelError, SummarizeError
 from rollsum.models.base import CompletionRequest, Model
 from rollsum.prompts import PromptTemplate
 from rollsum.prompts import get as get_prompt
+from rollsum.redact import redacting_logger
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from rollsum.summarizers.transcript import (
     NO_PREVIOUS,
@@ -29,7 +29,7 @@ from rollsum.summarizers.transcript import (
 from rollsum.tokens import HeuristicCounter, TokenCounter
 from rollsum.types import Message, Usage
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 WORDS_PER_TOKEN = 0.75
 MIN_CHUNK_TOKENS = 64

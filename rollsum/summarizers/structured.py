@@ -10,19 +10,18 @@ first 200 characters of a bad answer are logged with secrets masked.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rollsum.errors import ErrorKind, SummarizeError
 from rollsum.models.base import Model
-from rollsum.redact import redact
+from rollsum.redact import redact, redacting_logger
 from rollsum.summarizers.prompted import Overflow, _ModelSummarizer, _Parsed
 from rollsum.tokens import TokenCounter
 from rollsum.types import FACET_NAMES
 
-log = logging.getLogger(__name__)
+log = redacting_logger(__name__)
 
 MAX_KEY_POINTS = 30
 MAX_FACET_ITEMS = 20

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from rollsum.errors import RollsumError
-from rollsum.redact import install_log_redaction
+from rollsum.redact import install_log_redaction, redact, redacted_output
 
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "rollsum_evals.cli.run_cmd",
@@ -70,10 +70,19 @@ def _needs_extra(command: str, module: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every byte the command prints goes through `rollsum.redact` (its streams are wrapped
+    for the whole call, log handlers too), so a key in an error, a dataset or a model's answer
+    never reaches the terminal."""
+    with redacted_output():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.ERROR if args.quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.captureWarnings(True)  # warnings.warn text goes through the redacting handlers too
     install_log_redaction()
     missing = _missing_harness_module()
     if missing is not None:  # before the command writes anything a re-run would trip over
@@ -81,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RollsumError as err:
-        print(f"rollsum: error: {err}", file=sys.stderr)
+        print(f"rollsum: error: {redact(str(err))}", file=sys.stderr)
         return EXIT_USAGE
     except ModuleNotFoundError as err:
         name = (err.name or "").split(".")[0]
@@ -94,6 +103,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `rollsum ... | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as err:
+        if isinstance(err, ConnectionError | TimeoutError):
+            raise
+        # a file-system fault no command caught (a read-only or full output directory): one line
+        from rollsum_evals.fsfaults import describe_os_error
+
+        logging.getLogger(__name__).debug("file-system fault", exc_info=True)
+        print(f"rollsum: error: {redact(describe_os_error(err))}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

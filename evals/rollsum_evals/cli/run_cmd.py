@@ -7,6 +7,7 @@ is always an absolute path (the run directory, or the demo's report), so scripts
 from __future__ import annotations
 
 import argparse
+import glob
 import logging
 import math
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +77,22 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
+RUNS = Path("runs")
+
+
 def _default_out(name: str) -> Path:
-    return Path("runs") / f"{name}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    """``runs/<name>-<time>``; the spec's name is user text, so it is made a safe file name
+    first (`safe_name`): a ``name`` of ``../../x`` or ``/abs/x`` stays inside ``runs/``, and
+    a secret in it is masked before it can become a directory name."""
+    from rollsum_evals.fileio import safe_name
+
+    return RUNS / f"{safe_name(redact(name))}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
 def _latest_run(name: str) -> Path | None:
-    runs = sorted(Path("runs").glob(f"{name}-*"), key=lambda p: p.name)
+    from rollsum_evals.fileio import safe_name
+
+    runs = sorted(RUNS.glob(f"{glob.escape(safe_name(redact(name)))}-*"), key=lambda p: p.name)
     return next((p for p in reversed(runs) if (p / "manifest.json").exists()), None)
 
 

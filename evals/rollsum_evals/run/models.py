@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -9,11 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rollsum.errors import RollsumError
 from rollsum.models.base import Model
 from rollsum_evals import components
 from rollsum_evals.rundir.unit_cache import UNIT_CACHE_FILE
 
 CACHE_ENV = "ROLLSUM_CACHE_DIR"
+log = logging.getLogger(__name__)
 ModelBuilder = Callable[[str], "Model | None"]
 
 
@@ -38,6 +41,7 @@ class ModelFactory:
     """`rollsum_evals.run.budget.BudgetSpec` or None."""
     caches: list[Any] = field(default_factory=list)
     _file: Any = None
+    _unusable: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, spec: str) -> Model | None:
@@ -58,8 +62,16 @@ class ModelFactory:
             from rollsum.models.cache import CachedModel, CacheFile
 
             with self._lock:  # one set of connections for every Unit's model
+                if self._file is None and not self._unusable:
+                    try:
+                        self._file = CacheFile(self.cache_path, "on")
+                    except (RollsumError, OSError) as err:
+                        # a speed-up, not a requirement (docs/sweeps.md): warn once, go uncached
+                        self._unusable = True
+                        log.warning("model cache %s unusable (%s): model calls are not cached", self.cache_path,
+                                    getattr(err, "strerror", None) or err)
                 if self._file is None:
-                    self._file = CacheFile(self.cache_path, "on")
+                    return model
                 cached = CachedModel(model, self._file)
                 self.caches.append(cached)
             model = cached

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from rollsum.redact import redact_process_output
+
 EXECUTORS = ("auto", "thread", "process")
 _PRELOAD = ["rollsum_evals.run.unit", "rollsum_evals.scoring", "rollsum.models"]
 _AUTO_MIN_MESSAGES = 4000
@@ -109,7 +111,10 @@ Unit 4.8-5.0 s. Two is the smallest count at the plateau."""
 
 def _pool_worker(tasks: Any, results: Any, threads: int, parent_pid: int) -> None:
     """A worker process: ``threads`` threads take calls from the shared task queue until each
-    gets a ``None``. Results (or the exception) go back tagged with the call's id."""
+    gets a ``None``. Results (or the exception) go back tagged with the call's id. What the
+    process prints (a warning through logging's last-resort handler) is redacted: its stderr
+    is the terminal's, and the CLI's redaction lives in the parent."""
+    redact_process_output()
     _watch_parent(parent_pid)
 
     def serve() -> None:

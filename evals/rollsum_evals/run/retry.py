@@ -18,6 +18,7 @@ from rollsum.errors import ConfigError
 from rollsum_evals.run.models import deterministic
 from rollsum_evals.run.resume import check_resume
 from rollsum_evals.rundir.journal import RunDir
+from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.spec import SweepSpec
 
 
@@ -32,7 +33,14 @@ def forget_failed(path: str | Path, spec: SweepSpec) -> int:
     rd = RunDir(path)
     if not rd.file("manifest.json").exists():
         raise ConfigError(f"{rd.path}: no run to retry (no manifest.json): run the spec there first")
-    check_resume(rd, rd.read_manifest(), spec, spec.scoring)
-    failed = {uid for uid, row in rd.unit_rows().items() if is_failed(row)}
-    rd.forget(failed)
+    with RunLock(rd.path):  # released before the resume takes it again: it refuses a writer that came in between
+        manifest = rd.read_manifest()
+        check_resume(rd, manifest, spec, spec.scoring)
+        rd.expect(manifest)  # a damaged run is not retried over
+        failed = {uid for uid, row in rd.unit_rows().items() if is_failed(row)}
+        if failed and manifest.get("files"):
+            # the journals change: the seal of the finished run no longer holds (the resume
+            # that follows seals it again)
+            rd.write_manifest({k: v for k, v in manifest.items() if k != "files"})
+        rd.forget(failed)
     return len(failed)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import os
 import socket
@@ -37,6 +38,7 @@ from rollsum.models.base import Model
 from rollsum.redact import env_secrets, redact, redact_obj
 from rollsum_evals import components, scoring
 from rollsum_evals.data.pinned import Dataset, Loader, default_loader
+from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import EngineFactory, default_engine
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
@@ -54,10 +56,13 @@ from rollsum_evals.run.resume import check_resume, load_datasets, stored_replays
 from rollsum_evals.run.unit import Job
 from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_STOPPED, new_manifest, table_columns
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, ScoredLines, UnitResult
+from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.unit_cache import UnitCache
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import SweepSpec
 from rollsum_evals.units import Unit, canonical_json, expand
+
+log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_BUDGET, EXIT_ERRORS = 0, 1, 1
 """``rollsum run`` exit codes: 0 complete (errors within ``--fail-on-error``), 1 stopped by the
@@ -244,12 +249,67 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
 
     ``executor`` defaults to threads here and to ``auto`` in the CLI: worker processes re-import
     the caller's ``__main__``, so a script without an ``if __name__ == "__main__"`` guard must
-    not get them unasked."""
+    not get them unasked.
+
+    The run directory's lock (`rundir.lock`) is held from before anything in it is read until
+    the end: a second writer is refused (`RunInProgress`). A file-system fault (read-only
+    directory, disk full) ends the run with `RunFailed`, one line, and the manifest says
+    ``interrupted`` with the reason."""
     _check_args(jobs, executor, max_cost_usd)
+    lock = RunLock(out)
+    state = _Progress()
+    try:
+        return _run_sweep(spec, RunDir(out), lock, state, jobs=jobs, resume=resume, executor=executor,
+                          max_cost_usd=max_cost_usd, loader=loader, engine_factory=engine_factory,
+                          models=models, progress=progress, now=now, unit_cache=unit_cache)
+    except OSError as err:
+        if isinstance(err, ConnectionError | TimeoutError):
+            raise
+        raise _fs_fault(RunDir(out), err, state, now) from None
+    finally:
+        lock.release()
+
+
+@dataclass(slots=True)
+class _Progress:
+    """What a failure needs to say how far the run got and to mark its manifest."""
+
+    manifest: dict[str, Any] | None = None
+    finished: int = 0
+
+
+def _fs_fault(rd: RunDir, err: OSError, state: _Progress, now: Callable[[], str]) -> WriteFailed:
+    """A file-system fault as one line; the manifest (if the run got that far) says
+    ``interrupted`` and why, written in place if the disk is too full for a new file."""
+    reason = describe_os_error(err)
+    if state.manifest is None:
+        return WriteFailed(redact(f"{reason}; nothing was run", env_secrets()))
+    state.manifest.update(status="interrupted", reason=reason, finished_at=now())
+    try:
+        rd.write_manifest(redact_obj(state.manifest, env_secrets()), last_resort=True)
+        note = "its manifest says interrupted"
+    except OSError as again:
+        note = f"its manifest could not be updated either ({describe_os_error(again)})"
+    return WriteFailed(redact(f"{reason}: the run stopped after {state.finished} unit(s) and {note}; "
+                              f"continue it with `rollsum run SPEC --out {rd.path} --resume` once that "
+                              "is fixed", env_secrets()))
+
+
+def _make_run_dir(rd: RunDir) -> None:
+    if rd.path.exists() and not rd.path.is_dir():
+        raise ConfigError(f"--out {rd.path}: is a file, not a directory")
+    rd.path.mkdir(parents=True, exist_ok=True)
+
+
+def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, jobs: int, resume: bool,
+               executor: str, max_cost_usd: float | None, loader: Loader, engine_factory: EngineFactory,
+               models: ModelBuilder | None, progress: bool, now: Callable[[], str],
+               unit_cache: bool | None) -> RunResult:
     t0 = time.perf_counter()
-    rd = RunDir(out)
     plan = spec.scoring
     previous: dict[str, Any] = {}
+    if rd.path.is_dir():
+        lock.acquire()  # before reading anything: a running writer's files are not read as final
     if rd.has_results():
         if not resume:
             raise ConfigError(f"{rd.path}: already holds a run; pass --resume to continue it, "
@@ -257,8 +317,12 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         previous = rd.read_manifest() if rd.file("manifest.json").exists() else {}
         check_resume(rd, previous, spec, plan)
     datasets = load_datasets(spec, loader, previous)
-    rd.path.mkdir(parents=True, exist_ok=True)
-    done, replayed = rd.repair()
+    _make_run_dir(rd)
+    lock.acquire()
+    repair = rd.repair(previous.get("files"))
+    for note in repair.notes:
+        log.warning("%s: repaired: %s", rd.path, note)
+    done, replayed = repair.done, repair.replayed
 
     # what there is to do: finished Units are skipped, journaled replays scored, cached ones copied
     units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
@@ -277,9 +341,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
                 for u in pending if u.unit_id not in cache.copied]
 
     # models, a one-second check of every configuration, and the executor
-    cache_path = cache_path_for(spec.cache, rd.path)
-    if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
+    cache_path = cache_path_for(spec.cache, rd.path)  # created by its first use (`ModelFactory`)
     limiter = None
     if spec.requests_per_minute:
         from rollsum.models.limits import RateLimiter
@@ -305,6 +367,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         "units_total": len(units), "units_done": len(done & unit_ids), "configs": configs,
         "executor": chosen, "executor_requested": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
         "pid": os.getpid(), "host": socket.gethostname(),  # tells a killed run from a running one
+        "repairs": [*previous.get("repairs", []), *repair.notes],
         "cache": {"mode": spec.cache, "path": str(cache_path) if cache_path else None},
         "unit_cache": {"enabled": cache.cache is not None, "path": str(ucache_path) if cache.cache else None,
                        "hits": len(cache.copied), "replay_hits": len(cache.replays),
@@ -312,6 +375,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
                        "stored": 0, "scores_stored": 0},
     })
     rd.write_manifest(redact_obj(manifest, env_secrets()))
+    state.manifest = manifest
 
     if cache.copied:
         rd.append_many([cache.copied[uid] for uid in sorted(cache.copied)])
@@ -326,10 +390,11 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     from tqdm import tqdm
 
     bar = tqdm(total=len(units), initial=len(units) - len(job_list), unit="unit", file=sys.stderr,
-               disable=not progress, dynamic_ncols=True, desc=spec.name)
+               disable=not progress, dynamic_ncols=True, desc=redact(spec.name))
 
     def on_result(job: Job, result: UnitResult) -> None:
         rd.append_many([result])
+        state.finished += 1
         cache.store(job, result)
         tally.add(job, result)
         if job.stored is None:
@@ -342,9 +407,13 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         bar.close()
         cache.close()
         stop = err if isinstance(err, SweepStop) else None
+        if isinstance(err, OSError):
+            manifest.update(spent_usd=_spent(ledger, previous_spent, tally))
+            raise  # run_sweep marks the manifest interrupted, with the reason
         manifest.update(status=f"stopped: {stop.kind}" if stop else "interrupted",
+                        reason=stop.cause if stop else _reason(err),
                         spent_usd=_spent(ledger, previous_spent, tally), finished_at=now())
-        rd.write_manifest(redact_obj(manifest, env_secrets()))
+        rd.write_manifest(redact_obj(manifest, env_secrets()), last_resort=True)
         if stop is not None:  # a bad key or no network: one line, exit 2, nothing in flight journaled
             raise SweepStopped(redact(f"sweep stopped: {stop.cause}; {tally.ran} unit(s) finished before it; "
                                       f"fix it and continue with --resume --out {rd.path}", env_secrets())) from None
@@ -364,7 +433,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     stopped = dispatcher.stopped_for_budget or n_stopped > 0 or (ledger is not None and ledger.state().stopped)
     spent = _spent(ledger, previous_spent, tally)
     n_errors = sum(1 for r in committed.values() if r.get("status") == STATUS_ERROR)
-    manifest.update(status=STATUS_STOPPED if stopped else "complete", finished_at=now(),
+    manifest.update(status=STATUS_STOPPED if stopped else "complete", finished_at=now(), files=rd.seal(),
                     units_done=len(committed), units_stopped=n_stopped, units_error=n_errors,
                     spent_usd=round(spent, 6), configs=dict(sorted(configs.items())),
                     cache={**manifest["cache"], "stats": stats},
@@ -377,6 +446,12 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
                      stopped_for_budget=stopped, wall_s=time.perf_counter() - t0,
                      cached=len(cache.copied), scored=tally.scored, executor=chosen, stopped=n_stopped,
                      errors_in_run=n_errors)
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
 def _spent(ledger: SpendLedger | None, previous: float, tally: _Tally) -> float:

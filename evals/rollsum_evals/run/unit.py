@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.models.base import Model
-from rollsum.redact import env_secrets, redact, redact_obj
+from rollsum.redact import contains_secret, env_secrets, redact, redact_obj
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.replay import (
@@ -33,7 +33,16 @@ from rollsum_evals.replay import (
 from rollsum_evals.run.breaker import GuardedBuilder
 from rollsum_evals.run.budget import BudgetSpec, budgeted
 from rollsum_evals.run.models import ModelBuilder, ModelFactory, close_model, deterministic
-from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_OK, STATUS_STOPPED, probe_rows, table_columns, unit_row
+from rollsum_evals.rundir.format import (
+    EVENTS,
+    STATUS_ERROR,
+    STATUS_OK,
+    STATUS_STOPPED,
+    SUMMARIES,
+    probe_rows,
+    table_columns,
+    unit_row,
+)
 from rollsum_evals.rundir.journal import ReplayLines, ScoredLines, UnitResult, dumps, lines
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.scoring.cost import price
@@ -65,7 +74,9 @@ def _one_line(err: BaseException) -> str:
 
 def encode_replay(unit: Unit, trace: Trace) -> ReplayLines:
     ident = {"unit_id": unit.unit_id, "conversation_id": unit.conversation_id, "config": unit.config}
-    record = {**trace.to_record(), "unit": unit.to_dict()}
+    # how many lines the replay writes to each journal: `RunDir.repair` finds a lost line exactly
+    record = {**trace.to_record(), "unit": unit.to_dict(),
+              "journal_rows": {SUMMARIES: len(trace.summaries), EVENTS: len(trace.events)}}
     return ReplayLines(
         texts={tid: dumps({"id": tid, **t.to_dict()}) + "\n" for tid, t in trace.used_texts().items()},
         summaries=lines({**ident, "generation": g, "turn": trace.summary_turns[g], "record": r.to_dict()}
@@ -127,15 +138,15 @@ def score_trace(unit: Unit, conversation: Conversation, trace: Trace, plan: Scor
 
 
 def redact_text_lines(text: str, secrets: Sequence[str]) -> str:
-    """Journal text (JSON lines) with every secret masked, decoded line by line only when the
-    patterns find something.
+    """Journal text (JSON lines) with every secret masked, decoded line by line only when
+    something is found.
 
     Redacting string by string costs ~70 µs a row string (five regexes each), which for a
-    long Unit was most of its CPU; so the patterns run once over the whole text, and only a
-    text where that changes something is redacted value by value (so the JSON stays valid).
-    Secrets are also looked for as JSON escapes them (a quote or backslash in a value)."""
-    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
-    if not text or redact(text, [*secrets, *escaped]) == text:
+    long Unit was most of its CPU; so the whole text is searched once (for every 8-character
+    piece of a secret, as written and as JSON escapes it, and for the key shapes), and only a
+    text where that finds something is redacted value by value (so the JSON stays valid), mapping
+    keys included."""
+    if not text or not contains_secret(text, secrets):
         return text
     return lines(redact_obj(json.loads(x), secrets) for x in text.splitlines())
 

@@ -13,6 +13,7 @@ them and can be re-scored (`rollsum score`); ``turns.parquet`` is derived from t
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,8 @@ EVENTS = "events.jsonl"
 TRACES = "traces.jsonl"
 PROBES_JOURNAL = "probes.jsonl"
 UNITS_JOURNAL = "units.jsonl"
+LOCK = "run.lock"
+"""Held (``flock``) by the one process writing the run directory (`rundir.lock`)."""
 REPLAY_JOURNALS: tuple[str, ...] = (SUMMARIES, EVENTS, TRACES)
 """A Unit's replay lines, in the order they are written: its ``traces.jsonl`` line last (the
 replay's commit record). Its texts go before all of them."""
@@ -272,6 +275,7 @@ def frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], sort: Se
             for r in rows]
     df = pd.DataFrame(full, columns=[*declared, *extra])
     for c in columns:
+        _check_types(df[c.name], c, full)
         if c.dtype == "str":
             df[c.name] = df[c.name].astype(str)
         else:
@@ -279,6 +283,51 @@ def frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], sort: Se
     if len(df):
         df = df.sort_values([s for s in sort if s in df.columns], kind="mergesort").reset_index(drop=True)
     return df
+
+
+class BadValue(ValueError):
+    """A row's value does not have its column's type (a damaged or edited journal)."""
+
+    def __init__(self, unit_id: str, column: str, expected: str, found: str) -> None:
+        super().__init__(f"unit {unit_id}: column '{column}': expected {expected}, found {found}")
+        self.unit_id, self.column, self.expected, self.found = unit_id, column, expected, found
+
+
+_ACCEPTED: dict[str, tuple[bool, frozenset[str], str]] = {
+    # dtype: (nulls allowed, pandas.api.types.infer_dtype kinds accepted, what to say)
+    "str": (False, frozenset({"string", "empty"}), "a string"),
+    "int": (False, frozenset({"integer", "empty"}), "an integer"),
+    "float": (True, frozenset({"floating", "integer", "mixed-integer-float", "empty"}), "a number"),
+    "bool": (False, frozenset({"boolean", "empty"}), "true or false"),
+    "boolean": (True, frozenset({"boolean", "empty"}), "true, false or null"),
+}
+
+
+def _value_ok(value: Any, dtype: str) -> bool:
+    if dtype == "str":
+        return isinstance(value, str)
+    if dtype == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if dtype == "float":
+        return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+    return isinstance(value, bool) or (dtype == "boolean" and value is None)
+
+
+def _check_types(series: pd.Series, column: Column, rows: Sequence[Mapping[str, Any]]) -> None:
+    """A column's values have its declared type, or `BadValue` names the first that does not:
+    no silent cast (``"3"`` to 3, ``true`` to 1, ``5`` to ``"5"``). One vectorised check; the
+    rows are walked only to name the culprit."""
+    from pandas.api.types import infer_dtype
+
+    nulls, kinds, what = _ACCEPTED[column.dtype]
+    if infer_dtype(series, skipna=nulls) in kinds:
+        return
+    for row in rows:
+        value = row.get(column.name)
+        if not _value_ok(value, column.dtype):
+            found = json.dumps(value, ensure_ascii=False, default=str)
+            raise BadValue(str(row.get("unit_id", "?")), column.name, what,
+                           found if len(found) <= 40 else found[:37] + "...")
 
 
 def units_frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column]) -> pd.DataFrame:

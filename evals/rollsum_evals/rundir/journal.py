@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rollsum.errors import ConfigError
-from rollsum_evals.fileio import atomic_write_bytes, atomic_writer
+from rollsum_evals.fileio import atomic_write_bytes, atomic_writer, overwrite_in_place
 from rollsum_evals.rundir.format import (
     EVENTS,
     MANIFEST,
@@ -34,11 +34,28 @@ from rollsum_evals.rundir.format import (
     TURN_COLUMNS,
     TURN_SORT,
     UNITS_JOURNAL,
+    BadValue,
     frame,
     schema_from_json,
     turn_rows,
     units_frame,
 )
+from rollsum_evals.rundir.integrity import (
+    DamagedRun,
+    check_manifest,
+    content_problem,
+    describe_bad,
+    file_digest,
+    scan_jsonl,
+    size_problem,
+)
+from rollsum_evals.rundir.integrity import (
+    read_jsonl as read_jsonl,
+)
+from rollsum_evals.scoring.base import Column
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def dumps(row: Mapping[str, Any]) -> str:
@@ -115,9 +132,12 @@ class UnitResult:
     score_from_cache: bool = False
 
 
+def _json_bytes(obj: Any) -> bytes:
+    return (json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=True, default=str) + "\n").encode("utf-8")
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=True,
-                                         default=str) + "\n").encode("utf-8"))
+    atomic_write_bytes(path, _json_bytes(obj))
 
 
 def append_text(path: Path, text: str) -> None:
@@ -136,35 +156,9 @@ def append_text(path: Path, text: str) -> None:
         os.close(fd)
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Complete, valid lines only: a torn last line (killed mid-write) is skipped."""
-    if not path.exists():
-        return
-    data = path.read_bytes()
-    complete = data[: data.rfind(b"\n") + 1]
-    if not complete:
-        return
-    raw_lines = complete[:-1].split(b"\n")
-    try:
-        # one parse of the whole journal: 2-3x faster than a parse per line (table writing
-        # is most of a cached re-run); any bad line falls back to the careful path
-        rows = json.loads(b"[" + b",".join(raw_lines) + b"]")
-    except ValueError:
-        rows = None
-    if rows is not None and all(isinstance(r, dict) for r in rows):
-        yield from rows
-        return
-    for raw in raw_lines:
-        try:
-            row = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            yield row
-
-
 def first_per_unit(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """unit id -> its first line (a resumed run never writes a Unit twice; be safe anyway)."""
+    """unit id -> its first line (one writer never writes a Unit twice: `repair` treats a
+    second line as damage)."""
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
         uid = r.get("unit_id")
@@ -173,10 +167,48 @@ def first_per_unit(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+JOURNAL_KEYS: dict[str, tuple[str, ...]] = {
+    TEXTS: ("id", "role", "content"), SUMMARIES: ("unit_id",), EVENTS: ("unit_id",), TRACES: ("unit_id",),
+    PROBES_JOURNAL: ("unit_id",), UNITS_JOURNAL: ("unit_id",)}
+"""Every journal, in the order a Unit's lines are written, and the string fields each line must
+hold."""
+REPLAY_FILES: frozenset[str] = frozenset({TEXTS, *REPLAY_JOURNALS})
+
+
+@dataclass(slots=True)
+class Repair:
+    """What `RunDir.repair` found: committed Units, Units whose replay is whole, and one line
+    per thing it fixed (for the log and the manifest)."""
+
+    done: set[str]
+    replayed: set[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def _group(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(r["unit_id"], []).append(r)
+    return out
+
+
+def _repeated(rows: Iterable[Mapping[str, Any]]) -> set[str]:
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for r in rows:
+        uid = r["unit_id"]
+        (twice if uid in seen else seen).add(uid)
+    return twice
+
+
 class RunDir:
+    """A run directory's files. Reading is strict (`rundir.integrity`): a bad journal line or
+    a file that differs from the manifest's seal (`expect`) is `DamagedRun`, one line."""
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._text_ids: set[str] | None = None
+        self.sealed: dict[str, dict[str, Any]] = {}
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -185,68 +217,187 @@ class RunDir:
         return self.file(UNITS_JOURNAL).exists() or self.file(MANIFEST).exists()
 
     def read_manifest(self) -> dict[str, Any]:
+        """The manifest, checked for the shape readers rely on (`integrity.check_manifest`)."""
+        path = self.file(MANIFEST)
         try:
-            data: dict[str, Any] = json.loads(self.file(MANIFEST).read_text(encoding="utf-8"))
+            data = json.loads(path.read_bytes())
         except FileNotFoundError:
             raise ConfigError(f"{self.path}: not a run directory (no {MANIFEST})") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path}: is a directory, not a file") from None
+        except UnicodeDecodeError:
+            raise DamagedRun(f"{path}: not UTF-8 text; the run directory is damaged") from None
         except ValueError as err:
-            raise ConfigError(f"{self.file(MANIFEST)}: not valid JSON: {err}") from None
+            raise DamagedRun(f"{path}: not valid JSON ({err}); the run directory is damaged") from None
+        except RecursionError:
+            raise DamagedRun(f"{path}: JSON nested too deeply; the run directory is damaged") from None
+        problem = check_manifest(data)
+        if problem is not None:
+            raise DamagedRun(f"{path}: {problem}; the run directory is damaged")
+        manifest: dict[str, Any] = data
+        return manifest
+
+    def write_manifest(self, manifest: Mapping[str, Any], *, last_resort: bool = False) -> None:
+        """Atomically; with `last_resort` (a run that is stopping on a full disk), in place over
+        the existing manifest when a new file cannot be written."""
+        try:
+            atomic_write_json(self.file(MANIFEST), dict(manifest))
+        except OSError:
+            if not last_resort or not self.file(MANIFEST).exists():
+                raise
+            overwrite_in_place(self.file(MANIFEST), _json_bytes(manifest))
+
+    def expect(self, manifest: Mapping[str, Any]) -> None:
+        """Check files against the seal the manifest records (a finished run's), from now on:
+        sizes of every sealed file at once, contents as they are read."""
+        self.sealed = {str(k): dict(v) for k, v in (manifest.get("files") or {}).items()}
+        for name, rec in self.sealed.items():
+            problem = size_problem(self.file(name), rec)
+            if problem is not None:
+                raise DamagedRun(f"{self.file(name)}: {problem}{self.hint(name)}")
+
+    def hint(self, name: str) -> str:
+        """What to do about a damaged file (`name`: for a message that depends on it)."""
+        return (f"; the run directory is damaged: `rollsum run SPEC --out {self.path} --resume` "
+                "repairs what it can")
+
+    def seal(self) -> dict[str, dict[str, Any]]:
+        """Size and sha256 of every journal and table: what a finished run's manifest records."""
+        names = [*JOURNAL_KEYS, *TABLES.values()]
+        return {n: file_digest(self.file(n)) for n in names if self.file(n).exists()}
+
+    def read_bytes(self, name: str) -> bytes | None:
+        """A file's bytes, checked against the seal; None when it does not exist (and is not
+        sealed: a sealed file that is missing is damage)."""
+        path = self.file(name)
+        rec = self.sealed.get(name)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            if rec is not None:
+                raise DamagedRun(f"{path}: missing (the manifest records it){self.hint(name)}") from None
+            return None
+        if rec is not None:
+            problem = content_problem(data, rec)
+            if problem is not None:
+                raise DamagedRun(f"{path}: {problem}{self.hint(name)}")
         return data
 
-    def write_manifest(self, manifest: Mapping[str, Any]) -> None:
-        atomic_write_json(self.file(MANIFEST), dict(manifest))
+    def journal(self, name: str) -> list[dict[str, Any]]:
+        """A journal's rows (strict; a torn last line is skipped: a live or killed writer's)."""
+        data = self.read_bytes(name)
+        if data is None:
+            return []
+        scan = scan_jsonl(self.file(name), data, keys=JOURNAL_KEYS[name])
+        if scan.bad:
+            raise DamagedRun(describe_bad(self.file(name), scan.bad) + self.hint(name))
+        if scan.torn and self.sealed:
+            raise DamagedRun(f"{self.file(name)}: the last line is cut short{self.hint(name)}")
+        return scan.rows
 
     # ------------------------------------------------------------------ reading journals
 
     def unit_rows(self) -> dict[str, dict[str, Any]]:
         """Committed Units' ``units.jsonl`` rows by unit id."""
-        return first_per_unit(read_jsonl(self.file(UNITS_JOURNAL)))
+        return first_per_unit(self.journal(UNITS_JOURNAL))
 
     def finished_ids(self) -> set[str]:
         return set(self.unit_rows())
 
     def trace_records(self) -> dict[str, dict[str, Any]]:
-        return first_per_unit(read_jsonl(self.file(TRACES)))
+        records = first_per_unit(self.journal(TRACES))
+        for uid, rec in records.items():
+            if not isinstance(rec.get("unit"), dict) or not isinstance(rec.get("turns", {}), dict):
+                raise DamagedRun(f"{self.file(TRACES)}: unit {uid}: expected objects 'unit' and 'turns'"
+                                 f"{self.hint(TRACES)}")
+        return records
 
     def texts(self) -> dict[str, dict[str, Any]]:
-        return {r["id"]: r for r in read_jsonl(self.file(TEXTS)) if isinstance(r.get("id"), str)}
+        return {r["id"]: r for r in self.journal(TEXTS)}
 
     def rows_by_unit(self, name: str, units: set[str] | None = None) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
-        for r in read_jsonl(self.file(name)):
-            uid = r.get("unit_id")
-            if isinstance(uid, str) and (units is None or uid in units):
+        for r in self.journal(name):
+            uid = r["unit_id"]
+            if units is None or uid in units:
                 out.setdefault(uid, []).append(r)
         return out
 
     # ------------------------------------------------------------------ writing
 
-    def repair(self) -> tuple[set[str], set[str]]:
-        """Make the journals consistent after a crash; returns (committed Units, replayed Units).
+    def repair(self, sealed: Mapping[str, Any] | None = None) -> Repair:
+        """Make the journals consistent after a crash (or damage) and say what was fixed.
 
-        Units stopped by the budget are dropped whole (replay and scores): they were cut short,
-        so a resume replays them.
+        - Torn last lines (a killed write) and bad lines are dropped.
+        - A Unit is *replayed* when its trace line is missing or bad, or when its replay lost a
+          line: its trace records how many ``summaries``/``events`` lines it wrote
+          (``journal_rows``) and which texts it uses (``text_ids``), so a lost line is found
+          exactly. Its other lines go with it.
+        - A Unit is *scored again* when it has a trace but no ``units.jsonl`` line. A bad line
+          in ``probes.jsonl`` cannot be pinned to one Unit, so then every Unit is scored again
+          from its replay (exact: scores are a function of the replay).
+        - Units stopped by the budget are dropped whole (replay and scores): a resume replays
+          them.
+        - `sealed` (the previous manifest's ``files``): a finished run's files that changed
+          since. Tables are rebuilt, scored journals scored again, replay journals checked line
+          by line as above (a lost line is found exactly; a line edited into other valid JSON
+          of the right shape cannot be, and is kept).
 
-        Torn lines, lines of Units whose replay has no trace line, and probe lines of Units
-        without a ``units.jsonl`` line are removed (rewritten atomically), so appending can
+        Good lines are rewritten atomically, only where something changed, so appending can
         continue safely. Texts are kept (deduplicated): they are content-addressed.
         """
         self.path.mkdir(parents=True, exist_ok=True)
-        stopped = {uid for uid, r in self.unit_rows().items() if r.get("status") == STATUS_STOPPED}
-        traces = {uid: r for uid, r in self.trace_records().items() if uid not in stopped}
-        units = {uid: r for uid, r in self.unit_rows().items() if uid in traces}
+        self.sealed = {}
+        notes: list[str] = []
+        rescore_all = False
+        for name, rec in (sealed or {}).items():
+            path = self.file(name)
+            problem = size_problem(path, rec) or content_problem(path.read_bytes(), rec)
+            if problem is None:
+                continue
+            if name in REPLAY_FILES:
+                notes.append(f"{name}: {problem}: checked line by line; Units whose replay lost lines are "
+                             "replayed again")
+            elif name in SCORE_JOURNALS:
+                rescore_all = True
+                notes.append(f"{name}: {problem}: every Unit is scored again from its replay")
+            else:
+                notes.append(f"{name}: {problem}: rebuilt from the journals")
+        scans = {name: scan_jsonl(self.file(name), keys=keys) for name, keys in JOURNAL_KEYS.items()}
+        for name, scan in scans.items():
+            if scan.torn:
+                notes.append(f"{name}: dropped its last line, cut short by an interrupted write")
+            notes.extend(f"{name}, line {b.line}: {b.what}: dropped" for b in scan.bad[:3])
+            if len(scan.bad) > 3:
+                notes.append(f"{name}: {len(scan.bad) - 3} more bad line(s) dropped")
+        if scans[PROBES_JOURNAL].bad and not rescore_all:
+            rescore_all = True
+            notes.append(f"{PROBES_JOURNAL}: a bad line belongs to no known Unit: every Unit is scored again "
+                         "from its replay")
+        if _repeated(scans[UNITS_JOURNAL].rows) and not rescore_all:
+            rescore_all = True
+            notes.append(f"{UNITS_JOURNAL}: a Unit was written twice (two writers?): every Unit is scored "
+                         "again from its replay")
+        traces = first_per_unit(scans[TRACES].rows)
+        unit_rows = first_per_unit(scans[UNITS_JOURNAL].rows)
+        texts = {r["id"]: r for r in scans[TEXTS].rows}
+        counted = {SUMMARIES: _group(scans[SUMMARIES].rows), EVENTS: _group(scans[EVENTS].rows)}
+        uncertain = bool(scans[SUMMARIES].bad or scans[EVENTS].bad or _repeated(scans[TRACES].rows))
+        broken = {uid for uid, rec in traces.items() if not _replay_whole(rec, counted, texts, uncertain)}
+        if broken:
+            notes.append(f"{len(broken)} Unit(s) whose replay lost lines will be replayed again")
+        stopped = {uid for uid, r in unit_rows.items() if r.get("status") == STATUS_STOPPED}
+        traces = {uid: r for uid, r in traces.items() if uid not in stopped and uid not in broken}
+        units = {} if rescore_all else {uid: r for uid, r in unit_rows.items() if uid in traces}
         self._rewrite_if_changed(TRACES, list(traces.values()))
         self._rewrite_if_changed(UNITS_JOURNAL, list(units.values()))
         for name in REPLAY_JOURNALS:
             if name != TRACES:
-                self._rewrite_if_changed(name, [r for r in read_jsonl(self.file(name))
-                                                if r.get("unit_id") in traces])
-        self._rewrite_if_changed(PROBES_JOURNAL, [r for r in read_jsonl(self.file(PROBES_JOURNAL))
-                                                  if r.get("unit_id") in units])
-        texts = self.texts()
+                self._rewrite_if_changed(name, [r for r in scans[name].rows if r["unit_id"] in traces])
+        self._rewrite_if_changed(PROBES_JOURNAL, [r for r in scans[PROBES_JOURNAL].rows if r["unit_id"] in units])
         self._rewrite_if_changed(TEXTS, list(texts.values()))
         self._text_ids = set(texts)
-        return set(units), set(traces)
+        return Repair(set(units), set(traces), notes)
 
     def forget(self, unit_ids: set[str]) -> None:
         """Drop Units from the journals so that a resume runs them again (``--retry-errors``).
@@ -255,10 +406,15 @@ class RunDir:
         if not unit_ids:
             return
         for name in (TRACES, *[n for n in REPLAY_JOURNALS if n != TRACES], PROBES_JOURNAL, UNITS_JOURNAL):
-            self._rewrite_if_changed(name, [r for r in read_jsonl(self.file(name))
-                                            if r.get("unit_id") not in unit_ids])
+            self._rewrite_if_changed(name, [r for r in self.journal(name) if r["unit_id"] not in unit_ids])
+
+    def unseal(self, *names: str) -> None:
+        """These files are being rewritten: the seal read from the manifest no longer holds."""
+        for name in names:
+            self.sealed.pop(name, None)
 
     def _rewrite_if_changed(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.unseal(name)
         path = self.file(name)
         if not path.exists():
             return
@@ -271,6 +427,7 @@ class RunDir:
         texts, summaries, events, traces, probes, units: each stage's commit record last."""
         if self._text_ids is None:
             self._text_ids = set(self.texts())
+        self.unseal(*JOURNAL_KEYS)
         new_texts: list[str] = []
         for res in results:
             if res.replay is None:
@@ -289,6 +446,7 @@ class RunDir:
         """Replace every Unit's scored lines (re-scoring): probes first, units last, atomically
         each; a crash in between leaves old units rows with new probes, which a re-run of
         `rollsum score` repairs (the replay journals are never touched)."""
+        self.unseal(PROBES_JOURNAL, UNITS_JOURNAL)
         with atomic_writer(self.file(PROBES_JOURNAL)) as fh:
             for r in results:
                 fh.write(r.probes)
@@ -303,10 +461,52 @@ class RunDir:
         probe_cols = schema_from_json(manifest["schema"]["probes"])
         units = [r for r in self.unit_rows().values() if unit_ids is None or r["unit_id"] in unit_ids]
         done = {u["unit_id"] for u in units}
-        probes = [r for r in read_jsonl(self.file(PROBES_JOURNAL)) if r.get("unit_id") in done]
-        turns = [row for uid, rec in self.trace_records().items() if uid in done for row in turn_rows(rec)]
-        for name, df in (("units", units_frame(units, unit_cols)),
-                         ("probes", frame(probes, probe_cols, PROBE_SORT)),
-                         ("turns", frame(turns, TURN_COLUMNS, TURN_SORT))):
+        probes = [r for r in self.journal(PROBES_JOURNAL) if r["unit_id"] in done]
+        frames = journal_frames(self, units, probes, {uid: rec for uid, rec in self.trace_records().items()
+                                                      if uid in done}, unit_cols, probe_cols)
+        self.unseal(*TABLES.values())
+        for name, df in frames.items():
             with atomic_writer(self.file(TABLES[name]), binary=True) as fh:
                 df.to_parquet(fh, index=False)
+
+
+def _replay_whole(record: Mapping[str, Any], counted: Mapping[str, Mapping[str, list[Any]]],
+                  texts: Mapping[str, Any], uncertain: bool) -> bool:
+    """Whether a Unit's journaled replay has every line its trace says it wrote."""
+    uid = record["unit_id"]
+    if any(t not in texts for t in record.get("text_ids") or []):
+        return False
+    rows = record.get("journal_rows")
+    if not isinstance(rows, dict):
+        return not uncertain  # a trace without counts: whole unless a line was lost somewhere
+    return all(len(counted[name].get(uid, [])) == rows.get(name) for name in counted)
+
+
+def journal_frames(rd: RunDir, units: Sequence[Mapping[str, Any]], probes: Sequence[Mapping[str, Any]],
+                   traces: Mapping[str, Mapping[str, Any]], unit_cols: Sequence[Column],
+                   probe_cols: Sequence[Column]) -> dict[str, pd.DataFrame]:
+    """The three tables from journal rows; a value of the wrong type is `DamagedRun` naming
+    the journal, the Unit and the column (never a pandas traceback, never a silent cast)."""
+    def build(name: str, make: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+        try:
+            return make()
+        except BadValue as err:
+            raise DamagedRun(f"{rd.file(name)}: unit {err.unit_id}: column '{err.column}': expected {err.expected}, "
+                             f"found {err.found}{rd.hint(name)}") from None
+
+    def turns() -> pd.DataFrame:
+        rows: list[dict[str, Any]] = []
+        for uid, rec in traces.items():
+            try:
+                rows.extend(turn_rows(rec))
+            except (TypeError, ValueError, KeyError, AttributeError) as err:
+                raise BadValue(uid, "turns", "per-turn lists of numbers", _found(err)) from None
+        return frame(rows, TURN_COLUMNS, TURN_SORT)
+
+    return {"units": build(UNITS_JOURNAL, lambda: units_frame(units, unit_cols)),
+            "probes": build(PROBES_JOURNAL, lambda: frame(probes, probe_cols, PROBE_SORT)),
+            "turns": build(TRACES, turns)}
+
+
+def _found(err: BaseException) -> str:
+    return str(err).splitlines()[0][:60] if str(err) else type(err).__name__

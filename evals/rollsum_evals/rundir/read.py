@@ -8,6 +8,7 @@ knows the scorer.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,19 +21,15 @@ from rollsum_evals.replay.trace import Text, Trace
 from rollsum_evals.rundir.format import (
     EVENTS,
     FORMAT_VERSION,
-    PROBE_SORT,
     PROBES_JOURNAL,
     SUMMARIES,
     TABLES,
     TURN_COLUMNS,
-    TURN_SORT,
-    frame,
     param_columns,
     schema_from_json,
-    turn_rows,
-    units_frame,
 )
-from rollsum_evals.rundir.journal import RunDir, read_jsonl
+from rollsum_evals.rundir.integrity import DamagedRun
+from rollsum_evals.rundir.journal import RunDir, journal_frames
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,6 +43,15 @@ class Run:
     probes: pd.DataFrame
     turns: pd.DataFrame
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _rd: RunDir | None = field(default=None, repr=False)
+
+    @property
+    def rundir(self) -> RunDir:
+        """The directory's files, checked against the manifest's seal as they are read."""
+        if self._rd is None:
+            self._rd = RunDir(self.path)
+            self._rd.expect(self.manifest)
+        return self._rd
 
     @property
     def name(self) -> str:
@@ -55,7 +61,7 @@ class Run:
     def _rows(self, name: str) -> list[dict[str, Any]]:
         if name not in self._cache:
             done = set(self.units["unit_id"]) if "unit_id" in self.units else set()
-            self._cache[name] = [r for r in read_jsonl(self.path / name) if r.get("unit_id") in done]
+            self._cache[name] = [r for r in self.rundir.journal(name) if r["unit_id"] in done]
         rows: list[dict[str, Any]] = self._cache[name]
         return rows
 
@@ -70,13 +76,13 @@ class Run:
     def texts(self) -> dict[str, Text]:
         if "texts" not in self._cache:
             self._cache["texts"] = {tid: Text(r["role"], r.get("name"), r["content"])
-                                    for tid, r in RunDir(self.path).texts().items()}
+                                    for tid, r in self.rundir.texts().items()}
         texts: dict[str, Text] = self._cache["texts"]
         return texts
 
     def trace_records(self) -> dict[str, dict[str, Any]]:
         if "traces" not in self._cache:
-            self._cache["traces"] = RunDir(self.path).trace_records()
+            self._cache["traces"] = self.rundir.trace_records()
         recs: dict[str, dict[str, Any]] = self._cache["traces"]
         return recs
 
@@ -117,8 +123,11 @@ def check_format(path: Path, manifest: Mapping[str, Any]) -> None:
 
 
 def load_run(path: str | Path) -> Run:
-    """A run directory as DataFrames (docs/run-format.md). A missing or foreign directory is a
-    user mistake (ConfigError, one line)."""
+    """A run directory as DataFrames (docs/run-format.md), verified: a missing, foreign or
+    damaged directory is a user-facing `ConfigError` / `DamagedRun`, one line naming the file
+    (and line or column) and what to do. A finished run is read from its tables, each checked
+    against the manifest's seal; a running or killed run from its journals (committed Units
+    only), read strictly (only a torn last line is tolerated)."""
     import pandas as pd
 
     rd = RunDir(path)
@@ -126,23 +135,35 @@ def load_run(path: str | Path) -> Run:
         raise ConfigError(f"{rd.path}: not a run directory (expected the --out directory of `rollsum run`)")
     manifest = rd.read_manifest()
     check_format(rd.path, manifest)
+    rd.expect(manifest)
     schema = manifest.get("schema") or {}
+    unit_cols, probe_cols = schema_from_json(schema.get("units")), schema_from_json(schema.get("probes"))
     finished = manifest.get("status") not in (None, "running", "interrupted")
     tables: dict[str, pd.DataFrame] = {}
-    for name in TABLES:
-        pq = rd.file(TABLES[name])
-        if pq.exists() and finished:
-            try:
-                tables[name] = pd.read_parquet(pq)
-            except Exception as err:  # pyarrow raises several unrelated types for a bad file
-                raise ConfigError(f"{pq}: cannot read the {name} table ({err})") from err
+    for name, file in TABLES.items():
+        if not finished or not (rd.file(file).exists() or file in rd.sealed):
+            continue
+        data = rd.read_bytes(file)
+        try:
+            tables[name] = pd.read_parquet(io.BytesIO(data or b""))
+        except Exception as err:  # pyarrow raises several unrelated types for a bad file
+            raise DamagedRun(f"{rd.file(file)}: cannot read the {name} table ({_first_line(err)})"
+                             f"{rd.hint(file)}") from None
+        declared = {"units": unit_cols, "probes": probe_cols, "turns": TURN_COLUMNS}[name]
+        missing = [c.name for c in declared if c.name not in tables[name].columns]
+        if missing:
+            raise DamagedRun(f"{rd.file(file)}: column '{missing[0]}' is missing (the manifest's schema has it)"
+                             f"{rd.hint(file)}")
     if len(tables) < len(TABLES):
         units = rd.unit_rows()
         done = set(units)
-        tables["units"] = units_frame(list(units.values()), schema_from_json(schema.get("units")))
-        tables["probes"] = frame([r for r in read_jsonl(rd.file(PROBES_JOURNAL)) if r.get("unit_id") in done],
-                                 schema_from_json(schema.get("probes")), PROBE_SORT)
-        tables["turns"] = frame([row for uid, rec in rd.trace_records().items() if uid in done
-                                 for row in turn_rows(rec)], TURN_COLUMNS, TURN_SORT)
+        probes = [r for r in rd.journal(PROBES_JOURNAL) if r["unit_id"] in done]
+        traces = {uid: rec for uid, rec in rd.trace_records().items() if uid in done}
+        tables = journal_frames(rd, list(units.values()), probes, traces, unit_cols, probe_cols)
     return Run(path=rd.path, manifest=manifest, units=param_columns(tables["units"]), probes=tables["probes"],
-               turns=tables["turns"])
+               turns=tables["turns"], _rd=rd)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return (text[0] if text else type(err).__name__)[:120]

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rollsum.redact import secret_index
 from rollsum_evals.rundir.journal import ReplayLines, ScoredLines
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class UnitCache:
         if self._conn is None or not keys:
             return {}
         by_key = {k: uid for uid, k in keys.items()}
-        needles = [n for s in secrets for n in {s, json.dumps(s, ensure_ascii=False)[1:-1]}]
+        index = secret_index(secrets)
         out: dict[str, T] = {}
         items = list(by_key)
         try:
@@ -78,7 +79,7 @@ class UnitCache:
                         f"SELECT key, payload FROM unit_results WHERE key IN ({marks})", chunk):
                     uid = by_key[key]
                     text = zlib.decompress(blob).decode("utf-8")
-                    if any(n in text for n in needles):
+                    if index and index.found_in(text):
                         continue
                     hit = decode(uid, json.loads(text))
                     if hit is not None:

@@ -171,6 +171,9 @@ def test_retry_errors_reruns_only_the_failed_units(tmp_path: Path, capsys: pytes
         if r["unit_id"] in failed:
             r.update(status="error", error="RuntimeError: boom")
     journal.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest.pop("files")  # as if the run had written those rows: an edited sealed run is refused
+    (out / "manifest.json").write_text(json.dumps(manifest))
     kept = {r["unit_id"]: r["wall_s"] for r in rows if r["unit_id"] not in failed}
     capsys.readouterr()
     # a retry the run cannot take (another spec) is refused and forgets nothing

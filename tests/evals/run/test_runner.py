@@ -91,6 +91,10 @@ def test_resume_after_a_crash_runs_only_the_missing_units(tmp_path: Path) -> Non
         f.write('{"unit_id": "zzz-orphan", "probe_id": "p"')
     for name in ("units.parquet", "probes.parquet", "turns.parquet"):
         (crashed / name).unlink()
+    # and the manifest as a killed run leaves it: running, not sealed
+    manifest = json.loads((crashed / "manifest.json").read_text())
+    manifest.pop("files")
+    (crashed / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
     with pytest.raises(ConfigError, match="--resume"):
         run_sweep(spec, crashed, jobs=2, progress=False)
     r = run_sweep(spec, crashed, jobs=2, resume=True, progress=False)

@@ -3,6 +3,7 @@ manifest, so a new scorer's columns reach `load_run` and nothing is ever dropped
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -54,6 +55,9 @@ def test_a_new_scorers_columns_reach_load_run_typed(tmp_path: Path, monkeypatch:
         if journal_only:  # a killed run is read from its journals: same columns
             for name in ("units.parquet", "probes.parquet", "turns.parquet"):
                 (tmp_path / "r" / name).unlink()
+            manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+            manifest.pop("files")  # as a killed run leaves it: running, nothing sealed
+            (tmp_path / "r" / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
         run = rollsum_evals.load_run(tmp_path / "r")
         assert (run.units["mean_answer_chars"] > 0).all()
         assert str(run.probes["answer_chars"].dtype) == "int64" and (run.probes["answer_chars"] > 0).all()

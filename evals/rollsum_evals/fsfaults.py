@@ -1,0 +1,27 @@
+"""File-system faults as one line: a read-only directory or a full disk is not a bug.
+
+`describe_os_error` names the kind of fault, the file and the system's words; `WriteFailed` is
+the `RollsumError` a command raises with it, so the CLI prints one line and exits 2 instead of
+three chained tracebacks.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from rollsum.errors import RollsumError
+
+
+class WriteFailed(RollsumError):
+    """A file could not be written (read-only file system, disk full, permissions)."""
+
+
+_FAULTS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
+           errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
+
+
+def describe_os_error(err: OSError) -> str:
+    """``kind (FILE): the system's words``: what failed, on which file."""
+    what = _FAULTS.get(err.errno or 0, "cannot write")
+    where = f" ({err.filename})" if err.filename else ""
+    return f"{what}{where}: {err.strerror or err}"
