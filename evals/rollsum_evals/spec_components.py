@@ -31,9 +31,9 @@ def preset_or_memory(w: _Where, configs: Sequence[Mapping[str, Any]], i: int) ->
                           key="configs", occurrence=i)
         if preset not in presets.names():
             raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
-                          key="preset", occurrence=_nth(configs, i, "preset"))
+                          key="preset", occurrence=nth(configs, i, "preset"))
         return preset
-    occ = _nth(configs, i, "memory")
+    occ = nth(configs, i, "memory")
     if not is_import_path(memory):
         raise w.error(f"configs[{i}].memory", "an import path 'package.module:Class'", memory,
                       key="memory", occurrence=occ)
@@ -41,11 +41,11 @@ def preset_or_memory(w: _Where, configs: Sequence[Mapping[str, Any]], i: int) ->
         if other in c:
             raise w.error(f"configs[{i}].{other}", f"no '{other}' beside 'memory' (a memory is the "
                           "whole engine; its constructor parameters go in 'params')", key=other,
-                          occurrence=_nth(configs, i, other))
+                          occurrence=nth(configs, i, other))
     return str(memory)
 
 
-def _nth(configs: Sequence[Mapping[str, Any]], i: int, key: str) -> int:
+def nth(configs: Sequence[Mapping[str, Any]], i: int, key: str) -> int:
     """How many configs before config `i` have `key` (which of the key's lines is this one's)."""
     return sum(1 for other in configs[:i] if key in other)
 
@@ -58,7 +58,7 @@ def summarizer_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int,
     for key in ("summarizer", "summarizer_params"):
         if key not in c:
             continue
-        occ = _nth(configs, i, key)
+        occ = nth(configs, i, key)
         if key in params or key in (c.get("grid") or {}):
             raise w.error(f"configs[{i}].{key}", f"'{key}' given once (here, or in params/grid)",
                           key=key, occurrence=occ)
@@ -93,7 +93,7 @@ def with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Ma
                                          window=windows[0])
             code = plugins.code_fingerprint(plugins.import_paths(cfg.preset, cfg.params, cfg.grid))
         except ConfigError as err:
-            loc = w.location(key, i if key == "configs" else _nth(raw, i, key))
+            loc = w.location(key, i if key == "configs" else nth(raw, i, key))
             raise ConfigError(f"{loc}: field 'configs[{i}].{field_name}': {err}") from None
         out.append(replace(cfg, code=code))
     return tuple(out)

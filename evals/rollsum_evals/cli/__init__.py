@@ -38,7 +38,9 @@ EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from rollsum_evals.cli.args import OneLineParser
+
+    parser = OneLineParser(
         prog="rollsum",
         description="Tune rolling conversation summaries: replay long conversations through "
         "trigger policies, prompts and models; score what survives; compare and gate.",
@@ -69,9 +71,19 @@ def _needs_extra(command: str, module: str) -> int:
     return EXIT_USAGE
 
 
+def _user_error(text: str) -> int:
+    """A user mistake: one line on stderr, exit 2. The message may span lines (a library's
+    text, an underlying parser's): it is folded into one."""
+    print(f"rollsum: error: {' '.join(text.split())}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, or a mistake argparse already reported in one line
+        return done.code if isinstance(done.code, int) else EXIT_USAGE
     level = logging.ERROR if args.quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     install_log_redaction()
@@ -81,8 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RollsumError as err:
-        print(f"rollsum: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _user_error(str(err))
+    except OSError as err:
+        if err.filename is None or isinstance(err, BrokenPipeError):
+            raise  # not about a path the user gave: a bug or a fault worth its traceback
+        from rollsum_evals.cli.args import describe_os_error
+
+        return _user_error(describe_os_error(err))
     except ModuleNotFoundError as err:
         name = (err.name or "").split(".")[0]
         if name not in HARNESS_MODULES:

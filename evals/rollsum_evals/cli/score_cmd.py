@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum_evals.cli.args import POSITIVE_INT
 
 
 def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
@@ -21,7 +22,8 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                         help="probe timing key: sampled:N[,seed=S][+end] (the default timing is "
                         "sampled:1+end), end, after:N, ages:A,B[+end]")
     timing.add_argument("--ages", metavar="N,M", help="ask each probe N, M ... turns after its evidence")
-    timing.add_argument("--after", type=int, metavar="N", help="ask each probe once, N turns after its evidence")
+    timing.add_argument("--after", type=POSITIVE_INT, metavar="N",
+                        help="ask each probe once, N turns after its evidence")
     timing.add_argument("--at-end", action="store_true", help="ask each probe once, at the end")
     p.add_argument("--no-end", action="store_true", help="with --ages: do not also ask at the end")
     p.add_argument("--model", metavar="SPEC", help="model for scorers that need one (default: the run's [qa] model)")

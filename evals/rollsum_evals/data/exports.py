@@ -43,6 +43,7 @@ SYSTEM_SUFFIX = "system"
 _PLACEHOLDER = {"image_url": "[image]", "image": "[image]", "input_image": "[image]",
                 "input_audio": "[audio]", "audio": "[audio]", "file": "[file]", "input_file": "[file]",
                 "document": "[document]"}
+_CONTENT_KEYS = ("content", "value", "text", "parts")
 _SKIPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 _SAYS_CALL = re.compile(r"\bCalling [\w.\-]+\(")
 """How a tool call is written into the calling message's text (the synthetic agent's wording):
@@ -133,6 +134,9 @@ def _messages_of(item: Any, i: int, cid: str, field: str, tool_names: dict[str, 
     role = _role(item, where, i)
     name: str | None = item.get("name") if isinstance(item.get("name"), str) else None
     created = _timestamp(item.get("created_at", item.get("timestamp", item.get("create_time"))))
+    if not any(k in item for k in (*_CONTENT_KEYS, "tool_calls", "function_call")):
+        raise ExportError(f"field {where}.content: missing (expected a string or a list of content blocks; "
+                          "'value' or 'text' are read too)", i)
     raw = item.get("content", item.get("value", item.get("text", item.get("parts"))))
     text, calls, results = _text(raw, f"{where}.content", i)
     meta: dict[str, Any] = {}

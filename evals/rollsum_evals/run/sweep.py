@@ -104,6 +104,8 @@ class RunResult:
     scored: int = 0
     """Units scored from a replay made earlier (Unit cache or this run before a kill)."""
     executor: str = "thread"
+    skipped_records: int = 0
+    """Bad dataset records left out (``--skip-bad-records``; per dataset in the manifest)."""
 
     @property
     def exit_code(self) -> int:
@@ -248,6 +250,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     _check_args(jobs, executor, max_cost_usd)
     t0 = time.perf_counter()
     rd = RunDir(out)
+    if rd.path.exists() and not rd.path.is_dir():
+        raise ConfigError(f"{rd.path}: exists and is not a directory (expected a run directory: --out DIR)")
     plan = spec.scoring
     previous: dict[str, Any] = {}
     if rd.has_results():
@@ -257,12 +261,16 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
         previous = rd.read_manifest() if rd.file("manifest.json").exists() else {}
         check_resume(rd, previous, spec, plan)
     datasets = load_datasets(spec, loader, previous)
+    units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
+    convs = {(n, c.id): c for n, d in datasets.items() for c in d.conversations}
+    checked: dict[str, dict[str, Any]] | None = None
+    if not rd.path.exists():  # a new run: every configuration is checked before its directory exists
+        checked = _preflight([Job(u, convs[(u.dataset, u.conversation_id)], plan) for u in units], plan,
+                             engine_factory, models or ModelFactory())
     rd.path.mkdir(parents=True, exist_ok=True)
     done, replayed = rd.repair()
 
     # what there is to do: finished Units are skipped, journaled replays scored, cached ones copied
-    units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
-    convs = {(n, c.id): c for n, d in datasets.items() for c in d.conversations}
     unit_ids = {u.unit_id for u in units}
     pending = [u for u in units if u.unit_id not in done]
     stored = stored_replays(rd, {u.unit_id for u in pending} & replayed)
@@ -292,7 +300,9 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     configs: dict[str, dict[str, Any]] = dict(previous.get("configs") or {})
     by_label = {u.config: u for u in units}
     if job_list:
-        for label, engine in _preflight(job_list, plan, engine_factory, factory).items():
+        if checked is None:
+            checked = _preflight(job_list, plan, engine_factory, factory)
+        for label, engine in checked.items():
             configs.setdefault(label, _config_entry(by_label[label], engine))
     replay_messages = sum(len(j.conversation.messages) for j in job_list
                           if j.stored is None and not components.is_baseline(j.unit.preset))
@@ -376,7 +386,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
                      skipped=len(units) - len(committed), errors=tally.errors, spent_usd=spent,
                      stopped_for_budget=stopped, wall_s=time.perf_counter() - t0,
                      cached=len(cache.copied), scored=tally.scored, executor=chosen, stopped=n_stopped,
-                     errors_in_run=n_errors)
+                     errors_in_run=n_errors, skipped_records=sum(d.skipped for d in datasets.values()))
 
 
 def _spent(ledger: SpendLedger | None, previous: float, tally: _Tally) -> float:

@@ -191,6 +191,9 @@ class RunDir:
             raise ConfigError(f"{self.path}: not a run directory (no {MANIFEST})") from None
         except ValueError as err:
             raise ConfigError(f"{self.file(MANIFEST)}: not valid JSON: {err}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{self.file(MANIFEST)}: expected a JSON object (the run's manifest), got "
+                              f"{type(data).__name__}")
         return data
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
