@@ -53,6 +53,9 @@ class Range:
         return ""
 
 
+MAX_INT = 2**53
+"""The largest integer a parameter may be: exact as a float, and it fits the 64-bit columns of a
+run's tables (a TOML or JSON integer has no such limit of its own)."""
 AT_LEAST_0, AT_LEAST_1 = Range(0), Range(1)
 SHARE = Range(0, 1, low_open=True)
 """A fraction of something: more than nothing, at most all of it."""
@@ -101,6 +104,8 @@ def check_number(value: Any, *, integer: bool, range: Range | None = None, what:
         return expected
     if isinstance(value, float) and not math.isfinite(value):
         return expected
+    if isinstance(value, int) and abs(value) > MAX_INT:
+        return f"{expected} (at most {MAX_INT:,})"
     if range is not None and value not in range:
         return expected
     return None
@@ -175,10 +180,8 @@ def type_problem(name: str, value: Any, annotation: Any) -> str | None:
         if any(a is None or a is type(None) for a in arms):
             described.append("None")
         return " or ".join(dict.fromkeys(described))
-    rng = RANGES.get(name)
-    if rng is not None and isinstance(value, int | float) and not isinstance(value, bool) and value not in rng:
-        integer = not any(a is float for a in arms)
-        return check_number(value, integer=integer, range=rng)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return check_number(value, integer=not any(a is float for a in arms), range=RANGES.get(name))
     return None
 
 

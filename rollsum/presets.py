@@ -176,6 +176,10 @@ def param_problem(name: str, key: str, value: Any, *, policy: Any = None,
         return None if isinstance(value, Mapping) else "a table of the summarizer's parameters"
     if key == "fallback":
         return None if value in (None, "extractive") else "'extractive' or None"
+    if key == "context_format" and isinstance(value, str):
+        from rollsum.context import FORMATS
+
+        return None if value in FORMATS else f"one of {', '.join(sorted(FORMATS))}"
     policy_name = policy if isinstance(policy, str) and policy in policies.POLICIES else preset.policy
     found = owners(key, policies.get(policy_name), engine_cls)
     return params.problem(key, value, found) if found else None

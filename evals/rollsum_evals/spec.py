@@ -24,7 +24,8 @@ from rollsum.plugins import is_import_path as plugins_is_import_path
 from rollsum_evals.data.pinned import DatasetSpec
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
-from rollsum_evals.spec_components import preset_or_memory, summarizer_params, with_components
+from rollsum_evals.data.formats import LOADERS
+from rollsum_evals.spec_components import nth, preset_or_memory, summarizer_params, with_components
 from rollsum_evals.units import canonical_json
 
 LOCOMO_PLACEHOLDER = "@locomo"
@@ -175,6 +176,8 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     w = _Where(path, text)
     _check_keys(w, "", raw, _TOP_KEYS)
 
+    if model_override is not None and not model_override.strip():
+        raise ConfigError("--model: expected a model spec such as anthropic:claude-haiku-4-5, got ''")
     if model_override:
         raw["models"] = [model_override]
         for cfg in raw.get("configs") or []:
@@ -197,6 +200,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     configs = _configs(w, raw.get("configs"), set_by)
     prompts = _str_list(w, raw, "prompts", default=("",))
     models = _str_list(w, raw, "models", default=("extractive",))
+    _check_models(w, "models", models, model_override)
     scorers = _str_list(w, raw, "scorers", default=("answer_retention", "fact_survival", "cost"))
     from rollsum_evals.scoring import names as scorer_names
     from rollsum_evals.scoring import with_always
@@ -255,6 +259,23 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
                      judge=judge, cache=cache,
                      unit_cache=unit_cache, requests_per_minute=None if rpm is None else float(rpm),
                      description=description, raw=raw, path=path)
+
+
+def _check_models(w: _Where, key: str, models: Sequence[str], override: str | None) -> None:
+    """Every model spec is one the library knows (checked by form, without building it: that
+    may need a key), even where only baselines would use it: a typo is never silently unused."""
+    from rollsum.models.spec import capabilities
+    from rollsum_evals import components
+
+    for m in models:
+        if components.is_builtin(m):
+            continue
+        try:
+            capabilities(m)
+        except ConfigError as err:
+            if override is not None:
+                raise ConfigError(f"--model {override!r}: {err}") from None
+            raise w.error(key, f"a model spec ({err})", m, key=key.rsplit(".", 1)[-1]) from None
 
 
 def _check_priced(w: _Where, key: str, model: str) -> None:
@@ -367,8 +388,8 @@ def _str_list(w: _Where, table: Mapping[str, Any], key: str, *, default: tuple[s
         return default
     if isinstance(v, str):
         v = [v]
-    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
-        raise w.error(prefix + key, "a non-empty list of strings", v, key=key)
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() for x in v):
+        raise w.error(prefix + key, "a non-empty list of non-empty strings", v, key=key)
     return tuple(v)
 
 
@@ -388,16 +409,17 @@ def _datasets(w: _Where, v: Any, locomo: str | None, read: ReadOptions) -> tuple
                           key="datasets", occurrence=i)
         if name is None:
             name = source
-        if not isinstance(name, str) or not name:
-            raise w.error(f"datasets[{i}].name", "a non-empty string", name, key="datasets",
+        if not isinstance(name, str) or not name.strip() or not name.isprintable():
+            raise w.error(f"datasets[{i}].name", "a printable, non-empty string", name, key="datasets",
                           occurrence=i)
         if name in names:
             raise w.error(f"datasets[{i}].name", "a name unique in the spec", name, key="name",
                           occurrence=i)
         names.add(name)
         fmt, limit, questions = d.get("format"), d.get("limit"), d.get("questions")
-        if fmt is not None and not isinstance(fmt, str):
-            raise w.error(f"datasets[{i}].format", "a loader name", fmt, key="format")
+        if fmt is not None and (not isinstance(fmt, str) or fmt not in LOADERS):
+            raise w.error(f"datasets[{i}].format", f"a loader name, one of {', '.join(LOADERS)}", fmt, key="format",
+                          occurrence=sum(1 for d in v[:i] if isinstance(d, dict) and "format" in d))
         if limit is not None and check_number(limit, integer=True, range=Range(1)):
             raise w.error(f"datasets[{i}].limit", "a positive integer", limit, key="limit")
         if questions is not None and (not isinstance(questions, str) or not questions):
@@ -432,11 +454,12 @@ def _configs(w: _Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[
         if not isinstance(grid, dict):
             raise w.error(f"configs[{i}].grid", "a table of lists", grid, key="grid")
         g: dict[str, tuple[Any, ...]] = {}
+        grid_line = {"key": "grid", "occurrence": nth(v, i, "grid")}
         for k, vals in grid.items():
             if not isinstance(vals, list) or not vals:
-                raise w.error(f"configs[{i}].grid.{k}", "a non-empty list of values", vals, key=k)
+                raise w.error(f"configs[{i}].grid.{k}", "a non-empty list of values", vals, **grid_line)
             if k in params:
-                raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, key=k)
+                raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, **grid_line)
             g[k] = tuple(vals)
         if not plugins_is_import_path(preset):
             _check_params(w, v, i, preset, params, g, set_by)
@@ -445,6 +468,7 @@ def _configs(w: _Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[
             raise w.error(f"configs[{i}].label", "a printable, non-empty string", label, key="label")
         prompts = _str_list(w, c, "prompts", default=(), prefix=f"configs[{i}].") or None
         models = _str_list(w, c, "models", default=(), prefix=f"configs[{i}].") or None
+        _check_models(w, f"configs[{i}].models", models or (), None)
         out.append(ConfigSpec(preset=preset, params=dict(params), grid=g, label=label,
                               prompts=prompts, models=models))
     return tuple(out)
@@ -456,7 +480,6 @@ def _check_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int, prese
     library's own check (`rollsum.presets.param_problem`: the owners' types, the range), so a
     spec and `from_preset` refuse the same values with the same words."""
     from rollsum import policies
-    from rollsum_evals.spec_components import nth
 
     def fail(key: str, where: str, expected: str, got: Any = None) -> ConfigError:
         origin = set_by.get((i, key))

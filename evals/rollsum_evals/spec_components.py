@@ -69,8 +69,25 @@ def summarizer_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int,
         if key == "summarizer_params" and (not isinstance(value, dict) or "summarizer" not in c):
             raise w.error(f"configs[{i}].summarizer_params", "a table of constructor parameters, "
                           "beside 'summarizer'", value, key=key, occurrence=occ)
+        if key == "summarizer_params" and c.get("summarizer") in presets.BUILTIN_KINDS:
+            _check_builtin_params(w, str(c["summarizer"]), value, f"configs[{i}].summarizer_params", occ)
         params[key] = value
     return params
+
+
+def _check_builtin_params(w: _Where, kind: str, given: Mapping[str, Any], field_name: str, occ: int) -> None:
+    """A built-in summarizer's ``summarizer_params``: names its constructor takes (the model and
+    the engine's conventions are given by the preset, not here)."""
+    from rollsum import plugins as library_plugins
+    from rollsum import summarizers
+
+    factory = summarizers.resolve(kind)[0]
+    accepted = sorted(n for n in library_plugins.parameters(factory)
+                      if n not in ("self", "model", "counter", "context_window"))
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise w.error(field_name, f"parameters of the {kind} summarizer ({', '.join(accepted)})",
+                      ", ".join(unknown), key="summarizer_params", occurrence=occ)
 
 
 def with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Mapping[str, Any]],

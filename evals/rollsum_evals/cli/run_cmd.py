@@ -104,7 +104,9 @@ def _latest_run(name: str) -> Path | None:
 def _out_for(spec_name: str, args: argparse.Namespace, continuing: str | None) -> Path:
     """--out, or a fresh default. Continuing a run (--resume, --retry-errors) without --out
     would silently start a new one: refused, naming the directory it would have used."""
-    if args.out:
+    if args.out is not None:
+        if not args.out.strip():
+            raise ConfigError("--out: expected a run directory, got ''")
         return Path(args.out)
     out = _default_out(spec_name)
     if continuing:

@@ -57,7 +57,14 @@ def _timing(args: argparse.Namespace) -> Any:
 def cmd_score(args: argparse.Namespace) -> int:
     from rollsum_evals.rescore import rescore
 
-    scorers = [s.strip() for s in args.scorers.split(",") if s.strip()] if args.scorers else None
+    scorers = [s.strip() for s in args.scorers.split(",") if s.strip()] if args.scorers is not None else None
+    if scorers is not None:
+        from rollsum_evals.scoring import names
+
+        unknown = [s for s in scorers if s not in names()]
+        if unknown or not scorers:
+            raise ConfigError(f"--scorers {args.scorers!r}: expected scorer names from {', '.join(names())}"
+                              + (f", got {', '.join(unknown)}" if unknown else ""))
     result = rescore(args.run, scorers=scorers, timing=_timing(args), model=args.model)
     plan = result.plan
     print(f"{result.units} units re-scored in {result.run_dir} ({', '.join(plan.scorers)}; probes "

@@ -93,6 +93,8 @@ def check_record(obj: Any, *, file: str, line: int | None = None, limits: Limits
         c.add("id", f"expected a non-empty string, got {_type(cid)}")
     elif has_surrogate(cid):
         c.add("id", _SURROGATE_TEXT)
+    elif not cid.isprintable():
+        c.add("id", f"expected a printable id (no line breaks or control characters), got {cid!r}")
     elif seen_ids is not None:
         if cid in seen_ids:
             c.add("id", "expected a conversation id unique in the file (duplicate)")
@@ -175,6 +177,8 @@ def _unique_id(c: _Collector, where: str, value: Any, seen: set[str], what: str,
         c.add(where, f"expected a {what}, got {_type(value)}")
     elif has_surrogate(value):
         c.add(where, _SURROGATE_TEXT)
+    elif not value.isprintable():
+        c.add(where, f"expected a printable id (no line breaks or control characters), got {value!r}")
     elif value in seen:
         c.add(where, f"expected {plural} unique in the conversation; {value!r} appears twice")
     else:
