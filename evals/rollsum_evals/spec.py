@@ -21,10 +21,10 @@ from rollsum import presets
 from rollsum.errors import ConfigError
 from rollsum.params import WIRING, Range, check_number
 from rollsum.plugins import is_import_path as plugins_is_import_path
+from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.pinned import DatasetSpec
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
-from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.spec_components import nth, preset_or_memory, summarizer_params, with_components
 from rollsum_evals.units import canonical_json
 
@@ -454,12 +454,13 @@ def _configs(w: _Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[
         if not isinstance(grid, dict):
             raise w.error(f"configs[{i}].grid", "a table of lists", grid, key="grid")
         g: dict[str, tuple[Any, ...]] = {}
-        grid_line = {"key": "grid", "occurrence": nth(v, i, "grid")}
+        grid_at = nth(v, i, "grid")
         for k, vals in grid.items():
             if not isinstance(vals, list) or not vals:
-                raise w.error(f"configs[{i}].grid.{k}", "a non-empty list of values", vals, **grid_line)
+                raise w.error(f"configs[{i}].grid.{k}", "a non-empty list of values", vals, key="grid",
+                              occurrence=grid_at)
             if k in params:
-                raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, **grid_line)
+                raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, key="grid", occurrence=grid_at)
             g[k] = tuple(vals)
         if not plugins_is_import_path(preset):
             _check_params(w, v, i, preset, params, g, set_by)

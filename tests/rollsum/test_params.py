@@ -55,7 +55,7 @@ def test_objects_a_library_caller_wires_in_are_still_accepted() -> None:
     events: list[Any] = []
     rs = RollingSummarizer.from_preset("since-last", on_event=events.append, store="memory", keep_last=0,
                                        context_window=4096, max_request_tokens=None)
-    assert rs.policy.keep_last == 0 and rs.context_window == 4096
+    assert policies.policy_params(rs.policy)["keep_last"] == 0 and rs.context_window == 4096
 
 
 def _numeric_params() -> list[tuple[str, str, Any]]:

@@ -99,6 +99,11 @@ def manifest_list(path: Path) -> None:
     (path / "units.jsonl").write_text("")
 
 
+def hf_dir_without_data(path: Path) -> None:
+    path.mkdir()
+    (path / "dataset_info.json").write_text("{}")
+
+
 GARBAGE = bytes(range(256)) * 8
 CHAT = json.dumps([{"role": "user", "content": "My locker code is 4417."},
                    {"role": "assistant", "content": "Noted: 4417."}] * 6)
@@ -389,8 +394,7 @@ CASES += [
               ("data.jsonl:1", "content")),
     data_case("locomo-sample-not-object", json.dumps([{"qa": [], "conversation": {}}, 5]), ("locomo.json",),
               file="locomo.json"),
-    data_case("hf-dir-without-data", lambda p: (p.mkdir(), (p / "dataset_info.json").write_text("{}")),
-              ("hfdir",), file="hfdir"),
+    data_case("hf-dir-without-data", hf_dir_without_data, ("hfdir",), file="hfdir"),
     sidecar_case("sidecar-evidence-bool", jsonl({"question": "q?", "answer": "4417", "evidence": [True]}),
                  ("q.jsonl:1", "evidence")),
     sidecar_case("sidecar-evidence-float", jsonl({"question": "q?", "answer": "4417", "evidence": 1.5}),
@@ -444,7 +448,7 @@ CASES += [
     param_case("param-guard-low-water-one", "guard_low_water = 1.0", ("guard_low_water",)),
     param_case("param-low-water-zero", "low_water = 0.0", ("low_water",), preset="budget-rule-based"),
     param_case("param-max-depth-zero", "max_depth = 0", ("max_depth",), preset="token-ratio"),
-    cli_case("cli-out-empty", run()[:3] + ("", "--no-progress"), ("--out",)),
+    cli_case("cli-out-empty", (*run()[:3], "", "--no-progress"), ("--out",)),
     cli_case("cli-set-empty", run("--set", ""), ("--set",)),
     cli_case("cli-set-no-param", run("--set", "truncate.=3"), ("--set",)),
     cli_case("cli-model-empty", run("--model", ""), ("--model",)),
