@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 
 import nox
 
@@ -76,10 +77,18 @@ def ab(session: nox.Session) -> None:
 
 @nox.session
 def nightly(session: nox.Session) -> None:
-    """Nightly sweep, report, and the regression gate against the committed baseline."""
+    """Nightly sweep, report, and the regression gate against the committed baseline.
+
+    Every night replays into a fresh directory (`runs/nightly-<UTC time>`, or ROLLSUM_OUT) and
+    never resumes: a gate that re-read yesterday's run, or one replayed by older code, would
+    pass on stale numbers (issue #9). `rollsum run` refuses a directory that already holds a run
+    without --resume, so a reused ROLLSUM_OUT stops the session instead of gating it. The Unit
+    cache is off too: the gate measures this code, not a cached replay of other code.
+    """
     _install(session, "harness")
-    out = os.environ.get("ROLLSUM_OUT", "runs/nightly")
-    session.run("rollsum", "run", "evals/sweeps/nightly.toml", "--out", out, "--resume")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out = os.environ.get("ROLLSUM_OUT") or f"runs/nightly-{stamp}"
+    session.run("rollsum", "run", "evals/sweeps/nightly.toml", "--out", out, "--no-unit-cache")
     session.run("rollsum", "report", out)
     session.run("rollsum", "regress", out, "--baseline", "reports/baselines/nightly.json")
 

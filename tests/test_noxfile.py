@@ -55,3 +55,20 @@ def test_each_session_installs_only_what_it_runs_and_says_so_first(name: str, po
     assert kinds.index("log") < kinds.index("install")
     said = " ".join(str(a) for k, args in session.calls if k == "log" for a in args)
     assert extras.strip(".[]") in said and ("ruff" in said) == (extras == ".[dev]")
+
+
+def test_nightly_never_resumes_and_gates_the_directory_it_just_wrote(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh run directory every time, never --resume, no Unit cache: the gate never passes on
+    yesterday's (or older code's) results (issue #9)."""
+    monkeypatch.delenv("ROLLSUM_OUT", raising=False)
+    session = FakeSession([])
+    func = _noxfile().nightly
+    getattr(func, "func", func)(session)
+    run, report, regress = [args for k, args in session.calls if k == "run"]
+    assert run[:3] == ("rollsum", "run", "evals/sweeps/nightly.toml")
+    assert "--resume" not in run and "--no-unit-cache" in run
+    out = run[run.index("--out") + 1]
+    assert out.startswith("runs/nightly-") and not (ROOT / out).exists()
+    assert report == ("rollsum", "report", out)
+    assert regress[:3] == ("rollsum", "regress", out) and "--promote" not in regress
+    assert "--record-history" not in regress  # the baseline directory is tracked

@@ -1,8 +1,11 @@
-"""What report, compare and regress share: a run's tables read once, the Units and probes that
-count, conversation clusters, the per-configuration table, and summaries at a checkpoint.
+"""What report, compare and regress share: a run's tables read once, the Units and asks that
+count, conversation clusters, the per-configuration table with each configuration's verdict
+(status, flags, reason; rules in `rollsum_evals.verdicts`), the ranking, and summaries at a
+checkpoint.
 
 Every command reads a run through `load` (the one reader, `rollsum_evals.rundir.load_run`);
-Units whose status is not ``ok`` are left out of every number and counted separately.
+Units whose status is not ``ok`` are left out of every number and make their configuration's
+status ``error``. Retention everywhere is the mean of `retained` over *answerable* asks.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
 from rollsum.errors import ConfigError
+from rollsum_evals import components
 from rollsum_evals.rundir.read import Run, load_run
-from rollsum_evals.stats import DEFAULT_RESAMPLES, cluster_bootstrap
+from rollsum_evals.stats import DEFAULT_RESAMPLES, Interval, cluster_bootstrap
+from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, STATUSES, Health, Thresholds, Verdict, judge
 
 
 def load(run_dir: str | os.PathLike[str]) -> Run:
@@ -29,6 +34,20 @@ def load(run_dir: str | os.PathLike[str]) -> Run:
     if not (path / "manifest.json").exists():
         raise ConfigError(f"{path}: no manifest.json; is this a run directory?")
     return load_run(path)
+
+
+def only_datasets(run: Run, datasets: Sequence[str]) -> Run:
+    """The same run restricted to some of its datasets (e.g. compare on LoCoMo only)."""
+    known = sorted(set(run.units["dataset"].astype(str))) if "dataset" in run.units.columns else []
+    missing = [d for d in datasets if d not in known]
+    if missing:
+        raise ConfigError(f"{run.path}: no dataset {', '.join(map(repr, missing))} in this run "
+                          f"(datasets: {', '.join(known)})")
+    units = run.units[run.units["dataset"].astype(str).isin(datasets)]
+    keep = set(units["unit_id"])
+    probes = run.probes[run.probes["unit_id"].isin(keep)] if "unit_id" in run.probes.columns else run.probes
+    turns = run.turns[run.turns["unit_id"].isin(keep)] if "unit_id" in run.turns.columns else run.turns
+    return Run(path=run.path, manifest=run.manifest, units=units, probes=probes, turns=turns)
 
 
 def pareto_frontier(tokens: Sequence[float], retention: Sequence[float]) -> list[int]:
@@ -72,15 +91,52 @@ def ok_units(run: Run) -> pd.DataFrame:
     return units
 
 
+EXCLUSIONS = ("adversarial", "uncheckable", "unsupported")
+"""Why an ask is not answerable (the probe table's `excluded`): adversarial by design, an answer
+no text can state (yes/no), or one the conversation up to the asking turn does not support."""
+
+
+def excluded_reason(probes: pd.DataFrame) -> pd.Series:
+    """Per ask, "" when answerable, else why not.
+
+    The scorer's `excluded` column when the run has it. A run scored before it (answer_retention
+    v2) is read by the rule that scorer used: adversarial rows excluded, and an ask whose answer
+    the conversation up to the asking turn does not contain (`baseline_retained` false) is
+    unsupported — what full context would send cannot answer it either.
+    """
+    if "excluded" in probes.columns:
+        return probes["excluded"].fillna("").astype(str)
+    out = pd.Series("", index=probes.index, dtype=object)
+    if "baseline_retained" in probes.columns:
+        supported = probes["baseline_retained"].astype("boolean").fillna(False).astype(bool)
+        out[~supported] = "unsupported"
+    if "category" in probes.columns:
+        out[probes["category"].astype(str) == "adversarial"] = "adversarial"
+    return out
+
+
 def ok_probes(run: Run) -> pd.DataFrame:
-    """Probes of finished units, with `retained` as float and a conversation cluster key."""
+    """Asks of finished units, with `retained` as float, `answerable` and `excluded` (see
+    `excluded_reason`) and a conversation cluster key. Retention is the mean of `retained` over
+    the `answerable` rows (`answerable_probes`)."""
     if run.probes.empty:
-        return pd.DataFrame(columns=[*REQUIRED_PROBE_COLUMNS, "cluster"])
+        return pd.DataFrame(columns=[*REQUIRED_PROBE_COLUMNS, "cluster", "answerable", "excluded"])
     good = set(ok_units(run)["unit_id"])
     probes = run.probes[run.probes["unit_id"].isin(good)].copy()
     probes["retained"] = probes["retained"].astype(float)
+    probes["excluded"] = excluded_reason(probes)
+    if "answerable" in probes.columns:
+        probes["answerable"] = probes["answerable"].astype("boolean").fillna(False).astype(bool)
+    else:
+        probes["answerable"] = probes["excluded"] == ""
     probes["cluster"] = cluster_key(probes)
     return probes
+
+
+def answerable_probes(run: Run) -> pd.DataFrame:
+    """The asks retention is measured on (rank, compare and gate alike)."""
+    probes = ok_probes(run)
+    return probes[probes["answerable"]] if len(probes) else probes
 
 
 def cluster_key(frame: pd.DataFrame) -> pd.Series:
@@ -91,54 +147,222 @@ def cluster_key(frame: pd.DataFrame) -> pd.Series:
 
 
 # ---------------------------------------------------------------------------------------------
-# Per-configuration metrics
+# Per-configuration metrics and verdicts
 
 
-def config_table(run: Run, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
-    """One row per configuration, ranked by retention, with cluster-bootstrap 95 % intervals.
+class TokenAxis(NamedTuple):
+    column: str
+    """The table column ranking ties, the Pareto frontier and the plot use."""
+    label: str
+    """What it is, for an axis."""
+    header: str
+    """What it is, for a table column."""
 
-    Retention pools probes (each probe counts once); tokens and costs are means per Unit (one
-    conversation through one configuration). Both resample conversations.
+
+PER_CALL = TokenAxis("main_tokens", "main-model input tokens per call (mean over each conversation)",
+                     "main tokens / call")
+AT_ASKS = TokenAxis("main_tokens", "main-model context tokens at the asking turns (mean)",
+                    "main tokens at asks")
+PER_CONVERSATION = TokenAxis("main_input_tokens", "main-model input tokens per conversation (sum over its calls)",
+                             "main tokens / conversation")
+
+
+def pairing(run: Run) -> tuple[str, TokenAxis]:
+    """(unit column, axis) of the main-model token figure retention is paired with (the pairing
+    docs/scoring.md defends, "Cost and retention at the same moments"): tokens per call when asks
+    are sampled over each fact's life (the default), since retention then averages the same span
+    the per-call cost covers; the context at the asking turns under any chosen-moment timing
+    (end, after, ages), since retention then describes those moments only."""
+    timing = str(run.manifest.get("probe_timing") or "")
+    if timing.startswith("sampled"):
+        return "main_tokens_per_turn", PER_CALL
+    return "main_tokens_at_asks", AT_ASKS
+
+
+SUM_COLUMNS = {"summarizer_attempts": "summarizer_attempts", "summarizer_failures": "failures",
+               "summarizer_fallbacks": "fallbacks", "cassette_misses": "cassette_misses",
+               "clips": "clips", "overflow_turns": "overflow_turns"}
+"""Unit columns summed over a configuration's Units (unit column -> table column)."""
+MEAN_COLUMNS = ("cost_main_usd", "cost_summarizer_usd", "cost_judge_usd", "projected_summarizer_cost_usd",
+                "main_tokens_per_turn", "main_tokens_at_asks", "n_summaries", "stale_rate", "relative_retention",
+                "qa_f1", "rouge_l", "mean_context_tokens", "max_context_tokens")
+"""Unit columns averaged over a configuration's Units (present only when the run has them)."""
+
+
+def token_axis(table: pd.DataFrame) -> TokenAxis:
+    """The main-model token figure this table ranks and plots by: the run's pairing (recorded in
+    `main_tokens_basis`), or, for a run scored before those columns existed, tokens per
+    conversation — and the axis and header say which."""
+    if "main_tokens" in table.columns and table["main_tokens"].notna().any():
+        at_asks = "main_tokens_basis" in table.columns and bool((table["main_tokens_basis"] == AT_ASKS.header).any())
+        return AT_ASKS if at_asks else PER_CALL
+    return PER_CONVERSATION
+
+
+def with_feasibility(run: Run) -> pd.DataFrame:
+    """The units table with `overflow_turns` and `max_context_ratio`: the scorer's when the run
+    has them, otherwise derived exactly from the turns table (each turn's context vs its window)."""
+    units = run.units.copy()
+    if "overflow_turns" in units.columns and "max_context_ratio" in units.columns:
+        return units
+    turns = run.turns
+    if turns.empty or not {"unit_id", "context_tokens", "context_window"} <= set(turns.columns):
+        units["overflow_turns"] = math.nan
+        units["max_context_ratio"] = math.nan
+        return units
+    t = turns[turns["context_window"] > 0]
+    ratio = t["context_tokens"].astype(float) / t["context_window"].astype(float)
+    per_unit = pd.DataFrame({"unit_id": t["unit_id"], "over": ratio > 1.0, "ratio": ratio}).groupby("unit_id")
+    derived = pd.DataFrame({"overflow_turns": per_unit["over"].sum().astype(float),
+                            "max_context_ratio": per_unit["ratio"].max()})
+    return units.merge(derived, left_on="unit_id", right_index=True, how="left")
+
+
+def _sum(grp: pd.DataFrame, col: str) -> float:
+    if col not in grp.columns:
+        return math.nan
+    return float(pd.to_numeric(grp[col], errors="coerce").sum(min_count=1))
+
+
+def _health(units: pd.DataFrame, done: pd.DataFrame, answerable_n: int, asks: int, baseline: bool) -> Health:
+    """`units`: every Unit of the configuration; `done`: the finished ones (numbers come from them)."""
+    status = units["status"].astype(str) if "status" in units.columns else pd.Series("ok", index=units.index)
+    unfinished = status[status != "ok"]
+    window = pd.to_numeric(done.get("context_window", pd.Series(dtype=float)), errors="coerce")
+    ratio = pd.to_numeric(done.get("max_context_ratio", pd.Series(dtype=float)), errors="coerce")
+    return Health(
+        baseline=baseline, units=len(units), units_unfinished=len(unfinished),
+        unfinished_reasons=tuple(unfinished.tolist()), conversations=int(cluster_key(done).nunique()),
+        asks=asks, answerable=answerable_n,
+        attempts=_sum(done, "summarizer_attempts"), failures=_sum(done, "summarizer_failures"),
+        messages=_sum(done, "n_messages"),
+        fallbacks=_nz(_sum(done, "summarizer_fallbacks")), cassette_misses=_nz(_sum(done, "cassette_misses")),
+        clips=_nz(_sum(done, "clips")), overflow_turns=_sum(done, "overflow_turns"),
+        max_context_ratio=float(ratio.max()) if ratio.notna().any() else math.nan,
+        context_window=int(window.max()) if window.notna().any() else 0)
+
+
+def _nz(v: float) -> float:
+    return 0.0 if math.isnan(v) else v
+
+
+def _band(row: dict[str, Any], name: str, iv: Interval) -> None:
+    row.update({name: iv.estimate, f"{name}_low": iv.low, f"{name}_high": iv.high})
+
+
+def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_resamples: int = DEFAULT_RESAMPLES,
+                 seed: int = 0) -> pd.DataFrame:
+    """One row per configuration: its verdict (status, flags, reason), rank and frontier
+    membership, and its numbers with cluster-bootstrap 95 % intervals.
+
+    Retention pools the *answerable* asks (each counts once; excluded ones are counted by
+    reason); tokens and costs are means per Unit (one conversation through one configuration).
+    Intervals resample conversations and are NaN below `stats.MIN_CONVERSATIONS`. Only `ok`
+    configurations are ranked (1 = most retention, ties by fewer tokens) and only they can be
+    on the Pareto frontier; the others follow, by status, with `rank` NA.
     """
     check_columns(run)
-    units = ok_units(run).copy()
-    units["cluster"] = cluster_key(units)
+    every = with_feasibility(run)
+    every["cluster"] = cluster_key(every)
+    done_all = _finished(every)
     probes = ok_probes(run)
+    healths = config_health(run)
+    paired_col, paired_axis = pairing(run)
     rows = []
-    for cfg, grp in units.groupby("config", sort=True):
-        row: dict[str, Any] = {"config": str(cfg), "units": len(grp),
-                               "conversations": grp["cluster"].nunique()}
-        for col in ("preset", "model", "prompt"):
-            if col in grp.columns:
-                row[col] = str(grp[col].iloc[0])
-        p = probes[probes["config"] == cfg]
+    for cfg, units in every.groupby("config", sort=True):
+        grp = done_all[done_all["config"] == cfg]
+        p = probes[probes["config"] == cfg] if len(probes) else probes
+        ans = p[p["answerable"]] if len(p) else p
+        first = units.iloc[0]
+        preset, model = str(first.get("preset", "")), str(first.get("model", ""))
+        row: dict[str, Any] = {"config": str(cfg), "preset": preset, "model": model,
+                               "prompt": str(first.get("prompt", "")),
+                               "deterministic": components.of_config(preset, model).deterministic,
+                               "baseline": components.is_baseline(preset),
+                               "n_units": len(units), "n_units_failed": len(units) - len(grp),
+                               "n_conversations": int(grp["cluster"].nunique())}
         if len(p):
-            iv = cluster_bootstrap(p["retained"].to_numpy(), p["cluster"].tolist(),
+            iv = cluster_bootstrap(ans["retained"].to_numpy(), ans["cluster"].tolist(),
                                    n_resamples=n_resamples, seed=seed)
         else:  # runs without a probes table still carry per-unit retention
             iv = cluster_bootstrap(grp["retention"].astype(float).to_numpy(), grp["cluster"].tolist(),
                                    n_resamples=n_resamples, seed=seed)
-        row.update(probes=len(p), retention=iv.estimate, retention_low=iv.low, retention_high=iv.high)
-        for metric in ("cost_usd", "main_input_tokens"):
-            iv = cluster_bootstrap(grp[metric].astype(float).to_numpy(), grp["cluster"].tolist(),
-                                   n_resamples=n_resamples, seed=seed)
-            row.update({metric: iv.estimate, f"{metric}_low": iv.low, f"{metric}_high": iv.high})
-        for col in ("cost_main_usd", "cost_summarizer_usd", "cost_judge_usd", "n_summaries",
-                    "n_failures", "summarizer_calls", "stale_rate", "relative_retention", "qa_f1",
-                    "rouge_l", "mean_context_tokens", "max_context_tokens"):
+        _band(row, "retention", iv)
+        row["retention_containment"] = (float(ans["retained_containment"].astype(float).mean())
+                                        if len(ans) and "retained_containment" in ans.columns else math.nan)
+        row["n_asks"], row["n_probes"] = len(p), len(ans)
+        for reason in EXCLUSIONS:
+            row[f"n_excluded_{reason}"] = int((p["excluded"] == reason).sum()) if len(p) else 0
+        for table_col, unit_col in (("main_tokens", paired_col), ("main_input_tokens", "main_input_tokens")):
+            if unit_col in grp.columns:
+                _band(row, table_col, cluster_bootstrap(grp[unit_col].astype(float).to_numpy(),
+                                                        grp["cluster"].tolist(), n_resamples=n_resamples,
+                                                        seed=seed))
+            else:
+                row.update({table_col: math.nan, f"{table_col}_low": math.nan, f"{table_col}_high": math.nan})
+        row["main_tokens_basis"] = paired_axis.header
+        _band(row, "cost_usd", cluster_bootstrap(grp["cost_usd"].astype(float).to_numpy(), grp["cluster"].tolist(),
+                                                 n_resamples=n_resamples, seed=seed))
+        for col in MEAN_COLUMNS:
             if col in grp.columns:
                 row[col] = float(pd.to_numeric(grp[col], errors="coerce").mean())
+        for unit_col, table_col in SUM_COLUMNS.items():
+            row[table_col] = _sum(grp, unit_col)
+        if "projected_model" in grp.columns:
+            row["projected_model"] = ",".join(sorted({str(m) for m in grp["projected_model"] if str(m)}))
+        health = healths[str(cfg)]
+        row.update(failure_rate=health.failure_rate, summarizer_calls_per_message=health.calls_per_message,
+                   max_context_ratio=health.max_context_ratio, context_window=health.context_window)
+        verdict = judge(health, thresholds)
+        row.update(status=verdict.status, flags=";".join(verdict.flags), reason=verdict.reason,
+                   ranked=verdict.ranked and not math.isnan(row["retention"]))
         rows.append(row)
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    table = table.sort_values(["retention", "main_input_tokens", "config"],
-                              ascending=[False, True, True], kind="mergesort").reset_index(drop=True)
-    table.insert(0, "rank", range(1, len(table) + 1))
-    front = pareto_frontier(table["main_input_tokens"].astype(float).tolist(),
-                                  table["retention"].astype(float).tolist())
-    table["pareto"] = [i in set(front) for i in range(len(table))]
+    tokens = token_axis(table).column
+    order = {s: i for i, s in enumerate(STATUSES)}
+    table = table.assign(_unranked=~table["ranked"], _status=table["status"].map(order),
+                         _neg_retention=-table["retention"].fillna(-1.0), _tok=table[tokens].fillna(math.inf))
+    table = table.sort_values(["_unranked", "_status", "_neg_retention", "_tok", "config"],
+                              kind="mergesort").drop(columns=["_unranked", "_status", "_neg_retention", "_tok"])
+    table = table.reset_index(drop=True)
+    n_ranked = int(table["ranked"].sum())
+    table.insert(0, "rank", pd.Series([*range(1, n_ranked + 1), *([None] * (len(table) - n_ranked))],
+                                      dtype="Int64"))
+    front = set(pareto_frontier(table[tokens].astype(float).tolist()[:n_ranked],
+                                table["retention"].astype(float).tolist()[:n_ranked]))
+    table["pareto"] = [i in front for i in range(len(table))]
     return table
+
+
+def _finished(units: pd.DataFrame) -> pd.DataFrame:
+    return units[units["status"].astype(str) == "ok"] if "status" in units.columns else units
+
+
+def config_health(run: Run) -> dict[str, Health]:
+    """Every configuration's aggregates (`verdicts.Health`), from its Units and answerable asks."""
+    every = with_feasibility(run)
+    done_all = _finished(every)
+    probes = ok_probes(run)
+    out = {}
+    for cfg, units in every.groupby("config", sort=True):
+        p = probes[probes["config"] == cfg] if len(probes) else probes
+        n_ans = int(p["answerable"].sum()) if len(p) else 0
+        preset = str(units["preset"].iloc[0]) if "preset" in units.columns else ""
+        out[str(cfg)] = _health(units, done_all[done_all["config"] == cfg], n_ans, len(p),
+                                components.is_baseline(preset))
+    return out
+
+
+def config_verdicts(run: Run, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Verdict]:
+    """Every configuration's verdict without the intervals (what compare and the gate check)."""
+    return {cfg: judge(h, thresholds) for cfg, h in config_health(run).items()}
+
+
+def ranked(table: pd.DataFrame) -> pd.DataFrame:
+    """The ranked (ok) configurations of a `config_table`, best first."""
+    return table[table["ranked"]] if len(table) else table
 
 
 # ---------------------------------------------------------------------------------------------

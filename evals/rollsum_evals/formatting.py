@@ -7,6 +7,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rollsum_evals.stats import not_enough
+
 
 def fmt_num(value: Any, digits: int = 3) -> str:
     try:
@@ -32,6 +34,24 @@ def fmt_ci(est: Any, low: Any, high: Any, digits: int = 3) -> str:
     return f"{fmt_num(est, digits)} [{fmt_num(low, digits)}, {fmt_num(high, digits)}]"
 
 
+def fmt_interval(est: Any, low: Any, high: Any, clusters: int, digits: int = 3) -> str:
+    """An estimate with its interval; "n/a" without an estimate (no answerable asks: never
+    0.000 or 1.000), and the reason instead of the interval when there were too few
+    conversations to compute one (never a zero-width [x, x])."""
+    if _nan(est):
+        return "n/a"
+    if _nan(low) or _nan(high):
+        return f"{fmt_num(est, digits)} ({not_enough(clusters)})"
+    return fmt_ci(est, low, high, digits)
+
+
+def _nan(value: Any) -> bool:
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError):
+        return True
+
+
 def md_escape(text: str) -> str:
     """Keep table cells in one cell: pipes and newlines would break the Markdown table."""
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
@@ -41,6 +61,15 @@ def md_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def text_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Columns padded to their widest cell, a dashed rule under the header: what the CLI prints."""
+    table = [list(headers), *(list(r) for r in rows)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
 
 
 def html_table(headers: Sequence[str], rows: Iterable[Sequence[str]], classes: str = "") -> str:

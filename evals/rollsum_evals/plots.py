@@ -18,14 +18,18 @@ import matplotlib
 matplotlib.use("Agg")
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rollsum_evals.analysis import pareto_frontier
+from rollsum_evals.analysis import token_axis
 
 AGE_BINS: tuple[float, ...] = (0, 10, 25, 50, 100, 200, 400, math.inf)
 MAX_SERIES = 10
 """Line plots past ~10 series are unreadable; the report draws the top configurations only."""
+MAX_REFERENCE_LINES = 3
+"""References drawn as lines, highest retention first (a grid of overflowing truncates would
+otherwise paint the plot with dashes); the rest are listed in the report's section."""
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -48,40 +52,84 @@ def _empty(path: Path, title: str, message: str) -> Path:
     return _save(fig, path)
 
 
-def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
-    """One point per configuration with its retention interval; the Pareto frontier joined.
+RETENTION_LABEL = "retention (share of answerable asks the context supports)"
 
-    `table` has columns config, main_input_tokens, retention, retention_low, retention_high.
+
+def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
+    """Ranked configurations as points with their retention interval, the Pareto frontier joined;
+    unranked ones (degraded, broken, infeasible, error) as grey crosses; references (baselines
+    that do not fit the window) as dashed horizontal lines, never as candidates.
+
+    `table` is `analysis.config_table`: the x axis is its token figure (`token_axis`).
     """
     title = "Retention vs main-model tokens"
-    if table.empty:
-        return _empty(path, title, "no finished units")
+    data = table[table["retention"].notna()] if len(table) else table
+    if data.empty:
+        return _empty(path, title, "no configuration has a retention figure")
+    tokens, xlabel, _ = token_axis(table)
     fig = Figure(figsize=(9, 5.5))
     ax = fig.add_subplot()
-    x = table["main_input_tokens"].astype(float).to_numpy()
-    y = table["retention"].astype(float).to_numpy()
-    lo = np.clip(y - table["retention_low"].astype(float).to_numpy(), 0, None)
-    hi = np.clip(table["retention_high"].astype(float).to_numpy() - y, 0, None)
-    front = pareto_frontier(list(x), list(y))
-    on_front = np.zeros(len(x), dtype=bool)
-    on_front[front] = True
-    ax.errorbar(x[~on_front], y[~on_front], yerr=[lo[~on_front], hi[~on_front]], fmt="o",
-                color="#7a8ca3", ecolor="#b8c4d3", capsize=3, label="configuration")
-    ax.errorbar(x[on_front], y[on_front], yerr=[lo[on_front], hi[on_front]], fmt="o",
-                color="#c0392b", ecolor="#e6a39b", capsize=3, label="Pareto frontier")
+    good = data[data["ranked"]]
+    refs = data[data["status"] == "reference"]
+    other = data[~data["ranked"] & (data["status"] != "reference")]
+    x = good[tokens].astype(float).to_numpy()
+    y = good["retention"].astype(float).to_numpy()
+    lo = np.nan_to_num(np.clip(y - good["retention_low"].astype(float).to_numpy(), 0, None))
+    hi = np.nan_to_num(np.clip(good["retention_high"].astype(float).to_numpy() - y, 0, None))
+    on_front = good["pareto"].to_numpy(dtype=bool)
+    front = np.flatnonzero(on_front)
+    front = front[np.argsort(x[front], kind="mergesort")]
+    if (~on_front).any():
+        ax.errorbar(x[~on_front], y[~on_front], yerr=[lo[~on_front], hi[~on_front]], fmt="o",
+                    color="#7a8ca3", ecolor="#b8c4d3", capsize=3, label="ranked")
+    if on_front.any():
+        ax.errorbar(x[on_front], y[on_front], yerr=[lo[on_front], hi[on_front]], fmt="o",
+                    color="#c0392b", ecolor="#e6a39b", capsize=3, label="Pareto frontier (ranked)")
     if len(front) > 1:
         ax.plot(x[front], y[front], "-", color="#c0392b", linewidth=1.2, drawstyle="steps-post")
-    labels = table["config"].astype(str).tolist()
-    for i in range(len(x)):
-        if on_front[i] or len(x) <= 12:
-            ax.annotate(_short(labels[i], 30), (x[i], y[i]), textcoords="offset points",
-                        xytext=(5, 5), fontsize=7)
-    ax.set_xlabel("main-model input tokens per conversation (mean over units)")
-    ax.set_ylabel("retention (share of probes recoverable)")
+    if len(other):
+        ax.plot(other[tokens].astype(float), other["retention"].astype(float), "x", color="#9b9b9b",
+                markersize=8, label="not ranked (degraded, broken, infeasible, error)")
+    refs = refs.sort_values("retention", ascending=False, kind="mergesort")
+    for r in refs.head(MAX_REFERENCE_LINES).to_dict("records"):
+        ratio = r.get("max_context_ratio", math.nan)
+        fits = f", {ratio:.1f}× the window" if not math.isnan(float(ratio)) else ""
+        ax.axhline(float(r["retention"]), color="#2c3e50", linestyle="--", linewidth=1,
+                   label=_short(f"{r['config']} (reference{fits})", 50))
+    if len(refs) > MAX_REFERENCE_LINES:
+        ax.plot([], [], " ", label=f"+{len(refs) - MAX_REFERENCE_LINES} more references (see their section)")
+    labelled = pd.concat([good, other]) if len(other) else good
+    for r in labelled.to_dict("records"):
+        if r["pareto"] or len(labelled) <= 12:
+            ax.annotate(_short(str(r["config"]), 30), (float(r[tokens]), float(r["retention"])),
+                        textcoords="offset points", xytext=(5, 5), fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(RETENTION_LABEL)
     ax.set_ylim(-0.02, 1.05)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(title + " (95 % CI, clustered by conversation)")
+    return _save(fig, path)
+
+
+def context_vs_window(table: pd.DataFrame, path: Path) -> Path:
+    """Each configuration's largest context of any turn as a multiple of the main model's window."""
+    title = "Peak context ÷ main model's window (1.0 = the window is full)"
+    data = table[table["max_context_ratio"].notna()] if "max_context_ratio" in table.columns else table.iloc[0:0]
+    if data.empty:
+        return _empty(path, title, "the run records no context sizes")
+    ratio = data["max_context_ratio"].astype(float).to_numpy()
+    fig = Figure(figsize=(9, max(2.5, 0.9 + 0.4 * len(data))))
+    ax = fig.add_subplot()
+    ys = np.arange(len(data))
+    ax.barh(ys, ratio, color=np.where(ratio > 1.0, "#c0392b", "#2e86c1"))
+    ax.axvline(1.0, color="#333333", linestyle="--", linewidth=1, label="the window")
+    ax.set_yticks(ys, [_short(c) for c in data["config"].astype(str)], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("peak context tokens ÷ context window (ratio; over 1.0 = overflow)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title(title)
     return _save(fig, path)
 
 
@@ -167,8 +215,15 @@ def where_facts_die(probes: pd.DataFrame, configs: Sequence[str], path: Path) ->
     return _heatmap(counts, path, title, "summary generation", ".0f", "Reds")
 
 
+def _col(table: pd.DataFrame, col: str) -> npt.NDArray[np.float64]:
+    if col not in table.columns:
+        return np.zeros(len(table))
+    return np.asarray(table[col].astype(float).fillna(0.0).to_numpy(), dtype=np.float64)
+
+
 def cost_split(table: pd.DataFrame, path: Path) -> Path:
-    """Mean USD per unit by where it was spent: main model, summarizer, judge."""
+    """Mean USD per unit by where it was spent: main model, summarizer, judge; hatched, what an
+    offline summarizer's calls would have cost at the projected model (so thrash shows in dollars)."""
     title = "Cost per conversation by component (USD, mean over units)"
     if table.empty:
         return _empty(path, title, "no finished units")
@@ -179,9 +234,13 @@ def cost_split(table: pd.DataFrame, path: Path) -> Path:
     ys = np.arange(len(table))
     left = np.zeros(len(table))
     for col, label, color in parts:
-        vals = table[col].astype(float).fillna(0.0).to_numpy() if col in table else np.zeros(len(table))
+        vals = _col(table, col)
         ax.barh(ys, vals, left=left, color=color, label=label)
         left += vals
+    projected = np.clip(_col(table, "projected_summarizer_cost_usd") - _col(table, "cost_summarizer_usd"), 0, None)
+    if projected.any():
+        ax.barh(ys, projected, left=left, color="none", edgecolor="#f39c12", hatch="///",
+                label="summarizer, projected (not spent)")
     ax.set_yticks(ys, [_short(c) for c in table["config"].astype(str)], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("USD per conversation")

@@ -1,14 +1,35 @@
 """`rollsum regress RUN --baseline reports/baselines/NAME.json`: the nightly gate.
 
 A baseline is a committed JSON file: the dataset hashes and library/scorer versions it was
-measured with, and per configuration the retention, cost and main-model tokens with their 95 %
-intervals. A run regresses when a configuration's retention falls below the baseline interval's
-lower bound minus a small absolute tolerance, or its cost / tokens rise above the upper bound
-plus a relative tolerance. Using the interval, not the point estimate, keeps bootstrap noise
-from paging anyone; the tolerance absorbs rounding and tiny price-table updates.
+measured with, and per configuration its verdict (status, flags), its retention, cost and
+main-model tokens with their 95 % intervals, and **every answerable ask's verdict** (retained or
+lost, per conversation, in a fixed ask order).
 
-The baseline is only rewritten when asked (`--promote`), atomically; every gate run appends one
-line to NAME.history.jsonl next to it, which the report turns into a trend plot.
+How a configuration is gated depends on whether its replay is deterministic
+(`components.of_config(preset, model).deterministic`: offline summarizers, baselines, `fake:`):
+
+- **Deterministic: paired per ask.** The same code on the same data gives the same verdict on
+  every ask, so there is no noise to tolerate: the run's verdicts are compared with the
+  baseline's ask by ask (same probe, same asking turn). The gate fails when the *net* number of
+  retained asks lost (lost − gained, over the asks paired in both) exceeds `Tolerance.asks` of
+  the configuration's answerable asks, or when as many asks cannot be paired at all (the
+  probes, their timing or what counts as answerable changed: the baseline no longer describes
+  the run). Cost and main-model tokens
+  are compared as means over the same conversations. A between-conversation interval would be
+  the wrong yardstick here: it measures how conversations differ, not how runs differ, and a
+  bug that loses one fact in twenty hides inside it (issue #9: removing summaries from the
+  context passed).
+- **Non-deterministic** (a real model): the run's retention must stay above the baseline
+  interval's lower bound minus `Tolerance.retention`, cost and tokens below its upper bound plus
+  `Tolerance.cost`. With fewer than `stats.MIN_CONVERSATIONS` conversations there is no
+  interval, and the gate fails rather than guess.
+
+For every configuration: a status that was ``ok`` in the baseline and is not now (degraded,
+broken, infeasible, error) fails, and a configuration missing from the run fails.
+
+The baseline is only rewritten when asked (`--promote`), atomically; the gate writes nothing
+else unless asked (`--record-history` appends one line to NAME.history.jsonl beside the
+baseline, which the report turns into a trend plot).
 """
 
 from __future__ import annotations
@@ -28,38 +49,54 @@ import pandas as pd
 from rollsum.errors import ConfigError
 from rollsum_evals import analysis
 from rollsum_evals.fileio import atomic_write_text
-from rollsum_evals.formatting import fmt_num, fmt_usd
+from rollsum_evals.formatting import fmt_num, fmt_usd, text_table
 from rollsum_evals.rundir.read import Run
-from rollsum_evals.stats import DEFAULT_RESAMPLES
+from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, not_enough
+from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, OK, Thresholds
 
 log = logging.getLogger(__name__)
 
-BASELINE_FORMAT = 1
-GATED_METRICS = ("retention", "cost_usd", "main_input_tokens")
-COST_EPSILON = {"cost_usd": 1e-9, "main_input_tokens": 0.5}
+BASELINE_FORMAT = 2
+BANDED = ("retention", "cost_usd", "main_tokens", "main_input_tokens")
+"""Per-configuration figures stored as {estimate, low, high}."""
+COSTS = ("cost_usd", "main_tokens", "main_input_tokens")
+COST_EPSILON = {"cost_usd": 1e-9, "main_tokens": 0.5, "main_input_tokens": 0.5}
 """Absolute slack on top of the relative tolerance, so a zero-cost baseline still compares sanely."""
+RETAINED, LOST, NOT_ANSWERABLE, ABSENT = "1", "0", "-", "?"
+"""One character per ask in a baseline's `verdicts` strings (ABSENT only ever in a run)."""
 
 EXIT_PASS, EXIT_REGRESSION = 0, 1
 
 
 @dataclass(frozen=True)
 class Tolerance:
+    asks: float = 0.002
+    """Deterministic configurations: the net loss of retained asks (lost − gained) may be at most
+    this share of the configuration's answerable asks (and as many may fail to pair). An
+    unchanged re-run loses exactly 0; the smallest injected bug we test (since-last keep_last
+    10 → 8) loses 0.6 % net on the nightly; 0.2 % (3 of the nightly's 1,964 asks per
+    configuration) only absorbs floating-point tie-breaks that differ across machines, which
+    churn asks both ways and net to about zero (docs/scoring.md, "The gate")."""
     retention: float = 0.01
-    """Absolute: retention may fall this far below the baseline interval's lower bound."""
+    """Non-deterministic configurations: retention may fall this far (absolute) below the
+    baseline interval's lower bound."""
     cost: float = 0.05
-    """Relative: cost and tokens may rise this fraction above the baseline interval's upper bound."""
+    """Relative: cost and tokens may rise this fraction above the baseline (deterministic: its
+    mean; otherwise its interval's upper bound)."""
+
+
+DEFAULT_TOLERANCE = Tolerance()
 
 
 @dataclass(frozen=True)
 class Check:
     config: str
     metric: str
-    baseline: tuple[float, float, float] | None
-    """(estimate, low, high) of the baseline, None when the config is new."""
-    limit: float | None
-    current: float | None
+    baseline: str
+    limit: str
+    current: str
     status: str
-    """ok | REGRESSION | MISSING | new | improved"""
+    """ok | REGRESSION | MISSING | improved"""
 
 
 @dataclass
@@ -77,6 +114,10 @@ class GateResult:
         out = [f"{c.config}: {c.metric} {c.status.lower()}" for c in self.checks
                if c.status in ("REGRESSION", "MISSING")]
         return out + list(self.failures)
+
+
+# ---------------------------------------------------------------------------------------------
+# What a baseline pins
 
 
 def _first_mapping(manifest: Mapping[str, Any], *keys: str) -> dict[str, Any]:
@@ -106,20 +147,52 @@ def _clean(v: Any) -> float | None:
     return None if math.isnan(f) else f
 
 
+def conversation_key(frame: pd.DataFrame) -> pd.Series:
+    """dataset/conversation/seed: one Unit of a configuration."""
+    seed = frame["seed"].astype(str) if "seed" in frame.columns else pd.Series("0", index=frame.index)
+    return analysis.cluster_key(frame) + "/" + seed
+
+
+def ask_verdicts(run: Run) -> dict[str, dict[str, dict[str, str]]]:
+    """config -> conversation key -> ask key (`probe_id@asked_turn`) -> RETAINED / LOST /
+    NOT_ANSWERABLE, for every ask of every finished Unit."""
+    probes = analysis.ok_probes(run)
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    if probes.empty:
+        return out
+    conv = conversation_key(probes)
+    ask = probes["probe_id"].astype(str) + "@" + probes["asked_turn"].astype(str)
+    mark = probes["retained"].gt(0.5).map({True: RETAINED, False: LOST}).where(probes["answerable"], NOT_ANSWERABLE)
+    for cfg, c, a, v in zip(probes["config"].astype(str), conv, ask, mark):
+        out.setdefault(cfg, {}).setdefault(c, {})[a] = v
+    return out
+
+
 def make_baseline(run: Run, name: str, *, n_resamples: int = DEFAULT_RESAMPLES,
                   now: Callable[[], datetime] = lambda: datetime.now(UTC),
-                  table: pd.DataFrame | None = None) -> dict[str, Any]:
+                  table: pd.DataFrame | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Any]:
     if table is None:
-        table = analysis.config_table(run, n_resamples=n_resamples)
+        table = analysis.config_table(run, thresholds=thresholds, n_resamples=n_resamples)
+    verdicts = ask_verdicts(run)
+    asks: dict[str, list[str]] = {}
+    for per_conv in verdicts.values():
+        for conv, marks in per_conv.items():
+            asks[conv] = sorted(set(asks.get(conv, [])) | set(marks))
     configs: dict[str, Any] = {}
     for r in table.to_dict("records"):
-        configs[str(r["config"])] = {
+        cfg = str(r["config"])
+        mine = verdicts.get(cfg, {})
+        configs[cfg] = {
             **{m: {"estimate": _clean(r[m]), "low": _clean(r[f"{m}_low"]), "high": _clean(r[f"{m}_high"])}
-               for m in GATED_METRICS},
-            "units": int(r["units"]), "probes": int(r["probes"]),
+               for m in BANDED},
+            "status": str(r["status"]), "flags": [f for f in str(r["flags"]).split(";") if f],
+            "deterministic": bool(r["deterministic"]), "units": int(r["n_units"]),
+            "conversations": int(r["n_conversations"]), "probes": int(r["n_probes"]),
+            "verdicts": {conv: "".join(mine[conv].get(a, NOT_ANSWERABLE) for a in keys)
+                         for conv, keys in sorted(asks.items()) if conv in mine},
         }
     return {"format": BASELINE_FORMAT, "name": name, "created_at": now().isoformat(timespec="seconds"),
-            "run": run.name, **pins(run), "configs": configs}
+            "run": run.name, **pins(run), "thresholds": thresholds.to_dict(), "asks": asks, "configs": configs}
 
 
 def read_baseline(path: Path) -> dict[str, Any]:
@@ -131,26 +204,134 @@ def read_baseline(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: line {err.lineno}: invalid JSON ({err.msg})") from err
     if not isinstance(data, dict) or not isinstance(data.get("configs"), dict):
         raise ConfigError(f"{path}: field 'configs': expected an object of per-configuration metrics")
+    if data.get("format") != BASELINE_FORMAT:
+        raise ConfigError(f"{path}: baseline format {data.get('format')}, this gate reads format "
+                          f"{BASELINE_FORMAT} (per-ask verdicts); re-promote it from a run: "
+                          f"rollsum regress RUN --baseline {path} --promote")
+    if not isinstance(data.get("asks"), dict):
+        raise ConfigError(f"{path}: field 'asks': expected an object of conversation -> ask keys")
     for cfg, metrics in data["configs"].items():
-        for m in GATED_METRICS:
-            band = metrics.get(m) if isinstance(metrics, dict) else None
+        if not isinstance(metrics, dict):
+            raise ConfigError(f"{path}: configs.{cfg}: expected an object")
+        for m in BANDED:
+            band = metrics.get(m)
             if not isinstance(band, dict) or not {"estimate", "low", "high"} <= set(band):
                 raise ConfigError(f"{path}: configs.{cfg}.{m}: expected {{estimate, low, high}}")
+        for key in ("status", "verdicts", "deterministic"):
+            if key not in metrics:
+                raise ConfigError(f"{path}: configs.{cfg}.{key}: missing")
     return data
 
 
 def _band(b: Mapping[str, Any]) -> tuple[float, float, float]:
     def f(v: Any) -> float:
-        return float("nan") if v is None else float(v)
+        return math.nan if v is None else float(v)
     return f(b["estimate"]), f(b["low"]), f(b["high"])
 
 
-def check(run: Run, baseline: Mapping[str, Any], *, tolerance: Tolerance = Tolerance(),
+# ---------------------------------------------------------------------------------------------
+# The checks
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A configuration's asks, run against baseline, ask by ask."""
+
+    answerable: int
+    """Asks answerable in the baseline (the denominator of the tolerance)."""
+    lost: int
+    """Retained in the baseline, lost now (asks paired in both only)."""
+    gained: int
+    """Lost in the baseline, retained now."""
+    unpaired: int
+    """Answerable in the baseline, but absent from the run or not answerable in it."""
+    retained_before: int
+    retained_now: int
+
+    @property
+    def net_loss(self) -> int:
+        return self.lost - self.gained
+
+
+def pair_asks(baseline_asks: Mapping[str, list[str]], baseline_marks: Mapping[str, str],
+              run_marks: Mapping[str, Mapping[str, str]]) -> Paired:
+    answerable = lost = gained = unpaired = before = now = 0
+    for conv, marks in baseline_marks.items():
+        keys = baseline_asks.get(conv, [])
+        current = run_marks.get(conv, {})
+        for key, b in zip(keys, marks):
+            if b == NOT_ANSWERABLE:
+                continue
+            answerable += 1
+            r = current.get(key, ABSENT)
+            before += b == RETAINED
+            now += r == RETAINED
+            if r not in (RETAINED, LOST):
+                unpaired += 1
+            elif b == RETAINED and r == LOST:
+                lost += 1
+            elif b == LOST and r == RETAINED:
+                gained += 1
+    return Paired(answerable, lost, gained, unpaired, before, now)
+
+
+def _paired_checks(cfg: str, base: Mapping[str, Any], asks: Mapping[str, list[str]],
+                   run_marks: Mapping[str, Mapping[str, str]], tolerance: Tolerance) -> list[Check]:
+    p = pair_asks(asks, base["verdicts"], run_marks)
+    allowed = math.floor(tolerance.asks * p.answerable)
+    share = f"{p.retained_before / p.answerable:.3f}" if p.answerable else "n/a"
+    now = f"{p.retained_now / p.answerable:.3f}" if p.answerable else "n/a"
+    status = "REGRESSION" if p.net_loss > allowed else ("improved" if -p.net_loss > allowed else "ok")
+    checks = [Check(cfg, f"retention (paired, {p.answerable:,} asks)", f"{share} ({p.retained_before:,} retained)",
+                    f"net loss ≤ {allowed:,}", f"{now}: lost {p.lost:,}, gained {p.gained:,} (net "
+                    f"{-p.net_loss:+,})", status)]
+    if p.unpaired:
+        checks.append(Check(cfg, "asks paired", f"{p.answerable:,}", f"unpaired ≤ {allowed:,}",
+                            f"{p.unpaired:,} not in the run or no longer answerable",
+                            "REGRESSION" if p.unpaired > allowed else "ok"))
+    return checks
+
+
+def _cost_check(cfg: str, metric: str, band: tuple[float, float, float], cur: float, deterministic: bool,
+                tolerance: Tolerance) -> Check:
+    est, low, high = band
+    ref = est if deterministic else high
+    limit = ref * (1 + tolerance.cost) + COST_EPSILON[metric]
+    if math.isnan(est) and math.isnan(cur):
+        status = "ok"
+    elif math.isnan(limit) or math.isnan(cur):
+        status = "REGRESSION"
+    else:
+        floor = (est if deterministic else low) * (1 - tolerance.cost)
+        status = "REGRESSION" if cur > limit else ("improved" if cur < floor else "ok")
+    shown = _f(metric, est) if deterministic else f"{_f(metric, est)} [{_f(metric, low)}, {_f(metric, high)}]"
+    return Check(cfg, metric, shown, f"≤ {_f(metric, limit)}", _f(metric, cur), status)
+
+
+def _interval_check(cfg: str, band: tuple[float, float, float], cur: float, clusters: int,
+                    tolerance: Tolerance) -> Check:
+    est, low, high = band
+    shown = f"{_f('retention', est)} [{_f('retention', low)}, {_f('retention', high)}]"
+    if math.isnan(low) or clusters < MIN_CONVERSATIONS:
+        return Check(cfg, "retention (interval)", shown, "–",
+                     f"{_f('retention', cur)}: {not_enough(clusters)} to gate a non-deterministic model",
+                     "REGRESSION")
+    limit = low - tolerance.retention
+    if math.isnan(cur):
+        status = "ok" if math.isnan(est) else "REGRESSION"
+    else:
+        status = "REGRESSION" if cur < limit else ("improved" if cur > high else "ok")
+    return Check(cfg, "retention (interval)", shown, f"≥ {_f('retention', limit)}", _f("retention", cur), status)
+
+
+def check(run: Run, baseline: Mapping[str, Any], *, tolerance: Tolerance = DEFAULT_TOLERANCE,
           strict: bool = False, n_resamples: int = DEFAULT_RESAMPLES,
           table: pd.DataFrame | None = None) -> GateResult:
+    thresholds = Thresholds(**(baseline.get("thresholds") or {}))
     if table is None:
-        table = analysis.config_table(run, n_resamples=n_resamples)
+        table = analysis.config_table(run, thresholds=thresholds, n_resamples=n_resamples)
     current = {str(r["config"]): r for r in table.to_dict("records")}
+    marks = ask_verdicts(run)
     result = GateResult([])
     now_pins = pins(run)
     base_ds, run_ds = baseline.get("dataset_sha256") or {}, now_pins["dataset_sha256"]
@@ -163,26 +344,34 @@ def check(run: Run, baseline: Mapping[str, Any], *, tolerance: Tolerance = Toler
         if baseline.get(key) not in (None, "", {}) and baseline.get(key) != now_pins[key]:
             result.warnings.append(f"{key} changed: baseline {baseline.get(key)}, run {now_pins[key]}")
     for cfg in sorted(baseline["configs"]):
-        metrics = baseline["configs"][cfg]
+        base = baseline["configs"][cfg]
         if cfg not in current:
-            result.checks.append(Check(cfg, "retention", _band(metrics["retention"]), None, None, "MISSING"))
+            result.checks.append(Check(cfg, "configuration", "present", "present", "missing", "MISSING"))
             continue
         row = current[cfg]
-        for m in GATED_METRICS:
-            est, low, high = _band(metrics[m])
-            cur = float(row[m])
-            if m == "retention":
-                limit = low - tolerance.retention
-                status = "REGRESSION" if cur < limit else ("improved" if cur > high else "ok")
-            else:
-                limit = high * (1 + tolerance.cost) + COST_EPSILON[m]
-                status = "REGRESSION" if cur > limit else ("improved" if cur < low else "ok")
-            if math.isnan(limit) or math.isnan(cur):
-                status = "ok" if math.isnan(est) and math.isnan(cur) else "REGRESSION"
-            result.checks.append(Check(cfg, m, (est, low, high), limit, cur, status))
+        was, now = str(base["status"]), str(row["status"])
+        if was == OK and now != OK:
+            result.checks.append(Check(cfg, "status", was, OK, f"{now}: {row['reason']}", "REGRESSION"))
+        elif was != now:
+            result.checks.append(Check(cfg, "status", was, "–", now, "improved" if now == OK else "ok"))
+        deterministic = bool(base["deterministic"]) and bool(row["deterministic"])
+        if deterministic:
+            result.checks += _paired_checks(cfg, base, baseline["asks"], marks.get(cfg, {}), tolerance)
+        else:
+            result.checks.append(_interval_check(cfg, _band(base["retention"]), float(row["retention"]),
+                                                 int(row["n_conversations"]), tolerance))
+        for m in COSTS:
+            band = _band(base[m])
+            if math.isnan(band[0]) and math.isnan(float(row[m])):
+                continue
+            result.checks.append(_cost_check(cfg, m, band, float(row[m]), deterministic, tolerance))
     for cfg in sorted(set(current) - set(baseline["configs"])):
         result.warnings.append(f"configuration {cfg!r} is not in the baseline (not gated; --promote to add)")
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
 
 
 def _f(metric: str, v: float | None) -> str:
@@ -192,17 +381,9 @@ def _f(metric: str, v: float | None) -> str:
 
 
 def gate_table(result: GateResult) -> str:
-    headers = ["config", "metric", "baseline [95% CI]", "limit", "current", "status"]
-    rows = [headers]
-    for c in result.checks:
-        base = (f"{_f(c.metric, c.baseline[0])} [{_f(c.metric, c.baseline[1])}, {_f(c.metric, c.baseline[2])}]"
-                if c.baseline else "–")
-        bound = ("≥ " if c.metric == "retention" else "≤ ") + _f(c.metric, c.limit) if c.limit is not None else "–"
-        rows.append([c.config, c.metric, base, bound, _f(c.metric, c.current),
-                     "MISSING from run" if c.status == "MISSING" else c.status])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(headers))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    headers = ["config", "check", "baseline", "limit", "current", "status"]
+    lines = text_table(headers, ([c.config, c.metric, c.baseline, c.limit, c.current,
+                                  "MISSING from run" if c.status == "MISSING" else c.status] for c in result.checks))
     lines += [f"warning: {w}" for w in result.warnings]
     lines += [f"FAILED: {f}" for f in result.failures]
     n_bad = len(result.regressions)
@@ -231,32 +412,45 @@ def history_entry(run: Run, baseline_name: str, result: GateResult | None,
         "git_sha": str(run.manifest.get("git_sha", "")),
         "status": "new" if result is None else ("fail" if result.failed else "pass"),
         "promoted": promoted,
-        "configs": {cfg: {m: v[m]["estimate"] for m in GATED_METRICS} for cfg, v in new["configs"].items()},
+        "configs": {cfg: {**{m: v[m]["estimate"] for m in BANDED}, "status": v["status"]}
+                    for cfg, v in new["configs"].items()},
         "problems": [] if result is None else result.regressions,
     }
 
 
 def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[str], *, promote: bool = False,
-            tolerance: Tolerance = Tolerance(), strict: bool = False, n_resamples: int = DEFAULT_RESAMPLES,
-            now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> tuple[int, str]:
-    """Run the gate; return (exit code, the table to print).
+            tolerance: Tolerance = DEFAULT_TOLERANCE, strict: bool = False, n_resamples: int = DEFAULT_RESAMPLES,
+            record_history: bool = False, now: Callable[[], datetime] = lambda: datetime.now(UTC),
+            ) -> tuple[int, str]:
+    """Run the gate; return (exit code, the table to print). Writes nothing unless asked:
+    `promote` rewrites the baseline, `record_history` appends to its history.
 
-    With `promote`, the comparison is still printed and logged, then the run becomes the new
-    baseline and the exit code is 0: promoting is the explicit act of accepting the numbers.
+    With `promote`, the comparison is still printed, then the run becomes the new baseline and
+    the exit code is 0: promoting is the explicit act of accepting the numbers. An old baseline
+    this gate cannot read is replaced (and said so), since promoting is how it is upgraded.
     """
     run = analysis.load(run_dir)
     path = Path(baseline_path)
     name = path.name.removesuffix(".json")
     when = now()
-    table = analysis.config_table(run, n_resamples=n_resamples)
-    new = make_baseline(run, name, now=lambda: when, table=table)
-    result: GateResult | None = None
+    old: dict[str, Any] | None = None
+    note = ""
     if path.exists() or not promote:
-        result = check(run, read_baseline(path), tolerance=tolerance, strict=strict, table=table)
-    append_history(history_path(path), history_entry(run, name, result, new, when, promote))
-    text = gate_table(result) if result is not None else f"no baseline at {path} yet"
+        try:
+            old = read_baseline(path)
+        except ConfigError as err:
+            if not promote:
+                raise
+            note = f"the old baseline is not comparable ({err})\n"
+    thresholds = Thresholds(**(old.get("thresholds") or {})) if old is not None else DEFAULT_THRESHOLDS
+    table = analysis.config_table(run, thresholds=thresholds, n_resamples=n_resamples)
+    new = make_baseline(run, name, now=lambda: when, table=table, thresholds=thresholds)
+    result = check(run, old, tolerance=tolerance, strict=strict, table=table) if old is not None else None
+    if record_history:
+        append_history(history_path(path), history_entry(run, name, result, new, when, promote))
+    text = gate_table(result) if result is not None else note + f"no comparable baseline at {path} yet"
     if promote:
-        atomic_write_text(path, json.dumps(new, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(path, json.dumps(new, indent=1, sort_keys=True) + "\n")
         text += f"\npromoted: {path} now holds {len(new['configs'])} configuration(s) from run {run.name}"
         return EXIT_PASS, text
     assert result is not None

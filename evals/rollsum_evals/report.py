@@ -1,9 +1,13 @@
 """`rollsum report RUN`: one run directory in, report.md + self-contained report.html + PNGs out.
 
 The report answers "which configuration keeps the most early facts per token" at a glance: a
-ranked table with intervals clustered by conversation, the retention/tokens plane with its
-Pareto frontier, where facts die, and what it cost. The HTML embeds its images and has no
-external CSS, JS or fonts, so it can be mailed or attached to a CI run and still open offline.
+verdict, a ranked table of the configurations that are feasible and healthy with intervals
+clustered by conversation, one section per reason a configuration is not ranked (degraded,
+broken, infeasible, reference, error) with the reason in words, the asks that were excluded and
+why, the retention/tokens plane with its Pareto frontier, where facts die, and what it cost.
+`configs.csv` beside it holds every configuration's numbers and verdict for machines. The HTML
+embeds its images and has no external CSS, JS or fonts, so it can be mailed or attached to a CI
+run and still open offline.
 Every piece of text that came from a conversation or a spec (questions, answers, summaries,
 configuration labels) is passed through `html.escape`: a `<script>` in a chat shows as text.
 
@@ -15,25 +19,40 @@ from __future__ import annotations
 import base64
 import html
 import logging
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from rollsum_evals import plots
 from rollsum_evals.analysis import (
+    PER_CALL,
+    answerable_probes,
     config_table,
     dataset_hashes,
     load,
-    ok_probes,
+    ranked,
     summaries_at_checkpoint,
+    token_axis,
 )
 from rollsum_evals.fileio import atomic_write_text
-from rollsum_evals.formatting import fmt_ci, fmt_num, fmt_usd, html_table, md_escape, md_table
+from rollsum_evals.formatting import fmt_interval, fmt_num, fmt_usd, html_table, md_escape, md_table
 from rollsum_evals.rundir.journal import read_jsonl
 from rollsum_evals.rundir.read import Run
 from rollsum_evals.stats import DEFAULT_RESAMPLES
+from rollsum_evals.verdicts import (
+    BROKEN,
+    DEFAULT_THRESHOLDS,
+    DEGRADED,
+    ERROR,
+    INFEASIBLE,
+    OK,
+    REFERENCE,
+    Thresholds,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,20 +60,137 @@ TOP_CONFIGS = 2
 """How many of the best configurations get their summaries shown side by side."""
 
 
-RANK_HEADERS = ("#", "config", "retention [95% CI]", "main tokens", "cost USD [95% CI]", "units",
-                "probes", "summaries", "failures", "Pareto")
+def rank_headers(tokens: str) -> tuple[str, ...]:
+    return ("#", "config", "retention [95% CI]", tokens, "cost / conversation [95% CI]",
+            "projected summarizer cost", "calls / message", "failed calls", "containment (old)",
+            "conversations", "Pareto")
+
+
+def unranked_headers(tokens: str) -> tuple[str, ...]:
+    return ("config", "status", "why not ranked", "retention [95% CI]", tokens,
+            "calls / message", "failed calls", "overflow turns", "peak context ÷ window")
+
+SECTIONS: tuple[tuple[str, str, str], ...] = (
+    (DEGRADED, "Degraded: summaries failing or thrashing",
+     "The summarizer failed on more calls than the limit, or was called on most messages. Its "
+     "retention is not what the configuration would deliver."),
+    (BROKEN, "Broken: every summarizer call failed",
+     "Nothing was summarized; whatever retention it shows comes from keeping messages verbatim."),
+    (INFEASIBLE, "Infeasible: the context did not fit the window",
+     "On some turns the context was larger than the main model's window: a real call would "
+     "have been refused or truncated by the API."),
+    (REFERENCE, "References (not candidates)",
+     "Baselines that do not fit the window: the ceiling a summary is measured against, drawn as a "
+     "line on the retention-vs-tokens plot."),
+    (ERROR, "Errors: units that did not finish",
+     "Some conversations did not finish under this configuration; its numbers are incomplete."),
+    (OK, "Not ranked: nothing to rank by",
+     "Healthy and feasible, but without a retention figure (no answerable asks)."),
+)
+EXCLUSION_WORDS = {"adversarial": "adversarial", "uncheckable": "not checkable",
+                   "unsupported": "not supported by the conversation"}
+CSV_COLUMNS = ("config", "rank", "status", "flags", "reason", "retention", "retention_low", "retention_high",
+               "retention_containment", "n_conversations", "n_units", "n_units_failed", "n_asks", "n_probes",
+               "n_excluded_adversarial", "n_excluded_uncheckable", "n_excluded_unsupported",
+               "main_tokens", "main_tokens_low", "main_tokens_high", "main_tokens_basis",
+               "main_tokens_per_turn", "main_tokens_at_asks", "main_input_tokens",
+               "cost_usd", "cost_usd_low", "cost_usd_high", "cost_main_usd",
+               "cost_summarizer_usd", "projected_summarizer_cost_usd", "projected_model",
+               "summarizer_attempts", "failures", "failure_rate", "summarizer_calls_per_message",
+               "fallbacks", "cassette_misses", "clips", "overflow_turns", "max_context_ratio",
+               "context_window", "pareto", "preset", "model", "prompt")
+"""configs.csv, in this order (docs/reports.md documents each)."""
+
+
+def _failed(r: Mapping[Any, Any]) -> str:
+    """"failed/attempted" summarizer calls; "–" for a baseline (it has no summarizer)."""
+    attempts, failures = r.get("summarizer_attempts", math.nan), r.get("failures", math.nan)
+    if _missing(attempts) or r.get("baseline"):
+        return "–"
+    return f"{int(failures or 0):,}/{int(attempts):,}"
+
+
+def _calls(r: Mapping[Any, Any]) -> str:
+    return "–" if r.get("baseline") else fmt_num(r.get("summarizer_calls_per_message", math.nan), 2)
+
+
+def _missing(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _retention(r: Mapping[Any, Any]) -> str:
+    return fmt_interval(r["retention"], r["retention_low"], r["retention_high"], int(r["n_conversations"]))
+
+
+def _projected(r: Mapping[Any, Any]) -> str:
+    v = r.get("projected_summarizer_cost_usd", math.nan)
+    if _missing(v) or r.get("baseline"):
+        return "–"
+    model = str(r.get("projected_model") or "")
+    return f"{fmt_usd(v)}" + (f" ({model})" if model else "")
 
 
 def ranked_rows(table: pd.DataFrame) -> list[list[str]]:
     rows = []
-    for r in table.to_dict("records"):
-        rows.append([str(r["rank"]), str(r["config"]),
-                     fmt_ci(r["retention"], r["retention_low"], r["retention_high"]),
-                     fmt_num(r["main_input_tokens"], 0),
-                     f"{fmt_usd(r['cost_usd'])} [{fmt_usd(r['cost_usd_low'])}, {fmt_usd(r['cost_usd_high'])}]",
-                     str(r["units"]), str(r["probes"]), fmt_num(r.get("n_summaries", float("nan")), 1),
-                     fmt_num(r.get("n_failures", float("nan")), 1), "★" if r["pareto"] else ""])
+    tokens = token_axis(table).column
+    for r in ranked(table).to_dict("records"):
+        rows.append([str(r["rank"]), str(r["config"]), _retention(r), fmt_num(r[tokens], 0),
+                     f"{fmt_usd(r['cost_usd'])} [{fmt_usd(r['cost_usd_low'])}, {fmt_usd(r['cost_usd_high'])}]"
+                     if not _missing(r["cost_usd_low"]) else fmt_usd(r["cost_usd"]),
+                     _projected(r), _calls(r), _failed(r),
+                     fmt_num(r.get("retention_containment", math.nan)), str(r["n_conversations"]),
+                     "★" if r["pareto"] else ""])
     return rows
+
+
+def unranked_rows(table: pd.DataFrame, status: str) -> list[list[str]]:
+    rows = []
+    tokens = token_axis(table).column
+    for r in table[(table["status"] == status) & ~table["ranked"]].to_dict("records"):
+        ratio = r.get("max_context_ratio", math.nan)
+        rows.append([str(r["config"]), str(r["status"]), str(r["reason"]), _retention(r),
+                     fmt_num(r[tokens], 0), _calls(r), _failed(r), fmt_num(r.get("overflow_turns", math.nan), 0),
+                     "–" if _missing(ratio) else f"{ratio:.2f}×"])
+    return rows
+
+
+def exclusion_rows(table: pd.DataFrame) -> list[list[str]]:
+    """Asks and why some were not counted, per configuration; one row when all agree."""
+    cols = ["n_asks", "n_probes", *(f"n_excluded_{k}" for k in EXCLUSION_WORDS)]
+    counts = table[["config", *cols]]
+    if len(counts) and (counts[cols].nunique() == 1).all():
+        return [["every configuration", *(f"{int(v):,}" for v in counts[cols].iloc[0])]]
+    return [[str(r["config"]), *(f"{int(r[c]):,}" for c in cols)] for r in counts.to_dict("records")]
+
+
+EXCLUSION_HEADERS = ("config", "asks", "answerable (counted)",
+                     *(f"excluded: {w}" for w in EXCLUSION_WORDS.values()))
+
+
+def headline(table: pd.DataFrame) -> str:
+    """One sentence: which configuration the report recommends, and what it left out."""
+    if table.empty:
+        return "No finished units."
+    best = ranked(table)
+    left_out = table[~table["ranked"]]
+    groups = left_out["status"].replace({OK: "without answerable asks"}).value_counts().sort_index()
+    counts = ", ".join(f"{n} {s}" for s, n in groups.items())
+    tail = f" {len(left_out)} configuration(s) not ranked ({counts})." if len(left_out) else ""
+    if best.empty:
+        if (table["status"] == OK).any():
+            return "Nothing is ranked: no feasible, healthy configuration has answerable asks." + tail
+        return "No configuration is both feasible and healthy: nothing is ranked." + tail
+    r = best.iloc[0].to_dict()
+    axis = token_axis(table)
+    return (f"Best: {r['config']} — retention {_retention(r)} at {fmt_num(r[axis.column], 0)} "
+            f"{axis.header}; {len(best)} configuration(s) ranked.{tail}")
+
+
+def write_configs_csv(table: pd.DataFrame, path: Path) -> Path:
+    """configs.csv: one row per configuration, every column in docs/reports.md."""
+    out = table.reindex(columns=list(CSV_COLUMNS))
+    atomic_write_text(path, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+    return path
 
 
 CSS = """
@@ -70,6 +206,7 @@ img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 pre{white-space:pre-wrap;word-wrap:break-word;background:#f7f7f9;border:1px solid #e1e1e8;padding:.8em;
  font-size:.82em;max-height:36em;overflow:auto}
 .warn{color:#a94442}
+table.flagged td{background:#fdf1f0}
 """
 
 
@@ -108,32 +245,66 @@ def _lost_examples(probes: pd.DataFrame, config: str, limit: int = 8) -> list[li
     return rows
 
 
+READING = ("Retention = the share of *answerable* asks (a probe at one asking turn) whose answer the "
+           "context at that turn supports; intervals are 95 % bootstrap intervals resampling "
+           "conversations. Only configurations whose context always fit the window and whose "
+           "summarizer was healthy (at most {fail} of calls failed, at most {cpm:g} calls per message) "
+           "are ranked or on the Pareto frontier; the others are listed below with the reason.")
+
+
+def _notes(run: Run, table: pd.DataFrame) -> list[str]:
+    """Banners: what the reader must know before trusting any number below."""
+    notes = []
+    n_err = int((run.units["status"].astype(str) != "ok").sum()) if "status" in run.units.columns else 0
+    if n_err:
+        notes.append(f"{n_err} unit(s) did not finish and are left out of every figure; their "
+                     "configurations are not ranked.")
+    if "answerable" not in run.probes.columns and not run.probes.empty:
+        notes.append("This run was scored before the support-based metric: retention is the old "
+                     "containment check over asks the conversation contains (re-score with `rollsum score`).")
+    if len(table) and table["flags"].str.contains("health-unknown").any():
+        notes.append("This run has no summarizer health columns: failures and thrashing cannot be "
+                     "checked (re-score with `rollsum score`).")
+    return notes
+
+
 def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
-                 history: Path | None = None, n_resamples: int = DEFAULT_RESAMPLES) -> Path:
-    """Write report.md, report.html and the PNGs; return the path of report.html."""
+                 history: Path | None = None, n_resamples: int = DEFAULT_RESAMPLES,
+                 thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Path:
+    """Write report.md, report.html, configs.csv and the PNGs; return the path of report.html."""
     run = load(run_dir)
     out = Path(out_dir) if out_dir is not None else Path("reports") / run.name
     out.mkdir(parents=True, exist_ok=True)
-    table = config_table(run, n_resamples=n_resamples)
-    probes = ok_probes(run)
-    configs = table["config"].tolist() if not table.empty else []
+    table = config_table(run, thresholds=thresholds, n_resamples=n_resamples)
+    write_configs_csv(table, out / "configs.csv")
+    probes = answerable_probes(run)
+    best = ranked(table)["config"].tolist() if len(table) else []
+    configs = table["config"].tolist() if len(table) else []
     top = configs[: plots.MAX_SERIES]
+    axis = token_axis(table) if len(table) else PER_CALL
+    tokens, axis_label = axis.header, axis.label
 
     figures: list[tuple[str, str, Path]] = []
-    figures.append(("Retention vs tokens", "Higher and further left is better; red points are on "
-                    "the Pareto frontier (no configuration keeps more facts with fewer tokens).",
-                    plots.retention_vs_tokens(table, out / "retention_vs_tokens.png")))
+    figures.append(("Retention vs tokens", f"x: {axis_label}. Higher and further left is better; red "
+                    "points are on the Pareto frontier (no ranked configuration keeps more facts with "
+                    "fewer tokens); grey crosses are not ranked (see their section); dashed lines are "
+                    "references.", plots.retention_vs_tokens(table, out / "retention_vs_tokens.png")))
+    figures.append(("Peak context vs the window", "Largest context of any turn divided by the main "
+                    "model's window: past 1.0 a real call would not fit.",
+                    plots.context_vs_window(table, out / "context_vs_window.png")))
     if not probes.empty and "age_turns" in probes.columns:
-        figures.append(("Retention by fact age", f"Top {len(top)} configurations by retention.",
+        figures.append(("Retention by fact age", f"Answerable asks; the first {len(top)} configurations "
+                        "of the table (ranked first).",
                         plots.retention_by_age(probes, top, out / "retention_by_age.png")))
     if not probes.empty and "died_at_generation" in probes.columns:
         figures.append(("Where facts die", "Generation = index in the summary chain of the first "
                         "summary that lost a fact it had.",
                         plots.where_facts_die(probes, configs, out / "where_facts_die.png")))
-    figures.append(("Cost split", "Main model, summarizer and judge, by the price table.",
+    figures.append(("Cost split", "Main model, summarizer and judge, by the price table; hatched: what an "
+                    "offline summarizer's calls would cost at the projected model (not spent).",
                     plots.cost_split(table, out / "cost_split.png")))
     if not probes.empty and "category" in probes.columns:
-        figures.append(("Retention by category", "LoCoMo categories and synthetic kinds.",
+        figures.append(("Retention by category", "Answerable asks; LoCoMo categories and synthetic kinds.",
                         plots.retention_by_category(probes, configs, out / "retention_by_category.png")))
     hist_path = _history_path(run, history)
     hist_rows = list(read_jsonl(hist_path)) if hist_path is not None else []
@@ -142,19 +313,26 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
                         plots.retention_trend(hist_rows, top, out / "trend.png")))
 
     summarized = {str(line.get("config")) for line in run.summaries()}
-    shown = [c for c in configs if c in summarized][:TOP_CONFIGS]
+    shown = [c for c in best if c in summarized][:TOP_CONFIGS]
     checkpoint = summaries_at_checkpoint(run, shown) if shown else None
-    n_err = int((run.units["status"].astype(str) != "ok").sum()) if "status" in run.units.columns else 0
-    lost = _lost_examples(probes, configs[0]) if configs and not probes.empty else []
+    lost = _lost_examples(probes, best[0]) if best and not probes.empty else []
     lost_headers = ("conversation", "category", "question", "answer", "age (turns)", "died at gen")
+    reading = READING.format(fail=f"{100 * thresholds.max_failure_rate:g} %",
+                             cpm=thresholds.max_calls_per_message)
+    notes = _notes(run, table)
+    sections = [(title, text, unranked_rows(table, status)) for status, title, text in SECTIONS]
+    sections = [s for s in sections if s[2]]
 
     # ---- Markdown
     md = [f"# rollsum report: {md_escape(run.name)}", "", md_table(("field", "value"), _manifest_rows(run)), ""]
-    if n_err:
-        md += [f"**{n_err} unit(s) failed** and are left out of every figure below.", ""]
-    md += ["## Ranked configurations", "",
-           "Retention pools probes; intervals are 95 % bootstrap intervals resampling conversations.",
-           "", md_table(RANK_HEADERS, ranked_rows(table)) if not table.empty else "_no finished units_", ""]
+    md += [f"**{md_escape(n)}**" for n in notes] + ([""] if notes else [])
+    md += ["## Verdict", "", md_escape(headline(table)), "", "## Ranked configurations", "", reading, ""]
+    md += [md_table(rank_headers(tokens), ranked_rows(table)) if len(best) else "_no configuration is ranked_", ""]
+    for title, text, rows in sections:
+        md += [f"## {title}", "", text, "", md_table(unranked_headers(tokens), rows), ""]
+    if len(table):
+        md += ["## Asks counted", "", "Retention counts only answerable asks; the others are excluded, "
+               "never counted as lost.", "", md_table(EXCLUSION_HEADERS, exclusion_rows(table)), ""]
     for title, caption, path in figures:
         md += [f"## {title}", "", caption, "", f"![{title}]({path.name})", ""]
     if checkpoint is not None:
@@ -164,8 +342,9 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
         for cfg, text in checkpoint.texts.items():
             md += [f"### {md_escape(cfg)}", "", "```text", text.replace("```", "ʼʼʼ"), "```", ""]
     if lost:
-        md += [f"## Facts lost by the top configuration ({md_escape(configs[0])})", "",
+        md += [f"## Facts lost by the top configuration ({md_escape(best[0])})", "",
                md_table(lost_headers, lost), ""]
+    md += ["Every configuration's numbers, status and flags: `configs.csv` (docs/reports.md).", ""]
     atomic_write_text(out / "report.md", "\n".join(md))
 
     # ---- HTML
@@ -174,12 +353,18 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
              f"<title>rollsum report: {e(run.name)}</title>", f"<style>{CSS}</style></head><body>",
              f"<h1>rollsum report: {e(run.name)}</h1>",
              html_table(("field", "value"), _manifest_rows(run), "meta")]
-    if n_err:
-        parts.append(f'<p class="warn"><b>{n_err} unit(s) failed</b> and are left out of every figure.</p>')
-    parts.append("<h2>Ranked configurations</h2><p>Retention pools probes; intervals are 95 % "
-                 "bootstrap intervals resampling conversations.</p>")
-    parts.append(html_table(RANK_HEADERS, ranked_rows(table), "ranked") if not table.empty
-                 else "<p>No finished units.</p>")
+    parts += [f'<p class="warn"><b>{e(n)}</b></p>' for n in notes]
+    parts.append(f"<h2>Verdict</h2><p><b>{e(headline(table))}</b></p>")
+    parts.append(f"<h2>Ranked configurations</h2><p>{e(reading)}</p>")
+    parts.append(html_table(rank_headers(tokens), ranked_rows(table), "ranked") if len(best)
+                 else "<p>No configuration is ranked.</p>")
+    for title, text, rows in sections:
+        parts.append(f'<h2 class="warn">{e(title)}</h2><p>{e(text)}</p>')
+        parts.append(html_table(unranked_headers(tokens), rows, "unranked flagged"))
+    if len(table):
+        parts.append("<h2>Asks counted</h2><p>Retention counts only answerable asks; the others are "
+                     "excluded, never counted as lost.</p>")
+        parts.append(html_table(EXCLUSION_HEADERS, exclusion_rows(table), "asks"))
     for title, caption, path in figures:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         parts.append(f"<h2>{e(title)}</h2><p>{e(caption)}</p>"
@@ -193,8 +378,9 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
             parts.append(f"<div><h3>{e(cfg)}</h3><pre>{e(text) or '<i>(no summary yet)</i>'}</pre></div>")
         parts.append("</div>")
     if lost:
-        parts.append(f"<h2>Facts lost by the top configuration ({e(configs[0])})</h2>")
+        parts.append(f"<h2>Facts lost by the top configuration ({e(best[0])})</h2>")
         parts.append(html_table(lost_headers, lost, "lost"))
+    parts.append("<p>Every configuration's numbers, status and flags: <code>configs.csv</code>.</p>")
     parts.append("</body></html>")
     html_path = out / "report.html"
     atomic_write_text(html_path, "\n".join(parts))

@@ -11,6 +11,12 @@ Unit) is resampled, which cancels the between-conversation variance that A and B
 When several metrics or configuration pairs are tested together, Holm's step-down procedure
 keeps the family-wise error at alpha; each interval is reported at the level at which it was
 tested, so a verdict always follows from its own interval.
+
+A bootstrap over k conversations can only produce k distinct resampled sets; with one
+conversation every resample is the same and the "interval" has zero width whatever the truth.
+Below `MIN_CONVERSATIONS` clusters no interval or p-value is computed at all (`Interval.enough`
+is False, bounds and p are NaN), and every caller shows "not enough conversations (n)" instead
+of a number that looks like certainty.
 """
 
 from __future__ import annotations
@@ -23,6 +29,15 @@ import numpy.typing as npt
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_ALPHA = 0.05
+MIN_CONVERSATIONS = 5
+"""Fewer independent conversations than this: no interval, no p-value, no verdict. With 4
+clusters a percentile bootstrap has 35 distinct resamples and its 95 % interval is mostly the
+spread of 4 numbers; 5 is the smallest count at which the interval is more than a min/max."""
+
+
+def not_enough(clusters: int) -> str:
+    """The words every report, comparison and gate uses instead of an interval."""
+    return f"not enough conversations ({clusters})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +52,18 @@ class Interval:
     """Two-sided bootstrap p-value for 'the true value is 0' (meaningful for differences)."""
     n: int = 0
     clusters: int = 0
+    """Clusters (conversations) that had at least one value."""
+    min_clusters: int = MIN_CONVERSATIONS
+
+    @property
+    def enough(self) -> bool:
+        """Enough conversations for an interval (else low, high and p_value are NaN)."""
+        return self.clusters >= self.min_clusters
 
     @property
     def excludes_zero(self) -> bool:
-        return self.low > 0.0 or self.high < 0.0
+        """Only ever True for an interval that was computed (never on too few conversations)."""
+        return self.enough and (self.low > 0.0 or self.high < 0.0)
 
     def to_dict(self) -> dict[str, float]:
         return {"estimate": self.estimate, "low": self.low, "high": self.high}
@@ -79,25 +102,33 @@ def bootstrap_distribution(values: Sequence[float] | npt.ArrayLike, clusters: Se
 
 
 def _interval_from(estimate: float, boot: npt.NDArray[np.float64], alpha: float, n: int,
-                   clusters: int) -> Interval:
+                   clusters: int, min_clusters: int = MIN_CONVERSATIONS) -> Interval:
+    nan = float("nan")
     if np.isnan(estimate):
-        return Interval(float("nan"), float("nan"), float("nan"), alpha, 1.0, n, clusters)
+        return Interval(nan, nan, nan, alpha, nan, n, clusters, min_clusters)
+    if clusters < min_clusters:
+        return Interval(estimate, nan, nan, alpha, nan, n, clusters, min_clusters)
     low, high = (float(q) for q in np.quantile(boot, [alpha / 2, 1 - alpha / 2]))
     # Floating-point sums of identical values can wobble in the last bit; clamp so a
     # degenerate distribution gives a degenerate interval exactly at the estimate.
     if np.ptp(boot) <= 1e-12 * max(1.0, abs(estimate)):
         low = high = estimate
     p = min(1.0, 2.0 * min(float(np.mean(boot <= 0)), float(np.mean(boot >= 0))))
-    return Interval(estimate, low, high, alpha, p, n, clusters)
+    return Interval(estimate, low, high, alpha, p, n, clusters, min_clusters)
+
+
+def _clusters_with_values(values: Sequence[float] | npt.ArrayLike, clusters: Sequence[Hashable]) -> int:
+    vals = np.asarray(values, dtype=np.float64)
+    return len({c for c, v in zip(clusters, vals.tolist()) if not np.isnan(v)})
 
 
 def cluster_bootstrap(values: Sequence[float] | npt.ArrayLike, clusters: Sequence[Hashable], *,
                       alpha: float = DEFAULT_ALPHA, n_resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = 0) -> Interval:
+                      seed: int = 0, min_clusters: int = MIN_CONVERSATIONS) -> Interval:
     """Mean of `values` with an interval from resampling whole clusters (conversations)."""
     estimate, boot = bootstrap_distribution(values, clusters, n_resamples=n_resamples, seed=seed)
-    n_clusters = len(set(clusters))
-    return _interval_from(estimate, boot, alpha, len(clusters), n_clusters)
+    return _interval_from(estimate, boot, alpha, len(clusters), _clusters_with_values(values, clusters),
+                          min_clusters)
 
 
 def paired_bootstrap(a: Sequence[float] | npt.ArrayLike, b: Sequence[float] | npt.ArrayLike,
@@ -144,19 +175,22 @@ def holm_levels(p_values: Sequence[float], alpha: float = DEFAULT_ALPHA) -> list
 
 def holm_intervals(values: Sequence[tuple[Sequence[float] | npt.ArrayLike, Sequence[Hashable]]], *,
                    alpha: float = DEFAULT_ALPHA, n_resamples: int = DEFAULT_RESAMPLES,
-                   seed: int = 0) -> list[Interval]:
+                   seed: int = 0, min_clusters: int = MIN_CONVERSATIONS) -> list[Interval]:
     """Cluster-bootstrap intervals of several (difference) means, Holm-corrected as a family.
 
     Each item is (per-item differences, cluster labels). The same seed is used for every item
-    so that the family is reproducible.
+    so that the family is reproducible. Items on too few conversations are not tested: they
+    get no interval and do not count in the family (they cannot reject anything).
     """
     dists = [bootstrap_distribution(v, c, n_resamples=n_resamples, seed=seed) for v, c in values]
-    raw = [_interval_from(est, boot, alpha, len(c), len(set(c))) for (est, boot), (_, c) in
-           zip(dists, values)]
-    levels = holm_levels([iv.p_value for iv in raw], alpha)
-    adjusted_p = holm_adjust([iv.p_value for iv in raw])
-    out = []
-    for (est, boot), iv, level, p in zip(dists, raw, levels, adjusted_p):
-        tested = _interval_from(est, boot, level, iv.n, iv.clusters)
-        out.append(Interval(tested.estimate, tested.low, tested.high, level, p, iv.n, iv.clusters))
+    raw = [_interval_from(est, boot, alpha, len(c), _clusters_with_values(v, c), min_clusters)
+           for (est, boot), (v, c) in zip(dists, values)]
+    tested = [i for i, iv in enumerate(raw) if iv.enough]
+    levels = holm_levels([raw[i].p_value for i in tested], alpha)
+    adjusted_p = holm_adjust([raw[i].p_value for i in tested])
+    out = list(raw)
+    for i, level, p in zip(tested, levels, adjusted_p):
+        est, boot = dists[i]
+        iv = _interval_from(est, boot, level, raw[i].n, raw[i].clusters, min_clusters)
+        out[i] = Interval(iv.estimate, iv.low, iv.high, level, p, iv.n, iv.clusters, min_clusters)
     return out

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,12 @@ def test_demo_runs_offline_and_prints_the_report_path_last(
     assert last.is_absolute() and last.exists()
     assert last.is_relative_to(tmp_path / "demo" / "report")  # under --out, not ./reports
     assert (tmp_path / "demo" / "run" / "units.parquet").exists() and not (tmp_path / "reports").exists()
+    # the demo recommends a configuration that fits the window and whose summarizer works
+    with (last.parent / "configs.csv").open(newline="") as fh:
+        best = next(csv.DictReader(fh))
+    assert (best["rank"], best["status"], best["flags"]) == ("1", "ok", "")
+    assert float(best["max_context_ratio"]) <= 1.0 and int(best["overflow_turns"]) == 0
+    assert float(best["summarizer_calls_per_message"]) <= 0.5 and best["failures"] == "0"
 
 
 # -- --fail-on-error -------------------------------------------------------------------------------

@@ -1,9 +1,20 @@
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from rollsum_evals.analysis import load
 from rollsum_evals.cli import main
-from rollsum_evals.compare import A_BETTER, B_BETTER, NO_DIFFERENCE, compare_configs, compare_runs, write_compare
+from rollsum_evals.compare import (
+    A_BETTER,
+    B_BETTER,
+    NO_DIFFERENCE,
+    compare_configs,
+    compare_matched,
+    compare_runs,
+    unit_metrics,
+    verdict_text,
+    write_compare,
+)
 
 from tests.evals.report.fakerun import make_run
 
@@ -32,13 +43,66 @@ def test_a_clearly_better_configuration_is_named_whichever_side_it_is_on(run_dir
     by_metric = {r.metric: r for r in flipped.results}
     assert by_metric["retention"].diff.low > 0.3
     # fewer tokens is better: SHORT (B) wins on tokens
-    assert by_metric["main_input_tokens"].verdict == B_BETTER
+    assert by_metric[unit_metrics(load(run_dir))[0]].verdict == B_BETTER
 
 
 def test_weak_evidence_is_not_called_a_win(tmp_path: Path) -> None:
-    run = load(make_run(tmp_path / "weak", {"a": 0.50, "b": 0.53}, n_conversations=4,
+    run = load(make_run(tmp_path / "weak", {"a": 0.50, "b": 0.53}, n_conversations=6,
                         tokens={"a": 20_000, "b": 20_000}))
     assert compare_configs(run, "b", "a", n_resamples=N).verdict == NO_DIFFERENCE
+
+
+def test_fewer_than_five_conversations_give_no_verdict_and_no_p_value(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # a huge effect on one conversation is still one conversation
+    run_dir = make_run(tmp_path / "one", {"a": 0.05, "b": 0.95}, n_conversations=1, n_probes=40)
+    result = compare_configs(load(run_dir), "b", "a", n_resamples=N)
+    assert result.verdict == "not enough conversations (1)"
+    assert {r.verdict for r in result.results} == {"not enough conversations (1)"}
+    assert main(["compare", str(run_dir), "--a", "b", "--b", "a", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("b vs a")]
+    assert len(rows) == 3
+    for row in rows:  # no interval, no CI level, no Holm p: only the estimate and the reason
+        assert "[" not in row and row.count("–") >= 2 and row.rstrip().endswith("not enough conversations (1)")
+    four = compare_configs(load(make_run(tmp_path / "four", {"a": 0.05, "b": 0.95}, n_conversations=4)),
+                           "b", "a", n_resamples=N)
+    assert four.verdict == "not enough conversations (4)"
+    five = compare_configs(load(make_run(tmp_path / "five", {"a": 0.05, "b": 0.95}, n_conversations=5)),
+                           "b", "a", n_resamples=N)
+    assert five.verdict == A_BETTER
+
+
+def test_labels_match_whatever_the_spacing_and_parameter_order(run_dir: Path, tmp_path: Path) -> None:
+    run = make_run(tmp_path / "grid", {"since-last[keep_last=2,messages_per_summary=20]": 0.3,
+                                       "since-last[keep_last=20,messages_per_summary=20]": 0.8})
+    result = compare_configs(load(run), "since-last[ messages_per_summary=20, keep_last=2 ]",
+                             "since-last[messages_per_summary=20,keep_last=20]", n_resamples=N)
+    assert result.label_a == "since-last[keep_last=2,messages_per_summary=20]"
+    assert result.label_b == "since-last[keep_last=20,messages_per_summary=20]"
+
+
+def test_a_label_miss_suggests_the_nearest(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(run_dir), "--a", "since-lst[keep_last=20]", "--b", LONG]) == 2
+    err = capsys.readouterr().err
+    assert f"did you mean '{LONG}'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_prompts_on_a_prompt_blind_model_get_no_verdict(tmp_path: Path) -> None:
+    configs = {"since-last[prompt=a]": 0.2, "since-last[prompt=b]": 0.9, "real[prompt=a]": 0.2,
+               "real[prompt=b]": 0.9}
+    run = load(make_run(tmp_path / "blind", configs,
+                        models={"since-last[prompt=a]": "fake:mode=extractive",
+                                "since-last[prompt=b]": "fake:mode=extractive",
+                                "real[prompt=a]": "anthropic:claude-haiku-4-5",
+                                "real[prompt=b]": "anthropic:claude-haiku-4-5"},
+                        prompts={c: c[-2] for c in configs}))
+    blind = compare_configs(run, "since-last[prompt=b]", "since-last[prompt=a]", n_resamples=N)
+    assert blind.verdict.startswith("no verdict: prompts 'b' and 'a' on a prompt-blind summarizer")
+    assert all(r.verdict.startswith("no verdict") for r in blind.results)
+    assert "A better" not in verdict_text(blind)
+    # the same numbers on a model that follows prompts do give a verdict
+    assert compare_configs(run, "real[prompt=b]", "real[prompt=a]", n_resamples=N).verdict == A_BETTER
 
 
 def test_several_metrics_are_held_to_holm_levels(run_dir: Path) -> None:
@@ -79,3 +143,85 @@ def test_cli_compare_user_mistakes_exit_2(run_dir: Path, args: list[str], messag
                                           capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", str(run_dir), *args]) == 2
     assert message in capsys.readouterr().err
+
+
+A_TOK = [20_000] * 8
+GRID = {"truncate[keep=10]": [19_500, 19_000, 19_000, 23_000, 30_000, 19_600, 19_800, 20_100],
+        "truncate[keep=11]": [25_000, 20_300, 20_300, 21_500, 31_000, 25_000, 24_000, 24_000],
+        # a perfect match on every conversation, but its summarizer calls failed: never used
+        "truncate[keep=12]": [20_000] * 8,
+        # a perfect match too, but it overflowed on every conversation except conv-7
+        "truncate[keep=13]": [20_030] * 8}
+
+
+@pytest.fixture(scope="module")
+def grid_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("m") / "grid",
+                    {"since-last": 0.8, "truncate[keep=10]": 0.3, "truncate[keep=11]": 0.5,
+                     "truncate[keep=12]": 0.9, "truncate[keep=13]": 0.9},
+                    tokens={"since-last": A_TOK, **GRID}, n_conversations=8,
+                    unit_overrides={"truncate[keep=12]": {"summarizer_attempts": 10, "summarizer_failures": 5},
+                                    "truncate[keep=13]": {"overflow_turns": 3, "max_context_ratio": 1.1}},
+                    conversation_overrides={("truncate[keep=13]", 7): {"overflow_turns": 0,
+                                                                       "max_context_ratio": 0.9}})
+
+
+def test_match_tokens_pairs_each_conversation_with_the_nearest_grid_point(grid_run: Path) -> None:
+    result = compare_matched(load(grid_run), "since-last", "truncate", n_resamples=N)
+    used = {m.conversation.split("/")[1]: m.b_config for m in result.matches if m.matched}
+    # keep=13 fits only on conv-7, and is the nearest there; keep=12 is degraded: never used
+    assert used == {"conv-0": "truncate[keep=10]", "conv-1": "truncate[keep=11]", "conv-2": "truncate[keep=11]",
+                    "conv-5": "truncate[keep=10]", "conv-6": "truncate[keep=10]", "conv-7": "truncate[keep=13]"}
+    unmatched = {m.conversation.split("/")[1]: m.gap for m in result.matches if not m.matched}
+    assert set(unmatched) == {"conv-3", "conv-4"}  # nearest +7.5 % and +50 %: left out, counted
+    assert unmatched["conv-3"] == pytest.approx(21_530 / 20_030 - 1)
+    assert any("2 of 8 conversation(s)" in w for w in result.warnings)
+    assert any("truncate[keep=12] (degraded)" in w for w in result.warnings)
+    assert any("1 configuration(s) overflow the window on some conversations" in w for w in result.warnings)
+    by = {r.metric: r for r in result.results}
+    assert by["retention"].diff.clusters == 6 and result.verdict == A_BETTER
+    tokens = unit_metrics(load(grid_run))[0]
+    assert abs(by[tokens].diff.estimate) < 0.05 * by[tokens].mean_a
+    # retention is paired per ask with the matched unit: A 0.8 vs a mix of 0.3 and 0.5 keep rates
+    run = load(grid_run)
+    p = run.probes[run.probes["excluded"] == ""]
+    a = p[(p["config"] == "since-last") & p["conversation_id"].isin(used)]["retained"].mean()
+    b = pd.concat([p[(p["config"] == cfg) & (p["conversation_id"] == conv)] for conv, cfg in used.items()])
+    assert by["retention"].mean_a == pytest.approx(a)
+    assert by["retention"].mean_b == pytest.approx(b["retained"].mean())
+    conv1 = next(m for m in result.matches if m.conversation.endswith("/conv-1/0"))
+    b1 = p[(p["config"] == "truncate[keep=11]") & (p["conversation_id"] == "conv-1")]["retained"].mean()
+    assert conv1.b_retention == pytest.approx(b1) and conv1.a_retention > conv1.b_retention
+
+
+def test_match_tokens_through_the_cli_names_the_matched_configurations(
+        grid_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(grid_run), "--a", "since-last", "--b", "truncate", "--match-tokens",
+                 "--out", str(tmp_path), "--resamples", str(N)]) == 0
+    out = capsys.readouterr().out
+    assert "B = truncate (matched tokens)" in out
+    assert any(line.startswith("synthetic/conv-3/0") and "no: too far" in line for line in out.splitlines())
+    assert any(line.startswith("synthetic/conv-1/0") and "truncate[keep=11]" in line and "yes" in line
+               for line in out.splitlines())
+    assert "## Matched units" in (tmp_path / "compare.md").read_text()
+
+
+def test_match_tokens_with_nothing_near_is_a_user_error(grid_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(grid_run), "--a", "since-last", "--b", "truncate[keep=11]", "--match-tokens",
+                 "--match-tolerance", "0.001"]) == 2
+    assert "add grid points" in capsys.readouterr().err
+
+
+def test_dataset_restricts_the_comparison(grid_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(grid_run), "--a", "since-last", "--b", "truncate[keep=10]",
+                 "--dataset", "synthetic", "--resamples", str(N), "--out", str(grid_run.parent / "x")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(grid_run), "--a", "since-last", "--b", "truncate[keep=10]",
+                 "--dataset", "locomo"]) == 2
+    assert "no dataset 'locomo' in this run (datasets: synthetic)" in capsys.readouterr().err
+
+
+def test_a_p_value_no_resample_reached_is_shown_as_a_bound_not_zero(run_dir: Path) -> None:
+    text = verdict_text(compare_configs(load(run_dir), SHORT, LONG, n_resamples=N))
+    row = next(line for line in text.splitlines() if line.startswith(f"{SHORT} vs {LONG}") and "retention" in line)
+    assert "< 0.0025" in row and "  0  " not in row

@@ -1,14 +1,19 @@
+"""The gate on runs whose numbers are chosen (fakerun): paired per ask for deterministic
+configurations, interval-based for the others, status and cost checks, and what it writes."""
+
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from rollsum_evals.analysis import load
 from rollsum_evals.cli import main
 from rollsum_evals.regress import Tolerance, regress
 
 from tests.evals.report.fakerun import make_run
 
 CONFIGS = {"since-last[keep_last=10]": 0.8, "truncate[n=10]": 0.3}
+SL = "since-last[keep_last=10]"
 N = 300
 
 
@@ -24,46 +29,132 @@ def baseline(tmp_path: Path) -> Path:
     return path
 
 
-def test_promote_writes_a_baseline_pinning_data_versions_and_intervals(baseline: Path) -> None:
+def _asks(run_dir: Path, config: str, retained: bool, n: int) -> dict[tuple[int, int], bool]:
+    """n asks of `config` that are retained (or lost) in this run, as fakerun (conversation,
+    probe) indices, flipped."""
+    p = load(run_dir).probes
+    rows = p[(p["config"] == config) & (p["retained"] == retained)].head(n)
+    out = {}
+    for pid in rows["probe_id"]:
+        conv, probe = pid.removeprefix("conv-").split("-p")
+        out[(int(conv), int(probe))] = not retained
+    assert len(out) == n
+    return out
+
+
+def test_promote_writes_a_baseline_with_every_asks_verdict(baseline: Path, tmp_path: Path) -> None:
     data = json.loads(baseline.read_text())
+    assert data["format"] == 2
     assert data["dataset_sha256"] == {"synthetic": "d" * 64}
     assert data["library_version"] == "0.1.0" and data["scorer_versions"] == {"answer_retention": "1"}
-    band = data["configs"]["since-last[keep_last=10]"]["retention"]
+    cfg = data["configs"][SL]
+    assert cfg["status"] == "ok" and cfg["deterministic"] is True
+    band = cfg["retention"]
     assert band["low"] <= band["estimate"] <= band["high"]
-    assert not [p for p in baseline.parent.iterdir() if p.name.startswith(".")]  # no temp files left
+    # one character per ask, in the order of `asks`, matching the run's probe rows
+    run = load(tmp_path / "night0").probes
+    row = run[(run["config"] == SL) & (run["conversation_id"] == "conv-3")]
+    keys = data["asks"]["synthetic/conv-3/0"]
+    marks = dict(zip(keys, cfg["verdicts"]["synthetic/conv-3/0"]))
+    assert len(keys) == 12
+    for r in row.to_dict("records"):
+        assert marks[f"{r['probe_id']}@{r['asked_turn']}"] == ("1" if r["retained"] else "0")
+    assert not [p for p in baseline.parent.iterdir() if p.name != "nightly.json"]  # no history, no temp files
 
 
-def test_unchanged_rerun_passes_and_is_logged(baseline: Path, tmp_path: Path) -> None:
+def test_unchanged_rerun_passes_and_writes_nothing(baseline: Path, tmp_path: Path) -> None:
     before = baseline.read_bytes()
     code, text = regress(make_run(tmp_path / "night1", CONFIGS), baseline, n_resamples=N, now=_clock)
     assert code == 0, text
-    assert "gate: PASS" in text
-    assert baseline.read_bytes() == before  # only --promote rewrites the baseline
+    assert "gate: PASS" in text and "lost 0, gained 0 (net +0)" in text
+    assert baseline.read_bytes() == before
+    assert sorted(p.name for p in baseline.parent.iterdir()) == ["nightly.json"]
+
+
+def test_record_history_appends_one_line_per_gate_run(baseline: Path, tmp_path: Path) -> None:
+    run = make_run(tmp_path / "night1", CONFIGS)
+    regress(run, baseline, n_resamples=N, now=_clock, record_history=True)
+    regress(run, baseline, n_resamples=N, now=_clock, record_history=True)
     history = [json.loads(line) for line in (baseline.parent / "nightly.history.jsonl").read_text().splitlines()]
-    assert [h["status"] for h in history] == ["new", "pass"]
-    assert history[1]["configs"]["truncate[n=10]"]["retention"] == pytest.approx(
-        history[0]["configs"]["truncate[n=10]"]["retention"])
+    assert [h["status"] for h in history] == ["pass", "pass"]
+    assert history[0]["configs"][SL]["status"] == "ok"
 
 
-def test_degraded_preset_fails_with_a_readable_table(baseline: Path, tmp_path: Path) -> None:
-    degraded = make_run(tmp_path / "night2", {"since-last[keep_last=10]": 0.35, "truncate[n=10]": 0.3})
-    code, text = regress(degraded, baseline, n_resamples=N)
+def test_one_lost_ask_of_a_deterministic_replay_fails_and_one_gained_is_improved(
+        baseline: Path, tmp_path: Path) -> None:
+    base = tmp_path / "night0"
+    lost = make_run(tmp_path / "lost", CONFIGS, retained_of={SL: _asks(base, SL, True, 1)})
+    code, text = regress(lost, baseline, n_resamples=N)
+    assert code == 1, text
+    line = next(t for t in text.splitlines() if t.startswith(SL) and "paired" in t)
+    assert "lost 1, gained 0 (net -1)" in line and "REGRESSION" in line and "net loss ≤ 0" in line
+    gained = make_run(tmp_path / "gained", CONFIGS, retained_of={SL: _asks(base, SL, False, 1)})
+    code, text = regress(gained, baseline, n_resamples=N)
+    assert code == 0 and "improved" in next(t for t in text.splitlines() if t.startswith(SL) and "paired" in t)
+
+
+def test_the_ask_tolerance_is_a_share_of_answerable_asks(baseline: Path, tmp_path: Path) -> None:
+    base = tmp_path / "night0"
+    four = make_run(tmp_path / "four", CONFIGS, retained_of={SL: _asks(base, SL, True, 4)})
+    five = make_run(tmp_path / "five", CONFIGS, retained_of={SL: _asks(base, SL, True, 5)})
+    loose = Tolerance(asks=0.05)  # 5 % of 96 answerable asks: a net loss of 4 is allowed
+    assert regress(four, baseline, n_resamples=N, tolerance=loose)[0] == 0
+    assert regress(five, baseline, n_resamples=N, tolerance=loose)[0] == 1
+
+
+def test_churn_that_nets_to_zero_passes_but_is_shown(baseline: Path, tmp_path: Path) -> None:
+    base = tmp_path / "night0"
+    churn = make_run(tmp_path / "churn", CONFIGS,
+                     retained_of={SL: {**_asks(base, SL, True, 3), **_asks(base, SL, False, 3)}})
+    code, text = regress(churn, baseline, n_resamples=N)
+    assert code == 0 and "lost 3, gained 3 (net +0)" in text
+
+
+def test_a_status_change_from_ok_fails_even_with_the_same_asks(baseline: Path, tmp_path: Path) -> None:
+    run = make_run(tmp_path / "over", CONFIGS, unit_overrides={SL: {"overflow_turns": 2, "max_context_ratio": 1.2}})
+    code, text = regress(run, baseline, n_resamples=N)
     assert code == 1
-    line = next(t for t in text.splitlines() if t.startswith("since-last[keep_last=10]") and "retention" in t)
-    assert "REGRESSION" in line and "≥" in line
-    assert "gate: FAIL" in text
-    history = (baseline.parent / "nightly.history.jsonl").read_text().splitlines()
-    assert json.loads(history[-1])["status"] == "fail"
+    line = next(t for t in text.splitlines() if t.startswith(SL) and " status " in t)
+    assert "infeasible: context over the 8,000-token window on 16 turn(s)" in line and "REGRESSION" in line
 
 
 def test_cost_rise_beyond_tolerance_fails_but_small_drift_passes(baseline: Path, tmp_path: Path) -> None:
-    small = make_run(tmp_path / "small", CONFIGS, tokens={"since-last[keep_last=10]": 20_400})
+    small = make_run(tmp_path / "small", CONFIGS, tokens={SL: 20_400})
     assert regress(small, baseline, n_resamples=N)[0] == 0
-    big = make_run(tmp_path / "big", CONFIGS, tokens={"since-last[keep_last=10]": 26_000})
+    big = make_run(tmp_path / "big", CONFIGS, tokens={SL: 26_000})
     code, text = regress(big, baseline, n_resamples=N)
     assert code == 1
-    assert any("cost_usd" in t and "REGRESSION" in t for t in text.splitlines())
+    assert any(t.startswith(SL) and "cost_usd" in t and "REGRESSION" in t for t in text.splitlines())
     assert regress(big, baseline, n_resamples=N, tolerance=Tolerance(cost=0.5))[0] == 0
+
+
+def test_changed_asks_cannot_be_paired_and_fail(baseline: Path, tmp_path: Path) -> None:
+    fewer = make_run(tmp_path / "fewer", CONFIGS, n_probes=10)  # 2 of 12 probes gone per conversation
+    code, text = regress(fewer, baseline, n_resamples=N)
+    assert code == 1
+    assert any("asks paired" in t and "16 not in the run" in t for t in text.splitlines())
+
+
+def test_a_non_deterministic_model_is_gated_by_the_interval(tmp_path: Path) -> None:
+    real = {"since-last[model=haiku]": 0.8}
+    models = {"since-last[model=haiku]": "anthropic:claude-haiku-4-5"}
+    path = tmp_path / "b.json"
+    regress(make_run(tmp_path / "r0", real, models=models), path, promote=True, n_resamples=N)
+    # a different draw of the same quality passes: the interval is the tolerance
+    code, text = regress(make_run(tmp_path / "r1", real, models=models, seed=5), path, n_resamples=N)
+    assert code == 0, text
+    assert "retention (interval)" in text and "paired" not in text
+    worse = make_run(tmp_path / "r2", {"since-last[model=haiku]": 0.4}, models=models)
+    assert regress(worse, path, n_resamples=N)[0] == 1
+
+
+def test_a_non_deterministic_gate_on_too_few_conversations_fails_rather_than_guess(tmp_path: Path) -> None:
+    real = {"x": 0.8}
+    models = {"x": "anthropic:claude-haiku-4-5"}
+    path = tmp_path / "b.json"
+    regress(make_run(tmp_path / "r0", real, models=models, n_conversations=3), path, promote=True, n_resamples=N)
+    code, text = regress(make_run(tmp_path / "r1", real, models=models, n_conversations=3), path, n_resamples=N)
+    assert code == 1 and "not enough conversations (3) to gate a non-deterministic model" in text
 
 
 def test_missing_configuration_fails(baseline: Path, tmp_path: Path) -> None:
@@ -79,20 +170,35 @@ def test_new_configuration_is_a_warning_not_a_failure(baseline: Path, tmp_path: 
 def test_dataset_hash_mismatch_warns_unless_strict(baseline: Path, tmp_path: Path) -> None:
     run = make_run(tmp_path / "n5", CONFIGS, dataset_sha="e" * 64)
     code, text = regress(run, baseline, n_resamples=N)
-    assert code == 0 and "warning: dataset 'synthetic' hash differs" in text
+    assert code == 0 and "hash differs" in text
     code, text = regress(run, baseline, n_resamples=N, strict=True)
-    assert code == 1 and "FAILED: dataset 'synthetic' hash differs" in text
+    assert code == 1 and "FAILED: dataset" in text
 
 
 def test_cli_exit_codes(baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ok = make_run(tmp_path / "ok", CONFIGS)
     assert main(["regress", str(ok), "--baseline", str(baseline), "--resamples", "200"]) == 0
-    bad = make_run(tmp_path / "bad", {"since-last[keep_last=10]": 0.35, "truncate[n=10]": 0.3})
+    bad = make_run(tmp_path / "bad", {SL: 0.35, "truncate[n=10]": 0.3})
     assert main(["regress", str(bad), "--baseline", str(baseline), "--resamples", "200"]) == 1
     assert "REGRESSION" in capsys.readouterr().out
+    assert not (baseline.parent / "nightly.history.jsonl").exists()
+    assert main(["regress", str(ok), "--baseline", str(baseline), "--record-history"]) == 0
+    assert (baseline.parent / "nightly.history.jsonl").read_text().count("\n") == 1
     assert main(["regress", str(ok), "--baseline", str(tmp_path / "none.json")]) == 2
     assert "create it with --promote" in capsys.readouterr().err
     broken = tmp_path / "broken.json"
-    broken.write_text('{"configs": {"x": {"retention": 1}}}')
+    broken.write_text('{"format": 2, "asks": {}, "configs": {"x": {"retention": 1}}}')
     assert main(["regress", str(ok), "--baseline", str(broken)]) == 2
     assert "configs.x.retention" in capsys.readouterr().err
+
+
+def test_an_old_format_baseline_is_refused_but_can_be_re_promoted(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"format": 1, "configs": {}}))
+    ok = make_run(tmp_path / "ok", CONFIGS)
+    assert main(["regress", str(ok), "--baseline", str(old)]) == 2
+    assert "re-promote" in capsys.readouterr().err
+    assert main(["regress", str(ok), "--baseline", str(old), "--promote"]) == 0
+    assert json.loads(old.read_text())["format"] == 2
+    assert main(["regress", str(ok), "--baseline", str(old)]) == 0

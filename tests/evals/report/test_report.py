@@ -29,8 +29,8 @@ def test_report_writes_markdown_html_and_plots(built: Path) -> None:
     out = built.parent
     assert built.name == "report.html"
     assert (out / "report.md").exists()
-    for name in ("retention_vs_tokens", "retention_by_age", "where_facts_die", "cost_split",
-                 "retention_by_category"):
+    for name in ("retention_vs_tokens", "context_vs_window", "retention_by_age", "where_facts_die",
+                 "cost_split", "retention_by_category"):
         assert (out / f"{name}.png").stat().st_size > 1000, name
 
 
@@ -38,7 +38,7 @@ def test_html_is_self_contained_and_every_plot_decodes(built: Path) -> None:
     page = built.read_text()
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", page)
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 5
+    assert len(images) == 6
     for data in images:
         png = base64.b64decode(data)
         assert png.startswith(b"\x89PNG")
@@ -57,7 +57,11 @@ def test_ranked_table_puts_the_best_configuration_first(built: Path) -> None:
     md = (built.parent / "report.md").read_text()
     rows = [line for line in md.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
     assert "keep_last=20" in rows[0] and "keep_last=2]" in rows[1]
-    assert "1 unit(s) failed" in md
+    assert "1 unit(s) did not finish" in md
+    # the configuration with a failed unit is not ranked: it is listed with the reason
+    errors = md[md.index("## Errors"):]
+    assert "| truncate[n=10] | error | 1 of 8 unit(s) did not finish (error)" in errors
+    assert not any(line.startswith("| 3 |") for line in md.splitlines())
 
 
 def test_config_table_intervals_bracket_the_estimate_and_mark_the_frontier(run_dir: Path) -> None:
@@ -65,9 +69,11 @@ def test_config_table_intervals_bracket_the_estimate_and_mark_the_frontier(run_d
     assert table["config"].iloc[0] == "since-last[keep_last=20]"
     assert (table["retention_low"] <= table["retention"]).all()
     assert (table["retention"] <= table["retention_high"]).all()
-    # truncate is dominated: fewer facts for more tokens than keep_last=20
-    assert not table.set_index("config").loc["truncate[n=10]", "pareto"]
-    assert table.set_index("config").loc["truncate[n=10]", "units"] == 7  # the failed unit is out
+    by = table.set_index("config")
+    assert by.loc["truncate[n=10]", "status"] == "error" and not by.loc["truncate[n=10]", "pareto"]
+    assert by["rank"].isna()["truncate[n=10]"]
+    assert (by.loc["truncate[n=10]", "n_units"], by.loc["truncate[n=10]", "n_units_failed"]) == (8, 1)
+    assert by.loc["truncate[n=10]", "n_conversations"] == 7  # numbers come from the finished units
 
 
 def test_pareto_frontier_keeps_only_undominated_points() -> None:
@@ -93,7 +99,7 @@ def test_trend_plot_appears_when_a_history_exists(run_dir: Path, tmp_path: Path)
                             + "\n" for i in range(1, 4)))
     page = write_report(run_dir, tmp_path / "out", history=hist, n_resamples=200)
     assert (page.parent / "trend.png").exists()
-    assert page.read_text().count("data:image/png;base64,") == 6
+    assert page.read_text().count("data:image/png;base64,") == 7
 
 
 def test_missing_run_directory_is_a_config_error(tmp_path: Path) -> None:

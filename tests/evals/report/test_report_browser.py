@@ -57,7 +57,7 @@ def test_every_plot_decodes_and_no_injected_script_runs(page: Path, tmp_path: Pa
     m = re.search(r"IMAGES (\d+) DECODED (\d+) SCRIPTS (\d+) PWNED (\w+) TITLE (.*)", dom)
     assert m, dom[-2000:]
     images, decoded, scripts, pwned, title = m.groups()
-    assert int(images) == 5 and decoded == images
+    assert int(images) == 6 and decoded == images
     assert scripts == "1"  # only the probe: the conversation's <script> never became an element
     assert pwned == "false" and "PWNED" not in title
     assert "&lt;script&gt;window.__pwned=1" in dom
