@@ -516,3 +516,64 @@ if __name__ == "__main__":  # pragma: no cover - the inventory: python tests/eva
     print(dict(counts))
     for cat, c in sorted(by_cat.items()):
         print(f"  {cat}: {dict(c)}")
+
+
+# ----------------------------------------------------------------------------------------------
+# baselines given to `rollsum regress` (each a change to a baseline promoted from a real run)
+
+Edit = Callable[[dict[str, object]], object]
+
+
+def _cfg(b: dict[str, object]) -> dict[str, object]:
+    configs = b["configs"]
+    assert isinstance(configs, dict)
+    first: dict[str, object] = configs[sorted(configs)[0]]
+    return first
+
+
+def _set_band(value: object) -> Edit:
+    def edit(b: dict[str, object]) -> None:
+        band = _cfg(b)["retention"]
+        assert isinstance(band, dict)
+        band["estimate"] = value
+    return edit
+
+
+def _set_cfg(key: str, value: object) -> Edit:
+    def edit(b: dict[str, object]) -> None:
+        _cfg(b)[key] = value
+    return edit
+
+
+def _set_top(key: str, value: object) -> Edit:
+    def edit(b: dict[str, object]) -> None:
+        b[key] = value
+    return edit
+
+
+def _first_asks(value: object) -> Edit:
+    def edit(b: dict[str, object]) -> None:
+        asks = b["asks"]
+        assert isinstance(asks, dict)
+        asks[sorted(asks)[0]] = value
+    return edit
+
+
+BASELINE_EDITS: dict[str, tuple[Edit | str | bytes, tuple[str, ...]]] = {
+    "baseline-estimate-string": (_set_band("abc"), ("retention.estimate", "'abc'")),
+    "baseline-estimate-bool": (_set_band(True), ("retention.estimate", "True")),
+    "baseline-deterministic-string": (_set_cfg("deterministic", "yes"), ("deterministic", "'yes'")),
+    "baseline-verdicts-number": (_set_cfg("verdicts", 5), ("verdicts",)),
+    "baseline-verdicts-bad-mark": (_set_cfg("verdicts", {"d/c1/0": "1x0"}), ("verdicts",)),
+    "baseline-status-number": (_set_cfg("status", 5), ("status",)),
+    "baseline-units-negative": (_set_cfg("units", -1), ("units", "-1")),
+    "baseline-configs-empty": (_set_top("configs", {}), ("configs", "at least one")),
+    "baseline-thresholds-unknown": (_set_top("thresholds", {"max_bogus": 1}), ("thresholds.max_bogus",)),
+    "baseline-thresholds-string": (_set_top("thresholds", {"max_failure_rate": "high"}),
+                                   ("thresholds.max_failure_rate", "'high'")),
+    "baseline-asks-not-list": (_first_asks("x"), ("asks.",)),
+    "baseline-is-a-list": ("[1, 2]", ("configs",)),
+    "baseline-nan": ('{"format": 2, "configs": {"x": NaN}, "asks": {}}', ("NaN",)),
+    "baseline-binary": (GARBAGE, ("b.json",)),
+    "baseline-deep": (deep(), ("nested",)),
+}

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.evals.cli.corpus import CASES, GOOD, Case, conversation, jsonl, spec
+from tests.evals.cli.corpus import BASELINE_EDITS, CASES, GOOD, Case, conversation, jsonl, spec
 from tests.evals.cli.malformed import check_refused, refused, run_cli
 
 CATEGORIES = sorted({c.category for c in CASES})
@@ -92,6 +92,11 @@ def test_bad_records_stop_a_sweep_unless_skipped_and_then_they_are_counted(tmp_p
     assert manifest["datasets"]["d"]["conversations"] == 2
     units = pd.read_parquet(tmp_path / "out" / "units.parquet")
     assert sorted(units["conversation_id"]) == ["c1", "c3"]
+    report = run_cli(["report", "out", "--out", "rep", "--resamples", "200"], tmp_path)
+    assert report.code == 0, report.describe()
+    note = "1 bad dataset record(s) were left out (--skip-bad-records: 1 in d)"
+    for name in ("report.md", "report.html"):
+        assert note in (tmp_path / "rep" / name).read_text()
     # a resume must read the data the same way: refused in one line, the run left as it was
     again = run_cli(["run", "s.toml", "--out", "out", "--no-progress", "--resume"], tmp_path)
     check_refused(again, needle=("--skip-bad-records", "resume needs the same options"))
@@ -112,3 +117,44 @@ def test_max_line_bytes_reaches_the_loaders_a_run_uses(tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["datasets"]["d"]["max_line_bytes"] == limit + 1
     assert int(pd.read_parquet(tmp_path / "out" / "units.parquet")["n_messages"].iloc[0]) == 400
+
+
+# ----------------------------------------------------------------------------------------------
+# baselines and reports over a real run
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One small finished run and its promoted baseline (regress reads, never writes, both)."""
+    root = tmp_path_factory.mktemp("finished")
+    (root / "s.toml").write_text(spec(preset="since-last", config='label = "$\\\\frac{1}{$"') +
+                                 '[[configs]]\npreset = "truncate"\n')
+    (root / "data.jsonl").write_text(GOOD)
+    out = run_cli(["run", "s.toml", "--out", "run", "--no-progress", "--jobs", "1"], root)
+    assert out.code == 0, out.describe()
+    promoted = run_cli(["regress", "run", "--baseline", "good.json", "--promote", "--resamples", "200"], root)
+    assert promoted.code == 0, promoted.describe()
+    return root
+
+
+def test_a_mathtext_label_is_drawn_as_plain_text(finished_run: Path, tmp_path: Path) -> None:
+    """A label like ``$\\frac{1}{$`` crashed `rollsum report` inside matplotlib's mathtext."""
+    out = run_cli(["report", str(finished_run / "run"), "--out", str(tmp_path / "rep"), "--resamples", "200"],
+                  tmp_path)
+    assert out.code == 0, out.describe()
+    assert list((tmp_path / "rep").glob("*.png"))
+    assert "$\\frac{1}{$" in (tmp_path / "rep" / "configs.csv").read_text()
+
+
+@pytest.mark.parametrize("name", sorted(BASELINE_EDITS))
+def test_a_bad_baseline_is_refused_in_one_line(finished_run: Path, tmp_path: Path, name: str) -> None:
+    edit, needle = BASELINE_EDITS[name]
+    path = tmp_path / "b.json"
+    if isinstance(edit, str | bytes):
+        path.write_bytes(edit.encode() if isinstance(edit, str) else edit)
+    else:
+        data = json.loads((finished_run / "good.json").read_text())
+        edit(data)
+        path.write_text(json.dumps(data))
+    refused(["regress", str(finished_run / "run"), "--baseline", str(path), "--resamples", "200"], tmp_path,
+            needle=("b.json", *needle))
