@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from rollsum import policies
+from rollsum import params, policies
 from rollsum.errors import ConfigError
 from rollsum.summarizers.base import Summarizer
 
@@ -121,8 +121,68 @@ def get(name: str) -> Preset:
 
 
 def _engine_params(engine_cls: type) -> set[str]:
+    """What `build` may pass to the engine: its constructor's parameters, except the ones
+    `build` sets itself (the policy, the summarizer, the preset's name)."""
     sig = inspect.signature(engine_cls)
-    return {n for n in sig.parameters if n not in ("self", "policy", "summarizer")}
+    return {n for n in sig.parameters if n not in ("self", "policy", "summarizer", "preset")}
+
+
+CHOICE_PARAMS = ("policy", "summarizer", "summarizer_params", "fallback")
+"""Overrides that pick a component rather than set a value (`build` reads them itself)."""
+
+
+def _default_engine() -> type:
+    from rollsum.engine import RollingSummarizer
+
+    return RollingSummarizer
+
+
+def owners(key: str, policy_cls: type, engine_cls: type | None = None) -> list[Any]:
+    """Every component that takes parameter `key` (what `build` routes it to): the policy
+    class, the built-in summarizer classes, the engine class."""
+    from rollsum import summarizers
+
+    engine_cls = engine_cls or _default_engine()
+    out: list[Any] = []
+    if key in {f.name for f in dataclasses.fields(policy_cls) if f.init}:
+        out.append(policy_cls)
+    if key in MODEL_SUMMARIZER_PARAMS:
+        out.append(summarizers.resolve("prompted")[0])
+    if key in EXTRACTIVE_PARAMS:
+        out.append(summarizers.resolve("extractive")[0])
+    if key in _engine_params(engine_cls):
+        out.append(engine_cls)
+    return out
+
+
+def valid_params(policy_cls: type, engine_cls: type | None = None) -> list[str]:
+    policy_fields = {f.name for f in dataclasses.fields(policy_cls) if f.init}
+    return sorted(policy_fields | set(SUMMARIZER_PARAMS) | _engine_params(engine_cls or _default_engine())
+                  | set(CHOICE_PARAMS))
+
+
+def param_problem(name: str, key: str, value: Any, *, policy: Any = None,
+                  engine_cls: type | None = None) -> str | None:
+    """What parameter `key` of preset `name` should have been, or None when `value` is fine (or
+    `key` is not a parameter at all: `valid_params`): of every owner's type, in its range
+    (`rollsum.params`). `policy`: a ``policy=`` override given with it. The same words for
+    `from_preset` and a sweep spec."""
+    preset = get(name)
+    if key == "policy":  # a name that is not registered: `policies.get` says which are
+        return None if isinstance(value, str) else f"a policy name, one of {', '.join(policies.POLICIES)}"
+    if key == "summarizer":
+        return None if isinstance(value, str) and value else "a summarizer name or an import path"
+    if key == "summarizer_params":
+        return None if isinstance(value, Mapping) else "a table of the summarizer's parameters"
+    if key == "fallback":
+        return None if value in (None, "extractive") else "'extractive' or None"
+    if key == "context_format" and isinstance(value, str):
+        from rollsum.context import FORMATS
+
+        return None if value in FORMATS else f"one of {', '.join(sorted(FORMATS))}"
+    policy_name = policy if isinstance(policy, str) and policy in policies.POLICIES else preset.policy
+    found = owners(key, policies.get(policy_name), engine_cls)
+    return params.problem(key, value, found) if found else None
 
 
 def _resolve_model(model: Any) -> Model | None:
@@ -169,12 +229,20 @@ def make_summarizer(preset: Preset, model: Model | None, params: Mapping[str, An
     return summarizers.create(kind, model, **p)
 
 
+def _check(name: str, key: str, value: Any, **kw: Any) -> None:
+    found = param_problem(name, key, value, **kw)
+    if found is not None:
+        raise ConfigError(f"preset {name}: {key}: expected {found}, got {value!r}")
+
+
 def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
           **overrides: Any) -> RollingSummarizer:
     preset = get(name)
     policy_name = overrides.pop("policy", None)
     if policy_name is not None and preset.baseline:
         raise ConfigError(f"preset {name} is a baseline (it never summarizes); it takes no policy override")
+    if policy_name is not None:
+        _check(name, "policy", policy_name)
     policy_cls = policies.get(policy_name or preset.policy)
     policy_fields = {f.name for f in dataclasses.fields(policy_cls) if f.init}
     engine_fields = _engine_params(engine_cls)
@@ -193,6 +261,9 @@ def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
         raise ConfigError(f"preset {name}: {', '.join(shaped)} shape the built-in summarizers, not "
                           f"{kind}; give its parameters in summarizer_params")
     fallback_opt = overrides.pop("fallback", preset.fallback)
+    _check(name, "fallback", fallback_opt)
+    for key, value in overrides.items():
+        _check(name, key, value, policy=policy_name, engine_cls=engine_cls)
     for key, value in overrides.items():
         owners = 0
         if key in policy_fields:  # every owner gets it: one parameter, one meaning
@@ -211,9 +282,8 @@ def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
                                   "window with different values; give one of them")
             engine_kw[alias] = value
         if not owners:
-            valid = sorted(policy_fields | set(SUMMARIZER_PARAMS) | engine_fields
-                           | {"summarizer", "summarizer_params", "policy", "fallback"})
-            raise ConfigError(f"preset {name}: unknown parameter {key!r}; valid: {', '.join(valid)}")
+            raise ConfigError(f"preset {name}: unknown parameter {key!r}; valid: "
+                              f"{', '.join(valid_params(policy_cls, engine_cls))}")
     try:
         policy = policy_cls(**policy_kw)
     except (TypeError, ValueError) as err:

@@ -21,7 +21,11 @@ _FAULTS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno
 
 
 def describe_os_error(err: OSError) -> str:
-    """``kind (FILE): the system's words``: what failed, on which file."""
-    what = _FAULTS.get(err.errno or 0, "cannot write")
-    where = f" ({err.filename})" if err.filename else ""
-    return f"{what}{where}: {err.strerror or err}"
+    """``kind (FILE): the system's words`` for a known fault (disk full, read-only, permission),
+    else ``FILE: the system's words``; both paths of a rename are named."""
+    paths = " -> ".join(str(p) for p in (err.filename, err.filename2) if p is not None)
+    words = err.strerror or str(err)
+    what = _FAULTS.get(err.errno or 0)
+    if what is None:
+        return f"{paths}: {words}" if paths else words
+    return f"{what} ({paths}): {words}" if paths else f"{what}: {words}"

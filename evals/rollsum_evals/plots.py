@@ -3,7 +3,10 @@
 matplotlib runs with the Agg backend (no display on CI or nightly machines). Every function
 takes plain tables and a path and returns the path, so the report decides what to draw and
 tests can draw one figure at a time. Figures use a figure object, never pyplot's global
-"current figure", so two reports built in one process cannot draw into each other.
+"current figure", so two reports built in one process cannot draw into each other. Every text
+is drawn as plain text (`_save`): configuration labels come from user specs, and matplotlib
+would otherwise read ``$...$`` in them as mathtext (a label with an unbalanced ``$\\frac{1}{$``
+crashed the report).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from rollsum_evals.analysis import token_axis
 
@@ -34,6 +38,8 @@ otherwise paint the plot with dashes); the rest are listed in the report's secti
 
 def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
+    for text in fig.findobj(Text):  # labels are user text: "$\frac{1}{$" is a label, not math
+        text.set_parse_math(False)
     fig.tight_layout()
     fig.savefig(path, dpi=100, format="png")
     return path

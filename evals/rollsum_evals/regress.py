@@ -47,6 +47,8 @@ from typing import Any
 import pandas as pd
 
 from rollsum.errors import ConfigError
+from rollsum.params import Range, check_number
+from rollsum.safejson import JSONInputError, loads
 from rollsum_evals import analysis
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_num, fmt_usd, text_table
@@ -197,11 +199,12 @@ def make_baseline(run: Run, name: str, *, n_resamples: int = DEFAULT_RESAMPLES,
 
 def read_baseline(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_bytes())
     except FileNotFoundError as err:
         raise ConfigError(f"{path}: baseline not found (create it with --promote)") from err
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{path}: line {err.lineno}: invalid JSON ({err.msg})") from err
+    except JSONInputError as err:
+        where = f"line {err.line}: invalid JSON (" if err.line is not None else "not usable JSON ("
+        raise ConfigError(f"{path}: {where}{err.message})") from None
     if not isinstance(data, dict) or not isinstance(data.get("configs"), dict):
         raise ConfigError(f"{path}: field 'configs': expected an object of per-configuration metrics")
     if data.get("format") != BASELINE_FORMAT:
@@ -210,17 +213,66 @@ def read_baseline(path: Path) -> dict[str, Any]:
                           f"rollsum regress RUN --baseline {path} --promote")
     if not isinstance(data.get("asks"), dict):
         raise ConfigError(f"{path}: field 'asks': expected an object of conversation -> ask keys")
-    for cfg, metrics in data["configs"].items():
-        if not isinstance(metrics, dict):
-            raise ConfigError(f"{path}: configs.{cfg}: expected an object")
-        for m in BANDED:
-            band = metrics.get(m)
-            if not isinstance(band, dict) or not {"estimate", "low", "high"} <= set(band):
-                raise ConfigError(f"{path}: configs.{cfg}.{m}: expected {{estimate, low, high}}")
-        for key in ("status", "verdicts", "deterministic"):
-            if key not in metrics:
-                raise ConfigError(f"{path}: configs.{cfg}.{key}: missing")
+    problem = _baseline_problem(data)
+    if problem is not None:
+        raise ConfigError(f"{path}: {problem}")
     return data
+
+
+def _baseline_problem(data: Mapping[str, Any]) -> str | None:
+    """The first value of a baseline that the gate could not use as it reads it (a hand-edited
+    or truncated baseline must fail in one line, never pass or crash the gate)."""
+    if not data["configs"]:
+        return "field 'configs': expected at least one configuration (an empty baseline would pass any run)"
+    for conv, keys in data["asks"].items():
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            return f"field asks.{conv}: expected a list of ask keys, got {keys!r}"
+    thresholds = data.get("thresholds") or {}
+    if not isinstance(thresholds, dict):
+        return f"field 'thresholds': expected an object, got {thresholds!r}"
+    known = set(DEFAULT_THRESHOLDS.to_dict())
+    for key, value in thresholds.items():
+        if key not in known:
+            return f"field thresholds.{key}: expected one of {', '.join(sorted(known))}"
+        if check_number(value, integer=False, range=Range(0)) is not None:
+            return f"field thresholds.{key}: expected a number >= 0, got {value!r}"
+    if not isinstance(data.get("dataset_sha256") or {}, dict):
+        return f"field 'dataset_sha256': expected an object, got {data.get('dataset_sha256')!r}"
+    for cfg, metrics in data["configs"].items():
+        found = _config_problem(metrics)
+        if found is not None:
+            return f"field configs.{cfg}{found}"
+    return None
+
+
+def _config_problem(metrics: Any) -> str | None:
+    if not isinstance(metrics, dict):
+        return f": expected an object, got {metrics!r}"
+    for m in BANDED:
+        band = metrics.get(m)
+        if not isinstance(band, dict) or not {"estimate", "low", "high"} <= set(band):
+            return f".{m}: expected {{estimate, low, high}}"
+        for key in ("estimate", "low", "high"):
+            if band[key] is not None and check_number(band[key], integer=False) is not None:
+                return f".{m}.{key}: expected a finite number or null, got {band[key]!r}"
+    for key in ("status", "verdicts", "deterministic"):
+        if key not in metrics:
+            return f".{key}: missing"
+    if not isinstance(metrics["status"], str):
+        return f".status: expected a string, got {metrics['status']!r}"
+    if not isinstance(metrics["deterministic"], bool):
+        return f".deterministic: expected true or false, got {metrics['deterministic']!r}"
+    verdicts = metrics["verdicts"]
+    marks = {RETAINED, LOST, NOT_ANSWERABLE}
+    if not isinstance(verdicts, dict) or not all(isinstance(v, str) and set(v) <= marks for v in verdicts.values()):
+        return (f".verdicts: expected an object of conversation -> a string of {RETAINED} (retained), {LOST} (lost), "
+                f"{NOT_ANSWERABLE} (not answerable) per ask")
+    for key in ("units", "conversations", "probes"):
+        if key in metrics and check_number(metrics[key], integer=True, range=Range(0)) is not None:
+            return f".{key}: expected a count >= 0, got {metrics[key]!r}"
+    if not isinstance(metrics.get("flags", []), list):
+        return f".flags: expected a list, got {metrics['flags']!r}"
+    return None
 
 
 def _band(b: Mapping[str, Any]) -> tuple[float, float, float]:

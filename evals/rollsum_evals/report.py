@@ -265,7 +265,22 @@ def _notes(run: Run, table: pd.DataFrame) -> list[str]:
     if len(table) and table["flags"].str.contains("health-unknown").any():
         notes.append("This run has no summarizer health columns: failures and thrashing cannot be "
                      "checked (re-score with `rollsum score`).")
+    skipped = skipped_records(run.manifest)
+    if skipped:
+        where = ", ".join(f"{n} in {ds}" for ds, n in sorted(skipped.items()))
+        notes.append(f"{sum(skipped.values())} bad dataset record(s) were left out (--skip-bad-records: {where}): "
+                     "every number below is of the conversations that could be read.")
     return notes
+
+
+def skipped_records(manifest: Mapping[str, Any]) -> dict[str, int]:
+    """Dataset -> bad records the run left out (``rollsum run --skip-bad-records``), where any were."""
+    out = {}
+    for name, info in (manifest.get("datasets") or {}).items():
+        n = info.get("skipped_records") if isinstance(info, Mapping) else None
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            out[str(name)] = n
+    return out
 
 
 def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,

@@ -17,11 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rollsum import presets
 from rollsum.errors import ConfigError
+from rollsum.params import WIRING, Range, check_number
+from rollsum.plugins import is_import_path as plugins_is_import_path
+from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.pinned import DatasetSpec
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
-from rollsum_evals.spec_components import preset_or_memory, summarizer_params, with_components
+from rollsum_evals.spec_components import nth, preset_or_memory, summarizer_params, with_components
 from rollsum_evals.units import canonical_json
 
 LOCOMO_PLACEHOLDER = "@locomo"
@@ -40,6 +44,16 @@ _CONFIG_KEYS = {"preset", "memory", "summarizer", "summarizer_params", "label", 
 _PROBE_KEYS = {"ask", "after_turns", "ages", "end", "draws", "seed"}
 _QA_KEYS = {"model", "judge"}
 _LIMIT_KEYS = {"requests_per_minute"}
+MIN_RPM = Range(0.1)
+"""At least one request every ten minutes: below that a sweep would wait for hours per call."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """How a run reads its dataset files (command-line options, not part of the spec)."""
+
+    skip_bad_records: bool = False
+    max_line_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,23 +142,33 @@ class _Where:
 
 
 def load_spec(path: str | Path, *, model_override: str | None = None,
-              locomo: str | None = None, overrides: Sequence[str] = (), limit: int | None = None) -> SweepSpec:
+              locomo: str | None = None, overrides: Sequence[str] = (), limit: int | None = None,
+              read: ReadOptions | None = None) -> SweepSpec:
     """Read and validate a sweep spec. Every mistake is a ConfigError naming file, line, field."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{p}: sweep spec not found") from None
     except OSError as err:
         raise ConfigError(f"{p}: cannot read sweep spec: {err.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise ConfigError(f"{p}:{line}: invalid UTF-8 at byte {err.start} (expected a UTF-8 TOML file)") from None
     return parse_spec(text, str(p), model_override=model_override, locomo=locomo,
-                      overrides=overrides, limit=limit)
+                      overrides=overrides, limit=limit, read=read)
 
 
 def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = None,
-               locomo: str | None = None, overrides: Sequence[str] = (), limit: int | None = None) -> SweepSpec:
+               locomo: str | None = None, overrides: Sequence[str] = (), limit: int | None = None,
+               read: ReadOptions | None = None) -> SweepSpec:
     """``limit`` (``--limit N``): at most N conversations per dataset (recorded in the spec).
-    Dataset paths are relative to the spec file (`data_path`); ``locomo`` to the cwd."""
+    Dataset paths are relative to the spec file (`data_path`); ``locomo`` to the cwd. ``read``:
+    how every dataset file is read (``--skip-bad-records``, ``--max-line-bytes``): recorded
+    with each dataset in the manifest, not in the spec (it changes what a dataset holds only
+    through its content hash)."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -152,24 +176,31 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     w = _Where(path, text)
     _check_keys(w, "", raw, _TOP_KEYS)
 
+    if model_override is not None and not model_override.strip():
+        raise ConfigError("--model: expected a model spec such as anthropic:claude-haiku-4-5, got ''")
     if model_override:
         raw["models"] = [model_override]
         for cfg in raw.get("configs") or []:
             if isinstance(cfg, dict):
                 cfg.pop("models", None)
 
+    set_by: dict[tuple[int, str], str] = {}
     for item in overrides:
-        apply_override(raw, item, path)
+        for i in apply_override(raw, item, path):
+            set_by[(i, item.partition("=")[0].strip().rpartition(".")[2])] = item
     if limit is not None:
         apply_limit(raw, limit)
 
     name = _str(w, raw, "name", default=Path(path).stem)
-    datasets = _datasets(w, raw.get("datasets"), os.path.abspath(locomo) if locomo else None)
+    if not name.strip() or not name.isprintable():
+        raise w.error("name", "a printable, non-empty name", name)
+    datasets = _datasets(w, raw.get("datasets"), os.path.abspath(locomo) if locomo else None, read or ReadOptions())
     if locomo:
         raw["locomo"] = locomo
-    configs = _configs(w, raw.get("configs"))
+    configs = _configs(w, raw.get("configs"), set_by)
     prompts = _str_list(w, raw, "prompts", default=("",))
     models = _str_list(w, raw, "models", default=("extractive",))
+    _check_models(w, "models", models, model_override)
     scorers = _str_list(w, raw, "scorers", default=("answer_retention", "fact_survival", "cost"))
     from rollsum_evals.scoring import names as scorer_names
     from rollsum_evals.scoring import with_always
@@ -180,19 +211,13 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     if len(set(scorers)) != len(scorers):
         raise w.error("scorers", "each scorer listed once", list(scorers))
     scorers = with_always(scorers)
-    cw = raw.get("context_window", DEFAULT_CONTEXT_WINDOW)
-    windows = tuple(cw) if isinstance(cw, list) else (cw,)
-    for v in windows:
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            raise w.error("context_window", "a positive integer or a list of them", v)
+    windows = _numbers(w, raw, "context_window", DEFAULT_CONTEXT_WINDOW, integer=True, range=Range(1),
+                       what="a positive integer or a non-empty list of them")
     configs = with_components(w, configs, raw["configs"], models, windows)
     probes = _probes(w, raw.get("probes", {}))
-    seeds_v = raw.get("seeds", [0])
-    seeds = tuple(seeds_v) if isinstance(seeds_v, list) else (seeds_v,)
-    for s in seeds:
-        if not isinstance(s, int) or isinstance(s, bool):
-            raise w.error("seeds", "a list of integers", s)
+    seeds = _numbers(w, raw, "seeds", 0, integer=True, what="a non-empty list of integers")
     main_model = _str(w, raw, "main_model", default=DEFAULT_MAIN_MODEL)
+    _check_priced(w, "main_model", main_model)
     projected_model = _str(w, raw, "projected_model", default=DEFAULT_PROJECTED_MODEL)
     _check_priced(w, "projected_model", projected_model)
     qa = raw.get("qa", {})
@@ -222,9 +247,9 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
         raise w.error("limits", "a table", limits)
     _check_keys(w, "limits.", limits, _LIMIT_KEYS)
     rpm = limits.get("requests_per_minute")
-    if rpm is not None and (not isinstance(rpm, int | float) or rpm <= 0):
-        raise w.error("limits.requests_per_minute", "a positive number", rpm,
-                      key="requests_per_minute")
+    rpm_problem = None if rpm is None else check_number(rpm, integer=False, range=MIN_RPM)
+    if rpm_problem is not None:
+        raise w.error("limits.requests_per_minute", rpm_problem, rpm, key="requests_per_minute")
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise w.error("description", "a string", description)
@@ -234,6 +259,23 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
                      judge=judge, cache=cache,
                      unit_cache=unit_cache, requests_per_minute=None if rpm is None else float(rpm),
                      description=description, raw=raw, path=path)
+
+
+def _check_models(w: _Where, key: str, models: Sequence[str], override: str | None) -> None:
+    """Every model spec is one the library knows (checked by form, without building it: that
+    may need a key), even where only baselines would use it: a typo is never silently unused."""
+    from rollsum.models.spec import capabilities
+    from rollsum_evals import components
+
+    for m in models:
+        if components.is_builtin(m):
+            continue
+        try:
+            capabilities(m)
+        except ConfigError as err:
+            if override is not None:
+                raise ConfigError(f"--model {override!r}: {err}") from None
+            raise w.error(key, f"a model spec ({err})", m, key=key.rsplit(".", 1)[-1]) from None
 
 
 def _check_priced(w: _Where, key: str, model: str) -> None:
@@ -255,7 +297,7 @@ def _toml_value(text: str) -> Any:
         return text
 
 
-def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None:
+def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> list[int]:
     """``--set SELECTOR.PARAM=VALUE``: fix one parameter of every config whose preset or label
     is SELECTOR, replacing a grid over it. The label does not change when the config has an
     explicit ``label``, so a baseline keyed by label still gates the degraded run.
@@ -266,8 +308,8 @@ def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None
         raise ConfigError(f"--set {item!r}: expected PRESET.PARAM=VALUE (or LABEL.PARAM=VALUE), "
                           "e.g. since-last.keep_last=2")
     configs = raw.get("configs")
-    matched = 0
-    for cfg in configs if isinstance(configs, list) else []:
+    matched: list[int] = []
+    for i, cfg in enumerate(configs if isinstance(configs, list) else []):
         if isinstance(cfg, dict) and selector in (cfg.get("preset"), cfg.get("label"), cfg.get("memory")):
             params = cfg.setdefault("params", {})
             grid = cfg.get("grid")
@@ -275,12 +317,13 @@ def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> None
                 grid.pop(param, None)
             if isinstance(params, dict):
                 params[param] = _toml_value(value.strip())
-                matched += 1
+                matched.append(i)
     if not matched:
         known = sorted({str(c.get(k)) for c in configs if isinstance(c, dict) for k in ("preset", "label")
                         if c.get(k)} if isinstance(configs, list) else set())
         raise ConfigError(f"{path}: --set {item!r}: no config with preset or label {selector!r} "
                           f"(expected one of: {', '.join(known) or 'none'})")
+    return matched
 
 
 def apply_limit(raw: dict[str, Any], limit: int) -> None:
@@ -318,6 +361,19 @@ def _check_keys(w: _Where, prefix: str, table: Mapping[str, Any], allowed: set[s
                           key=k, occurrence=occurrence)
 
 
+def _numbers(w: _Where, table: Mapping[str, Any], key: str, default: int, *, integer: bool,
+             range: Range | None = None, what: str) -> tuple[Any, ...]:
+    """A number or a non-empty list of them (a grid axis): each checked as a number."""
+    v = table.get(key, default)
+    values = tuple(v) if isinstance(v, list) else (v,)
+    if not values:
+        raise w.error(key, what, v)
+    for x in values:
+        if check_number(x, integer=integer, range=range) is not None:
+            raise w.error(key, what, x)
+    return values
+
+
 def _str(w: _Where, table: Mapping[str, Any], key: str, *, default: str) -> str:
     v = table.get(key, default)
     if not isinstance(v, str):
@@ -332,12 +388,12 @@ def _str_list(w: _Where, table: Mapping[str, Any], key: str, *, default: tuple[s
         return default
     if isinstance(v, str):
         v = [v]
-    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
-        raise w.error(prefix + key, "a non-empty list of strings", v, key=key)
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() for x in v):
+        raise w.error(prefix + key, "a non-empty list of non-empty strings", v, key=key)
     return tuple(v)
 
 
-def _datasets(w: _Where, v: Any, locomo: str | None) -> tuple[DatasetSpec, ...]:
+def _datasets(w: _Where, v: Any, locomo: str | None, read: ReadOptions) -> tuple[DatasetSpec, ...]:
     if not isinstance(v, list) or not v:
         raise w.error("datasets", "at least one [[datasets]] table with name and source", v)
     out: list[DatasetSpec] = []
@@ -353,17 +409,18 @@ def _datasets(w: _Where, v: Any, locomo: str | None) -> tuple[DatasetSpec, ...]:
                           key="datasets", occurrence=i)
         if name is None:
             name = source
-        if not isinstance(name, str) or not name:
-            raise w.error(f"datasets[{i}].name", "a non-empty string", name, key="datasets",
+        if not isinstance(name, str) or not name.strip() or not name.isprintable():
+            raise w.error(f"datasets[{i}].name", "a printable, non-empty string", name, key="datasets",
                           occurrence=i)
         if name in names:
             raise w.error(f"datasets[{i}].name", "a name unique in the spec", name, key="name",
                           occurrence=i)
         names.add(name)
         fmt, limit, questions = d.get("format"), d.get("limit"), d.get("questions")
-        if fmt is not None and not isinstance(fmt, str):
-            raise w.error(f"datasets[{i}].format", "a loader name", fmt, key="format")
-        if limit is not None and (not isinstance(limit, int) or limit <= 0):
+        if fmt is not None and (not isinstance(fmt, str) or fmt not in LOADERS):
+            raise w.error(f"datasets[{i}].format", f"a loader name, one of {', '.join(LOADERS)}", fmt, key="format",
+                          occurrence=sum(1 for d in v[:i] if isinstance(d, dict) and "format" in d))
+        if limit is not None and check_number(limit, integer=True, range=Range(1)):
             raise w.error(f"datasets[{i}].limit", "a positive integer", limit, key="limit")
         if questions is not None and (not isinstance(questions, str) or not questions):
             raise w.error(f"datasets[{i}].questions", "the path of a questions file (.jsonl or .csv)",
@@ -373,13 +430,14 @@ def _datasets(w: _Where, v: Any, locomo: str | None) -> tuple[DatasetSpec, ...]:
                 continue
             source, fmt = locomo, fmt or "locomo"
         out.append(DatasetSpec(name=name, source=data_path(source, w.path), format=fmt, limit=limit,
-                               questions=data_path(questions, w.path) if questions else None))
+                               questions=data_path(questions, w.path) if questions else None,
+                               skip_bad_records=read.skip_bad_records, max_line_bytes=read.max_line_bytes))
     if not out:
         raise w.error("datasets", "at least one dataset that is not '@locomo' (or pass --locomo PATH)")
     return tuple(out)
 
 
-def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
+def _configs(w: _Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[ConfigSpec, ...]:
     if not isinstance(v, list) or not v:
         raise w.error("configs", "at least one [[configs]] table with a preset", v)
     out: list[ConfigSpec] = []
@@ -396,25 +454,64 @@ def _configs(w: _Where, v: Any) -> tuple[ConfigSpec, ...]:
         if not isinstance(grid, dict):
             raise w.error(f"configs[{i}].grid", "a table of lists", grid, key="grid")
         g: dict[str, tuple[Any, ...]] = {}
+        grid_at = nth(v, i, "grid")
         for k, vals in grid.items():
             if not isinstance(vals, list) or not vals:
-                raise w.error(f"configs[{i}].grid.{k}", "a non-empty list of values", vals, key=k)
+                raise w.error(f"configs[{i}].grid.{k}", "a non-empty list of values", vals, key="grid",
+                              occurrence=grid_at)
             if k in params:
-                raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, key=k)
+                raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, key="grid", occurrence=grid_at)
             g[k] = tuple(vals)
+        if not plugins_is_import_path(preset):
+            _check_params(w, v, i, preset, params, g, set_by)
         label = c.get("label")
-        if label is not None and not isinstance(label, str):
-            raise w.error(f"configs[{i}].label", "a string", label, key="label")
+        if label is not None and (not isinstance(label, str) or not label.strip() or not label.isprintable()):
+            raise w.error(f"configs[{i}].label", "a printable, non-empty string", label, key="label")
         prompts = _str_list(w, c, "prompts", default=(), prefix=f"configs[{i}].") or None
         models = _str_list(w, c, "models", default=(), prefix=f"configs[{i}].") or None
+        _check_models(w, f"configs[{i}].models", models or (), None)
         out.append(ConfigSpec(preset=preset, params=dict(params), grid=g, label=label,
                               prompts=prompts, models=models))
     return tuple(out)
 
 
+def _check_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int, preset: str, params: Mapping[str, Any],
+                  grid: Mapping[str, tuple[Any, ...]], set_by: Mapping[tuple[int, str], str]) -> None:
+    """Every value a preset config gives a parameter, checked before anything runs by the
+    library's own check (`rollsum.presets.param_problem`: the owners' types, the range), so a
+    spec and `from_preset` refuse the same values with the same words."""
+    from rollsum import policies
+
+    def fail(key: str, where: str, expected: str, got: Any = None) -> ConfigError:
+        origin = set_by.get((i, key))
+        if origin is not None:  # the value came from the command line, not the file
+            return ConfigError(f"--set {origin}: expected {expected}" + ("" if got is None else f", got {got!r}"))
+        return w.error(f"configs[{i}].{where}.{key}", expected, got, key=where, occurrence=nth(configs, i, where))
+
+    values = [("params", k, (x,)) for k, x in params.items()] + [("grid", k, xs) for k, xs in grid.items()]
+    chosen = [x for where, k, xs in values if k == "policy" for x in xs] or [presets.get(preset).policy]
+    for where, key, xs in values:
+        if key == "policy":
+            for x in xs:
+                if not isinstance(x, str) or x not in policies.POLICIES:
+                    raise fail(key, where, f"a policy name, one of {', '.join(policies.POLICIES)}", x)
+    for where, key, xs in values:
+        if key in WIRING:
+            raise fail(key, where, f"a setting of the configuration, not '{key}' (it connects the engine to its "
+                       "surroundings: the harness sets it for every replay)")
+        for policy in chosen:
+            valid = [k for k in presets.valid_params(policies.get(policy)) if k not in WIRING]
+            if key not in valid:
+                raise fail(key, where, f"a parameter of preset {preset} (one of {', '.join(valid)})", key)
+            for x in xs:
+                found = presets.param_problem(preset, key, x, policy=policy)
+                if found is not None:
+                    raise fail(key, where, found, x)
+
+
 def _int(w: _Where, v: Mapping[str, Any], key: str, default: int, expected: str, *, minimum: int) -> int:
     x = v.get(key, default)
-    if not isinstance(x, int) or isinstance(x, bool) or x < minimum:
+    if check_number(x, integer=True, range=Range(minimum)) is not None:
         raise w.error(f"probes.{key}", expected, x, key=key)
     return x
 
@@ -429,7 +526,7 @@ def _probes(w: _Where, v: Any) -> ProbeTiming:
     if "ages" in v:
         ages = v["ages"]
         if (not isinstance(ages, list) or not ages
-                or not all(isinstance(a, int) and not isinstance(a, bool) and a > 0 for a in ages)):
+                or any(check_number(a, integer=True, range=Range(1)) for a in ages)):
             raise w.error("probes.ages", "a non-empty list of positive integers (turns after the "
                           "evidence)", ages, key="ages")
         if len(set(ages)) != len(ages):

@@ -31,9 +31,9 @@ def preset_or_memory(w: _Where, configs: Sequence[Mapping[str, Any]], i: int) ->
                           key="configs", occurrence=i)
         if preset not in presets.names():
             raise w.error(f"configs[{i}].preset", f"one of {', '.join(presets.names())}", preset,
-                          key="preset", occurrence=_nth(configs, i, "preset"))
+                          key="preset", occurrence=nth(configs, i, "preset"))
         return preset
-    occ = _nth(configs, i, "memory")
+    occ = nth(configs, i, "memory")
     if not is_import_path(memory):
         raise w.error(f"configs[{i}].memory", "an import path 'package.module:Class'", memory,
                       key="memory", occurrence=occ)
@@ -41,11 +41,11 @@ def preset_or_memory(w: _Where, configs: Sequence[Mapping[str, Any]], i: int) ->
         if other in c:
             raise w.error(f"configs[{i}].{other}", f"no '{other}' beside 'memory' (a memory is the "
                           "whole engine; its constructor parameters go in 'params')", key=other,
-                          occurrence=_nth(configs, i, other))
+                          occurrence=nth(configs, i, other))
     return str(memory)
 
 
-def _nth(configs: Sequence[Mapping[str, Any]], i: int, key: str) -> int:
+def nth(configs: Sequence[Mapping[str, Any]], i: int, key: str) -> int:
     """How many configs before config `i` have `key` (which of the key's lines is this one's)."""
     return sum(1 for other in configs[:i] if key in other)
 
@@ -58,7 +58,7 @@ def summarizer_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int,
     for key in ("summarizer", "summarizer_params"):
         if key not in c:
             continue
-        occ = _nth(configs, i, key)
+        occ = nth(configs, i, key)
         if key in params or key in (c.get("grid") or {}):
             raise w.error(f"configs[{i}].{key}", f"'{key}' given once (here, or in params/grid)",
                           key=key, occurrence=occ)
@@ -69,8 +69,25 @@ def summarizer_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int,
         if key == "summarizer_params" and (not isinstance(value, dict) or "summarizer" not in c):
             raise w.error(f"configs[{i}].summarizer_params", "a table of constructor parameters, "
                           "beside 'summarizer'", value, key=key, occurrence=occ)
+        if key == "summarizer_params" and c.get("summarizer") in presets.BUILTIN_KINDS:
+            _check_builtin_params(w, str(c["summarizer"]), value, f"configs[{i}].summarizer_params", occ)
         params[key] = value
     return params
+
+
+def _check_builtin_params(w: _Where, kind: str, given: Mapping[str, Any], field_name: str, occ: int) -> None:
+    """A built-in summarizer's ``summarizer_params``: names its constructor takes (the model and
+    the engine's conventions are given by the preset, not here)."""
+    from rollsum import plugins as library_plugins
+    from rollsum import summarizers
+
+    factory = summarizers.resolve(kind)[0]
+    accepted = sorted(n for n in library_plugins.parameters(factory)
+                      if n not in ("self", "model", "counter", "context_window"))
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise w.error(field_name, f"parameters of the {kind} summarizer ({', '.join(accepted)})",
+                      ", ".join(unknown), key="summarizer_params", occurrence=occ)
 
 
 def with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Mapping[str, Any]],
@@ -93,7 +110,7 @@ def with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Ma
                                          window=windows[0])
             code = plugins.code_fingerprint(plugins.import_paths(cfg.preset, cfg.params, cfg.grid))
         except ConfigError as err:
-            loc = w.location(key, i if key == "configs" else _nth(raw, i, key))
+            loc = w.location(key, i if key == "configs" else nth(raw, i, key))
             raise ConfigError(f"{loc}: field 'configs[{i}].{field_name}': {err}") from None
         out.append(replace(cfg, code=code))
     return tuple(out)

@@ -113,8 +113,7 @@ def variants(spec: SweepSpec) -> list[Variant]:
     vary_prompt = len({r[2] for r in raw if r[2]}) > 1
     vary_model = len({r[3] for r in raw if not r[5]}) > 1
     vary_window = len(spec.context_windows) > 1
-    out: list[Variant] = []
-    seen: dict[str, int] = {}
+    labels: list[str] = []
     for cfg, params, prompt, model, cw, fixed in raw:
         base = cfg.label or plugins.base_label(cfg.preset)
         parts = [f"{k}={_fmt(plugins.label_value(k, v))}" for k, v in sorted(params.items())
@@ -125,14 +124,33 @@ def variants(spec: SweepSpec) -> list[Variant]:
             parts.append(f"model={model}")
         if vary_window:
             parts.append(f"window={cw}")
-        label = f"{base}[{','.join(parts)}]" if parts else base
-        if label in seen:
-            seen[label] += 1
-            label = f"{label}#{seen[label]}"
-        else:
-            seen[label] = 1
+        labels.append(f"{base}[{','.join(parts)}]" if parts else base)
+    out: list[Variant] = []
+    for (cfg, params, prompt, model, cw, _fixed), label in zip(raw, _unique(labels), strict=True):
         out.append(Variant(label=label, preset=cfg.preset, params=params, prompt=prompt,
                            model=model, context_window=cw, code=cfg.code))
+    return out
+
+
+def _unique(labels: Sequence[str]) -> list[str]:
+    """The second and later uses of a label become ``label#2``, ``label#3``, ... skipping any
+    number another label already is (an explicit ``x#2``): two configurations never share a
+    label, so their rows are never merged into one configuration."""
+    taken = set(labels)
+    first: set[str] = set()
+    counters: dict[str, int] = {}
+    out = []
+    for label in labels:
+        if label not in first:
+            first.add(label)
+            out.append(label)
+            continue
+        n = counters.get(label, 1) + 1
+        while f"{label}#{n}" in taken:
+            n += 1
+        counters[label] = n
+        taken.add(f"{label}#{n}")
+        out.append(f"{label}#{n}")
     return out
 
 

@@ -92,6 +92,9 @@ class PriceTable:
                 text = Path(path).read_text(encoding="utf-8")
             except OSError as err:
                 raise ConfigError(f"price file {path}: cannot read ({err.strerror})") from err
+            except UnicodeDecodeError as err:
+                raise ConfigError(f"price file {path}: invalid UTF-8 at byte {err.start} (expected a TOML "
+                                  "file)") from None
             source = str(path)
         try:
             data = tomllib.loads(text)

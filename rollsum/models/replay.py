@@ -21,7 +21,9 @@ from typing import Any
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
+from rollsum.params import Range, check_number
 from rollsum.redact import redact_obj, redacting_logger
+from rollsum.safejson import JSONInputError, loads
 
 log = redacting_logger(__name__)
 
@@ -112,23 +114,23 @@ class ReplayModel:
         return RecordingModel(inner, path)
 
     def _load(self) -> None:
+        if self.path.is_dir():
+            raise ConfigError(f"cassette {self.path}: is a directory (expected a cassette file: one JSON object "
+                              "per line)")
         if not self.path.is_file():
             raise ConfigError(f"cassette {self.path} does not exist: record one with "
                               f"record:{self.path}:MODEL (needs the model's key) or check the path")
         windows: list[int] = []
-        with self.path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
+        with self.path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.strip():
                     continue
-                try:
-                    entry = json.loads(line)
-                    key, _ = entry["key"], entry["response"]["text"]
-                except (ValueError, KeyError, TypeError) as err:
-                    raise ConfigError(f"cassette {self.path}, line {lineno}: expected a JSON object with "
-                                      f"'key' and 'response.text' ({err})") from err
+                entry = _entry(raw)
+                if isinstance(entry, str):
+                    raise ConfigError(f"cassette {self.path}, line {lineno}: {entry}")
                 if self.model_filter and entry.get("model") != self.model_filter:
                     continue
-                self._entries[key].append(entry)
+                self._entries[entry["key"]].append(entry)
                 if isinstance(entry.get("context_window"), int):
                     windows.append(entry["context_window"])
         if windows:
@@ -184,6 +186,37 @@ class ReplayModel:
         if best is None:
             return None
         return best[1], _differences(wanted, best[1].get("request", {}))
+
+
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def _entry(raw: bytes) -> dict[str, Any] | str:
+    """One cassette line checked the way a replay will use it, or what was expected: a
+    cassette is a file people copy, edit and commit, and a wrong-typed value must not become
+    a failed summary (or a crash) in the middle of a sweep."""
+    try:
+        entry = loads(raw)
+    except JSONInputError as err:
+        return f"not usable JSON ({err}; expected a JSON object with 'key' and 'response.text')"
+    if not isinstance(entry, dict):
+        return f"expected a JSON object with 'key' and 'response.text', got {type(entry).__name__}"
+    if not isinstance(entry.get("key"), str) or not entry["key"]:
+        return f"field key: expected a request hash (a string), got {entry.get('key')!r}"
+    response = entry.get("response")
+    if not isinstance(response, dict) or not isinstance(response.get("text"), str):
+        return "field response.text: expected the recorded answer (a string)"
+    for name in _COUNTS:
+        if name in response and check_number(response[name], integer=True, range=Range(0)):
+            return f"field response.{name}: expected a count >= 0, got {response[name]!r}"
+    if "latency_s" in response and check_number(response["latency_s"], integer=False, range=Range(0)):
+        return f"field response.latency_s: expected a number >= 0, got {response['latency_s']!r}"
+    for name, where in (("model", response), ("stop_reason", response), ("model", entry)):
+        if where.get(name) is not None and not isinstance(where[name], str):
+            return f"field {name}: expected a string, got {where[name]!r}"
+    if "context_window" in entry and check_number(entry["context_window"], integer=True, range=Range(1)):
+        return f"field context_window: expected an integer >= 1, got {entry['context_window']!r}"
+    return entry
 
 
 def _similarity(a: dict[str, Any], b: dict[str, Any]) -> float:

@@ -138,7 +138,7 @@ def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    (["--scorers", "vibes"], "unknown scorer 'vibes'"),
+    (["--scorers", "vibes"], "--scorers 'vibes': expected scorer names"),
     (["--scorers", "qa"], "needs a model to answer"),
     (["--ages", "0,5"], "positive integers"),
     (["--no-end"], "only together with --ages"),

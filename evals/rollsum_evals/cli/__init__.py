@@ -38,7 +38,9 @@ EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from rollsum_evals.cli.args import OneLineParser
+
+    parser = OneLineParser(
         prog="rollsum",
         description="Tune rolling conversation summaries: replay long conversations through "
         "trigger policies, prompts and models; score what survives; compare and gate.",
@@ -69,6 +71,13 @@ def _needs_extra(command: str, module: str) -> int:
     return EXIT_USAGE
 
 
+def _user_error(text: str) -> int:
+    """A user mistake: one line on stderr, exit 2. The message may span lines (a library's
+    text, an underlying parser's): it is folded into one."""
+    print(f"rollsum: error: {redact(' '.join(text.split()))}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Every byte the command prints goes through `rollsum.redact` (its streams are wrapped
     for the whole call, log handlers too), so a key in an error, a dataset or a model's answer
@@ -79,7 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, or a mistake argparse already reported in one line
+        return done.code if isinstance(done.code, int) else EXIT_USAGE
     level = logging.ERROR if args.quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     logging.captureWarnings(True)  # warnings.warn text goes through the redacting handlers too
@@ -90,8 +102,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return int(args.func(args) or 0)
     except RollsumError as err:
-        print(f"rollsum: error: {redact(str(err))}", file=sys.stderr)
-        return EXIT_USAGE
+        return _user_error(str(err))
     except ModuleNotFoundError as err:
         name = (err.name or "").split(".")[0]
         if name not in HARNESS_MODULES:
@@ -106,12 +117,12 @@ def _main(argv: Sequence[str] | None) -> int:
     except OSError as err:
         if isinstance(err, ConnectionError | TimeoutError):
             raise
-        # a file-system fault no command caught (a read-only or full output directory): one line
+        # a path the user gave that cannot be read or written, or a file-system fault no
+        # command caught (a read-only or full output directory): one line
         from rollsum_evals.fsfaults import describe_os_error
 
         logging.getLogger(__name__).debug("file-system fault", exc_info=True)
-        print(f"rollsum: error: {redact(describe_os_error(err))}", file=sys.stderr)
-        return EXIT_USAGE
+        return _user_error(describe_os_error(err))
 
 
 if __name__ == "__main__":  # pragma: no cover

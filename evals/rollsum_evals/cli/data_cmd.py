@@ -16,6 +16,8 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from rollsum_evals.cli.args import INT, NON_NEGATIVE_INT, POSITIVE_INT, message_count
+
 EXIT_OK, EXIT_USAGE = 0, 2
 log = logging.getLogger(__name__)
 
@@ -29,8 +31,9 @@ def _user_errors(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
             return fn(args)
         except (OSError, UnicodeDecodeError) as err:
             from rollsum.errors import ConfigError
+            from rollsum_evals.fsfaults import describe_os_error
 
-            raise ConfigError(str(err)) from None
+            raise ConfigError(describe_os_error(err) if isinstance(err, OSError) else str(err)) from None
 
     return run
 
@@ -45,11 +48,12 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p = dsub.add_parser("synth", help="generate synthetic conversations with planted facts",
                         description="Stream seeded synthetic conversations (with probes) to canonical JSONL.")
     p.add_argument("--flavor", choices=("chat", "agent", "mixed"), default="chat")
-    p.add_argument("--conversations", type=int, default=1, metavar="N")
-    p.add_argument("--messages", default="300", metavar="M",
+    p.add_argument("--conversations", type=POSITIVE_INT, default=1, metavar="N")
+    p.add_argument("--messages", type=message_count, default="300", metavar="M",
                    help="messages per conversation, or a range LOW-HIGH (seeded per conversation)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--facts", type=int, default=None, help="probes per conversation (default: messages/30)")
+    p.add_argument("--seed", type=INT, default=0)
+    p.add_argument("--facts", type=NON_NEGATIVE_INT, default=None,
+                   help="probes per conversation (default: messages/30)")
     p.add_argument("--out", required=True, metavar="FILE", help="output .jsonl (written atomically)")
     p.add_argument("--manifest", default=None, metavar="FILE",
                    help="record the spec, generator version and sha256 of --out in this manifest.json")
@@ -89,12 +93,15 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p.add_argument("--format", default=None)
     p.add_argument("--questions", metavar="Q", default=None, help="count a questions sidecar's questions too")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--skip-bad-records", action="store_true",
+                   help="count the records that can be read (bad ones are logged and left out) instead of "
+                   "stopping at the first bad one")
     _limit_args(p)
     p.set_defaults(func=cmd_stats)
 
 
 def _limit_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-line-bytes", type=int, default=None, metavar="N",
+    p.add_argument("--max-line-bytes", type=POSITIVE_INT, default=None, metavar="N",
                    help="longest accepted JSONL line (default 32 MiB)")
 
 
@@ -249,6 +256,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     convs = msgs = tokens = refs = 0
     longest = 0
     args.input = args.file
+    args.strict = not args.skip_bad_records  # numbers of a file are of all of it, unless asked
     for conv in _conversations(args):
         convs += 1
         msgs += len(conv.messages)

@@ -13,6 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum.params import Range
+from rollsum_evals.cli.args import INT, POSITIVE_INT, number
+
+SHARE = number(integer=False, range=Range(0, 1), what="a share between 0 and 1")
+POSITIVE = number(integer=False, range=Range(0, low_open=True), what="a number > 0")
+NON_NEGATIVE = number(integer=False, range=Range(0), what="a number >= 0")
 
 
 def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
@@ -24,7 +30,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p.add_argument("--history", type=Path, default=None,
                    help="regression history JSONL to plot as a trend "
                    "(default reports/baselines/<run-name>.history.jsonl if it exists)")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--resamples", type=POSITIVE_INT, default=2000, help="bootstrap resamples (default 2000)")
     _thresholds(p)
     p.set_defaults(func=_report)
 
@@ -38,14 +44,14 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     c.add_argument("--b", dest="config_b", help="configuration label B (one-run form)")
     c.add_argument("--config", help="two-run form: compare only this configuration (default: all shared)")
     c.add_argument("--out", type=Path, default=None, help="directory for compare.md")
-    c.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    c.add_argument("--resamples", type=POSITIVE_INT, default=2000, help="bootstrap resamples (default 2000)")
+    c.add_argument("--seed", type=INT, default=0, help="bootstrap seed (default 0)")
     c.add_argument("--match-tokens", action="store_true",
                    help="one-run form: --b names a preset (or label) with a grid; on each conversation A "
                    "is paired with B's ok configuration nearest in main-model tokens")
     c.add_argument("--dataset", action="append", default=[], metavar="NAME",
                    help="compare on this dataset of the run only (repeatable)")
-    c.add_argument("--match-tolerance", type=float, default=0.05, metavar="R",
+    c.add_argument("--match-tolerance", type=POSITIVE, default=0.05, metavar="R",
                    help="--match-tokens: the match must be within this share of A's tokens (default 0.05)")
     c.set_defaults(func=_compare)
 
@@ -60,24 +66,24 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     r.add_argument("--record-history", action="store_true",
                    help="append this gate run to NAME.history.jsonl beside the baseline (off by default: "
                    "the baseline directory is tracked)")
-    r.add_argument("--ask-tolerance", type=float, default=0.002,
+    r.add_argument("--ask-tolerance", type=NON_NEGATIVE, default=0.002,
                    help="deterministic configurations: net loss of retained asks allowed, as a share of "
                    "the configuration's answerable asks (default 0.002)")
-    r.add_argument("--tolerance", type=float, default=0.01,
+    r.add_argument("--tolerance", type=NON_NEGATIVE, default=0.01,
                    help="non-deterministic configurations: absolute retention tolerance below the "
                    "baseline interval's lower bound (default 0.01)")
-    r.add_argument("--cost-tolerance", type=float, default=0.05,
+    r.add_argument("--cost-tolerance", type=NON_NEGATIVE, default=0.05,
                    help="relative cost/token tolerance above the baseline (default 0.05)")
     r.add_argument("--strict", action="store_true", help="a dataset hash mismatch fails the gate")
-    r.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    r.add_argument("--resamples", type=POSITIVE_INT, default=2000, help="bootstrap resamples (default 2000)")
     r.set_defaults(func=_regress)
 
 
 def _thresholds(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-failure-rate", type=float, default=0.10, metavar="R",
+    p.add_argument("--max-failure-rate", type=SHARE, default=0.10, metavar="R",
                    help="a configuration whose summarizer calls fail more often than this is "
                    "'degraded' and not ranked (default 0.10; docs/reports.md)")
-    p.add_argument("--max-calls-per-message", type=float, default=0.5, metavar="C",
+    p.add_argument("--max-calls-per-message", type=POSITIVE, default=0.5, metavar="C",
                    help="more summarizer calls per message than this is 'thrashing': degraded, "
                    "not ranked (default 0.5)")
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum.params import Range
 from rollsum.redact import redact
+from rollsum_evals.cli.args import POSITIVE_INT, number
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,8 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                      "that failed against a real API), then finish it like --resume")
     run.add_argument("--model", metavar="SPEC",
                      help="summarizer model for every config, e.g. anthropic:claude-haiku-4-5")
-    run.add_argument("--max-cost-usd", type=float, metavar="X",
+    run.add_argument("--max-cost-usd", type=number(integer=False, range=Range(0), what="a number of dollars >= 0"),
+                     metavar="X",
                      help="hard cap on real spend (summarizer + QA calls that miss the cache): a call "
                      "that could pass X dollars is refused, its unit ends 'stopped: budget', no "
                      "further unit starts, exit 1; --resume with a higher X continues")
@@ -64,14 +67,19 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
 
 def _common(p: argparse.ArgumentParser) -> None:
     fail = p.add_mutually_exclusive_group()
-    fail.add_argument("--fail-on-error", type=float, metavar="X", default=None,
+    fail.add_argument("--fail-on-error", type=number(integer=False, range=Range(0)), metavar="X", default=None,
                       help="exit 1 when units errored beyond X: a share in (0, 1) or a count >= 1 "
                       "(default: any error fails)")
     fail.add_argument("--no-fail-on-error", action="store_true",
                       help="exit 0 however many units errored (they are still rows with status 'error')")
-    p.add_argument("--jobs", type=int, default=4, metavar="N", help="Units run concurrently (default 4)")
-    p.add_argument("--limit", type=int, metavar="N", default=None,
+    p.add_argument("--jobs", type=POSITIVE_INT, default=4, metavar="N", help="Units run concurrently (default 4)")
+    p.add_argument("--limit", type=POSITIVE_INT, metavar="N", default=None,
                    help="at most N conversations per dataset (a quick smoke run; recorded in the spec)")
+    p.add_argument("--skip-bad-records", action="store_true",
+                   help="leave out dataset records that cannot be used (counted in the manifest) instead of "
+                   "stopping at the first one with its file and line")
+    p.add_argument("--max-line-bytes", type=POSITIVE_INT, default=None, metavar="N",
+                   help="longest dataset line read (default 32 MiB): raise it for one very long conversation")
     p.add_argument("--locomo", metavar="PATH", help="locomo10.json (relative to the current directory): adds "
                    "LoCoMo where the spec asks for it")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -99,7 +107,9 @@ def _latest_run(name: str) -> Path | None:
 def _out_for(spec_name: str, args: argparse.Namespace, continuing: str | None) -> Path:
     """--out, or a fresh default. Continuing a run (--resume, --retry-errors) without --out
     would silently start a new one: refused, naming the directory it would have used."""
-    if args.out:
+    if args.out is not None:
+        if not args.out.strip():
+            raise ConfigError("--out: expected a run directory, got ''")
         return Path(args.out)
     out = _default_out(spec_name)
     if continuing:
@@ -115,11 +125,14 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
          executor: str = "auto") -> Any:
     from rollsum_evals.run import run_sweep
     from rollsum_evals.run.sweep import check_fail_on_error
-    from rollsum_evals.spec import load_spec
+    from rollsum_evals.spec import ReadOptions, load_spec
 
     check_fail_on_error(_threshold(args))
+    if args.locomo and not Path(args.locomo).is_file():
+        raise ConfigError(f"--locomo {args.locomo}: no such file (expected LoCoMo's locomo10.json)")
+    read = ReadOptions(skip_bad_records=args.skip_bad_records, max_line_bytes=args.max_line_bytes)
     spec = load_spec(spec_path, model_override=model, locomo=args.locomo,
-                     overrides=getattr(args, "overrides", None) or (), limit=args.limit)
+                     overrides=getattr(args, "overrides", None) or (), limit=args.limit, read=read)
     continuing = "--retry-errors" if retry_errors else "--resume" if resume else None
     out = out or _out_for(spec.name, args, continuing)
     if retry_errors:
@@ -130,6 +143,9 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
     result = run_sweep(spec, out, jobs=args.jobs, resume=resume or retry_errors, executor=executor,
                        max_cost_usd=max_cost, progress=not args.no_progress and sys.stderr.isatty(),
                        unit_cache=False if getattr(args, "no_unit_cache", False) else None)
+    if result.skipped_records:
+        print(f"warning: {result.skipped_records} bad dataset record(s) left out (--skip-bad-records; counted "
+              f"per dataset in {Path(result.run_dir) / 'manifest.json'})", file=sys.stderr)
     print(f"{result.done}/{result.total} units in {result.run_dir} "
           f"({result.ran} run now, {result.cached} from the unit cache, "
           f"{result.scored} scored from earlier replays, {result.errors} errors, "

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum_evals.cli.args import POSITIVE_INT
 
 
 def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
@@ -21,7 +22,8 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                         help="probe timing key: sampled:N[,seed=S][+end] (the default timing is "
                         "sampled:1+end), end, after:N, ages:A,B[+end]")
     timing.add_argument("--ages", metavar="N,M", help="ask each probe N, M ... turns after its evidence")
-    timing.add_argument("--after", type=int, metavar="N", help="ask each probe once, N turns after its evidence")
+    timing.add_argument("--after", type=POSITIVE_INT, metavar="N",
+                        help="ask each probe once, N turns after its evidence")
     timing.add_argument("--at-end", action="store_true", help="ask each probe once, at the end")
     p.add_argument("--no-end", action="store_true", help="with --ages: do not also ask at the end")
     p.add_argument("--model", metavar="SPEC", help="model for scorers that need one (default: the run's [qa] model)")
@@ -55,7 +57,14 @@ def _timing(args: argparse.Namespace) -> Any:
 def cmd_score(args: argparse.Namespace) -> int:
     from rollsum_evals.rescore import rescore
 
-    scorers = [s.strip() for s in args.scorers.split(",") if s.strip()] if args.scorers else None
+    scorers = [s.strip() for s in args.scorers.split(",") if s.strip()] if args.scorers is not None else None
+    if scorers is not None:
+        from rollsum_evals.scoring import names
+
+        unknown = [s for s in scorers if s not in names()]
+        if unknown or not scorers:
+            raise ConfigError(f"--scorers {args.scorers!r}: expected scorer names from {', '.join(names())}"
+                              + (f", got {', '.join(unknown)}" if unknown else ""))
     result = rescore(args.run, scorers=scorers, timing=_timing(args), model=args.model)
     plan = result.plan
     print(f"{result.units} units re-scored in {result.run_dir} ({', '.join(plan.scorers)}; probes "

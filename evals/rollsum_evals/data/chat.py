@@ -18,7 +18,6 @@ rules (`rollsum_evals.data.sidecar`), never dropped.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rollsum.errors import ConfigError
+from rollsum.safejson import JSONInputError, loads
 from rollsum_evals.data.exports import (
     EXPECTED_SHAPES,
     ExportError,
@@ -44,7 +44,7 @@ from rollsum_evals.data.reader import (
     read_json_bytes,
 )
 from rollsum_evals.data.types import Conversation
-from rollsum_evals.data.validate import Issue, RecordError, check_record
+from rollsum_evals.data.validate import Issue, RecordError, check_record, json_problem
 
 log = logging.getLogger(__name__)
 
@@ -71,20 +71,21 @@ def looks_like_chat(obj: Any) -> bool:
                                                  or is_conversation(obj[0])))
 
 
-def iter_chat(path: str | os.PathLike[str], *, strict: bool = False,
-              limits: Limits = DEFAULT_LIMITS) -> Iterator[Conversation]:
+def iter_chat(path: str | os.PathLike[str], *, strict: bool = False, limits: Limits = DEFAULT_LIMITS,
+              skips: SkipLog | None = None) -> Iterator[Conversation]:
     file = os.fspath(path)
-    skips = SkipLog(file, log)
+    log_skips = skips if skips is not None else SkipLog(file, log)
     try:
         for _line, conv, issues in iter_checked_chat(file, limits=limits):
             if conv is None:
                 if strict:
                     raise RecordError(issues)
-                skips.skip(RecordError(issues))
+                log_skips.skip(RecordError(issues))
                 continue
             yield conv
     finally:
-        skips.close()
+        if skips is None:
+            log_skips.close()
 
 
 def iter_checked_chat(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS
@@ -150,17 +151,16 @@ def _records(file: str, limits: Limits) -> Iterator[_Record | Issue]:
         yield from _jsonl_records(file, limits)
         return
     try:
-        raw = read_json_bytes(file, limits.max_json_bytes).decode("utf-8-sig")
-        doc = json.loads(raw)
-    except UnicodeDecodeError as err:
-        yield Issue(file, None, None, "", f"invalid UTF-8 at byte {err.start} (expected UTF-8 JSON)")
-        return
-    except json.JSONDecodeError as err:
-        if head[:1] == b"[" and err.msg == "Extra data":  # one array per line: JSONL
+        doc = loads(read_json_bytes(file, limits.max_json_bytes))
+    except JSONInputError as err:
+        if head[:1] == b"[" and err.message == "Extra data":  # one array per line: JSONL
             yield from _jsonl_records(file, limits)
             return
-        yield Issue(file, err.lineno, None, "", f"invalid JSON at column {err.colno}: {err.msg} "
-                                                f"(expected {EXPECTED_SHAPES})")
+        if err.column is None:
+            yield Issue(file, None, None, "", f"{err.message} (expected {EXPECTED_SHAPES})")
+        else:
+            yield Issue(file, err.line, None, "", f"invalid JSON at column {err.column}: {err.message} "
+                                                  f"(expected {EXPECTED_SHAPES})")
         return
     yield from _document_records(file, doc)
 
@@ -168,9 +168,9 @@ def _records(file: str, limits: Limits) -> Iterator[_Record | Issue]:
 def _first_line_parses(file: str, limits: Limits) -> bool:
     first = first_record_line(file, limits.max_line_bytes)
     try:
-        json.loads(first or "")
-    except json.JSONDecodeError:
-        return False
+        loads(first or "")
+    except JSONInputError as err:
+        return err.column is None  # parsed, but unusable: the line's own error says why
     return True
 
 
@@ -219,10 +219,9 @@ def _jsonl_records(file: str, limits: Limits) -> Iterator[_Record | Issue]:
             if not ln.text.strip():
                 continue
             try:
-                obj = json.loads(ln.text.removeprefix("\ufeff"))
-            except json.JSONDecodeError as err:
-                yield Issue(file, ln.number, None, "", f"invalid JSON at column {err.colno}: {err.msg} "
-                                                       "(expected one JSON value per line)")
+                obj = loads(ln.text.removeprefix("\ufeff"))
+            except JSONInputError as err:
+                yield Issue(file, ln.number, None, "", json_problem(err, ln.text, "one JSON value per line"))
                 broken = broken or shape == "message"
                 continue
             if shape is None:
@@ -262,12 +261,13 @@ def _jsonl_records(file: str, limits: Limits) -> Iterator[_Record | Issue]:
         yield Issue(file, None, None, "", f"the file holds no JSON value (expected {EXPECTED_SHAPES})")
 
 
-def from_export(obj: Any, *, default_id: str) -> Conversation:
-    """One conversation object or message array, in canonical form (ConfigError if it is not)."""
+def from_export(obj: Any, *, default_id: str, file: str = "<export>") -> Conversation:
+    """One conversation object or message array, in canonical form (ConfigError if it is not;
+    `file` names where it came from in the message)."""
     if isinstance(obj, list):
         rec = _Record(None, default_id, "messages", obj)
     elif is_conversation(obj):
         rec = _Record(None, default_id, "object", obj)
     else:
-        raise ConfigError(f"expected {EXPECTED_SHAPES}; got {describe(obj)}")
-    return _conversation("<export>", rec)
+        raise ConfigError(f"{file}: expected {EXPECTED_SHAPES}; got {describe(obj)}")
+    return _conversation(file, rec)

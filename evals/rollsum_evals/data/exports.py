@@ -43,6 +43,7 @@ SYSTEM_SUFFIX = "system"
 _PLACEHOLDER = {"image_url": "[image]", "image": "[image]", "input_image": "[image]",
                 "input_audio": "[audio]", "audio": "[audio]", "file": "[file]", "input_file": "[file]",
                 "document": "[document]"}
+_CONTENT_KEYS = ("content", "value", "text", "parts")
 _SKIPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 _SAYS_CALL = re.compile(r"\bCalling [\w.\-]+\(")
 """How a tool call is written into the calling message's text (the synthetic agent's wording):
@@ -132,12 +133,17 @@ def _messages_of(item: Any, i: int, cid: str, field: str, tool_names: dict[str, 
                           f"{describe(item)}", i)
     role = _role(item, where, i)
     name: str | None = item.get("name") if isinstance(item.get("name"), str) else None
-    created = _timestamp(item.get("created_at", item.get("timestamp", item.get("create_time"))))
+    created = _timestamp(item, where, i)
+    if not any(k in item for k in (*_CONTENT_KEYS, "tool_calls", "function_call")):
+        raise ExportError(f"field {where}.content: missing (expected a string or a list of content blocks; "
+                          "'value' or 'text' are read too)", i)
     raw = item.get("content", item.get("value", item.get("text", item.get("parts"))))
     text, calls, results = _text(raw, f"{where}.content", i)
     meta: dict[str, Any] = {}
-    for call in item.get("tool_calls") or ([item["function_call"]] if isinstance(item.get("function_call"), dict)
-                                           else []):
+    listed = item.get("tool_calls")
+    if listed is not None and not isinstance(listed, list):
+        raise ExportError(f"field {where}.tool_calls: expected a list of tool calls, got {describe(listed)}", i)
+    for call in listed or ([item["function_call"]] if isinstance(item.get("function_call"), dict) else []):
         calls.append(_openai_call(call, f"{where}.tool_calls", i))
     if calls:
         meta["tool_calls"] = [c[0] for c in calls]
@@ -177,11 +183,22 @@ def _role(item: Mapping[str, Any], where: str, i: int) -> str:
     return role
 
 
-def _timestamp(value: Any) -> str | None:
+_TIME_KEYS = ("created_at", "timestamp", "create_time")
+
+
+def _timestamp(item: Mapping[str, Any], where: str, i: int) -> str | None:
+    """A message's time (ISO text, or epoch seconds made ISO); an epoch no calendar holds is
+    an error naming the field, not an overflow deep in `datetime`."""
+    key = next((k for k in _TIME_KEYS if k in item), None)
+    value = item.get(key) if key else None
     if isinstance(value, str):
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(float(value), UTC).isoformat().replace("+00:00", "Z")
+        try:
+            return datetime.fromtimestamp(float(value), UTC).isoformat().replace("+00:00", "Z")
+        except (OverflowError, OSError, ValueError):
+            raise ExportError(f"field {where}.{key}: expected ISO text or seconds since 1970 within years "
+                              f"1-9999, got {value!r}", i) from None
     return None
 
 

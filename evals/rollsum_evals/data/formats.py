@@ -6,15 +6,19 @@ A loader is one function `(path, *, strict, limits) -> Iterator[Conversation]` p
 
 from __future__ import annotations
 
-import json
+import inspect
+import logging
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl
 
 from rollsum.errors import ConfigError
-from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, first_record_line, read_json_bytes
+from rollsum.safejson import JSONInputError, loads
+from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, SkipLog, first_record_line, read_json_bytes
 from rollsum_evals.data.types import Conversation
+
+log = logging.getLogger(__name__)
 
 SYNTH_PREFIX = "synth:"
 FORMATS = ("jsonl", "chat", "locomo", "hf", "synth")
@@ -81,6 +85,12 @@ def parse_synth_spec(spec: str) -> Iterator[Any]:
                           "facts") from None
     if conversations < 1:
         raise ConfigError(f"{spec}: conversations: expected at least 1")
+    lengths = messages if isinstance(messages, tuple) else (messages,)
+    if min(lengths) < 1 or (isinstance(messages, tuple) and messages[0] > messages[1]):
+        raise ConfigError(f"{spec}: messages: expected a positive number or a range LOW-HIGH with "
+                          f"1 <= LOW <= HIGH, got {params['messages']!r}")
+    if facts is not None and facts < 0:
+        raise ConfigError(f"{spec}: facts: expected a non-negative number of facts, got {facts}")
     return synth.dataset(flavor, conversations=conversations, n_messages=messages, seed=seed, facts=facts)
 
 
@@ -111,8 +121,10 @@ def guess_format(path_or_name: str) -> str:
     if first is None and stripped.startswith(b"{"):
         return "jsonl"  # an unreadable first line: the canonical reader names it precisely
     try:
-        obj = json.loads(first) if first is not None else None
-    except json.JSONDecodeError:
+        obj = loads(first) if first is not None else None
+    except JSONInputError as err:
+        if err.column is None and stripped.startswith(b"{"):
+            return "jsonl"  # JSON, but unusable (NaN, too deep, a lone surrogate): said at its line
         obj = None
     if obj is None:
         # a whole-document object (pretty-printed), a broken line or not JSON at all: LoCoMo by
@@ -132,8 +144,8 @@ def guess_format(path_or_name: str) -> str:
 
 def _parses_whole(path: str) -> bool:
     try:
-        json.loads(read_json_bytes(path, DEFAULT_LIMITS.max_json_bytes))
-    except (ValueError, ConfigError):
+        loads(read_json_bytes(path, DEFAULT_LIMITS.max_json_bytes))
+    except (JSONInputError, ConfigError):
         return False
     return True
 
@@ -149,19 +161,60 @@ def is_canonical(obj: Any) -> bool:
                                              for m in msgs)
 
 
+SELF_CHECKED = frozenset({"jsonl", "chat", "hf", "synth"})
+"""Loaders that check every record with `rollsum_evals.data.validate.check_record` themselves
+(with its line or row); any other loader's conversations are checked here, so no loader can
+hand a run a conversation that `rollsum data validate` would refuse."""
+
+
 def iter_conversations(path_or_name: str | os.PathLike[str], format: str | None = None, *,
-                       strict: bool = False, limits: Limits = DEFAULT_LIMITS) -> Iterator[Conversation]:
-    """Stream the conversations of a file, directory, hub name or generator spec."""
+                       strict: bool = False, limits: Limits = DEFAULT_LIMITS,
+                       skips: SkipLog | None = None) -> Iterator[Conversation]:
+    """Stream the conversations of a file, directory, hub name or generator spec.
+
+    A bad record is a `RecordError` naming file, line and field when `strict`; otherwise it is
+    logged and left out, and counted in `skips` when one is given (the caller closes it)."""
     name = os.fspath(path_or_name)
     fmt = format or guess_format(name)
     if fmt not in LOADERS:
         raise ConfigError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt not in ("synth", "hf") and not os.path.exists(name):
         raise ConfigError(f"{name}: no such file")
-    return LOADERS[fmt](name, strict=strict, limits=limits)
+    loader = LOADERS[fmt]
+    options: dict[str, Any] = {"strict": strict, "limits": limits}
+    if skips is not None and _takes(loader, "skips"):
+        options["skips"] = skips
+    convs = loader(name, **options)
+    return convs if fmt in SELF_CHECKED else _checked(convs, name, strict=strict, limits=limits, skips=skips)
+
+
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    params = inspect.signature(fn).parameters
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _checked(convs: Iterator[Conversation], file: str, *, strict: bool, limits: Limits,
+             skips: SkipLog | None) -> Iterator[Conversation]:
+    from rollsum_evals.data.validate import RecordError, check_record
+
+    log_skips = skips if skips is not None else SkipLog(file, log)
+    seen: set[str] = set()
+    try:
+        for conv in convs:
+            errors = [i for i in check_record(conv.to_dict(), file=file, limits=limits, seen_ids=seen)
+                      if i.severity == "error"]
+            if not errors:
+                yield conv
+            elif strict:
+                raise RecordError(errors)
+            else:
+                log_skips.skip(RecordError(errors))
+    finally:
+        if skips is None:
+            log_skips.close()
 
 
 def load(path_or_name: str | os.PathLike[str], format: str | None = None, *, strict: bool = False,
-         limits: Limits = DEFAULT_LIMITS) -> list[Conversation]:
+         limits: Limits = DEFAULT_LIMITS, skips: SkipLog | None = None) -> list[Conversation]:
     """Every conversation of a dataset, in file order (see `iter_conversations` to stream)."""
-    return list(iter_conversations(path_or_name, format, strict=strict, limits=limits))
+    return list(iter_conversations(path_or_name, format, strict=strict, limits=limits, skips=skips))

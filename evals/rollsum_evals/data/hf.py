@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rollsum.errors import ConfigError
-from rollsum.types import Message
-from rollsum_evals.data.types import Conversation, Probe, Reference
+from rollsum_evals.data.reader import SkipLog
+from rollsum_evals.data.types import Conversation
+from rollsum_evals.data.validate import Issue, RecordError, check_record
+
+log = logging.getLogger(__name__)
 
 HUB_PREFIX = "hf:"
 
@@ -80,28 +84,61 @@ def _meta(v: Any) -> dict[str, Any]:
     return {}
 
 
-def from_row(row: dict[str, Any], index: int = 0) -> Conversation:
+def _canonical(row: dict[str, Any], cid: str) -> dict[str, Any]:
+    """A row of our own columns as a canonical record (meta columns are JSON text), for the
+    shared validator: every value is kept as found, so a null or missing field is reported."""
+    def message(m: Any, i: int) -> Any:
+        if not isinstance(m, dict):
+            return m
+        out = {"id": m.get("id") or f"{cid}:{i}", "role": m.get("role"), "content": m.get("content"),
+               "name": m.get("name") or None, "created_at": m.get("created_at") or None, "meta": _meta(m.get("meta"))}
+        return out
+
+    def probe(p: Any) -> Any:
+        if not isinstance(p, dict):
+            return p
+        return {"id": p.get("id"), "question": p.get("question"), "answer": p.get("answer"),
+                "evidence": list(p.get("evidence") or ()), "category": p.get("category") or "fact",
+                "stale_answers": list(p.get("stale_answers") or ()), "meta": _meta(p.get("meta"))}
+
+    def reference(r: Any) -> Any:
+        if not isinstance(r, dict):
+            return r
+        return {"id": r.get("id"), "text": r.get("text"), "covers": list(r.get("covers") or ()),
+                "kind": r.get("kind") or "session_summary"}
+
+    messages, probes, refs = row.get("messages"), row.get("probes"), row.get("references")
+    return {"id": cid,
+            "messages": [message(m, i) for i, m in enumerate(messages)] if isinstance(messages, list) else messages,
+            "probes": [probe(p) for p in probes] if isinstance(probes, list) else (probes or []),
+            "references": [reference(r) for r in refs] if isinstance(refs, list) else (refs or []),
+            "meta": _meta(row.get("meta"))}
+
+
+def from_row(row: dict[str, Any], index: int = 0, *, file: str = "<dataset>") -> Conversation:
+    """One row as a conversation, checked by the shared validator (`RecordError` naming the row
+    and field when it cannot be used: a null ``content``, a missing ``role``, ...)."""
+    where = f"{file} row {index}"
     if "probes" in row or ("messages" in row and "id" in row and isinstance(row.get("meta"), str)):
-        cid = str(row.get("id") or f"hf-{index}")
-        msgs = tuple(Message(role=m["role"], content=m["content"], id=m.get("id") or f"{cid}:{i}",
-                             name=m.get("name") or None, created_at=m.get("created_at") or None,
-                             meta=_meta(m.get("meta")))
-                     for i, m in enumerate(row.get("messages") or []))
-        probes = tuple(Probe(id=p["id"], question=p["question"], answer=p["answer"],
-                             evidence=tuple(p.get("evidence") or ()), category=p.get("category") or "fact",
-                             stale_answers=tuple(p.get("stale_answers") or ()), meta=_meta(p.get("meta")))
-                       for p in row.get("probes") or [])
-        refs = tuple(Reference(id=r["id"], text=r["text"], covers=tuple(r.get("covers") or ()),
-                               kind=r.get("kind") or "session_summary") for r in row.get("references") or [])
-        return Conversation(id=cid, messages=msgs, probes=probes, references=refs, meta=_meta(row.get("meta")))
-    from rollsum_evals.data.chat import from_export
+        d = _canonical(row, str(row.get("id") or f"hf-{index}"))
+    else:
+        from rollsum_evals.data.chat import from_export
 
-    return from_export(row, default_id=f"hf-{index}")
+        try:
+            d = from_export(row, default_id=f"hf-{index}", file=where).to_dict()
+        except RecordError:
+            raise
+        except ConfigError as err:
+            raise RecordError([Issue(where, None, None, "", str(err).removeprefix(f"{where}: "))]) from None
+    errors = [i for i in check_record(d, file=where) if i.severity == "error"]
+    if errors:
+        raise RecordError(errors)
+    return Conversation.from_dict(d)
 
 
-def from_dataset(ds: Any) -> Iterator[Conversation]:
+def from_dataset(ds: Any, *, file: str = "<dataset>") -> Iterator[Conversation]:
     for i, row in enumerate(ds):
-        yield from_row(dict(row), i)
+        yield from_row(dict(row), i, file=file)
 
 
 def is_hf_dir(path: str) -> bool:
@@ -109,27 +146,65 @@ def is_hf_dir(path: str) -> bool:
                                     or os.path.exists(os.path.join(path, "state.json")))
 
 
-def iter_hf(path_or_name: str, **_options: Any) -> Iterator[Conversation]:
-    """A `save_to_disk` directory, a local .parquet/.arrow file, or `hf:owner/name[:split]` (online)."""
+def iter_hf(path_or_name: str, *, strict: bool = False, limits: Any = None, skips: SkipLog | None = None,
+            **_options: Any) -> Iterator[Conversation]:
+    """A `save_to_disk` directory, a local .parquet/.arrow file, or `hf:owner/name[:split]` (online).
+
+    A row that cannot be used is a `RecordError` naming the row (strict), or skipped and counted
+    in `skips`. A local parquet file is read with pyarrow directly: no copy in the Hugging Face
+    cache, no progress bar."""
+    own = skips is None
+    log_skips = skips if skips is not None else SkipLog(path_or_name, log)
+    try:
+        yield from _rows(path_or_name, log_skips, strict)
+    finally:
+        if own:
+            log_skips.close()
+
+
+def _rows(path_or_name: str, skips: SkipLog, strict: bool) -> Iterator[Conversation]:
+    rows = _open(path_or_name)
+    index = 0
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except ConfigError:
+            raise
+        except (ValueError, OSError, TypeError, NotImplementedError) as err:  # what pyarrow/datasets raise
+            raise ConfigError(f"{path_or_name}: cannot open as a Hugging Face dataset: "
+                              f"{' '.join(str(err).split())}") from None
+        try:
+            yield from_row(row, index, file=path_or_name)
+        except RecordError as err:
+            if strict:
+                raise
+            skips.skip(err)
+        index += 1
+
+
+def _open(path_or_name: str) -> Iterator[dict[str, Any]]:
+    """The rows of a dataset source (errors of the underlying readers propagate)."""
+    if path_or_name.endswith(".parquet") and not path_or_name.startswith(HUB_PREFIX):
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path_or_name).iter_batches():
+            yield from batch.to_pylist()
+        return
     datasets = _hf()
     ds: Any
-    try:
-        if path_or_name.startswith(HUB_PREFIX):
-            hub_name, _, split = path_or_name[len(HUB_PREFIX):].partition(":")
-            ds = datasets.load_dataset(hub_name, split=split or "train")
-        elif is_hf_dir(path_or_name):
-            ds = datasets.load_from_disk(path_or_name)
-            if isinstance(ds, datasets.DatasetDict):
-                ds = ds["train"] if "train" in ds else ds[next(iter(ds))]
-        elif path_or_name.endswith(".parquet"):
-            ds = datasets.Dataset.from_parquet(path_or_name)
-        elif path_or_name.endswith(".arrow"):
-            ds = datasets.Dataset.from_file(path_or_name)
-        else:
-            raise ConfigError(f"{path_or_name}: not a Hugging Face dataset (expected a save_to_disk "
-                              "directory, a .parquet or .arrow file, or hf:owner/name[:split])")
-    except ConfigError:
-        raise
-    except (FileNotFoundError, ValueError, OSError) as err:
-        raise ConfigError(f"{path_or_name}: cannot open as a Hugging Face dataset: {err}") from None
-    yield from from_dataset(ds)
+    if path_or_name.startswith(HUB_PREFIX):
+        hub_name, _, split = path_or_name[len(HUB_PREFIX):].partition(":")
+        ds = datasets.load_dataset(hub_name, split=split or "train")
+    elif is_hf_dir(path_or_name):
+        ds = datasets.load_from_disk(path_or_name)
+        if isinstance(ds, datasets.DatasetDict):
+            ds = ds["train"] if "train" in ds else ds[next(iter(ds))]
+    elif path_or_name.endswith(".arrow"):
+        ds = datasets.Dataset.from_file(path_or_name)
+    else:
+        raise ConfigError(f"{path_or_name}: not a Hugging Face dataset (expected a save_to_disk "
+                          "directory, a .parquet or .arrow file, or hf:owner/name[:split])")
+    for row in ds:
+        yield dict(row)

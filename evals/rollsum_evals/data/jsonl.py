@@ -17,21 +17,23 @@ from rollsum_evals.fileio import atomic_writer
 log = logging.getLogger(__name__)
 
 
-def iter_jsonl(path: str | os.PathLike[str], *, strict: bool = False,
-               limits: Limits = DEFAULT_LIMITS) -> Iterator[Conversation]:
-    """Conversations of a canonical file; a bad record is logged and skipped unless `strict`."""
-    skips = SkipLog(os.fspath(path), log)
+def iter_jsonl(path: str | os.PathLike[str], *, strict: bool = False, limits: Limits = DEFAULT_LIMITS,
+               skips: SkipLog | None = None) -> Iterator[Conversation]:
+    """Conversations of a canonical file; a bad record is a `RecordError` when `strict`, else
+    logged and counted in `skips` and left out."""
+    log_skips = skips if skips is not None else SkipLog(os.fspath(path), log)
     try:
         for _line, obj, issues in iter_checked(path, limits=limits):
             errors = [i for i in issues if i.severity == "error"]
             if errors or obj is None:
                 if strict:
                     raise RecordError(errors or issues)
-                skips.skip(RecordError(errors or issues))
+                log_skips.skip(RecordError(errors or issues))
                 continue
             yield Conversation.from_dict(obj)
     finally:
-        skips.close()
+        if skips is None:
+            log_skips.close()
 
 
 def dumps(conv: Conversation) -> str:

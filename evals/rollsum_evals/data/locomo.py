@@ -8,7 +8,6 @@ normalised, and any that still point nowhere are kept in the probe's meta, not s
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -17,9 +16,11 @@ from datetime import datetime
 from typing import Any, cast
 
 from rollsum.errors import ConfigError
+from rollsum.safejson import JSONInputError, loads
 from rollsum.types import Message, Role
-from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, read_json_bytes
+from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, SkipLog, read_json_bytes
 from rollsum_evals.data.types import Conversation, Probe, Reference
+from rollsum_evals.data.validate import Issue, RecordError
 
 log = logging.getLogger(__name__)
 
@@ -38,24 +39,28 @@ def looks_like_locomo(obj: Any) -> bool:
     return isinstance(sample, dict) and "conversation" in sample and "qa" in sample
 
 
-def iter_locomo(path: str | os.PathLike[str], *, strict: bool = False,
-                limits: Limits = DEFAULT_LIMITS) -> Iterator[Conversation]:
+def iter_locomo(path: str | os.PathLike[str], *, strict: bool = False, limits: Limits = DEFAULT_LIMITS,
+                skips: SkipLog | None = None) -> Iterator[Conversation]:
     file = os.fspath(path)
     try:
-        data = json.loads(read_json_bytes(file, limits.max_json_bytes).decode("utf-8"))
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"{file}: invalid UTF-8 at byte {err.start} (expected UTF-8 JSON)") from None
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{file}: line {err.lineno}: invalid JSON: {err.msg} "
-                          "(expected a LoCoMo JSON array)") from None
+        data = loads(read_json_bytes(file, limits.max_json_bytes))
+    except JSONInputError as err:
+        where = f"line {err.line}: invalid JSON: " if err.line is not None else ""
+        raise ConfigError(f"{file}: {where}{err.message} (expected a LoCoMo JSON array)") from None
     samples = data if isinstance(data, list) else [data]
-    for index, sample in enumerate(samples):
-        try:
-            yield from_sample(sample, index=index)
-        except ConfigError as err:
-            if strict:
-                raise ConfigError(f"{file}: {err}") from None
-            log.warning("%s: skipped: %s", file, err)
+    log_skips = skips if skips is not None else SkipLog(file, log)
+    try:
+        for index, sample in enumerate(samples):
+            try:
+                yield from_sample(sample, index=index)
+            except ConfigError as err:
+                problem = RecordError([Issue(file, None, None, "", str(err))])
+                if strict:
+                    raise problem from None
+                log_skips.skip(problem)
+    finally:
+        if skips is None:
+            log_skips.close()
 
 
 def parse_session_date(raw: str) -> str | None:

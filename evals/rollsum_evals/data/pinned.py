@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rollsum.errors import ConfigError
 from rollsum_evals.data.types import Conversation
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,20 +29,41 @@ class DatasetSpec:
     limit: int | None = None
     questions: str | None = None
     """A questions sidecar (`rollsum_evals.data.sidecar`) whose rows become probes."""
+    skip_bad_records: bool = False
+    """Leave out records that cannot be used (counted in the manifest) instead of stopping at
+    the first one (`rollsum run --skip-bad-records`)."""
+    max_line_bytes: int | None = None
+    """The longest line read (`rollsum run --max-line-bytes`); None: the reader's default."""
 
 
-Loader = Callable[[DatasetSpec], Sequence[Conversation]]
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """What a loader read: the conversations, and how many bad records it left out."""
+
+    conversations: Sequence[Conversation]
+    skipped: int = 0
 
 
-def default_loader(ds: DatasetSpec) -> Sequence[Conversation]:
+Loader = Callable[[DatasetSpec], "Sequence[Conversation] | Loaded"]
+
+
+def default_loader(ds: DatasetSpec) -> Loaded:
+    """Strict unless the dataset says otherwise: a run must not quietly replay fewer
+    conversations than the file holds (the first bad record stops it, naming file and line)."""
     from rollsum_evals.data.formats import load
+    from rollsum_evals.data.reader import DEFAULT_LIMITS, SkipLog
 
-    convs = load(ds.source, format=ds.format)
+    limits = replace(DEFAULT_LIMITS, max_line_bytes=ds.max_line_bytes) if ds.max_line_bytes else DEFAULT_LIMITS
+    skips = SkipLog(ds.source, log)
+    try:
+        convs = load(ds.source, format=ds.format, strict=not ds.skip_bad_records, limits=limits, skips=skips)
+    finally:
+        skips.close()
     if ds.questions:
         from rollsum_evals.data.sidecar import attach
 
-        convs = attach(convs, ds.questions)
-    return convs
+        convs = attach(convs, ds.questions, limits=limits)
+    return Loaded(convs, skips.count)
 
 
 def conversations_hash(convs: Sequence[Conversation]) -> str:
@@ -57,13 +81,19 @@ class Dataset:
     source: DatasetSpec
     sha256: str
     conversations: tuple[Conversation, ...]
+    skipped: int = 0
+    """Bad records left out (only with ``skip_bad_records``)."""
 
     def to_manifest(self) -> dict[str, object]:
         out: dict[str, object] = {"sha256": self.sha256, "source": self.source.source,
                                   "format": self.source.format, "limit": self.source.limit,
-                                  "conversations": len(self.conversations)}
+                                  "conversations": len(self.conversations),
+                                  "skip_bad_records": self.source.skip_bad_records,
+                                  "skipped_records": self.skipped}
         if self.source.questions:
             out["questions"] = self.source.questions
+        if self.source.max_line_bytes:
+            out["max_line_bytes"] = self.source.max_line_bytes
         return out
 
 
@@ -73,7 +103,9 @@ def load_dataset(ds: DatasetSpec, loader: Loader = default_loader, *, where: str
         if path and os.path.isabs(path) and not os.path.exists(path):
             raise ConfigError(f"{prefix}dataset '{ds.name}' {what}: {path}: no such file (paths in a spec "
                               "are relative to the spec file)")
-    convs = list(loader(ds))
+    loaded = loader(ds)
+    skipped = loaded.skipped if isinstance(loaded, Loaded) else 0
+    convs = list(loaded.conversations if isinstance(loaded, Loaded) else loaded)
     if ds.limit is not None:
         convs = convs[: ds.limit]
     if not convs:
@@ -82,7 +114,7 @@ def load_dataset(ds: DatasetSpec, loader: Loader = default_loader, *, where: str
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ConfigError(f"{prefix}dataset '{ds.name}': conversation id {dup!r} appears twice")
-    return Dataset(ds, conversations_hash(convs), tuple(convs))
+    return Dataset(ds, conversations_hash(convs), tuple(convs), skipped)
 
 
 def load_pinned(datasets: Mapping[str, Mapping[str, object]], loader: Loader = default_loader, *,
@@ -90,11 +122,12 @@ def load_pinned(datasets: Mapping[str, Mapping[str, object]], loader: Loader = d
     """A manifest's ``datasets`` block loaded again; a changed dataset is a ConfigError."""
     out: dict[str, Dataset] = {}
     for name, info in datasets.items():
-        limit = info.get("limit")
-        questions = info.get("questions")
+        limit, questions, line_bytes = info.get("limit"), info.get("questions"), info.get("max_line_bytes")
         src = DatasetSpec(name, str(info["source"]), info.get("format") or None,  # type: ignore[arg-type]
                           int(limit) if isinstance(limit, int) else None,
-                          str(questions) if questions else None)
+                          str(questions) if questions else None,
+                          skip_bad_records=info.get("skip_bad_records", True) is True,  # older runs skipped
+                          max_line_bytes=line_bytes if isinstance(line_bytes, int) else None)
         ds = load_dataset(src, loader, where=where)
         if ds.sha256 != info.get("sha256"):
             raise ConfigError(f"{where or 'run'}: dataset '{name}' ({src.source}) changed since the run "

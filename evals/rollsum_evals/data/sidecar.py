@@ -25,7 +25,6 @@ from __future__ import annotations
 import csv
 import difflib
 import io
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,10 +32,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum.safejson import JSONInputError, loads
 from rollsum_evals.data.exports import SYSTEM_SUFFIX, describe, message_index
-from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, iter_lines
+from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, iter_lines, read_json_bytes
 from rollsum_evals.data.types import PROBE_CATEGORIES, Conversation, Probe
-from rollsum_evals.data.validate import Issue, RecordError, Severity
+from rollsum_evals.data.validate import Issue, RecordError, Severity, json_problem
 
 FIELDS: tuple[str, ...] = ("question", "answer", "evidence", "ask_at", "id", "category", "conversation",
                            "stale_answers")
@@ -69,13 +69,13 @@ def read_rows(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) 
         raise ConfigError(f"{file}: questions file not found (expected a .jsonl or .csv file of questions)")
     ext = os.path.splitext(file)[1].lower()
     if ext == ".csv":
-        return _csv_rows(file)
+        return _csv_rows(file, limits)
     if ext == ".json":
-        with open(file, "rb") as fh:
-            try:
-                data = json.loads(fh.read().decode("utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                raise ConfigError(f"{file}: invalid JSON: {err} (expected an array of question objects)") from None
+        try:
+            data = loads(read_json_bytes(file, limits.max_json_bytes))
+        except JSONInputError as err:
+            where = f"{file}:{err.line}: invalid JSON at column {err.column}" if err.line is not None else file
+            raise ConfigError(f"{where}: {err.message} (expected an array of question objects)") from None
         if not isinstance(data, list):
             raise ConfigError(f"{file}: expected an array of question objects, got {describe(data)}")
         return [_object_row(file, None, item, f"[{k}].") for k, item in enumerate(data)]
@@ -87,10 +87,10 @@ def read_rows(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) 
             if not ln.text.strip():
                 continue
             try:
-                obj = json.loads(ln.text)
-            except json.JSONDecodeError as err:
-                raise ConfigError(f"{file}:{ln.number}: invalid JSON at column {err.colno}: {err.msg} "
-                                  "(expected one question object per line)") from None
+                obj = loads(ln.text.removeprefix("\ufeff"))
+            except JSONInputError as err:
+                raise ConfigError(f"{file}:{ln.number}: {json_problem(err, ln.text, 'one question object per line')}") \
+                    from None
             rows.append(_object_row(file, ln.number, obj, ""))
     return rows
 
@@ -102,9 +102,21 @@ def _object_row(file: str, line: int | None, obj: Any, prefix: str) -> Row:
     return Row(file, line, obj, prefix if line is None else "")
 
 
-def _csv_rows(file: str) -> list[Row]:
-    with open(file, encoding="utf-8-sig", newline="") as fh:
-        text = fh.read()
+def _csv_rows(file: str, limits: Limits) -> list[Row]:
+    data = read_json_bytes(file, limits.max_json_bytes)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise ConfigError(f"{file}:{line}: invalid UTF-8 at byte {err.start} (expected a UTF-8 CSV file)") from None
+    try:
+        return _csv_records(file, text)
+    except csv.Error as err:  # a NUL byte, a field over the csv module's size limit, ...
+        raise ConfigError(f"{file}: not a readable CSV file: {err} (expected a header row and one question "
+                          "per row)") from None
+
+
+def _csv_records(file: str, text: str) -> list[Row]:
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames or "question" not in reader.fieldnames:
         raise ConfigError(f"{file}:1: expected a header row naming the columns (question, answer, "

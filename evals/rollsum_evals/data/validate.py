@@ -7,13 +7,13 @@ because the person reading it is fixing a file by hand.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rollsum.errors import ConfigError
+from rollsum.safejson import JSONInputError, check_value, has_surrogate, loads
 from rollsum.types import ROLES
 from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, iter_lines
 from rollsum_evals.data.types import PROBE_CATEGORIES
@@ -91,6 +91,10 @@ def check_record(obj: Any, *, file: str, line: int | None = None, limits: Limits
     c = _Collector(file, line, cid if isinstance(cid, str) else None)
     if not isinstance(cid, str) or not cid:
         c.add("id", f"expected a non-empty string, got {_type(cid)}")
+    elif has_surrogate(cid):
+        c.add("id", _SURROGATE_TEXT)
+    elif not cid.isprintable():
+        c.add("id", f"expected a printable id (no line breaks or control characters), got {cid!r}")
     elif seen_ids is not None:
         if cid in seen_ids:
             c.add("id", "expected a conversation id unique in the file (duplicate)")
@@ -100,6 +104,7 @@ def check_record(obj: Any, *, file: str, line: int | None = None, limits: Limits
             c.add(key, f"unknown top-level field (expected only {', '.join(TOP_LEVEL_KEYS)})", "warning")
     if "meta" in obj and not isinstance(obj["meta"], dict):
         c.add("meta", f"expected an object, got {_type(obj['meta'])}")
+    _check_meta(c, "meta", obj.get("meta"))
     message_ids = _check_messages(obj.get("messages"), c, limits)
     _check_probes(obj.get("probes", []), c, limits, message_ids)
     _check_references(obj.get("references", []), c, message_ids)
@@ -133,6 +138,8 @@ def _check_messages(msgs: Any, c: _Collector, limits: Limits) -> set[str] | None
         meta = m.get("meta", {})
         if not isinstance(content, str):
             c.add(f"{f}.content", f"expected a string, got {_type(content)}")
+        elif has_surrogate(content):
+            c.add(f"{f}.content", _SURROGATE_TEXT)
         elif len(content) > limits.max_message_chars:
             c.add(f"{f}.content", f"expected at most {limits.max_message_chars:,} characters, "
                                   f"got {len(content):,}")
@@ -142,15 +149,36 @@ def _check_messages(msgs: Any, c: _Collector, limits: Limits) -> set[str] | None
         for key in ("name", "created_at"):
             if m.get(key) is not None and not isinstance(m[key], str):
                 c.add(f"{f}.{key}", f"expected a string or null, got {_type(m[key])}")
+            elif isinstance(m.get(key), str) and has_surrogate(m[key]):
+                c.add(f"{f}.{key}", _SURROGATE_TEXT)
         if not isinstance(meta, dict):
             c.add(f"{f}.meta", f"expected an object, got {_type(meta)}")
+        _check_meta(c, f"{f}.meta", meta)
     return ids
+
+
+_SURROGATE_TEXT = ("expected text that is valid Unicode, got a lone surrogate (a \\ud800-\\udfff escape that "
+                   "is not half of a pair)")
+
+
+def _check_meta(c: _Collector, where: str, meta: Any) -> None:
+    """Free-form metadata: any JSON, but text that can be written out and nesting that can be
+    hashed (`rollsum.safejson`)."""
+    if isinstance(meta, dict) and meta:
+        try:
+            check_value(meta)
+        except JSONInputError as err:
+            c.add(where, f"expected plain JSON: {err.message}")
 
 
 def _unique_id(c: _Collector, where: str, value: Any, seen: set[str], what: str, plural: str) -> None:
     """A non-empty string not seen before in this conversation (then remembered)."""
     if not isinstance(value, str) or not value:
         c.add(where, f"expected a {what}, got {_type(value)}")
+    elif has_surrogate(value):
+        c.add(where, _SURROGATE_TEXT)
+    elif not value.isprintable():
+        c.add(where, f"expected a printable id (no line breaks or control characters), got {value!r}")
     elif value in seen:
         c.add(where, f"expected {plural} unique in the conversation; {value!r} appears twice")
     else:
@@ -175,6 +203,8 @@ def _check_probes(probes: Any, c: _Collector, limits: Limits, message_ids: set[s
             v = p.get(key)
             if not isinstance(v, str) or not v.strip():
                 c.add(f"{f}.{key}", f"expected a non-empty string, got {_type(v)}")
+            elif has_surrogate(v):
+                c.add(f"{f}.{key}", _SURROGATE_TEXT)
         cat = p.get("category")
         if cat not in PROBE_CATEGORIES:
             c.add(f"{f}.category", f"expected one of {', '.join(PROBE_CATEGORIES)}, got {cat!r}")
@@ -242,17 +272,23 @@ def iter_checked(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMIT
             if not ln.text.strip():
                 continue
             try:
-                obj = json.loads(ln.text)
-            except json.JSONDecodeError as err:
-                text = ln.text.rstrip()
-                truncated = text.startswith("{") and not text.endswith("}")
-                what = "truncated JSON (the line ends before the object closes)" if truncated else "invalid JSON"
-                yield ln.number, None, [Issue(file, ln.number, None, "",
-                                              f"{what} at column {err.colno}: {err.msg} "
-                                              "(expected one JSON object per line)")]
+                obj = loads(ln.text)
+            except JSONInputError as err:
+                yield ln.number, None, [Issue(file, ln.number, None, "", json_problem(err, ln.text, "one JSON "
+                                                                                       "object per line"))]
                 continue
             issues = check_record(obj, file=file, line=ln.number, limits=limits, seen_ids=seen)
             yield ln.number, obj, issues
+
+
+def json_problem(err: JSONInputError, text: str, expected: str) -> str:
+    """What is wrong with one JSON text, in the words every loader uses."""
+    if err.column is None:  # parsed, but not usable: NaN, a lone surrogate, too deep
+        return f"{err.message}"
+    stripped = text.rstrip()
+    truncated = stripped.startswith(("{", "[")) and not stripped.endswith(("}", "]"))
+    what = "truncated JSON (the line ends before the object closes)" if truncated else "invalid JSON"
+    return f"{what} at column {err.column}: {err.message} (expected {expected})"
 
 
 def validate(path: str | os.PathLike[str], strict: bool = False, *, format: str | None = None,
@@ -288,6 +324,9 @@ def validate(path: str | os.PathLike[str], strict: bool = False, *, format: str 
             report.valid_records += 1
         elif strict:
             break
+    if report.records == 0:  # nothing to replay is not a valid dataset
+        report.issues.append(Issue(file, None, None, "", "the file is empty: no record in it (expected at least "
+                                                         "one conversation)"))
     return report
 
 

@@ -48,6 +48,14 @@ def check_resume(rd: RunDir, previous: Mapping[str, Any], spec: SweepSpec, plan:
 
 
 def load_datasets(spec: SweepSpec, loader: Loader, previous: Mapping[str, Any]) -> dict[str, Dataset]:
+    before = previous.get("datasets") or {}
+    for ds in spec.datasets:
+        info = before.get(ds.name) or {}
+        for key, flag, now in (("skip_bad_records", "--skip-bad-records", ds.skip_bad_records),
+                               ("max_line_bytes", "--max-line-bytes", ds.max_line_bytes)):
+            if key in info and info[key] != now:
+                raise ConfigError(f"{spec.path}: dataset '{ds.name}' was read with {flag} {info[key]}, now "
+                                  f"{now}; resume needs the same options")
     out = {ds.name: load_dataset(ds, loader, where=spec.path) for ds in spec.datasets}
     for name, info in (previous.get("datasets") or {}).items():
         if name in out and info.get("sha256") != out[name].sha256:

@@ -109,6 +109,8 @@ class RunResult:
     scored: int = 0
     """Units scored from a replay made earlier (Unit cache or this run before a kill)."""
     executor: str = "thread"
+    skipped_records: int = 0
+    """Bad dataset records left out (``--skip-bad-records``; per dataset in the manifest)."""
 
     @property
     def exit_code(self) -> int:
@@ -253,7 +255,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
 
     The run directory's lock (`rundir.lock`) is held from before anything in it is read until
     the end: a second writer is refused (`RunInProgress`). A file-system fault (read-only
-    directory, disk full) ends the run with `RunFailed`, one line, and the manifest says
+    directory, disk full) ends the run with `WriteFailed`, one line, and the manifest says
     ``interrupted`` with the reason."""
     _check_args(jobs, executor, max_cost_usd)
     lock = RunLock(out)
@@ -295,17 +297,13 @@ def _fs_fault(rd: RunDir, err: OSError, state: _Progress, now: Callable[[], str]
                               "is fixed", env_secrets()))
 
 
-def _make_run_dir(rd: RunDir) -> None:
-    if rd.path.exists() and not rd.path.is_dir():
-        raise ConfigError(f"--out {rd.path}: is a file, not a directory")
-    rd.path.mkdir(parents=True, exist_ok=True)
-
-
 def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, jobs: int, resume: bool,
                executor: str, max_cost_usd: float | None, loader: Loader, engine_factory: EngineFactory,
                models: ModelBuilder | None, progress: bool, now: Callable[[], str],
                unit_cache: bool | None) -> RunResult:
     t0 = time.perf_counter()
+    if rd.path.exists() and not rd.path.is_dir():
+        raise ConfigError(f"{rd.path}: exists and is not a directory (expected a run directory: --out DIR)")
     plan = spec.scoring
     previous: dict[str, Any] = {}
     if rd.path.is_dir():
@@ -317,16 +315,24 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         previous = rd.read_manifest() if rd.file("manifest.json").exists() else {}
         check_resume(rd, previous, spec, plan)
     datasets = load_datasets(spec, loader, previous)
-    _make_run_dir(rd)
-    lock.acquire()
+    units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
+    convs = {(n, c.id): c for n, d in datasets.items() for c in d.conversations}
+    checked: dict[str, dict[str, Any]] | None = None
+    if not rd.path.exists():  # a new run: every configuration is checked before its directory exists
+        checked = _preflight([Job(u, convs[(u.dataset, u.conversation_id)], plan) for u in units], plan,
+                             engine_factory, models or ModelFactory())
+    rd.path.mkdir(parents=True, exist_ok=True)
+    if not lock.held:  # the directory is new: taken now, and another run that made it meanwhile is refused
+        lock.acquire()
+        if rd.has_results():
+            raise ConfigError(f"{rd.path}: another run started in it meanwhile; continue that one with --resume, "
+                              "or choose another --out")
     repair = rd.repair(previous.get("files"))
     for note in repair.notes:
         log.warning("%s: repaired: %s", rd.path, note)
     done, replayed = repair.done, repair.replayed
 
     # what there is to do: finished Units are skipped, journaled replays scored, cached ones copied
-    units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
-    convs = {(n, c.id): c for n, d in datasets.items() for c in d.conversations}
     unit_ids = {u.unit_id for u in units}
     pending = [u for u in units if u.unit_id not in done]
     stored = stored_replays(rd, {u.unit_id for u in pending} & replayed)
@@ -354,7 +360,9 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     configs: dict[str, dict[str, Any]] = dict(previous.get("configs") or {})
     by_label = {u.config: u for u in units}
     if job_list:
-        for label, engine in _preflight(job_list, plan, engine_factory, factory).items():
+        if checked is None:
+            checked = _preflight(job_list, plan, engine_factory, factory)
+        for label, engine in checked.items():
             configs.setdefault(label, _config_entry(by_label[label], engine))
     replay_messages = sum(len(j.conversation.messages) for j in job_list
                           if j.stored is None and not components.is_baseline(j.unit.preset))
@@ -445,7 +453,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                      skipped=len(units) - len(committed), errors=tally.errors, spent_usd=spent,
                      stopped_for_budget=stopped, wall_s=time.perf_counter() - t0,
                      cached=len(cache.copied), scored=tally.scored, executor=chosen, stopped=n_stopped,
-                     errors_in_run=n_errors)
+                     errors_in_run=n_errors, skipped_records=sum(d.skipped for d in datasets.values()))
 
 
 def _reason(err: BaseException) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rollsum.errors import ConfigError
+from rollsum.safejson import JSONInputError, loads
 from rollsum_evals.fileio import atomic_write_bytes, atomic_writer, overwrite_in_place
 from rollsum_evals.rundir.format import (
     EVENTS,
@@ -220,17 +221,13 @@ class RunDir:
         """The manifest, checked for the shape readers rely on (`integrity.check_manifest`)."""
         path = self.file(MANIFEST)
         try:
-            data = json.loads(path.read_bytes())
+            data = loads(path.read_bytes())
         except FileNotFoundError:
             raise ConfigError(f"{self.path}: not a run directory (no {MANIFEST})") from None
         except IsADirectoryError:
             raise ConfigError(f"{path}: is a directory, not a file") from None
-        except UnicodeDecodeError:
-            raise DamagedRun(f"{path}: not UTF-8 text; the run directory is damaged") from None
-        except ValueError as err:
-            raise DamagedRun(f"{path}: not valid JSON ({err}); the run directory is damaged") from None
-        except RecursionError:
-            raise DamagedRun(f"{path}: JSON nested too deeply; the run directory is damaged") from None
+        except JSONInputError as err:  # not UTF-8, not JSON, NaN, nested too deeply
+            raise DamagedRun(f"{path}: not usable JSON ({err}); the run directory is damaged") from None
         problem = check_manifest(data)
         if problem is not None:
             raise DamagedRun(f"{path}: {problem}; the run directory is damaged")

@@ -17,7 +17,8 @@ BAD_PRESET = 'name = "x"\n[[configs]]\npreset = "since-lats"\n[[datasets]]\nname
     (["run", "{tmp}/bad.toml"], "bad.toml:3: field 'configs[0].preset'"),
     (["report", "{tmp}/not-a-run"], "not a run directory"),
     (["regress", "{tmp}", "--baseline", "{tmp}/none.json"], "is this a run directory?"),
-    (["data", "stats", "{tmp}/prose.txt"], "no readable conversation"),
+    (["data", "stats", "{tmp}/prose.txt"], "prose.txt:1: not JSON"),
+    (["data", "stats", "{tmp}/prose.txt", "--skip-bad-records"], "no readable conversation"),
     (["data", "validate", "{tmp}/missing.jsonl"], "file not found"),
     (["run", "{tmp}/bad.toml", "--model", "nonsense:model"], ""),
 ])

@@ -126,7 +126,7 @@ def test_several_conversations_need_a_conversation_column(tmp_path: Path) -> Non
 def test_a_bad_line_is_named(tmp_path: Path, chat: Path) -> None:
     q = tmp_path / "q.jsonl"
     q.write_text('{"question": "Q", "answer": "4417", "evidence": 5}\n{"question": \n')
-    with pytest.raises(ConfigError, match=r"q\.jsonl:2: invalid JSON"):
+    with pytest.raises(ConfigError, match=r"q\.jsonl:2: truncated JSON"):
         attach(load(chat), q)
 
 

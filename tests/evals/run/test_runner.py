@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -130,10 +131,15 @@ def test_resume_refuses_other_code_format_scoring_or_data_in_one_line(
 
 
 def test_unknown_override_fails_before_any_unit_runs(tmp_path: Path) -> None:
-    spec = parse_spec(SPEC.replace("keep_last = [4, 10]", "keep_lats = [4, 10]"), "t.toml")
+    with pytest.raises(ConfigError, match=r"t\.toml:\d+: field 'configs\[\d\]\.grid\.keep_lats'"):
+        parse_spec(SPEC.replace("keep_last = [4, 10]", "keep_lats = [4, 10]"), "t.toml")
+    spec = parse_spec(SPEC, "t.toml")  # a spec built in code, past the parser's checks
+    spec = dataclasses.replace(spec, configs=tuple(
+        dataclasses.replace(c, grid={("keep_lats" if k == "keep_last" else k): v for k, v in c.grid.items()})
+        for c in spec.configs))
     with pytest.raises(ConfigError, match="keep_lats"):
         run_sweep(spec, tmp_path / "r", progress=False)
-    assert not (tmp_path / "r" / "units.jsonl").exists()
+    assert not (tmp_path / "r").exists()
 
 
 PAID = SPEC.replace("[[configs]]\npreset = \"full-context\"\n", "").replace(

@@ -147,8 +147,8 @@ def test_set_fixes_a_param_replacing_its_grid_and_keeps_explicit_labels() -> Non
     assert spec.raw["configs"][0]["params"] == {"keep_last": 7}
     assert spec.sha256() != parse_spec(SPEC, "t.toml").sha256()
     labelled = SPEC.replace('grid = { keep_last = [2, 5] }', 'label = "sl"\nparams = { keep_last = 5 }')
-    spec = parse_spec(labelled, "t.toml", overrides=["sl.keep_last=2", "sl.mode=\"x\""])
-    assert next((v.label, dict(v.params)) for v in variants(spec)) == ("sl", {"keep_last": 2, "mode": "x"})
+    spec = parse_spec(labelled, "t.toml", overrides=["sl.keep_last=2", "sl.count_since=\"event\""])
+    assert next((v.label, dict(v.params)) for v in variants(spec)) == ("sl", {"keep_last": 2, "count_since": "event"})
 
 
 @pytest.mark.parametrize(("item", "needle"), [

@@ -1,0 +1,160 @@
+"""The malformed-input corpus through the real CLI (issue #11): every bad input is refused in
+one line on stderr naming the file (line or field), exit 2, no traceback, nothing written.
+
+The cases are `tests.evals.cli.corpus.CASES`; the before/after inventory is
+``PYTHONPATH=. python -m tests.evals.cli.corpus``. Below them: the inputs whose right answer is a
+run that succeeds — but correctly (a spec name that would leave ``runs/``, labels that would
+merge two configurations, bad records skipped on request, a line longer than the default limit).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.evals.cli.corpus import BASELINE_EDITS, CASES, GOOD, Case, conversation, jsonl, spec
+from tests.evals.cli.malformed import check_refused, refused, run_cli
+
+CATEGORIES = sorted({c.category for c in CASES})
+
+
+def test_the_corpus_covers_every_category_with_enough_cases() -> None:
+    assert len(CASES) >= 60
+    assert {"dataset", "sidecar", "spec", "params", "cli", "cassette", "rundir"} <= set(CATEGORIES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_a_bad_input_is_refused_in_one_line(tmp_path: Path, case: Case) -> None:
+    case.materialize(tmp_path)
+    refused(case.argv, tmp_path, needle=case.needle, may_write=case.may_write, env=case.env)
+
+
+SUBPROCESS = [next(c for c in CASES if c.category == cat) for cat in CATEGORIES]
+
+
+@pytest.mark.parametrize("case", SUBPROCESS, ids=[c.id for c in SUBPROCESS])
+def test_the_installed_command_refuses_the_same_way(tmp_path: Path, case: Case) -> None:
+    """One case per category as a real process (`python -m rollsum_evals`): the interpreter's
+    own handling of an escaping exception, logging to a real stderr."""
+    case.materialize(tmp_path)
+    refused(case.argv, tmp_path, needle=case.needle, may_write=case.may_write, env=case.env, subprocess=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# inputs that must run, and run right
+
+
+@pytest.mark.parametrize("name", ["../../x", "/abs/x", "a/../../../b", "..", "x/./y"])
+def test_a_spec_name_never_leaves_runs(tmp_path: Path, name: str) -> None:
+    cwd = tmp_path / "a" / "b"
+    cwd.mkdir(parents=True)
+    (cwd / "s.toml").write_text(spec(name=name))
+    (cwd / "data.jsonl").write_text(GOOD)
+    out = run_cli(["run", "s.toml", "--no-progress", "--jobs", "1"], cwd, watch=tmp_path)
+    assert out.code == 0, out.describe()
+    made = {p for p in out.written if not p.startswith(("a/b/.home", "a/b/.cache"))}
+    assert made and all(p.startswith("a/b/runs/") for p in made), made
+    run_dir = Path(out.stdout.strip().splitlines()[-1])
+    assert run_dir.parent == (cwd / "runs").resolve()
+    assert not run_dir.name.startswith((".", "-")) and "/" not in run_dir.name
+
+
+def test_labels_never_merge_two_configurations(tmp_path: Path) -> None:
+    """``x``, ``x`` and an explicit ``x#2``: three configurations, three labels."""
+    text = (spec(config='label = "x"') + '[[configs]]\npreset = "truncate"\nlabel = "x"\nparams = { keep = 5 }\n'
+            '[[configs]]\npreset = "full-context"\nlabel = "x#2"\n')
+    (tmp_path / "s.toml").write_text(text)
+    (tmp_path / "data.jsonl").write_text(GOOD)
+    out = run_cli(["run", "s.toml", "--out", "out", "--no-progress", "--jobs", "1"], tmp_path)
+    assert out.code == 0, out.describe()
+    units = pd.read_parquet(tmp_path / "out" / "units.parquet")
+    assert units.groupby("config")["preset"].agg(lambda s: sorted(set(s))).to_dict() == {
+        "x": ["truncate"], "x#2": ["full-context"], "x#3": ["truncate"]}
+    assert units["config"].value_counts().tolist() == [2, 2, 2]
+
+
+BAD_LINE = jsonl(conversation("c1"), '{"id": "c2", "messages": [}', conversation("c3"))
+
+
+def test_bad_records_stop_a_sweep_unless_skipped_and_then_they_are_counted(tmp_path: Path) -> None:
+    (tmp_path / "s.toml").write_text(spec())
+    (tmp_path / "data.jsonl").write_text(BAD_LINE)
+    refused(["run", "s.toml", "--out", "out", "--no-progress"], tmp_path, needle=("data.jsonl:2", "invalid JSON"))
+    out = run_cli(["run", "s.toml", "--out", "out", "--no-progress", "--jobs", "1", "--skip-bad-records"], tmp_path)
+    assert out.code == 0, out.describe()
+    assert "1 bad dataset record(s) left out (--skip-bad-records" in out.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["datasets"]["d"]["skipped_records"] == 1
+    assert manifest["datasets"]["d"]["skip_bad_records"] is True
+    assert manifest["datasets"]["d"]["conversations"] == 2
+    units = pd.read_parquet(tmp_path / "out" / "units.parquet")
+    assert sorted(units["conversation_id"]) == ["c1", "c3"]
+    report = run_cli(["report", "out", "--out", "rep", "--resamples", "200"], tmp_path)
+    assert report.code == 0, report.describe()
+    note = "1 bad dataset record(s) were left out (--skip-bad-records: 1 in d)"
+    for name in ("report.md", "report.html"):
+        assert note in (tmp_path / "rep" / name).read_text()
+    # a resume must read the data the same way: refused in one line, the run left as it was
+    again = run_cli(["run", "s.toml", "--out", "out", "--no-progress", "--resume"], tmp_path)
+    check_refused(again, needle=("--skip-bad-records", "resume needs the same options"))
+
+
+def test_max_line_bytes_reaches_the_loaders_a_run_uses(tmp_path: Path) -> None:
+    """One long conversation is one long line: `--max-line-bytes` lets a run read it."""
+    long = conversation("long", n=400)
+    line = json.dumps(long)
+    (tmp_path / "s.toml").write_text(spec())
+    (tmp_path / "data.jsonl").write_text(line + "\n")
+    limit = len(line.encode()) - 1
+    refused(["run", "s.toml", "--out", "out", "--no-progress", "--max-line-bytes", str(limit)], tmp_path,
+            needle=("data.jsonl:1", f"over the limit of {limit:,} bytes", "--max-line-bytes"))
+    out = run_cli(["run", "s.toml", "--out", "out", "--no-progress", "--jobs", "1", "--max-line-bytes",
+                   str(limit + 1)], tmp_path)
+    assert out.code == 0, out.describe()
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["datasets"]["d"]["max_line_bytes"] == limit + 1
+    assert int(pd.read_parquet(tmp_path / "out" / "units.parquet")["n_messages"].iloc[0]) == 400
+
+
+# ----------------------------------------------------------------------------------------------
+# baselines and reports over a real run
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One small finished run and its promoted baseline (regress reads, never writes, both)."""
+    root = tmp_path_factory.mktemp("finished")
+    (root / "s.toml").write_text(spec(preset="since-last", config='label = "$\\\\frac{1}{$"') +
+                                 '[[configs]]\npreset = "truncate"\n')
+    (root / "data.jsonl").write_text(GOOD)
+    out = run_cli(["run", "s.toml", "--out", "run", "--no-progress", "--jobs", "1"], root)
+    assert out.code == 0, out.describe()
+    promoted = run_cli(["regress", "run", "--baseline", "good.json", "--promote", "--resamples", "200"], root)
+    assert promoted.code == 0, promoted.describe()
+    return root
+
+
+def test_a_mathtext_label_is_drawn_as_plain_text(finished_run: Path, tmp_path: Path) -> None:
+    """A label like ``$\\frac{1}{$`` crashed `rollsum report` inside matplotlib's mathtext."""
+    out = run_cli(["report", str(finished_run / "run"), "--out", str(tmp_path / "rep"), "--resamples", "200"],
+                  tmp_path)
+    assert out.code == 0, out.describe()
+    assert list((tmp_path / "rep").glob("*.png"))
+    assert "$\\frac{1}{$" in (tmp_path / "rep" / "configs.csv").read_text()
+
+
+@pytest.mark.parametrize("name", sorted(BASELINE_EDITS))
+def test_a_bad_baseline_is_refused_in_one_line(finished_run: Path, tmp_path: Path, name: str) -> None:
+    edit, needle = BASELINE_EDITS[name]
+    path = tmp_path / "b.json"
+    if isinstance(edit, str | bytes):
+        path.write_bytes(edit.encode() if isinstance(edit, str) else edit)
+    else:
+        data = json.loads((finished_run / "good.json").read_text())
+        edit(data)
+        path.write_text(json.dumps(data))
+    refused(["regress", str(finished_run / "run"), "--baseline", str(path), "--resamples", "200"], tmp_path,
+            needle=("b.json", *needle))
