@@ -12,6 +12,7 @@ printed: no 8-character piece of the key may be anywhere.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -100,10 +101,8 @@ def _sqlite_leaks(path: Path) -> list[str]:
                 for cell in row:
                     data = cell if isinstance(cell, bytes) else str(cell).encode()
                     if isinstance(cell, bytes):
-                        try:
+                        with contextlib.suppress(zlib.error):
                             data = zlib.decompress(cell)
-                        except zlib.error:
-                            pass
                     found += [f"{table}: {p}" for p in _leaks(data)]
     finally:
         con.close()
