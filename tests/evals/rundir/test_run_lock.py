@@ -79,7 +79,10 @@ def test_a_second_writer_is_refused_while_the_first_runs_and_the_tables_are_exac
     first = subprocess.Popen(_cli("-q", "run", str(spec), "--out", str(out), "--jobs", "1", "--no-progress"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait(lambda: _held(out) or first.poll() is not None, "the first run to take its lock")
+        # started: its lock is held or (without one) its manifest is written; either way a second
+        # writer tried now overlaps the first
+        _wait(lambda: _held(out) or (out / "manifest.json").exists() or first.poll() is not None,
+              "the first run to start")
         assert first.poll() is None, "the first run ended before a second one could be tried"
         refusals = {}
         for label, args in {"resume": ("run", str(spec), "--out", str(out), "--resume", "--no-progress"),
