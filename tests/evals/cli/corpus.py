@@ -487,37 +487,6 @@ def classify(code: int, stderr: str, needle_ok: bool, one_line: bool, clean_writ
     return "unclear"
 
 
-if __name__ == "__main__":  # pragma: no cover - the inventory: python tests/evals/cli/corpus.py
-    import collections
-    import sys
-    import tempfile
-
-    from tests.evals.cli.malformed import CACHE, HOME, run_cli
-
-    only = set(sys.argv[1:])
-    counts: collections.Counter[str] = collections.Counter()
-    by_cat: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    for case in CASES:
-        if only and case.id not in only and case.category not in only:
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            root = Path(tmp)
-            case.materialize(root)
-            out = run_cli(case.argv, root, env=case.env)
-            line = out.lines[0] if out.lines else ""
-            written = [p for p in out.written if not p.startswith((HOME, CACHE))]
-            kind = classify(out.code, out.stderr, all(n in line for n in case.needle), len(out.lines) == 1,
-                            not written)
-        counts[kind] += 1
-        by_cat[case.category][kind] += 1
-        last = out.stderr.strip().splitlines()[-1:] if out.stderr.strip() else [""]
-        print(f"{kind:14} {case.category:9} {case.id:40} exit {out.code} lines {len(out.lines)} "
-              f"written {len(written)} | {last[0][:150]}", flush=True)
-    print(dict(counts))
-    for cat, c in sorted(by_cat.items()):
-        print(f"  {cat}: {dict(c)}")
-
-
 # ----------------------------------------------------------------------------------------------
 # baselines given to `rollsum regress` (each a change to a baseline promoted from a real run)
 
@@ -577,3 +546,147 @@ BASELINE_EDITS: dict[str, tuple[Edit | str | bytes, tuple[str, ...]]] = {
     "baseline-binary": (GARBAGE, ("b.json",)),
     "baseline-deep": (deep(), ("nested",)),
 }
+
+
+# ----------------------------------------------------------------------------------------------
+# finished run directories, tampered with, given to report / compare / regress / score
+# (each a change to a copy of a real finished run; the command must name the file and what is wrong)
+
+RunEdit = Callable[[Path], None]
+
+
+def _replace_line(name: str, n: int, text: bytes) -> RunEdit:
+    def edit(run: Path) -> None:
+        lines = (run / name).read_bytes().split(b"\n")
+        lines[n] = text
+        (run / name).write_bytes(b"\n".join(lines))
+    return edit
+
+
+def _cut(name: str, keep: float) -> RunEdit:
+    def edit(run: Path) -> None:
+        data = (run / name).read_bytes()
+        (run / name).write_bytes(data[:int(len(data) * keep)])
+    return edit
+
+
+def _write(name: str, data: bytes | str) -> RunEdit:
+    def edit(run: Path) -> None:
+        (run / name).write_bytes(data.encode() if isinstance(data, str) else data)
+    return edit
+
+
+def _delete(name: str) -> RunEdit:
+    def edit(run: Path) -> None:
+        (run / name).unlink()
+    return edit
+
+
+def _manifest(key: str, value: object) -> RunEdit:
+    def edit(run: Path) -> None:
+        m = json.loads((run / "manifest.json").read_text())
+        m[key] = value
+        (run / "manifest.json").write_text(json.dumps(m))
+    return edit
+
+
+def _flip_byte(name: str) -> RunEdit:
+    """Same size, one byte changed: only the seal's sha256 can tell."""
+    def edit(run: Path) -> None:
+        data = bytearray((run / name).read_bytes())
+        i = len(data) // 2
+        data[i] = data[i] ^ 0x01
+        (run / name).write_bytes(bytes(data))
+    return edit
+
+
+def _other_parquet(name: str) -> RunEdit:
+    """A valid parquet file with other columns in place of a table."""
+    def edit(run: Path) -> None:
+        parquet([{"unit_id": "x", "retention": 1.0}])(run / name)
+    return edit
+
+
+def unsealed(edit: RunEdit) -> RunEdit:
+    """The same damage in a run whose manifest has no seal (an older or interrupted run): the
+    reader's own checks must catch it, line by line and column by column."""
+    def both(run: Path) -> None:
+        m = json.loads((run / "manifest.json").read_text())
+        del m["files"]
+        (run / "manifest.json").write_text(json.dumps(m))
+        edit(run)
+    return both
+
+
+REPORT = ("report", "{run}", "--out", "rep", "--resamples", "200")
+COMPARE = ("compare", "{run}", "--a", "$\\frac{1}{$", "--b", "truncate", "--out", "cmp", "--resamples", "200")
+REGRESS = ("regress", "{run}", "--baseline", "{good}", "--resamples", "200")
+SCORE = ("score", "{run}")
+
+RUN_EDITS: dict[str, tuple[RunEdit, tuple[str, ...], tuple[str, ...]]] = {
+    # journals: a bad line in the middle, a cut, an edit the seal catches
+    "probes-jsonl-bad-line-report": (_replace_line("probes.jsonl", 1, b"{not json"), REPORT, ("probes.jsonl",)),
+    "probes-jsonl-bad-line-score": (_replace_line("probes.jsonl", 1, b"{not json"), SCORE, ("probes.jsonl",)),
+    "units-jsonl-cut-score": (_cut("units.jsonl", 0.5), SCORE, ("units.jsonl",)),
+    "units-jsonl-not-object-score": (_replace_line("units.jsonl", 0, b"[1, 2]"), SCORE, ("units.jsonl",)),
+    "traces-jsonl-byte-flipped-score": (_flip_byte("traces.jsonl"), SCORE, ("traces.jsonl",)),
+    "traces-jsonl-deleted-score": (_delete("traces.jsonl"), SCORE, ("traces.jsonl", "missing")),
+    # tables: garbage, cut, replaced, deleted, one byte changed
+    "units-parquet-garbage-report": (_write("units.parquet", GARBAGE), REPORT, ("units.parquet",)),
+    "units-parquet-cut-compare": (_cut("units.parquet", 0.6), COMPARE, ("units.parquet",)),
+    "units-parquet-other-table-regress": (_other_parquet("units.parquet"), REGRESS, ("units.parquet",)),
+    "probes-parquet-cut-report": (_cut("probes.parquet", 0.5), REPORT, ("probes.parquet",)),
+    "probes-parquet-byte-flipped-compare": (_flip_byte("probes.parquet"), COMPARE, ("probes.parquet",)),
+    "turns-parquet-deleted-report": (_delete("turns.parquet"), REPORT, ("turns.parquet",)),
+    "probes-parquet-empty-regress": (_write("probes.parquet", b""), REGRESS, ("probes.parquet",)),
+    # the manifest: not an object, not JSON, not UTF-8, NaN, deep, wrong types, missing
+    "manifest-list-report": (_write("manifest.json", "[1, 2]"), REPORT, ("manifest.json", "object")),
+    "manifest-cut-compare": (_cut("manifest.json", 0.5), COMPARE, ("manifest.json",)),
+    "manifest-binary-regress": (_write("manifest.json", GARBAGE), REGRESS, ("manifest.json",)),
+    "manifest-nan-report": (_write("manifest.json", '{"status": NaN}'), REPORT, ("manifest.json", "NaN")),
+    "manifest-deep-report": (_write("manifest.json", deep(100_000, '{"a":', "}")), REPORT, ("manifest.json",)),
+    "manifest-files-string-report": (_manifest("files", "all of them"), REPORT, ("manifest.json", "files")),
+    "manifest-configs-list-compare": (_manifest("configs", [1]), COMPARE, ("manifest.json", "configs")),
+    "manifest-deleted-report": (_delete("manifest.json"), REPORT, ("manifest.json",)),
+    # no seal to compare with
+    "unsealed-traces-jsonl-bad-line-score": (unsealed(_replace_line("traces.jsonl", 1, b"{not json")), SCORE,
+                                             ("traces.jsonl", "line 2")),
+    "unsealed-units-jsonl-not-object-score": (unsealed(_replace_line("units.jsonl", 0, b"[1, 2]")), SCORE,
+                                              ("units.jsonl", "line 1")),
+    "unsealed-units-parquet-garbage-report": (unsealed(_write("units.parquet", GARBAGE)), REPORT,
+                                              ("units.parquet",)),
+    "unsealed-units-parquet-other-table-compare": (unsealed(_other_parquet("units.parquet")), COMPARE,
+                                                   ("units.parquet",)),
+    "unsealed-probes-parquet-cut-regress": (unsealed(_cut("probes.parquet", 0.5)), REGRESS, ("probes.parquet",)),
+}
+
+
+if __name__ == "__main__":  # pragma: no cover - the inventory: python tests/evals/cli/corpus.py
+    import collections
+    import sys
+    import tempfile
+
+    from tests.evals.cli.malformed import CACHE, HOME, lock_file, run_cli
+
+    only = set(sys.argv[1:])
+    counts: collections.Counter[str] = collections.Counter()
+    by_cat: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for case in CASES:
+        if only and case.id not in only and case.category not in only:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            case.materialize(root)
+            out = run_cli(case.argv, root, env=case.env)
+            line = out.lines[0] if out.lines else ""
+            written = [p for p in out.written if not p.startswith((HOME, CACHE)) and not lock_file(p)]
+            kind = classify(out.code, out.stderr, all(n in line for n in case.needle), len(out.lines) == 1,
+                            not written)
+        counts[kind] += 1
+        by_cat[case.category][kind] += 1
+        last = out.stderr.strip().splitlines()[-1:] if out.stderr.strip() else [""]
+        print(f"{kind:14} {case.category:9} {case.id:40} exit {out.code} lines {len(out.lines)} "
+              f"written {len(written)} | {last[0][:150]}", flush=True)
+    print(dict(counts))
+    for cat, c in sorted(by_cat.items()):
+        print(f"  {cat}: {dict(c)}")

@@ -157,11 +157,11 @@ def check_refused(outcome: Outcome, *, needle: str | Sequence[str] = (), may_wri
         assert n in outcome.lines[0], f"{n!r} not in the error line\n{info}"
     unexpected = [p for p in outcome.written if not any(fnmatch.fnmatch(p, g) for g in may_write)
                   and not p.startswith((HOME + "/", CACHE + "/")) and p not in (HOME + "/", CACHE + "/")
-                  and not _lock_file(p)]
+                  and not lock_file(p)]
     assert not unexpected, f"written although refused: {unexpected}\n{info}"
 
 
-def _lock_file(path: str) -> bool:
+def lock_file(path: str) -> bool:
     """An existing run directory's lock file (`rundir.lock`): a command that writes a run takes
     the lock before it reads anything, and the file stays (removing it would race the next
     writer). Its run directory must already exist: a new ``DIR/`` is still caught."""

@@ -10,12 +10,23 @@ merge two configurations, bad records skipped on request, a line longer than the
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.evals.cli.corpus import BASELINE_EDITS, CASES, GOOD, Case, conversation, jsonl, spec
+from tests.evals.cli.corpus import (
+    BASELINE_EDITS,
+    CASES,
+    GOOD,
+    RUN_EDITS,
+    Case,
+    conversation,
+    jsonl,
+    spec,
+    unsealed,
+)
 from tests.evals.cli.malformed import check_refused, refused, run_cli
 
 CATEGORIES = sorted({c.category for c in CASES})
@@ -158,3 +169,50 @@ def test_a_bad_baseline_is_refused_in_one_line(finished_run: Path, tmp_path: Pat
         path.write_text(json.dumps(data))
     refused(["regress", str(finished_run / "run"), "--baseline", str(path), "--resamples", "200"], tmp_path,
             needle=("b.json", *needle))
+
+
+@pytest.mark.parametrize("name", sorted(RUN_EDITS))
+def test_a_damaged_run_directory_is_named_in_one_line(finished_run: Path, tmp_path: Path, name: str) -> None:
+    """Run directories are verified, not trusted: a bad journal line, a cut or edited table, a
+    broken manifest is named (file, and line or field) by whatever reads it; nothing is written."""
+    edit, argv, needle = RUN_EDITS[name]
+    run = tmp_path / "run"
+    shutil.copytree(finished_run / "run", run)
+    edit(run)
+    args = [{"{run}": "run", "{good}": str(finished_run / "good.json")}.get(a, a) for a in argv]
+    refused(args, tmp_path, needle=needle)
+
+
+def _duplicate_first_unit(run: Path) -> None:
+    with (run / "units.jsonl").open("ab") as fh:
+        fh.write((run / "units.jsonl").read_bytes().split(b"\n")[0] + b"\n")
+
+
+REPAIRS = {
+    "probes-jsonl-bad-line": (RUN_EDITS["probes-jsonl-bad-line-report"][0], "probes.jsonl"),
+    "unsealed-probes-jsonl-bad-line": (unsealed(RUN_EDITS["probes-jsonl-bad-line-report"][0]), "probes.jsonl"),
+    "units-jsonl-unit-twice": (_duplicate_first_unit, "units.jsonl"),
+    "unsealed-units-jsonl-unit-twice": (unsealed(_duplicate_first_unit), "units.jsonl"),
+    "units-parquet-garbage": (RUN_EDITS["units-parquet-garbage-report"][0], "units.parquet"),
+    "units-jsonl-cut": (RUN_EDITS["units-jsonl-cut-score"][0], "units.jsonl"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPAIRS))
+def test_resume_repairs_a_damaged_run_exactly_and_says_what_it_fixed(finished_run: Path, tmp_path: Path,
+                                                                     name: str) -> None:
+    """`--resume` on a damaged finished run: one warning naming the file, exit 0, and tables equal
+    to the undamaged run's (a bad probes line used to be skipped by readers and never repaired)."""
+    edit, file = REPAIRS[name]
+    root = tmp_path / "copy"
+    shutil.copytree(finished_run, root, ignore=shutil.ignore_patterns(".home", ".cache"))
+    edit(root / "run")
+    out = run_cli(["run", "s.toml", "--out", "run", "--no-progress", "--jobs", "1", "--resume"], root)
+    assert out.code == 0 and not out.traceback, out.describe()
+    assert any("repaired" in ln and file in ln for ln in out.lines), out.describe()
+    volatile = ["wall_s", "summarizer_latency_s"]
+    for table in ("units", "probes", "turns"):
+        got, want = (pd.read_parquet(d / "run" / f"{table}.parquet") for d in (root, finished_run))
+        pd.testing.assert_frame_equal(got.drop(columns=volatile, errors="ignore"),
+                                      want.drop(columns=volatile, errors="ignore"))
+    assert run_cli(["report", "run", "--out", "rep", "--resamples", "200"], root).code == 0
