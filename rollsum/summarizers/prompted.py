@@ -62,8 +62,10 @@ class _ModelSummarizer:
     """
 
     name = "model"
+    default_prompt = "since-last/v1"
+    """The template used when none is named; each subclass names its own."""
 
-    def __init__(self, model: Model, prompt: str, *, max_output_tokens: int = 1024,
+    def __init__(self, model: Model, prompt: str | None = None, *, max_output_tokens: int = 1024,
                  counter: TokenCounter | None = None, transcript_budget: int | None = None,
                  transcript_overflow: Overflow = "chunk", filter_noise: bool = False,
                  max_message_chars: int | None = None) -> None:
@@ -79,7 +81,7 @@ class _ModelSummarizer:
         if max_message_chars is not None and max_message_chars < 1:
             raise ConfigError(f"max_message_chars: expected a positive integer or None, got {max_message_chars}")
         self.model = model
-        self.template: PromptTemplate = get_prompt(prompt)
+        self.template: PromptTemplate = get_prompt(prompt if prompt is not None else self.default_prompt)
         self.max_output_tokens = max_output_tokens
         self.counter: TokenCounter = counter or HeuristicCounter()
         self.transcript_budget = transcript_budget
@@ -228,10 +230,4 @@ class PromptedSummarizer(_ModelSummarizer):
 
     name = "prompted"
 
-    def __init__(self, model: Model, prompt: str = "since-last/v1", *, max_output_tokens: int = 1024,
-                 counter: TokenCounter | None = None, transcript_budget: int | None = None,
-                 transcript_overflow: Overflow = "chunk", filter_noise: bool = False,
-                 max_message_chars: int | None = None) -> None:
-        super().__init__(model, prompt, max_output_tokens=max_output_tokens, counter=counter,
-                         transcript_budget=transcript_budget, transcript_overflow=transcript_overflow,
-                         filter_noise=filter_noise, max_message_chars=max_message_chars)
+    default_prompt = "since-last/v1"

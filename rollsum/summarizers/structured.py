@@ -15,10 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rollsum.errors import ErrorKind, SummarizeError
-from rollsum.models.base import Model
 from rollsum.redact import redact, redacting_logger
-from rollsum.summarizers.prompted import Overflow, _ModelSummarizer, _Parsed
-from rollsum.tokens import TokenCounter
+from rollsum.summarizers.prompted import _ModelSummarizer, _Parsed
 from rollsum.types import FACET_NAMES
 
 log = redacting_logger(__name__)
@@ -142,13 +140,7 @@ class StructuredSummarizer(_ModelSummarizer):
 
     name = "structured"
 
-    def __init__(self, model: Model, prompt: str = "structured/v1", *, max_output_tokens: int = 1024,
-                 counter: TokenCounter | None = None, transcript_budget: int | None = None,
-                 transcript_overflow: Overflow = "chunk", filter_noise: bool = False,
-                 max_message_chars: int | None = None) -> None:
-        super().__init__(model, prompt, max_output_tokens=max_output_tokens, counter=counter,
-                         transcript_budget=transcript_budget, transcript_overflow=transcript_overflow,
-                         filter_noise=filter_noise, max_message_chars=max_message_chars)
+    default_prompt = "structured/v1"
 
     def _parse(self, raw: str) -> _Parsed:
         return parse_structured(raw)

@@ -81,7 +81,7 @@ def estimated_usage(trace: Trace, counter: HeuristicCounter | None = None) -> Us
 
 class Health:
     name = "health"
-    version = "1"
+    version = "2"  # 2: attempts never below the metered model calls (plugged-in memories)
     needs: frozenset[str] = frozenset()
     unit_columns = (
         Column("overflow_turns", "int", 0, "turns whose context exceeded context_window"),
@@ -108,8 +108,11 @@ class Health:
         events: Sequence[Mapping[str, Any]] = trace.events
         ledger_retry = str(trace.engine_config.get("ledger", "")) == "retry"
         made = [e for e in events if e.get("kind") in ("summary", "failure")]
-        attempts = sum(int(e.get("attempts") or 0) for e in made)
         failures = sum(failed_attempts(e, ledger_retry) for e in made)
+        # A memory plugged in by import path (a peer) may call the model without announcing
+        # attempts on its events; the metered model saw every successful call, so the count is
+        # never below those plus the failures the events report.
+        attempts = max(sum(int(e.get("attempts") or 0) for e in made), trace.model_calls + failures)
         n_messages = len(trace.messages)
         projected_model = inp.plan.projected_model or DEFAULT_PROJECTED_MODEL
         return Scores(unit={

@@ -227,3 +227,13 @@ def test_the_cost_columns_are_what_their_labels_say(tmp_path: Path) -> None:
     assert s["main_input_tokens"] == 10 + 30 + 50 + 70 + 90
     assert s["main_tokens_per_turn"] == pytest.approx((10 + 30 + 50 + 70 + 90) / 5)
     assert math.isnan(s["main_tokens_at_asks"])  # no probes, no asks
+
+
+def test_model_calls_no_event_announced_still_count_as_attempts() -> None:
+    """A plugged-in memory (LangChain, LlamaIndex) calls the model without putting attempts on
+    its events: its calls per message must not read 0.00 while the model was called."""
+    trace = _trace([_event("summary", 0)], [10] * len(MSGS), model_calls=5)
+    h = _health(trace)
+    assert h["summarizer_attempts"] == 5 and h["calls_per_message"] == pytest.approx(0.5)
+    h = _health(_trace([_event("summary", 1), _event("failure", 2)], [10] * len(MSGS), model_calls=1))
+    assert h["summarizer_attempts"] == 3 and h["summarizer_failures"] == 2
