@@ -58,7 +58,7 @@ def test_from_a_plain_export_to_a_passing_gate_with_cli_commands_only(
     report = Path(out[-1])
     assert report == (work / "reports" / "my-chat" / "report.html").resolve()
     md = report.with_name("report.md").read_text()
-    assert "## Verdict" in md and "Best: since-last" in md
+    assert "## Verdict" in md and "Best: since-last" in md and "## Legend" in md and "## Grid: since-last" in md
 
     # labels as a person types them: another parameter order, spaces
     out = _cli(capsys, "compare", str(run), "--a", "since-last[messages_per_summary=20, keep_last=2]",
