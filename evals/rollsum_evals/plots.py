@@ -253,12 +253,15 @@ def _heatmap(matrix: pd.DataFrame, path: Path, title: str, xlabel: str, fmt: str
 
 
 def _heat_cells(fig: Figure, ax: Axes, matrix: pd.DataFrame, fmt: str, cmap: str, cbar_label: str,
-                vmin: float = 0.0, vmax: float | None = None, notes: pd.DataFrame | None = None) -> None:
+                vmin: float | None = 0.0, vmax: float | None = None, notes: pd.DataFrame | None = None) -> None:
     """Coloured cells with their value written in (and `notes` under it), a labelled colour bar;
-    empty cells (NaN) stay blank."""
+    empty cells (NaN) stay blank. A bound left None is the data's own (contrast where the
+    values are close; the numbers in the cells keep the absolute level readable)."""
     rows, cols = matrix.shape
     values = matrix.to_numpy(dtype=float)
     finite = values[np.isfinite(values)]
+    if vmin is None:
+        vmin = float(finite.min()) if finite.size else 0.0
     if vmax is None:
         vmax = float(finite.max()) if finite.size else 1.0
     im = ax.imshow(np.ma.masked_invalid(values), aspect="auto", cmap=cmap, vmin=vmin,
@@ -388,16 +391,18 @@ def param_heatmap(grid: pd.DataFrame, x: str, y: str, path: Path, title: str) ->
     fig = Figure(figsize=(max(11.0, 3.0 + 2.2 * len(xs)), max(4.5, 2.0 + 0.6 * len(ys))))
     keys = (grid.groupby([y, x])["key"].agg(lambda k: ",".join(sorted(k, key=lambda s: int(s[1:]))))
             .unstack(x).reindex(index=ys, columns=xs).fillna(""))
-    panels = (("retention", "retention (share of answerable asks, 0–1)", ".2f", "viridis", 0.0, 1.0),
-              ("cost_usd", "cost (USD per conversation)", ".4f", "magma_r", 0.0, None))
-    for i, (col, label, fmt, cmap, lo, hi) in enumerate(panels):
+    # colour scales span the grid's own range: neighbouring grid points differ by a few points of
+    # retention, which a 0-1 scale would paint one colour
+    panels = (("retention", "retention (share of asks, 0–1)", ".2f", "viridis", "retention"),
+              ("cost_usd", "cost (USD per conversation)", ".4f", "magma_r", "cost"))
+    for i, (col, label, fmt, cmap, name) in enumerate(panels):
         ax = fig.add_subplot(1, 2, i + 1)
         matrix = grid.groupby([y, x])[col].mean().unstack(x).reindex(index=ys, columns=xs).astype(float)
-        _heat_cells(fig, ax, matrix, fmt, cmap, label, vmin=lo, vmax=hi, notes=keys)
+        _heat_cells(fig, ax, matrix, fmt, cmap, label, vmin=None, vmax=None, notes=keys)
         ax.set_xticks(np.arange(len(xs)), [f"{v:g}" if isinstance(v, float) else str(v) for v in xs])
         ax.set_yticks(np.arange(len(ys)), [f"{v:g}" if isinstance(v, float) else str(v) for v in ys])
         ax.set_xlabel(f"{x} (value)")
         ax.set_ylabel(f"{y} (value)")
-        ax.set_title(label.split(" (")[0])
+        ax.set_title(f"{name} (colours span this grid's range)", fontsize=10)
     fig.suptitle(title)
     return _save(fig, path)
