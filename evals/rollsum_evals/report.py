@@ -336,7 +336,7 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
                         "Retention (left) and cost per conversation (right) of every configuration of the "
                         f"preset over two swept parameters; each cell names its configuration key(s).{also}",
                         plots.param_heatmap(view.frame, view.x, view.y, out / f"grid_{i + 1}.png",
-                                            f"{view.preset}: {view.y} × {view.x}")))
+                                            f"{view.preset}: {view.x} (columns) × {view.y} (rows)")))
     hist_path = _history_path(run, history)
     hist_rows = list(read_jsonl(hist_path)) if hist_path is not None else []
     if hist_rows:
