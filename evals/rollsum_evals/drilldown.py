@@ -41,6 +41,8 @@ class Limits:
     configs: int = 40
     tail_messages: int = 8
     """The last messages of the verbatim tail; the page says how many earlier ones it omits."""
+    summary_items: int = 4
+    """The last non-verbatim items (summaries, clipped messages) of a context; the rest counted."""
     chars: int = 2_000
     """Characters per text (a summary, a message); longer ones end with a note."""
 
@@ -66,14 +68,16 @@ def _last_verbatim(trace: Trace, index: int, until: int) -> int | None:
 
 def _context(trace: Trace, turn: int, limits: Limits) -> dict[str, Any]:
     items = trace.context_at(turn)
+    written = [i for i in items if not i.verbatim]
     summary = [{"role": i.role, "text": _cut(i.text, limits.chars), "from": i.message_index}
-               for i in items if not i.verbatim]
+               for i in written[-limits.summary_items:]]
     verbatim = [i for i in items if i.verbatim]
     tail = [{"index": i.message_index, "role": i.role, "text": _cut(i.text, limits.chars)}
             for i in verbatim[-limits.tail_messages:]]
     tokens = trace.turns[turn].context_tokens if 0 <= turn < len(trace.turns) else None
     return {"turn": turn, "tokens": tokens, "summary": summary, "tail": tail,
-            "omitted": max(0, len(verbatim) - limits.tail_messages)}
+            "omitted": max(0, len(verbatim) - limits.tail_messages),
+            "summary_omitted": max(0, len(written) - limits.summary_items)}
 
 
 def _where(trace: Trace, row: Mapping[Any, Any]) -> str:
@@ -174,6 +178,9 @@ SCRIPT = """
     var ctx = f.context ? data.contexts[f.context] : null;
     if (!ctx) { sum.appendChild(el('p', '', '(no context recorded)')); return; }
     set('dd-tokens', ctx.tokens === null ? '' : ctx.tokens + ' tokens in context at turn ' + ctx.turn);
+    if (ctx.summary_omitted) {
+      sum.appendChild(el('p', 'dd-note', ctx.summary_omitted + ' earlier summary item(s) not shown'));
+    }
     if (!ctx.summary.length) sum.appendChild(el('p', '', '(no summary was in the context at this turn)'));
     ctx.summary.forEach(function (s) { sum.appendChild(el('pre', 'dd-text', s.text)); });
     if (ctx.omitted) tail.appendChild(el('p', 'dd-note', ctx.omitted + ' earlier verbatim message(s) not shown'));
@@ -215,8 +222,9 @@ def section(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = D
     if not data["configs"]:
         return head[0] + "<p>No configuration lost an answerable fact: nothing to drill into.</p>"
     bounds = (f"To keep this file small it embeds at most {limits.facts_per_config} lost facts per "
-              f"configuration (oldest evidence first), the last {limits.tail_messages} verbatim messages "
-              f"of each context and {limits.chars:,} characters per text; cut texts say so.")
+              f"configuration (oldest evidence first) for at most {limits.configs} configurations, the last "
+              f"{limits.summary_items} summary items and {limits.tail_messages} verbatim messages of each "
+              f"context, and {limits.chars:,} characters per text; cut texts say so.")
     if data.get("configs_omitted"):
         bounds += f" {data['configs_omitted']} more configuration(s) with lost facts are not embedded."
     missing = (f'<p class="warn">The conversation data could not be loaded ({e(data["missing"])}): '

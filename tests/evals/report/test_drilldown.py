@@ -48,8 +48,10 @@ def test_each_lost_fact_shows_the_context_the_trace_rebuilds_at_its_asking_turn(
             items = trace.context_at(fact["asked_turn"])
             ctx = data["contexts"][fact["context"]]
             summaries = [i.text for i in items if not i.verbatim]
-            assert len(ctx["summary"]) == len(summaries)
-            for shown, full in zip(ctx["summary"], summaries, strict=True):
+            keep = drilldown.DEFAULT_LIMITS.summary_items
+            assert len(ctx["summary"]) == min(len(summaries), keep)
+            assert ctx["summary_omitted"] == max(0, len(summaries) - keep)
+            for shown, full in zip(ctx["summary"], summaries[-keep:], strict=True):
                 assert shown["text"] == full or (shown["text"].startswith(full[:2000])
                                                  and shown["text"].endswith("not embedded]"))
             verbatim = [i.message_index for i in items if i.verbatim]
@@ -69,14 +71,14 @@ def test_each_lost_fact_shows_the_context_the_trace_rebuilds_at_its_asking_turn(
 def test_the_embedded_data_is_bounded_and_says_what_it_cut(run_dir: Path) -> None:
     run = load(run_dir)
     probes = answerable_probes(run)
-    limits = drilldown.Limits(facts_per_config=1, configs=2, tail_messages=2, chars=40)
+    limits = drilldown.Limits(facts_per_config=1, configs=2, tail_messages=2, summary_items=1, chars=40)
     data = drilldown.collect(run, probes, config_keys(probes["config"]), limits)
     assert len(data["configs"]) == 2 and data["configs_omitted"] >= 1
     assert all(len(c["facts"]) == 1 for c in data["configs"])
     texts = [t["text"] for ctx in data["contexts"].values() for t in [*ctx["summary"], *ctx["tail"]]]
     assert all(len(t) <= 40 or (t[:40] and t.endswith("more characters not embedded]")) for t in texts)
     assert any(t.endswith("not embedded]") for t in texts)
-    assert all(len(ctx["tail"]) <= 2 for ctx in data["contexts"].values())
+    assert all(len(ctx["tail"]) <= 2 and len(ctx["summary"]) <= 1 for ctx in data["contexts"].values())
     html = drilldown.section(run, probes, config_keys(probes["config"]), limits)
     assert "at most 1 lost facts per configuration" in html and "more configuration(s) with lost facts" in html
 
