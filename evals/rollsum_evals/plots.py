@@ -56,6 +56,7 @@ def _empty(path: Path, title: str, message: str) -> Path:
     return _save(fig, path)
 
 
+KEY_AXIS = "configuration (key: see the legend)"
 RETENTION_LABEL = "retention (share of answerable asks the context supports, 0–1)"
 LOG_RANGE = 20.0
 """A token axis whose largest value is more than this many times its smallest is drawn log-scaled:
@@ -184,6 +185,7 @@ def context_vs_window(table: pd.DataFrame, path: Path) -> Path:
     ax.set_yticks(ys, [_short(c) for c in data["config"].astype(str)], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("peak context tokens ÷ context window (ratio; over 1.0 = overflow)")
+    ax.set_ylabel(KEY_AXIS)
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title(title)
@@ -238,7 +240,7 @@ def retention_by_age(probes: pd.DataFrame, configs: Sequence[str], path: Path,
 
 
 def _heatmap(matrix: pd.DataFrame, path: Path, title: str, xlabel: str, fmt: str,
-             cmap: str, cbar_label: str, ylabel: str = "configuration (key: see the legend)") -> Path:
+             cmap: str, cbar_label: str, ylabel: str = "") -> Path:
     rows, cols = matrix.shape
     fig = Figure(figsize=(max(8.0, 1.0 + 0.75 * cols + 3.5), max(2.5, 0.9 + 0.38 * rows)))
     ax = fig.add_subplot()
@@ -247,7 +249,7 @@ def _heatmap(matrix: pd.DataFrame, path: Path, title: str, xlabel: str, fmt: str
                   fontsize=8)
     ax.set_yticks(np.arange(rows), [_short(str(r)) for r in matrix.index], fontsize=8)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(ylabel or KEY_AXIS)
     ax.set_title(title)
     return _save(fig, path)
 
@@ -329,6 +331,7 @@ def cost_split(table: pd.DataFrame, path: Path) -> Path:
     ax.set_yticks(ys, [_short(c) for c in table["config"].astype(str)], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("USD per conversation")
+    ax.set_ylabel(KEY_AXIS)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title(title)
