@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from rollsum_evals.cli import main
 from rollsum_evals.data import load
 
 
 def _write_export(data: Path, messages: int = 120) -> tuple[Path, Path]:
-    """A bare `[{"role", "content"}]` array and questions.jsonl with evidence as message indexes,
-    one question with its own `ask_at`."""
+    """A bare `[{"role", "content"}]` array and questions.jsonl in the forms a person writes:
+    evidence as a message index or as text copied from the chat, `ask_at` as `end` or `+N`."""
     (conv,) = load(f"synth:chat?conversations=1&messages={messages}&seed=8")
     data.mkdir(parents=True)
     chat = data / "my-chat.json"
@@ -27,6 +28,10 @@ def _write_export(data: Path, messages: int = 120) -> tuple[Path, Path]:
     rows: list[dict[str, object]] = [{"question": p.question, "answer": p.answer, "evidence": index[p.evidence[-1]]}
                                      for p in conv.probes]
     rows[0]["ask_at"] = "end"
+    rows[1]["ask_at"] = "+7"
+    quoted = conv.messages[index[conv.probes[2].evidence[-1]]].content
+    start = quoted.index(conv.probes[2].answer)
+    rows[2]["evidence"] = quoted[max(0, start - 20): start + len(conv.probes[2].answer)]  # text, not an index
     questions = data / "questions.jsonl"
     questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return chat, questions
@@ -53,6 +58,11 @@ def test_from_a_plain_export_to_a_passing_gate_with_cli_commands_only(
     run = work / "runs" / "my-chat"
     assert out[-1] == str(run.resolve())
     assert "15/15 units" in out[-2] and "0 errors" in out[-2]
+    asked = pd.read_parquet(run / "probes.parquet").groupby("probe_id")
+    turns = {pid: set(g["asked_turn"]) for pid, g in asked}
+    evidence = {pid: int(g["evidence_turn"].iloc[0]) for pid, g in asked}
+    assert turns["my-chat:q1"] == {119} and turns["my-chat:q2"] == {evidence["my-chat:q2"] + 7}
+    assert len(turns["my-chat:q3"]) > 1  # the spec's timing: several ages and the end
 
     out = _cli(capsys, "report", str(run), "--out", "reports/my-chat", "--resamples", "200")
     report = Path(out[-1])
