@@ -131,3 +131,15 @@ def test_facts_lost_by_the_top_candidate_show_when_full_context_fits_and_ranks_f
     section = md[md.index("## Facts lost by the top configuration"):]
     assert section.startswith("## Facts lost by the top configuration (C2: since-last[keep_last=2])")
     assert "What is fact" in section
+
+
+def test_a_third_swept_parameter_is_averaged_over_and_named(tmp_path: Path) -> None:
+    rows = [{"config": f"p[a={a},b={b},c={c}]", "preset": "p", "param_a": a, "param_b": b, "param_c": c}
+            for a in (1, 2) for b in (3, 4, 5) for c in (6, 7)]
+    units = pd.DataFrame(rows)
+    table = units[["config", "preset"]].assign(retention=np.linspace(0, 1, len(rows)), cost_usd=1.0, status="ok")
+    views = grid_views(table, config_params(units), config_keys(table["config"]))
+    assert [(v.x, v.y, v.averaged_over) for v in views] == [("b", "a", ("c",)), ("b", "c", ("a",)),
+                                                            ("a", "c", ("b",))]
+    png = plots.param_heatmap(views[0].frame, views[0].x, views[0].y, tmp_path / "g.png", "p")
+    assert png.stat().st_size > 5_000
