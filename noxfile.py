@@ -16,7 +16,9 @@ WHAT = {
     "harness": "the harness (pandas, pyarrow, numpy, datasets, matplotlib, nltk, rouge-score, tqdm); "
                "no test or lint tools",
     "dev,local": "the dev toolchain plus llama-cpp-python (compiled: about 4 minutes)",
+    "dev,browser": "the dev toolchain plus playwright (drives headless Chromium)",
 }
+BROWSER_TESTS = ("tests/evals/report/test_report_browser.py", "tests/evals/report/test_drilldown_browser.py")
 
 
 def _install(session: nox.Session, extras: str) -> None:
@@ -91,6 +93,19 @@ def nightly(session: nox.Session) -> None:
     session.run("rollsum", "run", "evals/sweeps/nightly.toml", "--out", out, "--no-unit-cache")
     session.run("rollsum", "report", out)
     session.run("rollsum", "regress", out, "--baseline", "reports/baselines/nightly.json")
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """The report rendered and clicked through in headless Chromium. Uses the machine's
+    Chromium when there is one; otherwise installs Playwright's own build (a download)."""
+    import shutil
+
+    _install(session, "dev,browser")
+    if not any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")):
+        session.log("no Chromium on PATH: installing Playwright's Chromium (about 150 MB download)")
+        session.run("python", "-m", "playwright", "install", "chromium")
+    session.run("pytest", "-m", "slow", *BROWSER_TESTS, *session.posargs)
 
 
 @nox.session

@@ -43,7 +43,7 @@ def _noxfile() -> Any:
 @pytest.mark.parametrize(("name", "posargs", "extras"), [
     ("tests", [], ".[dev]"), ("lint", [], ".[dev]"), ("demo", [], ".[harness]"),
     ("sweep", ["spec.toml"], ".[harness]"), ("ab", ["s", "a", "b"], ".[harness]"),
-    ("nightly", [], ".[harness]"), ("bench", [], ".[harness]"),
+    ("nightly", [], ".[harness]"), ("bench", [], ".[harness]"), ("browser", [], ".[dev,browser]"),
 ])
 def test_each_session_installs_only_what_it_runs_and_says_so_first(name: str, posargs: list[str], extras: str) -> None:
     session = FakeSession(posargs)

@@ -30,9 +30,11 @@ def description(path: Path) -> str:
 
 
 def find_spec(arg: str) -> Path:
-    """The spec file `arg` names: a path, or the name of a bundled spec."""
+    """The spec file `arg` names: a path, or the name of a bundled spec. A directory of the same
+    name in the current directory (often the run directory of an earlier `--out nightly`) does
+    not hide the bundled spec."""
     path = Path(arg)
-    if path.exists():
+    if path.exists() and not path.is_dir():
         return path
     specs = bundled_specs()
     name = arg.removesuffix(".toml")

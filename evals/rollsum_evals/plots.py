@@ -23,8 +23,11 @@ matplotlib.use("Agg")
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from rollsum_evals.analysis import token_axis
 
@@ -58,7 +61,59 @@ def _empty(path: Path, title: str, message: str) -> Path:
     return _save(fig, path)
 
 
-RETENTION_LABEL = "retention (share of answerable asks the context supports)"
+KEY_AXIS = "configuration (key: see the legend)"
+RETENTION_LABEL = "retention (share of answerable asks the context supports, 0–1)"
+LOG_RANGE = 20.0
+"""A token axis whose largest value is more than this many times its smallest is drawn log-scaled:
+on a linear axis the small configurations would pile up against zero."""
+
+
+def wants_log(values: npt.ArrayLike) -> bool:
+    """True when the positive finite values span more than `LOG_RANGE`."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return bool(v.size >= 2 and v.max() / v.min() > LOG_RANGE)
+
+
+_OFFSETS: tuple[tuple[float, float], ...] = tuple(
+    (r * math.cos(a), r * math.sin(a))
+    for r in (7, 14, 24, 36, 50, 66, 84, 104, 126, 150)
+    for a in ((math.pi / 4 + k * math.pi / 2 for k in range(4)) if r < 24 else
+              (k * math.pi / 8 for k in (2, 14, 6, 10, 0, 4, 8, 12, 1, 3, 5, 7, 9, 11, 13, 15))))
+"""Candidate label offsets (points): the four diagonals close by, then rings of 16 directions."""
+LEADER_FROM = 24.0
+"""Labels placed at least this far from their point get a thin leader line to it."""
+
+
+def place_labels(fig: Figure, ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str],
+                 fontsize: float = 8) -> list[Text]:
+    """Annotate points so that no two labels overlap (a small greedy adjustText).
+
+    Each label tries offsets around its point at growing distances and takes the first whose text
+    box overlaps no label already placed (points are visited left to right); a label placed far
+    from its point is joined to it by a thin leader line. Only when every candidate is taken (a
+    pile of points past what any plot can label) does a label overlap, at the farthest ring.
+    Labels are short keys (C1, C2, …), so the rings have room for dozens of them."""
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
+    placed: list[Bbox] = []
+    texts: list[Text] = []
+    for i in sorted(range(len(xs)), key=lambda j: (xs[j], ys[j])):
+        text = None
+        for k, (dx, dy) in enumerate(_OFFSETS):
+            far = math.hypot(dx, dy) >= LEADER_FROM
+            text = ax.annotate(labels[i], (xs[i], ys[i]), textcoords="offset points", xytext=(dx, dy),
+                               fontsize=fontsize, ha="left" if dx >= -0.5 else "right",
+                               va="bottom" if dy >= -0.5 else "top",
+                               arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.6} if far else None)
+            box = Text.get_window_extent(text, renderer).expanded(1.1, 1.15)
+            if k == len(_OFFSETS) - 1 or not any(box.overlaps(b) for b in placed):
+                placed.append(box)
+                break
+            text.remove()
+        if text is not None:
+            texts.append(text)
+    return texts
 
 
 def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
@@ -105,15 +160,17 @@ def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
     if len(refs) > MAX_REFERENCE_LINES:
         ax.plot([], [], " ", label=f"+{len(refs) - MAX_REFERENCE_LINES} more references (see their section)")
     labelled = pd.concat([good, other]) if len(other) else good
-    for r in labelled.to_dict("records"):
-        if r["pareto"] or len(labelled) <= 12:
-            ax.annotate(_short(str(r["config"]), 30), (float(r[tokens]), float(r["retention"])),
-                        textcoords="offset points", xytext=(5, 5), fontsize=7)
-    ax.set_xlabel(xlabel)
+    log_x = wants_log(labelled[tokens].astype(float).to_numpy())
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel + (" — log scale" if log_x else ""))
     ax.set_ylabel(RETENTION_LABEL)
     ax.set_ylim(-0.02, 1.05)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()  # labels are placed in the final layout's display coordinates
+    place_labels(fig, ax, labelled[tokens].astype(float).tolist(), labelled["retention"].astype(float).tolist(),
+                 [str(c) for c in labelled["config"]])
     ax.set_title(title + " (95 % CI, clustered by conversation)")
     return _save(fig, path)
 
@@ -133,6 +190,7 @@ def context_vs_window(table: pd.DataFrame, path: Path) -> Path:
     ax.set_yticks(ys, [_short(c) for c in data["config"].astype(str)], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("peak context tokens ÷ context window (ratio; over 1.0 = overflow)")
+    ax.set_ylabel(KEY_AXIS)
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title(title)
@@ -155,18 +213,30 @@ def retention_by_age(probes: pd.DataFrame, configs: Sequence[str], path: Path,
         return _empty(path, title, "no probes with evidence")
     labels = age_bin_labels(bins)
     binned = pd.cut(data["age_turns"].astype(float), bins=list(bins), right=False, labels=labels)
-    grid = (data.assign(age_bin=binned).groupby(["config", "age_bin"], observed=False)["retained"]
-            .mean().unstack("age_bin"))
+    grouped = data.assign(age_bin=binned).groupby(["config", "age_bin"], observed=False)["retained"]
+    grid, counts = grouped.mean().unstack("age_bin"), grouped.size().unstack("age_bin")
     fig = Figure(figsize=(9, 5))
     ax = fig.add_subplot()
     xs = np.arange(len(labels))
-    for cfg in configs:
-        if cfg not in grid.index:
-            continue
-        ax.plot(xs, grid.loc[cfg].astype(float).to_numpy(), marker="o", label=_short(cfg))
-    ax.set_xticks(xs, labels)
-    ax.set_xlabel("fact age (turns since the evidence)")
-    ax.set_ylabel("retention")
+    shown = [c for c in configs if c in grid.index]
+    # n per point: in the tick label when every configuration has the same asks in a bin (the usual
+    # case: the same probes, asked at the same turns), beside each point otherwise
+    same_n = bool((counts.loc[shown].nunique(axis=0) <= 1).all()) if shown else True
+    for cfg in shown:
+        ys = np.asarray(grid.loc[cfg].astype(float).to_numpy(), dtype=float)
+        (line,) = ax.plot(xs, ys, marker="o", label=_short(cfg))
+        if not same_n:
+            for x, y, n in zip(xs, ys, counts.loc[cfg].to_numpy(dtype=int), strict=True):
+                if math.isfinite(y):
+                    ax.annotate(f"n={int(n)}", (x, y), textcoords="offset points", xytext=(4, -10),
+                                fontsize=6, color=line.get_color())
+    ticks = labels
+    if same_n and shown:
+        first = counts.loc[shown[0]].to_numpy(dtype=int)
+        ticks = [f"{lab}\n(n={n})" for lab, n in zip(labels, first, strict=True)]
+    ax.set_xticks(xs, ticks)
+    ax.set_xlabel("fact age (turns since the evidence); n = answerable asks per point")
+    ax.set_ylabel("retention (share of answerable asks, 0–1)")
     ax.set_ylim(-0.02, 1.05)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="best")
@@ -175,30 +245,45 @@ def retention_by_age(probes: pd.DataFrame, configs: Sequence[str], path: Path,
 
 
 def _heatmap(matrix: pd.DataFrame, path: Path, title: str, xlabel: str, fmt: str,
-             cmap: str) -> Path:
+             cmap: str, cbar_label: str, ylabel: str = "") -> Path:
     rows, cols = matrix.shape
     fig = Figure(figsize=(max(8.0, 1.0 + 0.75 * cols + 3.5), max(2.5, 0.9 + 0.38 * rows)))
     ax = fig.add_subplot()
-    values = matrix.to_numpy(dtype=float)
-    finite = values[np.isfinite(values)]
-    vmax = float(finite.max()) if finite.size else 1.0
-    im = ax.imshow(np.nan_to_num(values, nan=0.0), aspect="auto", cmap=cmap, vmin=0,
-                   vmax=vmax if vmax > 0 else 1.0)
+    _heat_cells(fig, ax, matrix, fmt, cmap, cbar_label)
     ax.set_xticks(np.arange(cols), [str(c) for c in matrix.columns], rotation=30, ha="right",
                   fontsize=8)
     ax.set_yticks(np.arange(rows), [_short(str(r)) for r in matrix.index], fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel or KEY_AXIS)
+    ax.set_title(title)
+    return _save(fig, path)
+
+
+def _heat_cells(fig: Figure, ax: Axes, matrix: pd.DataFrame, fmt: str, cmap: str, cbar_label: str,
+                vmin: float | None = 0.0, vmax: float | None = None, notes: pd.DataFrame | None = None) -> None:
+    """Coloured cells with their value written in (and `notes` under it), a labelled colour bar;
+    empty cells (NaN) stay blank. A bound left None is the data's own (contrast where the
+    values are close; the numbers in the cells keep the absolute level readable)."""
+    rows, cols = matrix.shape
+    values = matrix.to_numpy(dtype=float)
+    finite = values[np.isfinite(values)]
+    if vmin is None:
+        vmin = float(finite.min()) if finite.size else 0.0
+    if vmax is None:
+        vmax = float(finite.max()) if finite.size else 1.0
+    im = ax.imshow(np.ma.masked_invalid(values), aspect="auto", cmap=cmap, vmin=vmin,
+                   vmax=vmax if vmax > vmin else vmin + 1.0)
     for r in range(rows):
         for c in range(cols):
             v = values[r, c]
             if np.isfinite(v):
                 red, green, blue, _ = im.cmap(im.norm(v))
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
-                ax.text(c, r, format(v, fmt), ha="center", va="center", fontsize=7,
+                note = f"\n{notes.iat[r, c]!s}" if notes is not None and str(notes.iat[r, c]) else ""
+                ax.text(c, r, format(v, fmt) + note, ha="center", va="center", fontsize=7,
                         color="white" if dark else "black")
-    ax.set_xlabel(xlabel)
-    ax.set_title(title)
-    fig.colorbar(im, ax=ax, fraction=0.03)
-    return _save(fig, path)
+    bar = fig.colorbar(im, ax=ax, fraction=0.046)
+    bar.set_label(cbar_label)
 
 
 def where_facts_die(probes: pd.DataFrame, configs: Sequence[str], path: Path) -> Path:
@@ -218,7 +303,8 @@ def where_facts_die(probes: pd.DataFrame, configs: Sequence[str], path: Path) ->
     used = counts.columns[(counts.sum(axis=0) > 0).to_numpy()]
     last = max(list(counts.columns).index(c) for c in used)
     counts = counts.iloc[:, : last + 1]
-    return _heatmap(counts, path, title, "summary generation", ".0f", "Reds")
+    return _heatmap(counts, path, title, "summary generation (index in the summary chain; gen 0 = first summary)",
+                    ".0f", "Reds", "facts lost (count of answerable asks)")
 
 
 def _col(table: pd.DataFrame, col: str) -> npt.NDArray[np.float64]:
@@ -250,6 +336,7 @@ def cost_split(table: pd.DataFrame, path: Path) -> Path:
     ax.set_yticks(ys, [_short(c) for c in table["config"].astype(str)], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("USD per conversation")
+    ax.set_ylabel(KEY_AXIS)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title(title)
@@ -264,7 +351,8 @@ def retention_by_category(probes: pd.DataFrame, configs: Sequence[str], path: Pa
         return _empty(path, title, "no probes")
     grid = data.groupby(["config", "category"])["retained"].mean().unstack("category")
     grid = grid.reindex(index=[c for c in configs if c in grid.index])
-    return _heatmap(grid.astype(float), path, title, "category", ".2f", "viridis")
+    return _heatmap(grid.astype(float), path, title, "probe category", ".2f", "viridis",
+                    "retention (share of answerable asks, 0–1)")
 
 
 def retention_trend(history: Sequence[dict[str, object]], configs: Sequence[str], path: Path) -> Path:
@@ -290,10 +378,39 @@ def retention_trend(history: Sequence[dict[str, object]], configs: Sequence[str]
         ax.axvline(i, color="#c0392b", alpha=0.25, linewidth=6)
     ticks = [str(e.get("time", i))[:10] for i, e in enumerate(history)]
     ax.set_xticks(xs, ticks, rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel("retention")
+    ax.set_xlabel("gate run (date)")
+    ax.set_ylabel("retention (share of answerable asks, 0–1)")
     ax.set_ylim(-0.02, 1.05)
     ax.grid(True, alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="lower left")
     ax.set_title(title + (" — red bands: gate failed" if fails else ""))
+    return _save(fig, path)
+
+
+def param_heatmap(grid: pd.DataFrame, x: str, y: str, path: Path, title: str) -> Path:
+    """Retention and cost side by side over two swept parameters of one preset.
+
+    `grid` has one row per configuration: columns `x`, `y` (parameter values), ``key``,
+    ``retention`` and ``cost_usd``. Where a third parameter also varies, a cell is the mean over
+    it (the caption says so). Each cell names its configuration key(s) under the value."""
+    xs = sorted(grid[x].dropna().unique().tolist())
+    ys = sorted(grid[y].dropna().unique().tolist())
+    fig = Figure(figsize=(max(11.0, 3.0 + 2.2 * len(xs)), max(4.5, 2.0 + 0.6 * len(ys))))
+    keys = (grid.groupby([y, x])["key"].agg(lambda k: ",".join(sorted(k, key=lambda s: int(s[1:]))))
+            .unstack(x).reindex(index=ys, columns=xs).fillna(""))
+    # colour scales span the grid's own range: neighbouring grid points differ by a few points of
+    # retention, which a 0-1 scale would paint one colour
+    panels = (("retention", "retention (share of asks, 0–1)", ".2f", "viridis", "retention"),
+              ("cost_usd", "cost (USD per conversation)", ".4f", "magma_r", "cost"))
+    for i, (col, label, fmt, cmap, name) in enumerate(panels):
+        ax = fig.add_subplot(1, 2, i + 1)
+        matrix = grid.groupby([y, x])[col].mean().unstack(x).reindex(index=ys, columns=xs).astype(float)
+        _heat_cells(fig, ax, matrix, fmt, cmap, label, vmin=None, vmax=None, notes=keys)
+        ax.set_xticks(np.arange(len(xs)), [f"{v:g}" if isinstance(v, float) else str(v) for v in xs])
+        ax.set_yticks(np.arange(len(ys)), [f"{v:g}" if isinstance(v, float) else str(v) for v in ys])
+        ax.set_xlabel(f"{x} (value)")
+        ax.set_ylabel(f"{y} (value)")
+        ax.set_title(f"{name} (colours span this grid's range)", fontsize=10)
+    fig.suptitle(title)
     return _save(fig, path)

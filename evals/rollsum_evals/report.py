@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from rollsum_evals import plots
+from rollsum_evals import drilldown, plots
 from rollsum_evals.analysis import (
     PER_CALL,
     answerable_probes,
@@ -40,6 +40,7 @@ from rollsum_evals.analysis import (
 )
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_interval, fmt_num, fmt_usd, html_table, md_escape, md_table
+from rollsum_evals.report_keys import LEGEND_HEADERS, ConfigKeys, config_keys, config_params, grid_views, legend_rows
 from rollsum_evals.rundir.journal import read_jsonl
 from rollsum_evals.rundir.read import Run
 from rollsum_evals.stats import DEFAULT_RESAMPLES
@@ -61,7 +62,7 @@ TOP_CONFIGS = 2
 
 
 def rank_headers(tokens: str) -> tuple[str, ...]:
-    return ("#", "config", "retention [95% CI]", tokens, "cost / conversation [95% CI]",
+    return ("#", "config", "key", "retention [95% CI]", tokens, "cost / conversation [95% CI]",
             "projected summarizer cost", "calls / message", "failed calls", "containment (old)",
             "conversations", "Pareto")
 
@@ -130,11 +131,12 @@ def _projected(r: Mapping[Any, Any]) -> str:
     return f"{fmt_usd(v)}" + (f" ({model})" if model else "")
 
 
-def ranked_rows(table: pd.DataFrame) -> list[list[str]]:
+def ranked_rows(table: pd.DataFrame, keys: ConfigKeys | None = None) -> list[list[str]]:
     rows = []
     tokens = token_axis(table).column
+    keys = keys or config_keys(table["config"])
     for r in ranked(table).to_dict("records"):
-        rows.append([str(r["rank"]), str(r["config"]), _retention(r), fmt_num(r[tokens], 0),
+        rows.append([str(r["rank"]), str(r["config"]), keys[str(r["config"])], _retention(r), fmt_num(r[tokens], 0),
                      f"{fmt_usd(r['cost_usd'])} [{fmt_usd(r['cost_usd_low'])}, {fmt_usd(r['cost_usd_high'])}]"
                      if not _missing(r["cost_usd_low"]) else fmt_usd(r["cost_usd"]),
                      _projected(r), _calls(r), _failed(r),
@@ -245,6 +247,18 @@ def _lost_examples(probes: pd.DataFrame, config: str, limit: int = 8) -> list[li
     return rows
 
 
+LEGEND_TEXT = ("Plots name configurations by key. Keys follow the sorted configuration labels of the run "
+               "(numbers as numbers), so the same run always gets the same keys.")
+
+
+def _keyed_history(entry: Mapping[str, Any], keys: ConfigKeys) -> dict[str, Any]:
+    """A regression-history entry whose per-configuration metrics are keyed like the plots."""
+    configs = entry.get("configs")
+    if not isinstance(configs, Mapping):
+        return dict(entry)
+    return {**entry, "configs": {keys.keys.get(str(c), str(c)): v for c, v in configs.items()}}
+
+
 READING = ("Retention = the share of *answerable* asks (a probe at one asking turn) whose answer the "
            "context at that turn supports; intervals are 95 % bootstrap intervals resampling "
            "conversations. Only configurations whose context always fit the window and whose "
@@ -254,7 +268,12 @@ READING = ("Retention = the share of *answerable* asks (a probe at one asking tu
 
 def _notes(run: Run, table: pd.DataFrame) -> list[str]:
     """Banners: what the reader must know before trusting any number below."""
+    from rollsum_evals.rundir.status import run_banner
+
     notes = []
+    status = run_banner(run.path)
+    if status:
+        notes.append(status)
     n_err = int((run.units["status"].astype(str) != "ok").sum()) if "status" in run.units.columns else 0
     if n_err:
         notes.append(f"{n_err} unit(s) did not finish and are left out of every figure; their "
@@ -295,7 +314,11 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     probes = answerable_probes(run)
     best = ranked(table)["config"].tolist() if len(table) else []
     configs = table["config"].tolist() if len(table) else []
-    top = configs[: plots.MAX_SERIES]
+    keys = config_keys([*configs, *(probes["config"].astype(str) if "config" in probes.columns else [])])
+    params = config_params(run.units)
+    ktable, kprobes = keys.rename(table), keys.rename(probes)
+    kconfigs = [keys[c] for c in configs]
+    top = kconfigs[: plots.MAX_SERIES]
     axis = token_axis(table) if len(table) else PER_CALL
     tokens, axis_label = axis.header, axis.label
 
@@ -303,34 +326,46 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     figures.append(("Retention vs tokens", f"x: {axis_label}. Higher and further left is better; red "
                     "points are on the Pareto frontier (no ranked configuration keeps more facts with "
                     "fewer tokens); grey crosses are not ranked (see their section); dashed lines are "
-                    "references.", plots.retention_vs_tokens(table, out / "retention_vs_tokens.png")))
+                    "references.", plots.retention_vs_tokens(ktable, out / "retention_vs_tokens.png")))
     figures.append(("Peak context vs the window", "Largest context of any turn divided by the main "
                     "model's window: past 1.0 a real call would not fit.",
-                    plots.context_vs_window(table, out / "context_vs_window.png")))
+                    plots.context_vs_window(ktable, out / "context_vs_window.png")))
     if not probes.empty and "age_turns" in probes.columns:
         figures.append(("Retention by fact age", f"Answerable asks; the first {len(top)} configurations "
                         "of the table (ranked first).",
-                        plots.retention_by_age(probes, top, out / "retention_by_age.png")))
+                        plots.retention_by_age(kprobes, top, out / "retention_by_age.png")))
     if not probes.empty and "died_at_generation" in probes.columns:
         figures.append(("Where facts die", "Generation = index in the summary chain of the first "
                         "summary that lost a fact it had.",
-                        plots.where_facts_die(probes, configs, out / "where_facts_die.png")))
+                        plots.where_facts_die(kprobes, kconfigs, out / "where_facts_die.png")))
     figures.append(("Cost split", "Main model, summarizer and judge, by the price table; hatched: what an "
                     "offline summarizer's calls would cost at the projected model (not spent).",
-                    plots.cost_split(table, out / "cost_split.png")))
+                    plots.cost_split(ktable, out / "cost_split.png")))
     if not probes.empty and "category" in probes.columns:
         figures.append(("Retention by category", "Answerable asks; LoCoMo categories and synthetic kinds.",
-                        plots.retention_by_category(probes, configs, out / "retention_by_category.png")))
+                        plots.retention_by_category(kprobes, kconfigs, out / "retention_by_category.png")))
+    for i, view in enumerate(grid_views(table, params, keys)):
+        also = (f" {', '.join(view.averaged_over)} also vary: each cell is the mean over them."
+                if view.averaged_over else "")
+        figures.append((f"Grid: {view.preset}, {view.x} × {view.y}",
+                        "Retention (left) and cost per conversation (right) of every configuration of the "
+                        f"preset over two swept parameters; each cell names its configuration key(s).{also}",
+                        plots.param_heatmap(view.frame, view.x, view.y, out / f"grid_{i + 1}.png",
+                                            f"{view.preset}: {view.x} (columns) × {view.y} (rows)")))
     hist_path = _history_path(run, history)
     hist_rows = list(read_jsonl(hist_path)) if hist_path is not None else []
     if hist_rows:
         figures.append(("Trend", f"From {hist_path}.",
-                        plots.retention_trend(hist_rows, top, out / "trend.png")))
+                        plots.retention_trend([_keyed_history(h, keys) for h in hist_rows], top, out / "trend.png")))
 
     summarized = {str(line.get("config")) for line in run.summaries()}
     shown = [c for c in best if c in summarized][:TOP_CONFIGS]
     checkpoint = summaries_at_checkpoint(run, shown) if shown else None
-    lost = _lost_examples(probes, best[0]) if best and not probes.empty else []
+    # the top *candidate*: a baseline that fits the window (full context on a short chat) ranks
+    # first and loses nothing, which would hide what the best summarizing configuration lost
+    candidates = [c for c in best if not bool(table.set_index("config").loc[c, "baseline"])] or best
+    lost_config = candidates[0] if candidates else None
+    lost = _lost_examples(probes, lost_config) if lost_config and not probes.empty else []
     lost_headers = ("conversation", "category", "question", "answer", "age (turns)", "died at gen")
     reading = READING.format(fail=f"{100 * thresholds.max_failure_rate:g} %",
                              cpm=thresholds.max_calls_per_message)
@@ -342,12 +377,16 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     md = [f"# rollsum report: {md_escape(run.name)}", "", md_table(("field", "value"), _manifest_rows(run)), ""]
     md += [f"**{md_escape(n)}**" for n in notes] + ([""] if notes else [])
     md += ["## Verdict", "", md_escape(headline(table)), "", "## Ranked configurations", "", reading, ""]
-    md += [md_table(rank_headers(tokens), ranked_rows(table)) if len(best) else "_no configuration is ranked_", ""]
+    md += [md_table(rank_headers(tokens), ranked_rows(table, keys)) if len(best)
+           else "_no configuration is ranked_", ""]
     for title, text, rows in sections:
         md += [f"## {title}", "", text, "", md_table(unranked_headers(tokens), rows), ""]
     if len(table):
         md += ["## Asks counted", "", "Retention counts only answerable asks; the others are excluded, "
                "never counted as lost.", "", md_table(EXCLUSION_HEADERS, exclusion_rows(table)), ""]
+    legend = legend_rows(keys, table, params)
+    if legend:
+        md += ["## Legend", "", LEGEND_TEXT, "", md_table(LEGEND_HEADERS, legend), ""]
     for title, caption, path in figures:
         md += [f"## {title}", "", caption, "", f"![{title}]({path.name})", ""]
     if checkpoint is not None:
@@ -356,9 +395,9 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
                f"{checkpoint.turn if checkpoint.turn is not None else 'end'}.", ""]
         for cfg, text in checkpoint.texts.items():
             md += [f"### {md_escape(cfg)}", "", "```text", text.replace("```", "ʼʼʼ"), "```", ""]
-    if lost:
-        md += [f"## Facts lost by the top configuration ({md_escape(best[0])})", "",
-               md_table(lost_headers, lost), ""]
+    if lost_config is not None:
+        md += [f"## Facts lost by the top configuration ({keys[lost_config]}: {md_escape(lost_config)})", ""]
+        md += [md_table(lost_headers, lost) if lost else "_it lost no answerable fact_", ""]
     md += ["Every configuration's numbers, status and flags: `configs.csv` (docs/reports.md).", ""]
     atomic_write_text(out / "report.md", "\n".join(md))
 
@@ -371,7 +410,7 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     parts += [f'<p class="warn"><b>{e(n)}</b></p>' for n in notes]
     parts.append(f"<h2>Verdict</h2><p><b>{e(headline(table))}</b></p>")
     parts.append(f"<h2>Ranked configurations</h2><p>{e(reading)}</p>")
-    parts.append(html_table(rank_headers(tokens), ranked_rows(table), "ranked") if len(best)
+    parts.append(html_table(rank_headers(tokens), ranked_rows(table, keys), "ranked") if len(best)
                  else "<p>No configuration is ranked.</p>")
     for title, text, rows in sections:
         parts.append(f'<h2 class="warn">{e(title)}</h2><p>{e(text)}</p>')
@@ -380,6 +419,9 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
         parts.append("<h2>Asks counted</h2><p>Retention counts only answerable asks; the others are "
                      "excluded, never counted as lost.</p>")
         parts.append(html_table(EXCLUSION_HEADERS, exclusion_rows(table), "asks"))
+    if legend:
+        parts.append(f"<h2>Legend</h2><p>{e(LEGEND_TEXT)}</p>")
+        parts.append(html_table(LEGEND_HEADERS, legend, "legend"))
     for title, caption, path in figures:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         parts.append(f"<h2>{e(title)}</h2><p>{e(caption)}</p>"
@@ -392,9 +434,10 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
         for cfg, text in checkpoint.texts.items():
             parts.append(f"<div><h3>{e(cfg)}</h3><pre>{e(text) or '<i>(no summary yet)</i>'}</pre></div>")
         parts.append("</div>")
-    if lost:
-        parts.append(f"<h2>Facts lost by the top configuration ({e(best[0])})</h2>")
-        parts.append(html_table(lost_headers, lost, "lost"))
+    if lost_config is not None:
+        parts.append(f"<h2>Facts lost by the top configuration ({keys[lost_config]}: {e(lost_config)})</h2>")
+        parts.append(html_table(lost_headers, lost, "lost") if lost else "<p>It lost no answerable fact.</p>")
+    parts.append(drilldown.section(run, probes, keys))
     parts.append("<p>Every configuration's numbers, status and flags: <code>configs.csv</code>.</p>")
     parts.append("</body></html>")
     html_path = out / "report.html"

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rollsum_evals.bundled import bundled_specs
 from rollsum_evals.cli import main
 from rollsum_evals.cli.init_cmd import ChatShape, suggest_window
 from rollsum_evals.data import load
@@ -229,3 +230,34 @@ def test_an_interrupted_run_says_so_with_counts(tmp_path: Path, capsys: pytest.C
     alive = banner({"status": "running", "units_total": 6, "pid": os.getpid()}, 2, 0, alive=True)
     assert alive is not None and alive.startswith("STILL RUNNING")
     assert "stopped: auth" in (banner({"status": "stopped: auth", "units_total": 6}, 2, 0) or "")
+
+
+def test_a_directory_named_like_a_bundled_spec_does_not_hide_it(tmp_path: Path) -> None:
+    """`rollsum run nightly --out nightly` then `rollsum run nightly` again must find the spec."""
+    from rollsum_evals.bundled import find_spec
+
+    (tmp_path / "nightly").mkdir()
+    old = Path.cwd()
+    try:
+        os.chdir(tmp_path)
+        assert find_spec("nightly") == bundled_specs()["nightly"]
+    finally:
+        os.chdir(old)
+
+
+def test_every_bundled_spec_runs_without_a_checkout() -> None:
+    """Installed, the bundled specs have no `datasets/` beside them: their data is generated
+    (`synth:`), LoCoMo by --locomo, or a file shipped inside the package. The nightly's generated
+    sets are the committed files byte for byte (their recorded specs, datasets/synthetic/manifest.json)."""
+    from rollsum_evals.spec import load_spec
+
+    manifest = Path(__file__).resolve().parents[3] / "datasets" / "synthetic" / "manifest.json"
+    shipped = {s["spec"] for s in json.loads(manifest.read_text())["files"].values()}
+    for name, path in bundled_specs().items():
+        spec = load_spec(path)
+        for ds in spec.datasets:
+            src = str(ds.source)
+            inside = Path(src).is_absolute() and Path(src).resolve().is_relative_to(path.parent.resolve())
+            assert src.startswith(("synth:", "@locomo")) or inside, f"{name}: {ds.name} reads {src}"
+    nightly = load_spec(bundled_specs()["nightly"])
+    assert {str(d.source) for d in nightly.datasets} <= shipped

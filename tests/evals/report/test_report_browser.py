@@ -50,7 +50,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_plot_decodes_and_no_injected_script_runs(page: Path, tmp_path: Path) -> None:
-    # The report itself has no script; a copy gets our probe appended to read the live DOM.
+    # A copy of the report gets our probe appended to read the live DOM.
     probed = tmp_path / "probed.html"
     probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
     dom = _chromium(tmp_path, "--dump-dom", probed.as_uri())
@@ -58,7 +58,8 @@ def test_every_plot_decodes_and_no_injected_script_runs(page: Path, tmp_path: Pa
     assert m, dom[-2000:]
     images, decoded, scripts, pwned, title = m.groups()
     assert int(images) == 6 and decoded == images
-    assert scripts == "1"  # only the probe: the conversation's <script> never became an element
+    # the probe and the drill-down's data and code: the conversation's <script> never became an element
+    assert scripts == "3"
     assert pwned == "false" and "PWNED" not in title
     assert "&lt;script&gt;window.__pwned=1" in dom
 

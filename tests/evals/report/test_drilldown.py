@@ -1,0 +1,108 @@
+"""The drill-down's data: the context at the asking turn exactly as the trace rebuilds it, where the
+evidence went, bounded, and embedded so no conversation text can become markup."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rollsum_evals import drilldown
+from rollsum_evals.analysis import answerable_probes, load
+from rollsum_evals.report import write_report
+from rollsum_evals.report_keys import config_keys
+
+from tests.evals.report.realrun import grid_run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return grid_run(tmp_path_factory.mktemp("drill"))
+
+
+@pytest.fixture(scope="module")
+def data(run_dir: Path) -> dict:
+    run = load(run_dir)
+    probes = answerable_probes(run)
+    return drilldown.collect(run, probes, config_keys(probes["config"]))
+
+
+def test_each_lost_fact_shows_the_context_the_trace_rebuilds_at_its_asking_turn(run_dir: Path, data: dict) -> None:
+    run = load(run_dir)
+    probes = answerable_probes(run)
+    assert data["configs"] and not data["missing"]
+    keys = config_keys(probes["config"])
+    assert [c["key"] for c in data["configs"]] == [k for k in keys.keys.values()
+                                                   if k in {c["key"] for c in data["configs"]}]  # key order
+    checked = 0
+    for cfg in data["configs"]:
+        lost = probes[(probes["config"] == cfg["label"]) & ~probes["retained"].astype(bool)]
+        assert cfg["lost"] == len(lost) and 0 < len(cfg["facts"]) <= drilldown.DEFAULT_LIMITS.facts_per_config
+        for fact in cfg["facts"]:
+            row = lost[(lost["question"] == fact["question"]) & (lost["asked_turn"] == fact["asked_turn"])
+                       & (lost["conversation_id"] == fact["conversation"])].iloc[0]
+            trace = run.load_trace(str(row["unit_id"]))
+            items = trace.context_at(fact["asked_turn"])
+            ctx = data["contexts"][fact["context"]]
+            summaries = [i.text for i in items if not i.verbatim]
+            keep = drilldown.DEFAULT_LIMITS.summary_items
+            assert len(ctx["summary"]) == min(len(summaries), keep)
+            assert ctx["summary_omitted"] == max(0, len(summaries) - keep)
+            for shown, full in zip(ctx["summary"], summaries[-keep:], strict=True):
+                assert shown["text"] == full or (shown["text"].startswith(full[:2000])
+                                                 and shown["text"].endswith("not embedded]"))
+            verbatim = [i.message_index for i in items if i.verbatim]
+            assert [m["index"] for m in ctx["tail"]] == verbatim[-drilldown.DEFAULT_LIMITS.tail_messages:]
+            assert ctx["omitted"] == max(0, len(verbatim) - drilldown.DEFAULT_LIMITS.tail_messages)
+            ev = fact["evidence_turn"]
+            assert fact["evidence"] == trace.messages[ev].content[:2000] or fact["evidence"].endswith("embedded]")
+            m = re.search(r"verbatim in the context until turn (\d+);", fact["where"])
+            if m:  # the evidence left the context right after that turn
+                last = int(m.group(1))
+                assert ev in [i.message_index for i in trace.context_at(last) if i.verbatim]
+                assert ev not in [i.message_index for i in trace.context_at(last + 1) if i.verbatim]
+                checked += 1
+    assert checked > 0
+
+
+def test_the_embedded_data_is_bounded_and_says_what_it_cut(run_dir: Path) -> None:
+    run = load(run_dir)
+    probes = answerable_probes(run)
+    limits = drilldown.Limits(facts_per_config=1, configs=2, tail_messages=2, summary_items=1, chars=40)
+    data = drilldown.collect(run, probes, config_keys(probes["config"]), limits)
+    assert len(data["configs"]) == 2 and data["configs_omitted"] >= 1
+    assert all(len(c["facts"]) == 1 for c in data["configs"])
+    texts = [t["text"] for ctx in data["contexts"].values() for t in [*ctx["summary"], *ctx["tail"]]]
+    assert all(len(t) <= 40 or (t[:40] and t.endswith("more characters not embedded]")) for t in texts)
+    assert any(t.endswith("not embedded]") for t in texts)
+    assert all(len(ctx["tail"]) <= 2 and len(ctx["summary"]) <= 1 for ctx in data["contexts"].values())
+    html = drilldown.section(run, probes, config_keys(probes["config"]), limits)
+    assert "at most 1 lost facts per configuration" in html and "more configuration(s) with lost facts" in html
+
+
+@given(st.text())
+def test_embedded_json_round_trips_and_never_contains_markup(text: str) -> None:
+    out = drilldown.embed_json({"t": text, "s": "</script><!--"})
+    assert not set(out) & set("<>&")
+    assert json.loads(out) == {"t": text, "s": "</script><!--"}
+
+
+def test_the_report_page_carries_the_drill_down_and_the_grid_heatmap(run_dir: Path, tmp_path: Path) -> None:
+    page = write_report(run_dir, tmp_path, n_resamples=200).read_text()
+    assert 'id="dd-config"' in page and 'id="dd-fact"' in page
+    assert "https://" not in page and "http://" not in page  # no CDN
+    md = (tmp_path / "report.md").read_text()
+    assert "## Grid: since-last, " in md and (tmp_path / "grid_1.png").stat().st_size > 10_000
+    assert "## Legend" in md
+
+
+def test_without_the_conversation_data_the_drill_down_says_so(run_dir: Path, tmp_path: Path) -> None:
+    run = load(run_dir)
+    probes = answerable_probes(run)
+    run.manifest["datasets"] = {k: {**v, "sha256": "0" * 64} for k, v in run.manifest["datasets"].items()}
+    data = drilldown.collect(run, probes, config_keys(probes["config"]))
+    assert data["missing"] and all(f["context"] is None for c in data["configs"] for f in c["facts"])
+    assert "could not be loaded" in drilldown.section(run, probes, config_keys(probes["config"]))
