@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from rollsum.errors import ConfigError
+from rollsum.redact import env_secrets, redact_obj
 from rollsum_evals.replay.trace import TextRef, Trace
 from rollsum_evals.report_keys import ConfigKeys
 from rollsum_evals.rundir.read import Run
@@ -149,7 +150,10 @@ def collect(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = D
                     fact["evidence"] = _cut(trace.messages[ev].content, limits.chars)
             facts.append(fact)
         data["configs"].append({"key": keys[label], "label": label, "lost": len(lost), "facts": facts})
-    return data
+    # contexts and evidence are rebuilt from the dataset, not read from the (redacted) run
+    # directory: a key quoted in the conversation must be masked here too (issue #11)
+    masked: dict[str, Any] = redact_obj(data, env_secrets())
+    return masked
 
 
 def embed_json(data: Any) -> str:
