@@ -37,10 +37,8 @@ NIGHTLY = ROOT / "evals" / "sweeps" / "nightly.toml"
 
 
 def _small_nightly(tmp: Path) -> Path:
-    # dataset paths are relative to the spec: absolute here, and only the first two conversations
-    text, n = re.subn(r'source = "([^"@:]+\.jsonl)"',
-                      lambda m: f'source = "{(NIGHTLY.parent / m.group(1)).resolve()}"\nlimit = 2',
-                      NIGHTLY.read_text())
+    # the nightly's own generated datasets, only the first two conversations of each
+    text, n = re.subn(r'(source = "synth:[^"]+")', lambda m: f"{m.group(1)}\nlimit = 2", NIGHTLY.read_text())
     assert n == len(load_spec(NIGHTLY).datasets)
     spec = tmp / "nightly-small.toml"
     spec.write_text(text)
