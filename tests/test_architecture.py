@@ -72,3 +72,14 @@ def test_nothing_imports_a_top_level_evals_module() -> None:
 def test_datasets_folder_is_data_only() -> None:
     assert not list((ROOT / "datasets").rglob("*.py"))
     assert not (ROOT / "datasets" / "__init__.py").exists()
+
+
+def test_a_harness_module_over_400_lines_says_why_in_its_docstring() -> None:
+    """One module one job: a long module is allowed only with the reason written where a reader
+    opens it (issue #12), so growth is a decision rather than drift."""
+    long = []
+    for f in sorted((ROOT / "evals").rglob("*.py")):
+        text = f.read_text(encoding="utf-8")
+        if len(text.splitlines()) > 400 and "Over ~400 lines because" not in (ast.get_docstring(ast.parse(text)) or ""):
+            long.append(f"{f.relative_to(ROOT)}: {len(text.splitlines())} lines")
+    assert not long, "modules over 400 lines without a note on why: " + "; ".join(long)

@@ -6,6 +6,10 @@ checkpoint.
 Every command reads a run through `load` (the one reader, `rollsum_evals.rundir.load_run`);
 Units whose status is not ``ok`` are left out of every number and make their configuration's
 status ``error``. Retention everywhere is the mean of `retained` over *answerable* asks.
+
+Over ~400 lines because it is the single shared layer report, compare and regress read
+(statuses, ranking, intervals, asks counted); splitting it would invite the three commands to
+disagree again, which is what issue #9 was about.
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ A verdict is withheld, and the output says why, when it cannot mean anything: fe
 does not follow prompts (extractive, `fake:`; `components.of_model(...).follows_prompt`), where
 any difference comes from how the model reads the template's layout, not from the prompt.
 Labels are matched after normalising spaces and parameter order; a miss suggests the nearest.
+
+Over ~400 lines because it holds the three comparison forms (two configs of one run, two runs,
+matched tokens against a grid) over one paired-bootstrap core, plus their markdown; the
+statistics themselves are in `stats`.
 """
 
 from __future__ import annotations

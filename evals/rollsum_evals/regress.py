@@ -30,6 +30,10 @@ broken, infeasible, error) fails, and a configuration missing from the run fails
 The baseline is only rewritten when asked (`--promote`), atomically; the gate writes nothing
 else unless asked (`--record-history` appends one line to NAME.history.jsonl beside the
 baseline, which the report turns into a trend plot).
+
+Over ~400 lines because the gate has two rules (paired asks for deterministic replays, intervals
+for real models) and a baseline format it must check value by value before trusting it;
+the baseline's validation is most of the length.
 """
 
 from __future__ import annotations

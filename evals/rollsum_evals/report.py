@@ -12,6 +12,10 @@ Every piece of text that came from a conversation or a spec (questions, answers,
 configuration labels) is passed through `html.escape`: a `<script>` in a chat shows as text.
 
 Reads only the run directory (docs/run-format.md), through `rollsum_evals.analysis`.
+
+Over ~400 lines because it writes two renderings (markdown and self-contained HTML) of the same
+sections; the numbers come from `analysis`, the figures from `plots`, the keys from
+`report_keys` and the drill-down from `drilldown`.
 """
 
 from __future__ import annotations

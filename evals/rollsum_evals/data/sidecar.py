@@ -18,6 +18,10 @@ Fields: ``question``, ``answer`` (required); ``evidence`` (an index, text, a mes
 list of them; CSV: ``;``-separated indices); ``ask_at``; ``id``; ``category`` (default
 ``fact``); ``conversation`` (id or 0-based position, needed when the chat file holds several);
 ``stale_answers`` (list; CSV: ``;``-separated). Other columns are kept in the probe's ``meta``.
+
+Over ~400 lines because every check of a person-written questions file (JSONL and CSV, evidence
+by index or by quoted text, the ask_at forms) names its file, line and field; the checks are the
+module's job and splitting them from the reader would split one error path in two.
 """
 
 from __future__ import annotations

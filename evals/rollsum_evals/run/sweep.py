@@ -15,6 +15,10 @@ Guarantees a user relies on:
 - **Cached twice.** Model calls go through `CachedModel`; finished replays and their scores go
   to the Unit-result cache (`rollsum_evals.rundir.unit_cache`), so an identical re-run copies
   its rows, and a re-run with another scorer re-uses the replays.
+
+Over ~400 lines because it is the one place that owns a run directory's life cycle (lock,
+repair on --resume, manifest states, interruption on file-system faults, the budget ledger's
+stop); the pieces it calls live in their own modules (unit, dispatch, scheduler, pool, resume).
 """
 
 from __future__ import annotations
