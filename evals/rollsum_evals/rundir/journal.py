@@ -6,6 +6,10 @@ committed); each file gets one ``write`` of whole lines followed by ``fsync``. A
 `RunDir.repair` drops torn lines and lines of uncommitted work: a Unit with a trace but no
 ``units.jsonl`` line is scored again from its trace, one without a trace is replayed whole.
 Texts are content-addressed, so a text written for a Unit that did not commit is harmless.
+
+Over ~400 lines because it is the one writer of a run directory (issue #12) and the repair of
+what that writer leaves after a kill, a full disk or tampering belongs with it: the rules for
+what a committed line is and for what repair may drop are the same rules.
 """
 
 from __future__ import annotations
