@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -251,6 +252,8 @@ def test_every_bundled_spec_runs_without_a_checkout() -> None:
     manifest = Path(__file__).resolve().parents[3] / "datasets" / "synthetic" / "manifest.json"
     shipped = {s["spec"] for s in json.loads(manifest.read_text())["files"].values()}
     for name, path in bundled_specs().items():
+        if name == "peers" and importlib.util.find_spec("langchain_classic") is None:
+            continue  # its configs import the peers extra (nox -s peers); the other specs still count
         spec = load_spec(path)
         for ds in spec.datasets:
             src = str(ds.source)

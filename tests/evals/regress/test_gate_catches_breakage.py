@@ -37,10 +37,15 @@ NIGHTLY = ROOT / "evals" / "sweeps" / "nightly.toml"
 
 
 def _small_nightly(tmp: Path) -> Path:
-    # dataset paths are relative to the spec: absolute here, and only the first two conversations
-    text, n = re.subn(r'source = "([^"@:]+\.jsonl)"',
-                      lambda m: f'source = "{(NIGHTLY.parent / m.group(1)).resolve()}"\nlimit = 2',
-                      NIGHTLY.read_text())
+    # only the first two conversations of each dataset; a dataset path is relative to the spec
+    # (absolute here), a generated source (synth:...) is kept as it is
+    def small(m: re.Match[str]) -> str:
+        src = m.group(1)
+        if src.endswith(".jsonl") and not any(c in src for c in "@:"):
+            src = str((NIGHTLY.parent / src).resolve())
+        return f'source = "{src}"\nlimit = 2'
+
+    text, n = re.subn(r'source = "([^"]+)"', small, NIGHTLY.read_text())
     assert n == len(load_spec(NIGHTLY).datasets)
     spec = tmp / "nightly-small.toml"
     spec.write_text(text)
