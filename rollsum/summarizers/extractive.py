@@ -64,6 +64,11 @@ CONDENSED_HEADER = "[Condensed history]"
 CONDENSED_SHARE = 2 / 3
 """Append mode condenses its history into this share of the budget; new blocks get the rest."""
 TOOL_ERROR_BONUS = 1.5
+TOOL_PRIORITY = 0.5
+"""A tool result's gain when competing for the budget, relative to a line somebody said (only
+when the conversation has voices, `conversational`): a file, a command's output or a search can
+be read or run again, what a person said (a decision, a constraint, a date) cannot. Eligibility
+is unchanged: a tool line is still kept when there is room and it is worth a line."""
 MUST_KEEP_BONUS = 5.0
 MAX_DROPPED_IN_NOTE = 3
 _CACHE_LIMIT = 20_000
@@ -99,6 +104,8 @@ class _Piece:
     bonus: float = 0.0
     source: str | None = None
     """The previous summary's line this piece came from (None for new messages)."""
+    tool: bool = False
+    """A tool result (re-derivable: it competes at `TOOL_PRIORITY`)."""
 
 
 @dataclass(slots=True)
@@ -315,7 +322,8 @@ class ExtractiveSummarizer:
                 ts = summarize_tool_result(m)
                 out.append(_Piece(format_tool_summary(ts), "", day, group,
                                   self._feat(" | ".join(ts.key_facts), tool=True),
-                                  TOOL_ERROR_BONUS if ts.status == "error" else 0.0))
+                                  TOOL_ERROR_BONUS if ts.status == "error" else 0.0,
+                                  tool=conversational and m.role == "tool"))
                 continue
             speaker = (m.name or "").strip() if m.role != "system" else ""
             if speaker and len(speaker) <= 40 and ":" not in speaker and "\n" not in speaker:
@@ -357,7 +365,8 @@ class ExtractiveSummarizer:
             tm = _TOOL_LINE_RE.match(rest)
             if tm:
                 out.append(_Piece(rest, "", line_day, group, self._feat(tm.group(2), tool=True),
-                                  TOOL_ERROR_BONUS if rest.startswith("[❌") else 0.0, source=line))
+                                  TOOL_ERROR_BONUS if rest.startswith("[❌") else 0.0, source=line,
+                                  tool=self.conversational))
                 group += 1
                 continue
             speaker = ""
@@ -440,7 +449,8 @@ class ExtractiveSummarizer:
             weights = tuple([w * f * (name_f[k] if w >= _SPECIFIC else word_f[k])
                              for k, w in zip(feat.keys, feat.weights)])
             pieces.append(piece)
-            cands.append(Candidate(feat.keys, weights, body_cost + pc, body_cost, piece.group, pos, bonus))
+            cands.append(Candidate(feat.keys, weights, body_cost + pc, body_cost, piece.group, pos, bonus,
+                                   TOOL_PRIORITY if piece.tool else 1.0))
         previous_lines = {p.group: p.source for p in old if p.source is not None}
         return _Pool(pieces, cands, header_cost, previous_lines), p0 + len(request.messages)
 

@@ -55,6 +55,10 @@ class Candidate:
     """Position on the conversation's message axis (0 = first message), for time coverage."""
     bonus: float = 0.0
     """Flat value added after weighting (a failed tool call, a fact the ledger asked to keep)."""
+    priority: float = 1.0
+    """Multiplies the candidate's gain when it competes for the budget, not its eligibility: a
+    line whose information can be had again elsewhere (a tool result) ranks below a line of
+    equal value that cannot, but is still kept when there is room and it is worth a line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +80,7 @@ def select(cands: Sequence[Candidate], budget: int, *, span_end: float) -> Selec
         value = sum(c.weights) + c.bonus
         v0.append(value)
         if value >= MIN_VALUE and c.cost <= budget:
-            heapq.heappush(heap, (-value / costs[i], i))
+            heapq.heappush(heap, (-value * c.priority / costs[i], i))
     if not heap:
         return Selection((), 0)
     mean_cost = sum(costs[i] for _, i in heap) / len(heap)
@@ -107,7 +111,7 @@ def select(cands: Sequence[Candidate], budget: int, *, span_end: float) -> Selec
             continue
         b = bucket_of[i]
         over = in_bucket[b] - LINES_PER_BUCKET
-        gain = (words + c.bonus) * (rho[over + 1] if over >= 0 else 1.0) / costs[i]
+        gain = (words + c.bonus) * c.priority * (rho[over + 1] if over >= 0 else 1.0) / costs[i]
         if heap and -heap[0][0] > gain + 1e-12:
             push(heap, (-gain, i))
             continue

@@ -244,6 +244,29 @@ def test_stronger_new_lines_displace_weaker_previous_ones_within_the_budget() ->
     assert COUNTER.count(d.text) <= 60
 
 
+def read_file(module: str, functions: Sequence[str]) -> Message:
+    body = "\n\n".join(f"def {f}(items):\n    return [i for i in items if i]\n" for f in functions)
+    return Message("tool", f"import logging\n\n{body}", name="read_file", meta={"path": f"src/{module}/core.py"})
+
+
+def test_what_people_say_outranks_re_derivable_tool_output_under_a_small_budget() -> None:
+    """Identifier-dense tool output (files that can be read again) against a person's decision
+    that cannot be had again: the decision is kept first, and tool lines fill the rest."""
+    tools = [read_file("billing", ["render_invoice", "retry_batch", "compute_header", "flush_ledger", "load_rates"]),
+             read_file("auth", ["validate_token", "load_index", "merge_schedule", "rotate_keys", "parse_claims"]),
+             read_file("ingest", ["flush_window", "parse_payload", "resolve_manifest", "split_chunks", "read_cursor"])]
+    decision = "User: We decided to keep the old database driver until the upgrade is done."
+    msgs = [tools[0], Message("user", decision.removeprefix("User: ")), tools[1], tools[2]]
+    for budget in (45, 90):  # room for one tool line; for two
+        text = ExtractiveSummarizer().summarize(SummaryRequest("c", msgs, max_tokens=budget)).text
+        assert decision in lines_of(text)
+        assert COUNTER.count(text) <= budget
+    with_room = lines_of(ExtractiveSummarizer().summarize(SummaryRequest("c", msgs, max_tokens=90)).text)
+    assert sum(ln.startswith("[✓ read_file") for ln in with_room) == 1  # tool lines still fill the room
+    everything = ExtractiveSummarizer().summarize(SummaryRequest("c", msgs, max_tokens=1000)).text
+    assert len(lines_of(everything)) == 4
+
+
 def test_specificity_comes_from_the_whole_conversation_not_the_span() -> None:
     """A tool-run report repeated all conversation long is boilerplate even where the span and
     the previous summary say it only once; a fresh summarizer (no history) cannot know that."""
