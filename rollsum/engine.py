@@ -49,13 +49,15 @@ from rollsum.policies.base import Decision, Policy, WindowState, fold_allowed, m
 from rollsum.redact import redact, redacting_logger
 from rollsum.store.base import Store
 from rollsum.store.memory import MemoryStore
-from rollsum.summarizers.base import Summarizer, SummaryDraft, SummaryRequest
+from rollsum.summarizers.base import Summarizer, SummaryDraft, SummaryRequest, rewrites_previous
 from rollsum.tokens import HeuristicCounter, TokenCounter
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, new_id
 
 log = redacting_logger(__name__)
 
 LedgerMode = Literal["auto", "pin", "retry", "off"]
+DepthCapMerge = Literal["select", "cut"]
+SELECTED_AT_CAP = "merged at the depth cap by selection: previous lines kept verbatim or dropped, none rewritten"
 Launch = Callable[["_Job"], "SummaryEvent | None"]
 """Runs a planned job: returns its applied event, or None when it lands later (lag, asyncio)."""
 
@@ -136,6 +138,15 @@ class RollingSummarizer:
     - `lag_turns`: simulate an asynchronous summarizer that lands N turns after the trigger.
     - `rebuild_from_raw`: summarize all covered raw messages again instead of folding the
       previous summary (no drift, more tokens).
+    - `depth_cap_merge`: what a summary past seed 003's depth cap (`Decision.fold` False) does
+      with the previous one. The cap exists because a summary of a summary drifts; "select"
+      (default) therefore caps only summarizers that rewrite the previous text (a model): one
+      that keeps previous lines verbatim or drops them (`rewrites_previous` False: the
+      extractive one) is still given the previous summary, so its old lines compete with the
+      span's under the whole budget, the depth stays at the cap, and the record says so.
+      "cut" gives every summarizer the span alone, appended to the previous text with the
+      oldest content cut (`rollsum.context.append_summary`): the other reading, and what a
+      model summarizer always gets past the cap (docs/seeds.md).
     - `store`: a `Store`, or a spec string for `rollsum.store.open_store` (``"sqlite:chat.db"``,
       ``"memory"``); default: a fresh in-memory store.
     - `takeover`: claim the conversation in the store even if another live engine holds it
@@ -174,6 +185,7 @@ class RollingSummarizer:
         failure_cooldown: int = 2,
         max_failure_backoff: int = 64,
         rebuild_from_raw: bool = False,
+        depth_cap_merge: DepthCapMerge = "select",
         on_event: Callable[[SummaryEvent], None] | None = None,
         preset: str = "",
         takeover: bool = False,
@@ -184,6 +196,8 @@ class RollingSummarizer:
             raise ConfigError("summary_share must be in (0, 1]")
         if ledger not in ("auto", "pin", "retry", "off"):
             raise ConfigError("ledger must be 'auto', 'pin', 'retry' or 'off'")
+        if depth_cap_merge not in ("select", "cut"):
+            raise ConfigError(f"depth_cap_merge must be 'select' or 'cut', got {depth_cap_merge!r}")
         if lag_turns < 0 or retries < 0:
             raise ConfigError("lag_turns and retries must be >= 0")
         if not 0 < guard_low_water < 1:
@@ -227,6 +241,7 @@ class RollingSummarizer:
         self._sleep = sleep
         self._clock = clock
         self.ledger: LedgerMode = ledger
+        self.depth_cap_merge: DepthCapMerge = depth_cap_merge
         self.ledger_share = ledger_share
         self.ledger_max_facts = ledger_max_facts
         self.lag_turns = lag_turns
@@ -469,6 +484,7 @@ class RollingSummarizer:
             "failure_cooldown": self.failure_cooldown,
             "max_failure_backoff": self.max_failure_backoff,
             "rebuild_from_raw": self.rebuild_from_raw,
+            "depth_cap_merge": self.depth_cap_merge,
         }
 
     # ------------------------------------------------------------------ internals: window
@@ -750,7 +766,7 @@ class RollingSummarizer:
         fold = fold_allowed(self.policy, depth)
         return Decision("summarize", indices,
                         f"window guard: context {self.context_tokens()} > window {self.context_window}; "
-                        f"compacting to {self.guard_low_water:g} of it" + ("" if fold else " (appended)"),
+                        f"compacting to {self.guard_low_water:g} of it" + ("" if fold else " (depth cap: not folded)"),
                         fold=fold)
 
     def _guard_evict(self) -> SummaryEvent | None:
@@ -908,9 +924,16 @@ class RollingSummarizer:
         if self.rebuild_from_raw and job.previous is not None:
             raw = [r.message for r in self.store.messages(self.conversation_id, "covered")]
             return raw + msgs, None
-        if not job.decision.fold:
+        if not job.decision.fold and not self._selects_at_cap(job):
             return msgs, None  # past the depth cap: the span alone, appended in `_run`
         return msgs, job.previous
+
+    def _selects_at_cap(self, job: _Job) -> bool:
+        """Past the depth cap, whether the previous summary still goes to the summarizer: its
+        lines compete with the span's, none rewritten (`depth_cap_merge`)."""
+        return (not job.decision.fold and job.previous is not None and not self.rebuild_from_raw
+                and self.depth_cap_merge == "select"
+                and not any(rewrites_previous(s) for s in (self.summarizer, self.fallback) if s is not None))
 
     def _run(self, job: _Job) -> _Outcome:
         """Make the summary for a job. Touches no engine state: safe in a worker thread."""
@@ -927,7 +950,9 @@ class RollingSummarizer:
         mode = self.ledger_mode
         budget = self._budget()
         text_budget = budget if mode == "off" else max(1, int(budget * (1 - self.ledger_share)))
-        appending = not job.decision.fold and job.previous is not None and not self.rebuild_from_raw
+        selecting = self._selects_at_cap(job)
+        appending = not job.decision.fold and job.previous is not None and not self.rebuild_from_raw \
+            and not selecting
         tracked: list[str] = []
         if mode != "off":
             prev_facts = list(job.previous.facts) if job.previous is not None else []
@@ -949,6 +974,8 @@ class RollingSummarizer:
             return
         if appending:
             draft = self._appended(job.previous, draft, text_budget)  # type: ignore[arg-type]
+        elif selecting:
+            draft = replace(draft, notes=tuple(draft.notes) + (SELECTED_AT_CAP,))
         lost = self._missing(tracked, draft)
         if lost and mode == "retry":
             retry_req = replace(request, must_keep=tuple(lost))
@@ -971,6 +998,12 @@ class RollingSummarizer:
         out.pinned = tuple(pinned)
         out.counts = {"found": len(tracked), "kept": len(tracked) - len(lost), "pinned": len(pinned),
                       "lost": len(lost) - len(pinned)}
+
+    def _cap_meta(self, job: _Job) -> dict[str, bool]:
+        """What the record says about the depth cap: nothing below it, else how it merged."""
+        if job.decision.fold:
+            return {}
+        return {"selected_at_cap": True} if self._selects_at_cap(job) else {"appended": True}
 
     def _appended(self, previous: SummaryRecord, draft: SummaryDraft, budget: int) -> SummaryDraft:
         """Past the depth cap: the span's summary after the previous text, oldest cut first."""
@@ -1064,7 +1097,7 @@ class RollingSummarizer:
             facts=outcome.facts,
             ledger=outcome.counts,
             meta={**_plain(draft.meta), "reason": job.decision.reason, "turn": job.turn, "preset": self.preset,
-                  **({"guard": True} if job.guard else {}), **({} if job.decision.fold else {"appended": True})},
+                  **({"guard": True} if job.guard else {}), **self._cap_meta(job)},
         )
         record = replace(record, tokens=self.counter.count(record.render()))
         try:

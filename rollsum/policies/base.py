@@ -91,8 +91,10 @@ class Decision:
     include_pending: bool = True
     fold: bool = True
     """Fold the previous summary into the new one (the summarizer rewrites the whole story).
-    False appends a summary of the span alone to the previous text, cutting the oldest summary
-    content with a marker to stay in budget: seed 003's depth cap (docs/seeds.md)."""
+    False (seed 003's depth cap) forbids rewriting it: a summary of the span alone is appended
+    to the previous text, cutting the oldest content with a marker to stay in budget, or, for a
+    summarizer that never rewrites, the old lines compete with the span's as before (the
+    engine's `depth_cap_merge`; docs/seeds.md)."""
 
     @classmethod
     def span(cls, action: Action, start: int, end: int, reason: str, **kw: Any) -> Decision:

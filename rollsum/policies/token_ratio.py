@@ -26,9 +26,12 @@ class TokenRatio:
       number; 12, its min_messages, is ours);
     - depth guard: no summary *folds* deeper than `max_depth` − 1 (depth 0 is the first).
       Seed 003's first goal is "avoid hard stops", so at the cap summarizing does not stop:
-      the new summary covers its span alone and is appended to the previous text, whose
-      oldest content is cut with a marker to stay in budget (`Decision.fold=False`; the depth
-      stays put because no summary is re-summarized). `max_depth=None` removes the cap;
+      the previous summary is no longer rewritten (`Decision.fold=False`; the depth stays
+      put because no summary is re-summarized): a model's summary of the span alone is
+      appended to the previous text, whose oldest content is cut with a marker to stay in
+      budget; a summarizer that never rewrites (extractive selection) still lets the old
+      lines compete with the span's (the engine's `depth_cap_merge`). `max_depth=None`
+      removes the cap;
     - emergency: at `emergency_ratio` (≥ 1.0) cooldown, hysteresis and `min_messages` are
       ignored (the seed orders min_messages first; an oversized single message would then
       overflow forever, so emergency wins here — see docs/seeds.md);
@@ -108,7 +111,7 @@ class TokenRatio:
         next_depth = state.summary.depth + 1 if state.summary is not None else 0
         fold = self.fold_allowed(next_depth)
         why = "emergency" if emergency else ("second pass" if second_pass else "trigger")
-        cap = "" if fold else f"; depth cap {self.max_depth}: appended, oldest summary content cut"
+        cap = "" if fold else f"; depth cap {self.max_depth}: the previous summary is not rewritten"
         return Decision("summarize", tuple(range(end)),
                         f"{why}: {used}/{room} tokens of room = {r:.2f} >= "
                         f"{self.emergency_ratio if emergency else self.trigger_ratio}{cap}", fold=fold)

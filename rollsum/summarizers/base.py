@@ -48,6 +48,18 @@ class SummaryDraft:
 
 @runtime_checkable
 class Summarizer(Protocol):
+    """Optional member the engine reads when present: ``rewrites_previous: bool`` (default
+    True), whether folding `SummaryRequest.previous` in rewrites its text (a model paraphrases
+    it) rather than keeping each previous line verbatim or dropping it (the extractive
+    selection). Only a rewrite can drift, so only a rewrite is what seed 003's depth cap
+    stops (`rewrites_previous`)."""
+
     name: str
 
     def summarize(self, request: SummaryRequest) -> SummaryDraft: ...
+
+
+def rewrites_previous(summarizer: object) -> bool:
+    """Whether `summarizer` rewrites the previous summary when it folds it in; True unless it
+    declares otherwise (an unknown summarizer is assumed to paraphrase, the safe reading)."""
+    return bool(getattr(summarizer, "rewrites_previous", True))

@@ -222,6 +222,10 @@ class ExtractiveSummarizer:
     name = "extractive"
     capabilities = OFFLINE_SCRIPTED
     """No model: offline, free, deterministic, and blind to prompt templates."""
+    rewrites_previous = False
+    """A merge keeps each previous line verbatim or drops it (both modes): folding a summary
+    into the next cannot drift, so past seed 003's depth cap the engine still lets the old
+    lines compete with the span's instead of cutting the oldest text (`depth_cap_merge`)."""
 
     def __init__(self, *, max_tokens: int | None = None, counter: TokenCounter | None = None,
                  merge: Merge = "select", conversational: bool = True) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from rollsum import Message, RollingSummarizer
+from rollsum.engine import SELECTED_AT_CAP
 from rollsum.policies import TokenRatio, WindowState
 from rollsum.types import SummaryRecord
 from tests.seeds.helpers import chat, fake
@@ -103,6 +104,32 @@ def test_past_the_cap_the_oldest_summary_content_is_cut_with_a_marker() -> None:
     assert last.text.startswith("[… earlier summary content truncated …]")
     assert any("cut the oldest" in n for n in last.notes)
     assert rs.counter.count(last.text) <= rs.config()["summary_budget"]
+
+
+def test_past_the_cap_extractive_lines_still_compete_instead_of_the_oldest_being_cut() -> None:
+    """The cap stops a summary of a summary from drifting; the extractive summarizer never
+    rewrites a line, so past the cap its old lines keep competing with the span's
+    (`depth_cap_merge="select"`, the default): an early specific fact outlives many passes.
+    Cutting the oldest text instead ("cut", the other reading, what a model gets) halves the old
+    content on every pass and loses it (issue #10: 21 of 179 synthetic chat facts at the end)."""
+    fact = "My passport number is PX-58213 and it expires in March 2031."
+
+    def run(mode: str) -> RollingSummarizer:
+        rs = RollingSummarizer.from_preset("token-ratio", context_window=2000, depth_cap_merge=mode)
+        rs.add(Message("user", fact))
+        for m in chat(300, words=40):
+            rs.add(m)
+        return rs
+
+    selected, cut = run("select"), run("cut")
+    for rs in (selected, cut):
+        assert len(rs.history) > 8 and {r.depth for r in rs.history[3:]} == {2}  # capped either way
+    assert "PX-58213" in selected.summary_text()
+    assert all(r.meta.get("selected_at_cap") and not r.meta.get("appended") and SELECTED_AT_CAP in r.notes
+               for r in selected.history[3:])
+    assert not any(r.meta.get("selected_at_cap") for r in selected.history[:3])
+    assert "PX-58213" not in cut.summary_text()
+    assert all(r.meta.get("appended") for r in cut.history[3:])
 
 
 def test_second_pass_halves_the_preserved_tail_but_not_below_two() -> None:
