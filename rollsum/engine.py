@@ -974,8 +974,6 @@ class RollingSummarizer:
             return
         if appending:
             draft = self._appended(job.previous, draft, text_budget)  # type: ignore[arg-type]
-        elif selecting:
-            draft = replace(draft, notes=tuple(draft.notes) + (SELECTED_AT_CAP,))
         lost = self._missing(tracked, draft)
         if lost and mode == "retry":
             retry_req = replace(request, must_keep=tuple(lost))
@@ -992,7 +990,7 @@ class RollingSummarizer:
                     break
                 pinned.append(fact)
                 room -= cost
-        out.draft = draft
+        out.draft = replace(draft, notes=(*draft.notes, SELECTED_AT_CAP)) if selecting else draft
         out.error = None
         out.facts = tuple(tracked)
         out.pinned = tuple(pinned)

@@ -92,7 +92,8 @@ PRESETS: dict[str, Preset] = {
                summarizer={"max_message_chars": 1000}),
         Preset("token-ratio", "003",
                "tokens/window >= 0.8 with hysteresis 0.7, cooldown 4, emergency >= 1.0; folds up to "
-               "depth 3, then appends (oldest summary text cut); keeps the last 6 (down to 2); "
+               "depth 3, then stops rewriting (a model's summary is appended, oldest summary text cut; "
+               "extractive lines keep competing); keeps the last 6 (down to 2); "
                "structured JSON summary as a tagged system message",
                "token-ratio", "tagged-system", "structured/v1", "structured", max_output_tokens=1024,
                summarizer={"filter_noise": True, "transcript_budget": 8000,
