@@ -232,17 +232,14 @@ def test_an_interrupted_run_says_so_with_counts(tmp_path: Path, capsys: pytest.C
     assert "stopped: auth" in (banner({"status": "stopped: auth", "units_total": 6}, 2, 0) or "")
 
 
-def test_a_directory_named_like_a_bundled_spec_does_not_hide_it(tmp_path: Path) -> None:
+def test_a_directory_named_like_a_bundled_spec_does_not_hide_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`rollsum run nightly --out nightly` then `rollsum run nightly` again must find the spec."""
     from rollsum_evals.bundled import find_spec
 
     (tmp_path / "nightly").mkdir()
-    old = Path.cwd()
-    try:
-        os.chdir(tmp_path)
-        assert find_spec("nightly") == bundled_specs()["nightly"]
-    finally:
-        os.chdir(old)
+    monkeypatch.chdir(tmp_path)
+    assert find_spec("nightly") == bundled_specs()["nightly"]
 
 
 def test_every_bundled_spec_runs_without_a_checkout() -> None:
