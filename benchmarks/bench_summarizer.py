@@ -36,13 +36,14 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 from rollsum_evals import analysis, compare
 from rollsum_evals.formatting import md_table
 from rollsum_evals.rundir.read import Run
+from rollsum_evals.verdicts import Verdict
 
 from rollsum.errors import ConfigError
 
@@ -99,11 +100,12 @@ def _diff(r: compare.MetricResult) -> str:
     return f"{d.estimate:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
 
 
-def _health(run: Run, config: str) -> str:
+def _health(run: Run, config: str, verdicts: Mapping[str, Verdict]) -> str:
     """status · summary failures · clips · turns over the window · summarizer calls per message,
-    over the config's units (docs/scoring.md: a config that overflows or fails is not `ok`)."""
+    over the config's units (docs/scoring.md: a config that overflows or fails is not `ok`).
+    `verdicts`: `analysis.config_verdicts(run)`, computed once per dataset by the caller."""
     u = run.units[run.units["config"].astype(str) == config]
-    status = analysis.config_verdicts(run)[config].status
+    status = verdicts[config].status
     fails = int(pd.to_numeric(u["summary_failures"], errors="coerce").fillna(0).sum())
     clips = int(pd.to_numeric(u["clips"], errors="coerce").fillna(0).sum())
     over = int(pd.to_numeric(u["overflow_turns"], errors="coerce").fillna(0).sum())
@@ -116,6 +118,7 @@ def rows(run: Run, timing: str) -> list[list[str]]:
     datasets = [d for d in DATASETS if d in set(run.units["dataset"].astype(str))]
     for ds in datasets:
         sub = analysis.only_datasets(run, [ds])
+        verdicts = analysis.config_verdicts(sub)
         for preset in PRESETS:
             new, old = f"new:{preset}", f"old:{preset}"
             vo = compare.compare_configs(sub, new, old)
@@ -132,7 +135,7 @@ def rows(run: Run, timing: str) -> list[list[str]]:
                 keep = f"{keeps[0]}–{keeps[-1]}" if len(keeps) > 1 else str(keeps[0])
                 row += [f"{len(used)}/{len(vt.matches)} (keep {keep})", f"{rt.mean_a:.3f} / {rt.mean_b:.3f}",
                         f"{_diff(rt)} {rt.verdict}"]
-            out.append([*row, _health(sub, new), _health(sub, old)])
+            out.append([*row, _health(sub, new, verdicts), _health(sub, old, verdicts)])
     return out
 
 
