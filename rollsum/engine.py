@@ -43,7 +43,7 @@ from rollsum.context import (
     clip_text,
     get_format,
 )
-from rollsum.errors import ConfigError, ErrorKind, SummarizeError, classify_exception
+from rollsum.errors import ConfigError, ErrorKind, SummarizeError, classify_exception, retry_wait
 from rollsum.policies._util import tool_units
 from rollsum.policies.base import Decision, Policy, WindowState, fold_allowed, may_summarize, policy_params
 from rollsum.redact import redact, redacting_logger
@@ -1023,10 +1023,7 @@ class RollingSummarizer:
                 err = classify_exception(exc)
                 out.error = err
                 if err.transport and n + 1 < tries:
-                    wait = self.backoff_s * (2 ** n)
-                    if err.retry_after is not None:
-                        wait = max(wait, min(err.retry_after, self.max_retry_after_s))
-                    self._sleep(wait)
+                    self._sleep(retry_wait(n, self.backoff_s, err.retry_after, self.max_retry_after_s))
                     continue
                 return None
             if not isinstance(draft, SummaryDraft) or not draft.text.strip():
