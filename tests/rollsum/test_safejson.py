@@ -46,7 +46,8 @@ def test_bytes_that_are_not_utf8_say_where() -> None:
 
 def test_what_is_fine_stays_fine() -> None:
     assert loads('"\\ud83d\\ude00"') == "\U0001f600"  # a surrogate *pair* is one character
-    assert loads("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+    deepest = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert loads(deepest) == json.loads(deepest)
     assert loads("1e308") == 1e308
     assert not has_surrogate("plain") and has_surrogate("a\ud800")
 
