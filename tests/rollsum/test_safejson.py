@@ -21,6 +21,8 @@ from rollsum.safejson import MAX_DEPTH, JSONInputError, check_value, has_surroga
     ('"\\ud800"', "a lone surrogate"),
     ('{"\\udfff": 1}', "a lone surrogate"),
     ('["ok", ["x\\udc00y"]]', "a lone surrogate in 'x\\udc00y'"),
+    ('["\udc80"]', "a lone surrogate"),  # not an escape: a str decoded with errors="surrogateescape"
+    ('{"\udc80": 1}', "a lone surrogate"),
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), f"at most {MAX_DEPTH} levels"),
     ('{"a": ' * (MAX_DEPTH + 1) + "1" + "}" * (MAX_DEPTH + 1), "nested too deeply"),
