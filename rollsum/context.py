@@ -128,11 +128,11 @@ def clip_text(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
 
     The start (what the message is) and the end (its conclusion, the question asked) carry
     the most. Returns the marker alone (possibly over budget) when nothing else fits: callers
-    size `max_tokens` from `clip_floor`.
+    size `max_tokens` from the marker's own cost (`RollingSummarizer._clip_floor`).
     """
-    if count(text) <= max_tokens:
+    total = count(text)
+    if total <= max_tokens:
         return text
-    total = max(count(text), 1)
     keep = int(len(text) * max_tokens / total)
     while keep > 0:
         head = keep - keep // 2

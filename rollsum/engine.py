@@ -43,7 +43,7 @@ from rollsum.context import (
     clip_text,
     get_format,
 )
-from rollsum.errors import ConfigError, ErrorKind, SummarizeError, classify_exception
+from rollsum.errors import ConfigError, ErrorKind, SummarizeError, classify_exception, retry_wait
 from rollsum.policies._util import tool_units
 from rollsum.policies.base import Decision, Policy, WindowState, fold_allowed, may_summarize, policy_params
 from rollsum.redact import redact, redacting_logger
@@ -924,16 +924,22 @@ class RollingSummarizer:
         if self.rebuild_from_raw and job.previous is not None:
             raw = [r.message for r in self.store.messages(self.conversation_id, "covered")]
             return raw + msgs, None
-        if not job.decision.fold and not self._selects_at_cap(job):
-            return msgs, None  # past the depth cap: the span alone, appended in `_run`
+        if self._cap_merge(job) == "append":
+            return msgs, None  # past the depth cap: the span alone, appended in `_make`
         return msgs, job.previous
 
-    def _selects_at_cap(self, job: _Job) -> bool:
-        """Past the depth cap, whether the previous summary still goes to the summarizer: its
-        lines compete with the span's, none rewritten (`depth_cap_merge`)."""
-        return (not job.decision.fold and job.previous is not None and not self.rebuild_from_raw
-                and self.depth_cap_merge == "select"
-                and not any(rewrites_previous(s) for s in (self.summarizer, self.fallback) if s is not None))
+    def _cap_merge(self, job: _Job) -> Literal["fold", "select", "append"]:
+        """How the job's summary takes in the previous one. "fold": below the depth cap, or
+        nothing to merge (no previous summary, or `rebuild_from_raw` starts from the raw
+        messages). Past the cap (`depth_cap_merge`): "select" gives the previous summary to a
+        summarizer that never rewrites it (its lines compete with the span's), "append" adds
+        the span's summary after the previous text."""
+        if job.decision.fold or job.previous is None or self.rebuild_from_raw:
+            return "fold"
+        if self.depth_cap_merge == "select" and \
+                not any(rewrites_previous(s) for s in (self.summarizer, self.fallback) if s is not None):
+            return "select"
+        return "append"
 
     def _run(self, job: _Job) -> _Outcome:
         """Make the summary for a job. Touches no engine state: safe in a worker thread."""
@@ -950,9 +956,8 @@ class RollingSummarizer:
         mode = self.ledger_mode
         budget = self._budget()
         text_budget = budget if mode == "off" else max(1, int(budget * (1 - self.ledger_share)))
-        selecting = self._selects_at_cap(job)
-        appending = not job.decision.fold and job.previous is not None and not self.rebuild_from_raw \
-            and not selecting
+        merge = self._cap_merge(job)
+        selecting, appending = merge == "select", merge == "append"
         tracked: list[str] = []
         if mode != "off":
             prev_facts = list(job.previous.facts) if job.previous is not None else []
@@ -998,10 +1003,9 @@ class RollingSummarizer:
                       "lost": len(lost) - len(pinned)}
 
     def _cap_meta(self, job: _Job) -> dict[str, bool]:
-        """What the record says about the depth cap: nothing below it, else how it merged."""
-        if job.decision.fold:
-            return {}
-        return {"selected_at_cap": True} if self._selects_at_cap(job) else {"appended": True}
+        """What the record says about the depth cap: nothing when it did not apply, else how it merged."""
+        merge = self._cap_merge(job)
+        return {} if merge == "fold" else {"selected_at_cap": True} if merge == "select" else {"appended": True}
 
     def _appended(self, previous: SummaryRecord, draft: SummaryDraft, budget: int) -> SummaryDraft:
         """Past the depth cap: the span's summary after the previous text, oldest cut first."""
@@ -1023,10 +1027,7 @@ class RollingSummarizer:
                 err = classify_exception(exc)
                 out.error = err
                 if err.transport and n + 1 < tries:
-                    wait = self.backoff_s * (2 ** n)
-                    if err.retry_after is not None:
-                        wait = max(wait, min(err.retry_after, self.max_retry_after_s))
-                    self._sleep(wait)
+                    self._sleep(retry_wait(n, self.backoff_s, err.retry_after, self.max_retry_after_s))
                     continue
                 return None
             if not isinstance(draft, SummaryDraft) or not draft.text.strip():

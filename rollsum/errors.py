@@ -82,6 +82,16 @@ class SummarizeError(RollsumError):
         return cls(str(err), transport=err.retryable, kind=err.kind, retry_after=err.retry_after)
 
 
+def retry_wait(attempt: int, backoff_s: float, retry_after: float | None, max_retry_after_s: float) -> float:
+    """Seconds to wait before retrying after failed try `attempt` (0-based): ``backoff_s ×
+    2**attempt``, or the server's ``retry-after`` when that is longer (capped at
+    `max_retry_after_s`). One policy for the engine's summary calls and `RetryingModel`."""
+    wait = backoff_s * (2 ** attempt)
+    if retry_after is not None:
+        wait = max(wait, min(retry_after, max_retry_after_s))
+    return wait
+
+
 def classify_exception(err: BaseException) -> SummarizeError:
     """Any exception raised while making a summary, as a classified `SummarizeError`.
 

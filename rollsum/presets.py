@@ -309,8 +309,6 @@ def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
     if fallback_opt == "extractive" and (resolved is not None and kind != "extractive"):
         fb_kw = {k: v for k, v in summ_kw.items() if k in ("merge", "conversational", "counter")}
         engine_kw["fallback"] = make_summarizer(preset, None, fb_kw, "extractive")
-    elif fallback_opt not in (None, "extractive"):
-        raise ConfigError(f"fallback must be 'extractive' or None, got {fallback_opt!r}")
     engine_kw.setdefault("context_format", preset.context_format)
     try:
         return engine_cls(policy, summarizer, preset=name, **engine_kw)

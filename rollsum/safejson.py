@@ -64,7 +64,10 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     except RecursionError:
         raise JSONInputError(f"nested too deeply (expected at most {max_depth} levels of arrays and objects)") \
             from None
-    check_value(value, max_depth=max_depth, surrogates=_SURROGATE_ESCAPE.search(text) is not None)
+    # a lone surrogate arrives as an escape, or already in a str a caller decoded leniently
+    # (``errors="surrogateescape"``); text with neither cannot hold one, and skips the walk's string checks
+    surrogates = _SURROGATE_ESCAPE.search(text) is not None or has_surrogate(text)
+    check_value(value, max_depth=max_depth, surrogates=surrogates)
     return value
 
 

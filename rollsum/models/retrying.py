@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from rollsum.errors import ConfigError, ModelError
+from rollsum.errors import ConfigError, ModelError, retry_wait
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 
 
@@ -37,9 +37,6 @@ class RetryingModel(ModelWrapper):
             except ModelError as err:
                 if not err.retryable or n == self.retries:
                     raise
-                wait = self.backoff_s * (2 ** n)
-                if err.retry_after is not None:
-                    wait = max(wait, min(err.retry_after, self.max_retry_after_s))
                 self.retried += 1
-                self._sleep(wait)
+                self._sleep(retry_wait(n, self.backoff_s, err.retry_after, self.max_retry_after_s))
         raise AssertionError("unreachable")  # pragma: no cover

@@ -215,11 +215,6 @@ def _resolve(m: re.Match[str], anchor: date) -> str | None:
     return None
 
 
-def has_relative_date(text: str) -> bool:
-    """Whether `text` holds an expression `anchor_dates` would anchor (cheap check first)."""
-    return _maybe_relative(text.lower()) and _RELATIVE_RE.search(text) is not None
-
-
 def anchor_dates(text: str, anchor: date | None) -> tuple[str, tuple[str, ...]]:
     """`text` with each relative date followed by its calendar reading, and those readings.
 

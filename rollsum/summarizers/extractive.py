@@ -388,7 +388,7 @@ class ExtractiveSummarizer:
         return result
 
     def _pool(self, request: SummaryRequest, new: Sequence[_Piece], old_text: str, speakers: set[str],
-              counts: Counts, budget: int) -> tuple[_Pool, float]:
+              counts: Counts) -> tuple[_Pool, float]:
         """Candidates from the previous text and the span, weighted; and the span's end position."""
         old: list[_Piece] = []
         if old_text:
@@ -524,7 +524,7 @@ class ExtractiveSummarizer:
                  counts: Counts, budget: int,
                  header: str = "") -> tuple[str, list[str], dict[str, Any], dict[str, float]]:
         """Select and render; returns (text, notes, meta, position of each kept sentence)."""
-        pool, span_end = self._pool(request, new, old_text, speakers, counts, budget)
+        pool, span_end = self._pool(request, new, old_text, speakers, counts)
         room = budget - (self.counter.count(header) + 1 if header else 0)
         chosen, text = self._choose(pool, room, span_end) if room > 0 else ([], "")
         if header:

@@ -71,10 +71,6 @@ class Features(NamedTuple):
     factor: float
     """Sentence-level multiplier (question, dangling pronoun, fragment)."""
 
-    @property
-    def base_value(self) -> float:
-        return self.factor * sum(self.weights)
-
 
 def stem(low: str) -> str:
     """A light plural/possessive folding so "paintings" and "painting's" count as "painting"."""

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from rollsum import Message, RollingSummarizer
+from rollsum.errors import ErrorKind, ModelError
 from rollsum.models import CachedModel, FakeModel
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from tests.seeds.helpers import Recording, chat
@@ -45,6 +46,23 @@ def test_transient_exceptions_are_retried_then_a_failure_event(exc: BaseExceptio
     assert fail.kind == "failure" and fail.attempts == 3 and type(exc).__name__ in (fail.error or "")
     assert len(rs.messages) == 20 and rs.summary is None
     assert [r.state for r in rs.store.messages(rs.conversation_id)] == ["active"] * 20
+
+
+@pytest.mark.parametrize(("retry_after", "cap", "waits"), [
+    (7.0, 60.0, [7.0, 7.0]),  # the server asked for longer than the backoff: wait that long
+    (7.0, 5.0, [5.0, 5.0]),  # ... but never longer than max_retry_after_s
+    (0.1, 60.0, [0.25, 0.5]),  # a shorter retry-after does not cut the backoff
+])
+def test_a_servers_retry_after_sets_the_wait_up_to_its_cap(retry_after: float, cap: float,
+                                                           waits: list[float]) -> None:
+    limited = ModelError("rate limited", ErrorKind.RATE_LIMIT, retry_after=retry_after, status=429)
+    model = Recording(FakeModel("scripted", script=[limited]))
+    sleeps: list[float] = []
+    rs = RollingSummarizer.from_preset("since-last", model, retries=2, backoff_s=0.25, max_retry_after_s=cap,
+                                       sleep=sleeps.append)
+    events = run_until_trigger(rs)
+    assert len(model.requests) == 3 and sleeps == waits
+    assert events[-1].kind == "failure" and events[-1].error_kind == "rate_limit"
 
 
 @pytest.mark.parametrize("exc", PERMANENT, ids=lambda e: type(e).__name__)

@@ -35,6 +35,7 @@ from rollsum.params import MAX_INT, RANGES, WIRING, Range, check_number, type_pr
     ("since-last", "counter", "words", "a TokenCounter or None"),
     ("since-last", "clock", 5, "a callable"),
     ("since-last", "context_format", "fancy", "one of bracketed-assistant"),
+    ("since-last", "fallback", "prompted", "'extractive' or None"),
     ("truncate", "keep", MAX_INT + 1, f"an integer >= 1 (at most {MAX_INT:,})"),
 ])
 def test_from_preset_refuses_a_value_its_owners_cannot_take(preset: str, key: str, value: Any,

@@ -58,7 +58,10 @@ def test_conventions_reach_only_constructors_that_name_them() -> None:
     assert (named.size, named.model, named.context_window) == (3, "M", 4000)
     # a parameter the user gives wins over the convention; None conventions are not passed
     assert plugins.construct(Named, {"context_window": 10}, conv, what="x").context_window == 10
-    assert plugins.construct(Named, {}, {"model": None}, what="x").model is None
+    def own_default(model: Any = "own") -> Any:
+        return model
+
+    assert plugins.construct(own_default, {}, {"model": None}, what="x") == "own"
     assert plugins.construct(Forwarding, {"a": 1}, conv, what="x").kwargs == {"a": 1}
     with pytest.raises(ConfigError, match=r"^x: TypeError: .*unexpected keyword argument 'nope'$"):
         plugins.construct(Named, {"nope": 1}, conv, what="x")

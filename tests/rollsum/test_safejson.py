@@ -21,6 +21,8 @@ from rollsum.safejson import MAX_DEPTH, JSONInputError, check_value, has_surroga
     ('"\\ud800"', "a lone surrogate"),
     ('{"\\udfff": 1}', "a lone surrogate"),
     ('["ok", ["x\\udc00y"]]', "a lone surrogate in 'x\\udc00y'"),
+    ('["\udc80"]', "a lone surrogate"),  # not an escape: a str decoded with errors="surrogateescape"
+    ('{"\udc80": 1}', "a lone surrogate"),
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), f"at most {MAX_DEPTH} levels"),
     ('{"a": ' * (MAX_DEPTH + 1) + "1" + "}" * (MAX_DEPTH + 1), "nested too deeply"),
@@ -46,7 +48,8 @@ def test_bytes_that_are_not_utf8_say_where() -> None:
 
 def test_what_is_fine_stays_fine() -> None:
     assert loads('"\\ud83d\\ude00"') == "\U0001f600"  # a surrogate *pair* is one character
-    assert loads("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+    deepest = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert loads(deepest) == json.loads(deepest)
     assert loads("1e308") == 1e308
     assert not has_surrogate("plain") and has_surrogate("a\ud800")
 

@@ -132,6 +132,20 @@ def test_past_the_cap_extractive_lines_still_compete_instead_of_the_oldest_being
     assert all(r.meta.get("appended") for r in cut.history[3:])
 
 
+def test_rebuilding_from_raw_past_the_cap_is_not_labelled_as_merged() -> None:
+    """`rebuild_from_raw` summarizes the raw messages again: nothing is appended or selected
+    from a previous summary, so a record past the cap must not say it was."""
+    rs = RollingSummarizer.from_preset("token-ratio", fake("json"), context_window=2000, max_depth=1,
+                                       rebuild_from_raw=True)
+    for m in chat(200, words=40):
+        rs.add(m)
+    assert len(rs.history) > 3 and {r.depth for r in rs.history} == {0}
+    assert any("depth cap" in r.meta["reason"] for r in rs.history)  # the cap did apply
+    for r in rs.history:
+        assert not (r.meta.get("appended") or r.meta.get("selected_at_cap")), r.meta
+        assert "appended at the depth cap" not in r.notes and SELECTED_AT_CAP not in r.notes
+
+
 def test_second_pass_halves_the_preserved_tail_but_not_below_two() -> None:
     p = TokenRatio()
     assert st(900).count - p.decide(st(900)).size == 6  # type: ignore[union-attr]

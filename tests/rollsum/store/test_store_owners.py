@@ -87,7 +87,10 @@ def test_a_dropped_engine_releases_its_claim(tmp_path: Path) -> None:
 
 def test_takeover_forces_a_live_claim(tmp_path: Path) -> None:
     db = tmp_path / "chat.db"
-    engine(db).add(Message("user", "hi"))
+    holder = engine(db)  # kept referenced: its claim stays live (a dropped engine releases it)
+    holder.add(Message("user", "hi"))
+    with pytest.raises(ConfigError, match="already open"):
+        engine(db)
     keep = engine(db, takeover=True)
     keep.add(Message("user", "second engine"))
     assert len(keep.store.messages("c1")) == 2
