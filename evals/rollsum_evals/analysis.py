@@ -89,10 +89,12 @@ def check_columns(run: Run) -> None:
 
 
 def ok_units(run: Run) -> pd.DataFrame:
-    units = run.units
-    if "status" in units.columns:
-        units = units[units["status"].astype(str) == "ok"]
-    return units
+    return finished(run.units)
+
+
+def finished(units: pd.DataFrame) -> pd.DataFrame:
+    """The Units of a units table whose status is ``ok`` (all of them in a run without one)."""
+    return units[units["status"].astype(str) == "ok"] if "status" in units.columns else units
 
 
 EXCLUSIONS = ("adversarial", "uncheckable", "unsupported")
@@ -268,9 +270,9 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     check_columns(run)
     every = with_feasibility(run)
     every["cluster"] = cluster_key(every)
-    done_all = _finished(every)
+    done_all = finished(every)
     probes = ok_probes(run)
-    healths = config_health(run)
+    healths = _config_health(every, probes)
     paired_col, paired_axis = pairing(run)
     rows = []
     for cfg, units in every.groupby("config", sort=True):
@@ -340,15 +342,14 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     return table
 
 
-def _finished(units: pd.DataFrame) -> pd.DataFrame:
-    return units[units["status"].astype(str) == "ok"] if "status" in units.columns else units
-
-
 def config_health(run: Run) -> dict[str, Health]:
     """Every configuration's aggregates (`verdicts.Health`), from its Units and answerable asks."""
-    every = with_feasibility(run)
-    done_all = _finished(every)
-    probes = ok_probes(run)
+    return _config_health(with_feasibility(run), ok_probes(run))
+
+
+def _config_health(every: pd.DataFrame, probes: pd.DataFrame) -> dict[str, Health]:
+    """`config_health` from the units table `with_feasibility` and the `ok_probes` already read."""
+    done_all = finished(every)
     out = {}
     for cfg, units in every.groupby("config", sort=True):
         p = probes[probes["config"] == cfg] if len(probes) else probes
