@@ -346,9 +346,7 @@ long conversation is still a fair match on the conversations where it fits."""
 def _matches(run: Run, a: _Side, candidates: Sequence[str], tokens: str, tolerance: float) -> list[Match]:
     """For each of A's conversations, B's finished unit that fits the window (among
     `candidates`) nearest in main-model tokens."""
-    units = analysis.with_feasibility(run)
-    if "status" in units.columns:
-        units = units[units["status"].astype(str) == "ok"]
+    units = analysis.finished(analysis.with_feasibility(run))
     fits = ~(pd.to_numeric(units["overflow_turns"], errors="coerce").fillna(0) > 0)
     units = units[units["config"].astype(str).isin(candidates) & fits].copy()
     if "seed" not in units.columns:
