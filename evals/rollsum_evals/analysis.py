@@ -145,6 +145,15 @@ def answerable_probes(run: Run) -> pd.DataFrame:
     return probes[probes["answerable"]] if len(probes) else probes
 
 
+def lost_asks(probes: pd.DataFrame, config: str) -> pd.DataFrame:
+    """One configuration's asks whose answer its context did not support, oldest evidence first
+    (the facts a summary had to carry): what the report's lost-facts table and its drill-down show."""
+    lost = probes[(probes["config"].astype(str) == config) & (probes["retained"] < 0.5)]
+    if "age_turns" in lost.columns:
+        lost = lost.sort_values("age_turns", ascending=False, kind="mergesort")
+    return lost
+
+
 def cluster_key(frame: pd.DataFrame) -> pd.Series:
     """Conversations are the independent units of evidence; two datasets may reuse an id."""
     if "dataset" in frame.columns:

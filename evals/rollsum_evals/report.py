@@ -38,6 +38,7 @@ from rollsum_evals.analysis import (
     config_table,
     dataset_hashes,
     load,
+    lost_asks,
     ranked,
     summaries_at_checkpoint,
     token_axis,
@@ -240,11 +241,8 @@ def _history_path(run: Run, history: Path | None) -> Path | None:
 
 
 def _lost_examples(probes: pd.DataFrame, config: str, limit: int = 8) -> list[list[str]]:
-    lost = probes[(probes["config"] == config) & (probes["retained"] < 0.5)]
-    if "age_turns" in lost.columns:
-        lost = lost.sort_values("age_turns", ascending=False, kind="mergesort")
     rows = []
-    for r in lost.head(limit).to_dict("records"):
+    for r in lost_asks(probes, config).head(limit).to_dict("records"):
         rows.append([str(r.get("conversation_id", "")), str(r.get("category", "")),
                      str(r.get("question", "")), str(r.get("answer", "")),
                      str(r.get("age_turns", "")), str(r.get("died_at_generation", ""))])
