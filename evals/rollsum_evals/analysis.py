@@ -26,6 +26,7 @@ import pandas as pd
 from rollsum.errors import ConfigError
 from rollsum_evals import components
 from rollsum_evals.rundir.read import Run, load_run
+from rollsum_evals.scoring.answer_retention import EXCLUDED
 from rollsum_evals.stats import DEFAULT_RESAMPLES, Interval, cluster_bootstrap
 from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, STATUSES, Health, Thresholds, Verdict, judge
 
@@ -97,9 +98,10 @@ def finished(units: pd.DataFrame) -> pd.DataFrame:
     return units[units["status"].astype(str) == "ok"] if "status" in units.columns else units
 
 
-EXCLUSIONS = ("adversarial", "uncheckable", "unsupported")
-"""Why an ask is not answerable (the probe table's `excluded`): adversarial by design, an answer
-no text can state (yes/no), or one the conversation up to the asking turn does not support."""
+EXCLUSIONS = EXCLUDED
+"""Why an ask is not answerable (the probe table's `excluded`, written by the answer_retention
+scorer, which owns the list): adversarial by design, an answer no text can state (yes/no), or one
+the conversation up to the asking turn does not support."""
 
 
 def excluded_reason(probes: pd.DataFrame) -> pd.Series:
