@@ -39,6 +39,7 @@ from rollsum_evals.analysis import (
     dataset_hashes,
     load,
     lost_asks,
+    ok_units,
     ranked,
     summaries_at_checkpoint,
     token_axis,
@@ -276,7 +277,7 @@ def _notes(run: Run, table: pd.DataFrame) -> list[str]:
     status = run_banner(run.path)
     if status:
         notes.append(status)
-    n_err = int((run.units["status"].astype(str) != "ok").sum()) if "status" in run.units.columns else 0
+    n_err = len(run.units) - len(ok_units(run))
     if n_err:
         notes.append(f"{n_err} unit(s) did not finish and are left out of every figure; their "
                      "configurations are not ranked.")
