@@ -366,7 +366,8 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     checkpoint = summaries_at_checkpoint(run, shown) if shown else None
     # the top *candidate*: a baseline that fits the window (full context on a short chat) ranks
     # first and loses nothing, which would hide what the best summarizing configuration lost
-    candidates = [c for c in best if not bool(table.set_index("config").loc[c, "baseline"])] or best
+    baselines = set(table.loc[table["baseline"].astype(bool), "config"]) if len(table) else set()
+    candidates = [c for c in best if c not in baselines] or best
     lost_config = candidates[0] if candidates else None
     lost = _lost_examples(probes, lost_config) if lost_config and not probes.empty else []
     lost_headers = ("conversation", "category", "question", "answer", "age (turns)", "died at gen")
