@@ -26,6 +26,7 @@ import pandas as pd
 from rollsum.errors import ConfigError
 from rollsum_evals import components
 from rollsum_evals.rundir.read import Run, load_run
+from rollsum_evals.scoring.answer_retention import EXCLUDED
 from rollsum_evals.stats import DEFAULT_RESAMPLES, Interval, cluster_bootstrap
 from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, STATUSES, Health, Thresholds, Verdict, judge
 
@@ -89,15 +90,18 @@ def check_columns(run: Run) -> None:
 
 
 def ok_units(run: Run) -> pd.DataFrame:
-    units = run.units
-    if "status" in units.columns:
-        units = units[units["status"].astype(str) == "ok"]
-    return units
+    return finished(run.units)
 
 
-EXCLUSIONS = ("adversarial", "uncheckable", "unsupported")
-"""Why an ask is not answerable (the probe table's `excluded`): adversarial by design, an answer
-no text can state (yes/no), or one the conversation up to the asking turn does not support."""
+def finished(units: pd.DataFrame) -> pd.DataFrame:
+    """The Units of a units table whose status is ``ok`` (all of them in a run without one)."""
+    return units[units["status"].astype(str) == "ok"] if "status" in units.columns else units
+
+
+EXCLUSIONS = EXCLUDED
+"""Why an ask is not answerable (the probe table's `excluded`, written by the answer_retention
+scorer, which owns the list): adversarial by design, an answer no text can state (yes/no), or one
+the conversation up to the asking turn does not support."""
 
 
 def excluded_reason(probes: pd.DataFrame) -> pd.Series:
@@ -141,6 +145,15 @@ def answerable_probes(run: Run) -> pd.DataFrame:
     """The asks retention is measured on (rank, compare and gate alike)."""
     probes = ok_probes(run)
     return probes[probes["answerable"]] if len(probes) else probes
+
+
+def lost_asks(probes: pd.DataFrame, config: str) -> pd.DataFrame:
+    """One configuration's asks whose answer its context did not support, oldest evidence first
+    (the facts a summary had to carry): what the report's lost-facts table and its drill-down show."""
+    lost = probes[(probes["config"].astype(str) == config) & (probes["retained"] < 0.5)]
+    if "age_turns" in lost.columns:
+        lost = lost.sort_values("age_turns", ascending=False, kind="mergesort")
+    return lost
 
 
 def cluster_key(frame: pd.DataFrame) -> pd.Series:
@@ -268,9 +281,9 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     check_columns(run)
     every = with_feasibility(run)
     every["cluster"] = cluster_key(every)
-    done_all = _finished(every)
+    done_all = finished(every)
     probes = ok_probes(run)
-    healths = config_health(run)
+    healths = _config_health(every, probes)
     paired_col, paired_axis = pairing(run)
     rows = []
     for cfg, units in every.groupby("config", sort=True):
@@ -340,15 +353,14 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     return table
 
 
-def _finished(units: pd.DataFrame) -> pd.DataFrame:
-    return units[units["status"].astype(str) == "ok"] if "status" in units.columns else units
-
-
 def config_health(run: Run) -> dict[str, Health]:
     """Every configuration's aggregates (`verdicts.Health`), from its Units and answerable asks."""
-    every = with_feasibility(run)
-    done_all = _finished(every)
-    probes = ok_probes(run)
+    return _config_health(with_feasibility(run), ok_probes(run))
+
+
+def _config_health(every: pd.DataFrame, probes: pd.DataFrame) -> dict[str, Health]:
+    """`config_health` from the units table `with_feasibility` and the `ok_probes` already read."""
+    done_all = finished(every)
     out = {}
     for cfg, units in every.groupby("config", sort=True):
         p = probes[probes["config"] == cfg] if len(probes) else probes

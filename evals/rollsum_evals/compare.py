@@ -47,7 +47,7 @@ from rollsum_evals.stats import (
     holm_intervals,
     not_enough,
 )
-from rollsum_evals.verdicts import OK
+from rollsum_evals.verdicts import OK, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -288,9 +288,9 @@ def prompt_blind(run_a: Run, config_a: str, run_b: Run, config_b: str) -> str:
             "it does not follow instructions, so a difference would come from the template's layout")
 
 
-def _status_warnings(run: Run, configs: Sequence[str], who: Sequence[str]) -> list[str]:
-    """A side that is not ok: its numbers are not what the configuration would deliver."""
-    verdicts = analysis.config_verdicts(run)
+def _status_warnings(verdicts: Mapping[str, Verdict], configs: Sequence[str], who: Sequence[str]) -> list[str]:
+    """A side that is not ok: its numbers are not what the configuration would deliver.
+    `verdicts`: `analysis.config_verdicts` of the side's run, computed once by the caller."""
     out = []
     for name, cfg in zip(who, configs):
         v = verdicts.get(cfg)
@@ -328,7 +328,7 @@ def compare_configs(run: Run, config_a: str, config_b: str, *, alpha: float = DE
     analysis.check_columns(run)
     config_a, config_b = resolve_label(run, config_a), resolve_label(run, config_b)
     a, b = _side(run, config_a), _side(run, config_b)
-    warnings = _status_warnings(run, (config_a, config_b), ("A", "B"))
+    warnings = _status_warnings(analysis.config_verdicts(run), (config_a, config_b), ("A", "B"))
     pair = f"{config_a} vs {config_b}"
     blind = prompt_blind(run, config_a, run, config_b)
     results = _run([(pair, a, b)], alpha=alpha, n_resamples=n_resamples, seed=seed, warnings=warnings,
@@ -346,9 +346,7 @@ long conversation is still a fair match on the conversations where it fits."""
 def _matches(run: Run, a: _Side, candidates: Sequence[str], tokens: str, tolerance: float) -> list[Match]:
     """For each of A's conversations, B's finished unit that fits the window (among
     `candidates`) nearest in main-model tokens."""
-    units = analysis.with_feasibility(run)
-    if "status" in units.columns:
-        units = units[units["status"].astype(str) == "ok"]
+    units = analysis.finished(analysis.with_feasibility(run))
     fits = ~(pd.to_numeric(units["overflow_turns"], errors="coerce").fillna(0) > 0)
     units = units[units["config"].astype(str).isin(candidates) & fits].copy()
     if "seed" not in units.columns:
@@ -387,7 +385,7 @@ def compare_matched(run: Run, config_a: str, config_b: str, *, tolerance: float 
         resolve_label(run, config_b)  # raises with the nearest label
         named = [resolve_label(run, config_b)]
     candidates = [c for c in named if not UNMATCHABLE_FLAGS & set(verdicts[c].flags)]
-    warnings = _status_warnings(run, (config_a,), ("A",))
+    warnings = _status_warnings(verdicts, (config_a,), ("A",))
     if len(candidates) < len(named):
         left = [f"{c} ({verdicts[c].status})" for c in named if c not in candidates]
         warnings.append(f"B: {len(left)} configuration(s) not used for matching: {', '.join(left)}")
@@ -463,8 +461,10 @@ def compare_runs(run_a: Run, run_b: Run, config: str | None = None, *,
         only = sorted(cfgs_a ^ cfgs_b)
         if only:
             warnings.append(f"configuration(s) in only one run, not compared: {', '.join(only)}")
+    verdicts_a, verdicts_b = analysis.config_verdicts(run_a), analysis.config_verdicts(run_b)
     for c in configs:
-        warnings += _status_warnings(run_a, (c,), ("run A's",)) + _status_warnings(run_b, (c,), ("run B's",))
+        warnings += (_status_warnings(verdicts_a, (c,), ("run A's",))
+                     + _status_warnings(verdicts_b, (c,), ("run B's",)))
     sides = [(c, _side(run_a, c), _side(run_b, c)) for c in configs]
     results = _run(sides, alpha=alpha, n_resamples=n_resamples, seed=seed, warnings=warnings,
                    unit_cols=unit_metrics(run_a, run_b))

@@ -26,6 +26,7 @@ import pandas as pd
 
 from rollsum.errors import ConfigError
 from rollsum.redact import env_secrets, redact_obj
+from rollsum_evals.analysis import lost_asks
 from rollsum_evals.replay.trace import TextRef, Trace
 from rollsum_evals.report_keys import ConfigKeys
 from rollsum_evals.rundir.read import Run
@@ -111,18 +112,15 @@ def collect(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = D
     data: dict[str, Any] = {"limits": asdict(limits), "configs": [], "contexts": {}, "missing": ""}
     if probes.empty or "retained" not in probes.columns:
         return data
-    lost_all = probes[probes["retained"] < 0.5]
     shown = 0
     for label in keys.labels():
-        lost = lost_all[lost_all["config"].astype(str) == label]
+        lost = lost_asks(probes, label)
         if lost.empty:
             continue
         if shown >= limits.configs:
             data["configs_omitted"] = data.get("configs_omitted", 0) + 1
             continue
         shown += 1
-        if "age_turns" in lost.columns:
-            lost = lost.sort_values("age_turns", ascending=False, kind="mergesort")
         facts = []
         traces: dict[str, Trace] = {}  # this configuration's (at most facts_per_config)
         for r in lost.head(limits.facts_per_config).to_dict("records"):

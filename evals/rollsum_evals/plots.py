@@ -34,6 +34,7 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 from rollsum_evals.analysis import token_axis
+from rollsum_evals.verdicts import REFERENCE
 
 AGE_BINS: tuple[float, ...] = (0, 10, 25, 50, 100, 200, 400, math.inf)
 MAX_SERIES = 10
@@ -135,8 +136,8 @@ def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
     fig = Figure(figsize=(9, 5.5))
     ax = fig.add_subplot()
     good = data[data["ranked"]]
-    refs = data[data["status"] == "reference"]
-    other = data[~data["ranked"] & (data["status"] != "reference")]
+    refs = data[data["status"] == REFERENCE]
+    other = data[~data["ranked"] & (data["status"] != REFERENCE)]
     x = good[tokens].astype(float).to_numpy()
     y = good["retention"].astype(float).to_numpy()
     lo = np.nan_to_num(np.clip(y - good["retention_low"].astype(float).to_numpy(), 0, None))

@@ -159,11 +159,15 @@ def conversation_key(frame: pd.DataFrame) -> pd.Series:
     return analysis.cluster_key(frame) + "/" + seed
 
 
-def ask_verdicts(run: Run) -> dict[str, dict[str, dict[str, str]]]:
+Marks = dict[str, dict[str, dict[str, str]]]
+"""config -> conversation key -> ask key -> RETAINED / LOST / NOT_ANSWERABLE (`ask_verdicts`)."""
+
+
+def ask_verdicts(run: Run) -> Marks:
     """config -> conversation key -> ask key (`probe_id@asked_turn`) -> RETAINED / LOST /
     NOT_ANSWERABLE, for every ask of every finished Unit."""
     probes = analysis.ok_probes(run)
-    out: dict[str, dict[str, dict[str, str]]] = {}
+    out: Marks = {}
     if probes.empty:
         return out
     conv = conversation_key(probes)
@@ -176,14 +180,17 @@ def ask_verdicts(run: Run) -> dict[str, dict[str, dict[str, str]]]:
 
 def make_baseline(run: Run, name: str, *, n_resamples: int = DEFAULT_RESAMPLES,
                   now: Callable[[], datetime] = lambda: datetime.now(UTC),
-                  table: pd.DataFrame | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Any]:
+                  table: pd.DataFrame | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+                  marks: Marks | None = None) -> dict[str, Any]:
+    """`table` and `marks` (`analysis.config_table`, `ask_verdicts`): the run's, when the caller
+    has them already."""
     if table is None:
         table = analysis.config_table(run, thresholds=thresholds, n_resamples=n_resamples)
-    verdicts = ask_verdicts(run)
+    verdicts = ask_verdicts(run) if marks is None else marks
     asks: dict[str, list[str]] = {}
     for per_conv in verdicts.values():
-        for conv, marks in per_conv.items():
-            asks[conv] = sorted(set(asks.get(conv, [])) | set(marks))
+        for conv, conv_marks in per_conv.items():
+            asks[conv] = sorted(set(asks.get(conv, [])) | set(conv_marks))
     configs: dict[str, Any] = {}
     for r in table.to_dict("records"):
         cfg = str(r["config"])
@@ -382,12 +389,13 @@ def _interval_check(cfg: str, band: tuple[float, float, float], cur: float, clus
 
 def check(run: Run, baseline: Mapping[str, Any], *, tolerance: Tolerance = DEFAULT_TOLERANCE,
           strict: bool = False, n_resamples: int = DEFAULT_RESAMPLES,
-          table: pd.DataFrame | None = None) -> GateResult:
+          table: pd.DataFrame | None = None, marks: Marks | None = None) -> GateResult:
     thresholds = Thresholds(**(baseline.get("thresholds") or {}))
     if table is None:
         table = analysis.config_table(run, thresholds=thresholds, n_resamples=n_resamples)
     current = {str(r["config"]): r for r in table.to_dict("records")}
-    marks = ask_verdicts(run)
+    if marks is None:
+        marks = ask_verdicts(run)
     result = GateResult([])
     now_pins = pins(run)
     base_ds, run_ds = baseline.get("dataset_sha256") or {}, now_pins["dataset_sha256"]
@@ -500,8 +508,10 @@ def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[st
             note = f"the old baseline is not comparable ({err})\n"
     thresholds = Thresholds(**(old.get("thresholds") or {})) if old is not None else DEFAULT_THRESHOLDS
     table = analysis.config_table(run, thresholds=thresholds, n_resamples=n_resamples)
-    new = make_baseline(run, name, now=lambda: when, table=table, thresholds=thresholds)
-    result = check(run, old, tolerance=tolerance, strict=strict, table=table) if old is not None else None
+    marks = ask_verdicts(run)
+    new = make_baseline(run, name, now=lambda: when, table=table, thresholds=thresholds, marks=marks)
+    result = (check(run, old, tolerance=tolerance, strict=strict, table=table, marks=marks)
+              if old is not None else None)
     if record_history:
         append_history(history_path(path), history_entry(run, name, result, new, when, promote))
     text = gate_table(result) if result is not None else note + f"no comparable baseline at {path} yet"

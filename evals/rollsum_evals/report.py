@@ -38,6 +38,8 @@ from rollsum_evals.analysis import (
     config_table,
     dataset_hashes,
     load,
+    lost_asks,
+    ok_units,
     ranked,
     summaries_at_checkpoint,
     token_axis,
@@ -240,11 +242,8 @@ def _history_path(run: Run, history: Path | None) -> Path | None:
 
 
 def _lost_examples(probes: pd.DataFrame, config: str, limit: int = 8) -> list[list[str]]:
-    lost = probes[(probes["config"] == config) & (probes["retained"] < 0.5)]
-    if "age_turns" in lost.columns:
-        lost = lost.sort_values("age_turns", ascending=False, kind="mergesort")
     rows = []
-    for r in lost.head(limit).to_dict("records"):
+    for r in lost_asks(probes, config).head(limit).to_dict("records"):
         rows.append([str(r.get("conversation_id", "")), str(r.get("category", "")),
                      str(r.get("question", "")), str(r.get("answer", "")),
                      str(r.get("age_turns", "")), str(r.get("died_at_generation", ""))])
@@ -278,7 +277,7 @@ def _notes(run: Run, table: pd.DataFrame) -> list[str]:
     status = run_banner(run.path)
     if status:
         notes.append(status)
-    n_err = int((run.units["status"].astype(str) != "ok").sum()) if "status" in run.units.columns else 0
+    n_err = len(run.units) - len(ok_units(run))
     if n_err:
         notes.append(f"{n_err} unit(s) did not finish and are left out of every figure; their "
                      "configurations are not ranked.")
@@ -367,7 +366,8 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     checkpoint = summaries_at_checkpoint(run, shown) if shown else None
     # the top *candidate*: a baseline that fits the window (full context on a short chat) ranks
     # first and loses nothing, which would hide what the best summarizing configuration lost
-    candidates = [c for c in best if not bool(table.set_index("config").loc[c, "baseline"])] or best
+    baselines = set(table.loc[table["baseline"].astype(bool), "config"]) if len(table) else set()
+    candidates = [c for c in best if c not in baselines] or best
     lost_config = candidates[0] if candidates else None
     lost = _lost_examples(probes, lost_config) if lost_config and not probes.empty else []
     lost_headers = ("conversation", "category", "question", "answer", "age (turns)", "died at gen")

@@ -69,9 +69,26 @@ def test_no_answerable_asks_is_not_ranked_and_few_conversations_are_flagged() ->
     assert "unanswerable-heavy" in judge(_h(answerable=30)).flags
 
 
+def test_the_first_status_that_applies_wins_and_every_condition_is_still_flagged() -> None:
+    """error > reference > broken > infeasible > degraded (the module docstring's order)."""
+    everything = _h(units_unfinished=1, failures=60.0, overflow_turns=3.0, attempts=60.0)
+    assert judge(everything).status == ERROR
+    assert {"error", "overflow", "broken"} <= set(judge(everything).flags)
+    ref = _h(baseline=True, units_unfinished=1, overflow_turns=3.0)
+    assert judge(ref).status == ERROR
+    assert judge(_h(baseline=True, overflow_turns=3.0, failures=60.0)).status == REFERENCE
+    v = judge(_h(failures=60.0, overflow_turns=3.0))
+    assert v.status == BROKEN and {"broken", "overflow"} <= set(v.flags)
+    v = judge(_h(failures=7.0, overflow_turns=3.0))
+    assert v.status == INFEASIBLE and {"degraded", "overflow"} <= set(v.flags)
+    assert judge(_h(attempts=900.0, messages=1800.0)).status == OK  # exactly 0.5 calls per message
+
+
 def test_unknown_health_is_said_not_assumed_healthy() -> None:
     v = judge(_h(attempts=math.nan, failures=math.nan))
     assert "health-unknown" in v.flags
+    # a baseline never summarizes: no summarizer columns is nothing unknown
+    assert "health-unknown" not in judge(_h(baseline=True, attempts=math.nan, failures=math.nan)).flags
 
 
 counts = st.floats(min_value=0, max_value=500, allow_nan=False)

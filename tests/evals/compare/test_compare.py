@@ -225,3 +225,19 @@ def test_a_p_value_no_resample_reached_is_shown_as_a_bound_not_zero(run_dir: Pat
     text = verdict_text(compare_configs(load(run_dir), SHORT, LONG, n_resamples=N))
     row = next(line for line in text.splitlines() if line.startswith(f"{SHORT} vs {LONG}") and "retention" in line)
     assert "< 0.0025" in row and "  0  " not in row
+
+
+def test_a_side_that_is_not_ok_is_named_with_its_status_and_reason(tmp_path: Path) -> None:
+    """Its numbers are not what the configuration delivers: every comparison says so, for the
+    side (and the run) it is, and says nothing about an ok side."""
+    broken = {"broken": {"summarizer_attempts": 4, "summarizer_failures": 4}}
+    run_a = load(make_run(tmp_path / "a", {"ok": 0.5, "broken": 0.9}, unit_overrides=broken))
+    run_b = load(make_run(tmp_path / "b", {"ok": 0.5, "broken": 0.9}, name="b"))
+    said = compare_configs(run_a, "ok", "broken", n_resamples=N).warnings
+    assert [w for w in said if " is " in w] == ["B (broken) is broken: every summarizer call failed (32 of 32)"]
+    said = compare_runs(run_a, run_b, n_resamples=N).warnings
+    assert [w for w in said if " is " in w] == [
+        "run A's (broken) is broken: every summarizer call failed (32 of 32)"]
+    said = compare_runs(run_b, run_a, n_resamples=N).warnings
+    assert [w for w in said if " is " in w] == [
+        "run B's (broken) is broken: every summarizer call failed (32 of 32)"]

@@ -86,6 +86,7 @@ def test_report_lists_each_unranked_configuration_under_its_reason(run_dir: Path
         section = section[: section.index("\n## ", 1)]
         assert f"| {cfg} |" in section, title
     assert "Best: healthy" in md
+    assert "**1 unit(s) did not finish and are left out of every figure;" in md  # unfinished's conv-2
     assert "| healthy | 96 | 72 | 8 | 8 | 8 |" in md and "| unfinished | 84 | 63 | 7 | 7 | 7 |" in md
     html = page.read_text()
     assert html.count('class="unranked flagged"') == 5

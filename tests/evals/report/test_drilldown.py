@@ -68,6 +68,21 @@ def test_each_lost_fact_shows_the_context_the_trace_rebuilds_at_its_asking_turn(
     assert checked > 0
 
 
+def test_the_facts_shown_are_the_oldest_lost_ones_first(run_dir: Path, data: dict) -> None:
+    """A summary's job is carrying old facts: with a bound on facts shown, the ones kept are the
+    lost asks with the oldest evidence, in that order (not the first rows of the table)."""
+    probes = answerable_probes(load(run_dir))
+    assert "age_turns" in probes.columns
+    varied = 0
+    for cfg in data["configs"]:
+        lost = probes[(probes["config"] == cfg["label"]) & ~probes["retained"].astype(bool)]
+        ages = [f["age"] for f in cfg["facts"]]
+        assert ages == sorted(ages, reverse=True)
+        assert ages == sorted(lost["age_turns"].astype(int), reverse=True)[:len(ages)]
+        varied += len(set(lost["age_turns"])) > 1
+    assert varied > 0  # the check above would hold for any order if every age were equal
+
+
 def test_the_embedded_data_is_bounded_and_says_what_it_cut(run_dir: Path) -> None:
     run = load(run_dir)
     probes = answerable_probes(run)
