@@ -140,6 +140,19 @@ def test_resume_without_out_names_the_directory_it_would_have_used(
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["thresholds-20250101-000000"]  # nothing started
 
 
+def test_the_resume_hint_finds_runs_of_a_name_that_is_not_a_safe_file_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hint looks where `_default_out` puts runs: under the sanitised name, not the raw one."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.toml").write_text(SMALL.replace('name = "small"', 'name = "../my run"'))
+    (tmp_path / "runs" / "my-run-20250101-000000").mkdir(parents=True)
+    (tmp_path / "runs" / "my-run-20250101-000000" / "manifest.json").write_text("{}")
+    assert main(["run", "s.toml", "--resume", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "would start a new run in runs/my-run-" in err and len(err.splitlines()) == 1
+    assert "--out runs/my-run-20250101-000000" in err
+
+
 SMALL = """
 name = "small"
 context_window = 2000
