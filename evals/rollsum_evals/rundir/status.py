@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rollsum_evals.rundir.format import STATUS_ERROR
+
 FINISHED = "complete"
 
 
@@ -57,5 +59,5 @@ def run_banner(path: str | os.PathLike[str]) -> str | None:
     rd = RunDir(Path(path))
     manifest = rd.read_manifest()
     rows = rd.unit_rows()
-    errors = sum(1 for r in rows.values() if r.get("status") == "error")
+    errors = sum(1 for r in rows.values() if r.get("status") == STATUS_ERROR)
     return banner(manifest, len(rows), errors, alive=process_alive(manifest.get("pid"), manifest.get("host")))
