@@ -128,10 +128,8 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
          retry_errors: bool = False, model: str | None = None, max_cost: float | None = None,
          executor: str = "auto") -> Any:
     from rollsum_evals.run import run_sweep
-    from rollsum_evals.run.sweep import check_fail_on_error
     from rollsum_evals.spec import ReadOptions, load_spec
 
-    check_fail_on_error(_threshold(args))
     if args.locomo and not Path(args.locomo).is_file():
         raise ConfigError(f"--locomo {args.locomo}: no such file (expected LoCoMo's locomo10.json)")
     read = ReadOptions(skip_bad_records=args.skip_bad_records, max_line_bytes=args.max_line_bytes)
