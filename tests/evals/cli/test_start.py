@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 
 import pandas as pd
@@ -229,6 +230,10 @@ def test_an_interrupted_run_says_so_with_counts(tmp_path: Path, capsys: pytest.C
     _, out = _small_run(tmp_path)
     assert run_banner(out) is None
     manifest = json.loads((out / "manifest.json").read_text())
+    # a run whose writer is this very process is still going, not interrupted
+    (out / "manifest.json").write_text(json.dumps({**manifest, "status": "running", "pid": os.getpid(),
+                                                   "host": socket.gethostname()}))
+    assert (run_banner(out) or "").startswith("STILL RUNNING")
     manifest["status"] = "running"
     manifest["pid"] = 2 ** 22 + 12345  # no such process
     (out / "manifest.json").write_text(json.dumps(manifest))
