@@ -89,12 +89,10 @@ def _thresholds(p: argparse.ArgumentParser) -> None:
 
 
 def thresholds_from(args: argparse.Namespace) -> Any:
+    """The verdict thresholds of `_thresholds`'s options (their ranges are checked by their
+    argparse types: SHARE and POSITIVE)."""
     from rollsum_evals.verdicts import Thresholds
 
-    if not 0.0 <= args.max_failure_rate <= 1.0:
-        raise ConfigError(f"--max-failure-rate: expected a share between 0 and 1, got {args.max_failure_rate}")
-    if args.max_calls_per_message <= 0:
-        raise ConfigError(f"--max-calls-per-message: expected a positive number, got {args.max_calls_per_message}")
     return Thresholds(max_failure_rate=args.max_failure_rate, max_calls_per_message=args.max_calls_per_message)
 
 
@@ -128,8 +126,6 @@ def _compare(args: argparse.Namespace) -> int:
         if args.dataset:
             run = analysis.only_datasets(run, args.dataset)
         if args.match_tokens:
-            if args.match_tolerance <= 0:
-                raise ConfigError(f"--match-tolerance: expected a positive share, got {args.match_tolerance}")
             result = compare.compare_matched(run, args.config_a, args.config_b, tolerance=args.match_tolerance,
                                              n_resamples=n, seed=args.seed)
         else:
@@ -156,8 +152,6 @@ def _compare(args: argparse.Namespace) -> int:
 def _regress(args: argparse.Namespace) -> int:
     from rollsum_evals import regress
 
-    if min(args.tolerance, args.cost_tolerance, args.ask_tolerance) < 0:
-        raise ConfigError("--ask-tolerance, --tolerance and --cost-tolerance must be ≥ 0")
     code, text = regress.regress(args.run, args.baseline, promote=args.promote,
                                  tolerance=regress.Tolerance(asks=args.ask_tolerance, retention=args.tolerance,
                                                              cost=args.cost_tolerance),

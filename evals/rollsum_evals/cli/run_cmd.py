@@ -88,19 +88,23 @@ def _common(p: argparse.ArgumentParser) -> None:
 RUNS = Path("runs")
 
 
-def _default_out(name: str) -> Path:
-    """``runs/<name>-<time>``; the spec's name is user text, so it is made a safe file name
-    first (`safe_name`): a ``name`` of ``../../x`` or ``/abs/x`` stays inside ``runs/``, and
-    a secret in it is masked before it can become a directory name."""
+def _run_stem(name: str) -> str:
+    """The spec's name as the stem of its run directories. It is user text, so it is made a
+    safe file name first (`safe_name`): a ``name`` of ``../../x`` or ``/abs/x`` stays inside
+    ``runs/``, and a secret in it is masked before it can become a directory name."""
     from rollsum_evals.fileio import safe_name
 
-    return RUNS / f"{safe_name(redact(name))}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    return safe_name(redact(name))
+
+
+def _default_out(name: str) -> Path:
+    """``runs/<name>-<time>`` (`_run_stem`)."""
+    return RUNS / f"{_run_stem(name)}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
 def _latest_run(name: str) -> Path | None:
-    from rollsum_evals.fileio import safe_name
-
-    runs = sorted(RUNS.glob(f"{glob.escape(safe_name(redact(name)))}-*"), key=lambda p: p.name)
+    """The newest run directory `_default_out` made for this name (one with a manifest)."""
+    runs = sorted(RUNS.glob(f"{glob.escape(_run_stem(name))}-*"), key=lambda p: p.name)
     return next((p for p in reversed(runs) if (p / "manifest.json").exists()), None)
 
 
@@ -124,10 +128,8 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
          retry_errors: bool = False, model: str | None = None, max_cost: float | None = None,
          executor: str = "auto") -> Any:
     from rollsum_evals.run import run_sweep
-    from rollsum_evals.run.sweep import check_fail_on_error
     from rollsum_evals.spec import ReadOptions, load_spec
 
-    check_fail_on_error(_threshold(args))
     if args.locomo and not Path(args.locomo).is_file():
         raise ConfigError(f"--locomo {args.locomo}: no such file (expected LoCoMo's locomo10.json)")
     read = ReadOptions(skip_bad_records=args.skip_bad_records, max_line_bytes=args.max_line_bytes)

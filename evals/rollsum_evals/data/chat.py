@@ -64,13 +64,6 @@ class _Record:
     """One message per line: each message's line, for error messages."""
 
 
-def looks_like_chat(obj: Any) -> bool:
-    """A record the chat loader reads: a conversation object, a message, or an array of them."""
-    return is_conversation(obj) or is_message(obj) or (
-        isinstance(obj, list) and bool(obj) and (is_message(obj[0]) or isinstance(obj[0], list)
-                                                 or is_conversation(obj[0])))
-
-
 def iter_chat(path: str | os.PathLike[str], *, strict: bool = False, limits: Limits = DEFAULT_LIMITS,
               skips: SkipLog | None = None) -> Iterator[Conversation]:
     file = os.fspath(path)

@@ -34,11 +34,6 @@ _SESSION = re.compile(r"^session_(\d+)$")
 _DIA = re.compile(r"^D:?(\d+):0*(\d+)$")
 
 
-def looks_like_locomo(obj: Any) -> bool:
-    sample = obj[0] if isinstance(obj, list) and obj else obj
-    return isinstance(sample, dict) and "conversation" in sample and "qa" in sample
-
-
 def iter_locomo(path: str | os.PathLike[str], *, strict: bool = False, limits: Limits = DEFAULT_LIMITS,
                 skips: SkipLog | None = None) -> Iterator[Conversation]:
     file = os.fspath(path)

@@ -45,7 +45,7 @@ class MemoryEngine:
         self._history: list[SummaryRecord] = []
         self._context: list[Message] = []
         self._tokens = 0
-        self._verbatim = 0
+        self._verbatim: list[Message] = []
         self._added: dict[str, Message] = {}
 
     def record(self, event: SummaryEvent) -> None:
@@ -65,7 +65,7 @@ class MemoryEngine:
                               f"got {type(bad).__name__}")
         self._context = list(context)
         self._tokens = sum(self.counter.count_message(m) for m in self._context)
-        self._verbatim = sum(1 for m in self._context if self._is_verbatim(m))
+        self._verbatim = [m for m in self._context if self._is_verbatim(m)]
         return None
 
     def _is_verbatim(self, m: Message) -> bool:
@@ -89,7 +89,7 @@ class MemoryEngine:
     @property
     def messages(self) -> Sequence[Message]:
         """The verbatim conversation messages in the context (the trace's active count)."""
-        return [m for m in self._context if self._is_verbatim(m)]
+        return list(self._verbatim)
 
     @property
     def usage(self) -> Usage:

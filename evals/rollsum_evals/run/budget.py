@@ -126,11 +126,6 @@ class SpendLedger:
             s = self._read()
             self._write(LedgerState(s.cap, s.spent + actual, max(0.0, s.reserved - reserved), s.stopped))
 
-    def add(self, usd: float) -> None:
-        """Spend that did not go through a reservation (kept for completeness: a model that is
-        not wrapped never reaches here)."""
-        self.settle(0.0, usd)
-
 
 class BudgetedModel(ModelWrapper):
     """Sends a call only when its worst-case cost fits in the ledger (see the module docstring).

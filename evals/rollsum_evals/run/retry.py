@@ -17,13 +17,14 @@ from typing import Any
 from rollsum.errors import ConfigError
 from rollsum_evals.run.models import deterministic
 from rollsum_evals.run.resume import check_resume
+from rollsum_evals.rundir.format import STATUS_ERROR
 from rollsum_evals.rundir.journal import RunDir
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.spec import SweepSpec
 
 
 def is_failed(row: Mapping[str, Any]) -> bool:
-    if row.get("status") == "error":
+    if row.get("status") == STATUS_ERROR:
         return True
     return int(row.get("n_failures") or 0) > 0 and not deterministic(str(row.get("model") or ""))
 

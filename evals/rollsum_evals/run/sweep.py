@@ -27,7 +27,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import math
 import os
 import socket
 import sys
@@ -83,12 +82,6 @@ def errors_fail(errors: int, total: int, threshold: float | None) -> bool:
     if threshold < 1:
         return errors / max(1, total) > threshold
     return errors > threshold
-
-
-def check_fail_on_error(threshold: float | None) -> None:
-    if threshold is not None and (math.isnan(threshold) or threshold < 0):
-        raise ConfigError(f"--fail-on-error {threshold}: expected 0 (any error fails), a share "
-                          "between 0 and 1, or a count of 1 or more")
 
 
 @dataclass(slots=True)

@@ -203,7 +203,7 @@ def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models:
         replay_lines = None if job.stored_in_run else job.stored
     scorer_model = metered = None
     try:
-        if "model" in scoring.needs(plan.scorers) and plan.model and trace.status == "ok":
+        if "model" in scoring.needs(plan.scorers) and plan.model and trace.status == STATUS_OK:
             scorer_model = models(plan.model)
             metered = MeteredModel(scorer_model) if scorer_model is not None else None
         urow, prows = score_trace(unit, conv, trace, plan, metered)

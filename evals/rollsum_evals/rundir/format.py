@@ -200,7 +200,7 @@ def unit_row(unit: Unit, trace: Trace, plan: ScoringPlan, versions: Mapping[str,
         row.update(status=STATUS_ERROR if trace.status == STATUS_OK else trace.status, error=error or trace.error)
     else:
         row.update(scores.unit)
-        row.update(status="ok", error="")
+        row.update(status=STATUS_OK, error="")
     row["cost_usd"] = sum(float(v) for k, v in row.items()
                           if k.startswith("cost_") and k.endswith("_usd") and k != "cost_usd")
     row["wall_s"] = wall_s

@@ -302,9 +302,6 @@ class RunDir:
         """Committed Units' ``units.jsonl`` rows by unit id."""
         return first_per_unit(self.journal(UNITS_JOURNAL))
 
-    def finished_ids(self) -> set[str]:
-        return set(self.unit_rows())
-
     def trace_records(self) -> dict[str, dict[str, Any]]:
         records = first_per_unit(self.journal(TRACES))
         for uid, rec in records.items():

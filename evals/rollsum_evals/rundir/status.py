@@ -10,25 +10,24 @@ current even when the manifest is not.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from rollsum_evals.rundir.format import STATUS_ERROR
 
 FINISHED = "complete"
 
 
 def process_alive(pid: Any, host: Any) -> bool | None:
-    """True/False for a process on this host; None when that cannot be known."""
-    if not isinstance(pid, int) or host != socket.gethostname():
+    """True/False for a process on this host; None when that cannot be known (the manifest's
+    ``pid``/``host`` may be missing or of another machine). The check is the store's
+    (`rollsum.store.sqlite.process_alive`), without its start time: the manifest has none."""
+    from rollsum.store.sqlite import process_alive as alive
+
+    if not isinstance(pid, int) or not isinstance(host, str):
         return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, owned by someone else
-        return True
-    return True
+    return alive(pid, "", host)
 
 
 def banner(manifest: Mapping[str, Any], done: int, errors: int, *, alive: bool | None = None) -> str | None:
@@ -57,5 +56,5 @@ def run_banner(path: str | os.PathLike[str]) -> str | None:
     rd = RunDir(Path(path))
     manifest = rd.read_manifest()
     rows = rd.unit_rows()
-    errors = sum(1 for r in rows.values() if r.get("status") == "error")
+    errors = sum(1 for r in rows.values() if r.get("status") == STATUS_ERROR)
     return banner(manifest, len(rows), errors, alive=process_alive(manifest.get("pid"), manifest.get("host")))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
 
 from tests.evals.cli.corpus import (
     BASELINE_EDITS,
@@ -210,7 +211,7 @@ def test_resume_repairs_a_damaged_run_exactly_and_says_what_it_fixed(finished_ru
     out = run_cli(["run", "s.toml", "--out", "run", "--no-progress", "--jobs", "1", "--resume"], root)
     assert out.code == 0 and not out.traceback, out.describe()
     assert any("repaired" in ln and file in ln for ln in out.lines), out.describe()
-    volatile = ["wall_s", "summarizer_latency_s"]
+    volatile = list(NON_DETERMINISTIC_UNIT_COLUMNS)
     for table in ("units", "probes", "turns"):
         got, want = (pd.read_parquet(d / "run" / f"{table}.parquet") for d in (root, finished_run))
         pd.testing.assert_frame_equal(got.drop(columns=volatile, errors="ignore"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 
 import pandas as pd
@@ -140,6 +141,19 @@ def test_resume_without_out_names_the_directory_it_would_have_used(
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["thresholds-20250101-000000"]  # nothing started
 
 
+def test_the_resume_hint_finds_runs_of_a_name_that_is_not_a_safe_file_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hint looks where `_default_out` puts runs: under the sanitised name, not the raw one."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.toml").write_text(SMALL.replace('name = "small"', 'name = "../my run"'))
+    (tmp_path / "runs" / "my-run-20250101-000000").mkdir(parents=True)
+    (tmp_path / "runs" / "my-run-20250101-000000" / "manifest.json").write_text("{}")
+    assert main(["run", "s.toml", "--resume", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "would start a new run in runs/my-run-" in err and len(err.splitlines()) == 1
+    assert "--out runs/my-run-20250101-000000" in err
+
+
 SMALL = """
 name = "small"
 context_window = 2000
@@ -216,6 +230,10 @@ def test_an_interrupted_run_says_so_with_counts(tmp_path: Path, capsys: pytest.C
     _, out = _small_run(tmp_path)
     assert run_banner(out) is None
     manifest = json.loads((out / "manifest.json").read_text())
+    # a run whose writer is this very process is still going, not interrupted
+    (out / "manifest.json").write_text(json.dumps({**manifest, "status": "running", "pid": os.getpid(),
+                                                   "host": socket.gethostname()}))
+    assert (run_banner(out) or "").startswith("STILL RUNNING")
     manifest["status"] = "running"
     manifest["pid"] = 2 ** 22 + 12345  # no such process
     (out / "manifest.json").write_text(json.dumps(manifest))

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from rollsum_evals import fileio
-from rollsum_evals.rundir import journal
+from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS, journal
 
 from tests.evals.cli.malformed import run_cli
 
@@ -38,7 +38,6 @@ preset = "since-last"
 params = { messages_per_summary = 6, keep_last = 2 }
 """
 RUN = ("run", "s.toml", "--out", "out", "--no-progress", "--jobs", "1")
-VOLATILE = ["wall_s", "summarizer_latency_s"]
 
 
 def _full(path: object) -> OSError:
@@ -47,7 +46,7 @@ def _full(path: object) -> OSError:
 
 def _table(path: Path, name: str) -> pd.DataFrame:
     df = pd.read_parquet(path / f"{name}.parquet")
-    return df.drop(columns=[c for c in VOLATILE if c in df.columns]).reset_index(drop=True)
+    return df.drop(columns=[c for c in NON_DETERMINISTIC_UNIT_COLUMNS if c in df.columns]).reset_index(drop=True)
 
 
 def test_a_full_disk_mid_sweep_is_one_line_and_the_manifest_says_interrupted(

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from rollsum_evals.run import run_sweep
+from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
 from rollsum_evals.rundir.lock import RunInProgress, RunLock
 from rollsum_evals.spec import load_spec
 
@@ -36,7 +37,6 @@ source = "synth:chat?conversations=3&messages=40&seed=5"
 preset = "since-last"
 params = { messages_per_summary = 6, keep_last = 2 }
 """
-VOLATILE = ["wall_s", "summarizer_latency_s"]
 
 
 def _cli(*args: str) -> list[str]:
@@ -68,7 +68,7 @@ def _wait(cond: object, what: str, timeout: float = 60.0) -> None:
 
 def _table(path: Path, name: str) -> pd.DataFrame:
     df = pd.read_parquet(path / f"{name}.parquet")
-    return df.drop(columns=[c for c in VOLATILE if c in df.columns])
+    return df.drop(columns=[c for c in NON_DETERMINISTIC_UNIT_COLUMNS if c in df.columns])
 
 
 @pytest.mark.slow
