@@ -98,6 +98,9 @@ NEGATION = frozenset("not never no nor neither cannot false untrue nobody nothin
 
 HEDGES = frozenset("likely unlikely probably maybe perhaps possibly yes no not".split())
 ROLE_NAMES = frozenset({"user", "assistant", "system", "tool"})
+PEOPLE_ROLES = frozenset({"user", "assistant"})
+"""Roles that are parties to a chat (a question about "the user's" code is about one of them;
+"alarm system" is not about the system role)."""
 
 
 def _canon_dates(s: str) -> str:
@@ -142,21 +145,35 @@ def words(text: str) -> tuple[str, ...]:
 
 
 _CLAUSE_BREAK = re.compile(r"[,;:.!?\n]")
+_SCOPE_BREAK = re.compile(r"[.!?](?=\s|$)|[;\n]")
+_SCOPE_WORDS = frozenset({"but", "however", "although", "though"})
 
 
-def clauses(text: str) -> tuple[int, ...]:
+def clauses(text: str, *, scope: bool = False) -> tuple[int, ...]:
     """For each word of `words(text)`, the index of the clause it is in: punctuation (``, ; : .
     ! ?`` and line breaks) separates clauses; brackets and parentheses do not (a summary's
-    "yesterday (7 May 2023)" is one clause)."""
+    "yesterday (7 May 2023)" is one clause). With `scope`: the stretch a negation reaches
+    instead — a sentence (a ``.`` that ends one, ``!``, ``?``, ``;``, a line break), cut again
+    before "but", "however", "although", "though" ("I'm not sure, but I went" is not negated;
+    "It is not true that heads up: the window is on 26 August" is)."""
     s = _normalised(text)
     out: list[int] = []
     k, prev = 0, 0
+    pattern = _SCOPE_BREAK if scope else _CLAUSE_BREAK
     for m in _WORD.finditer(s):
-        if out and _CLAUSE_BREAK.search(s, prev, m.start()):
+        if out and (pattern.search(s, prev, m.start()) or (scope and m[0] in _SCOPE_WORDS)):
             k += 1
         out.append(k)
         prev = m.end()
     return tuple(out)
+
+
+def _starts(ids: tuple[int, ...]) -> tuple[int, ...]:
+    """Per word: the first word of its segment (`ids` from `clauses`)."""
+    lo: list[int] = []
+    for i, k in enumerate(ids):
+        lo.append(i if i == 0 or ids[i - 1] != k else lo[-1])
+    return tuple(lo)
 
 
 def content(text: str, *, drop: frozenset[str] = frozenset()) -> tuple[str, ...]:
@@ -228,9 +245,10 @@ def claim(question: str, answer: str, names: Iterable[str] = (),
     weak = {stem(w) for w in WEAK}
     q = [t for t in content(question) if t not in in_answer]
     rare = frozenset(t for t in in_answer if frequency is not None and 0 < frequency.get(t, 0) <= RARE_MESSAGES)
-    persons = frozenset(t for t in content(question) if t in name_stems and t not in in_answer)
+    people = {stem(w) for n in names for w in words(n)} | {stem(r) for r in PEOPLE_ROLES}
+    persons = frozenset(t for t in content(question) if t in people and t not in in_answer)
     return Claim(tuple(items), frozenset(q), frozenset(t for t in q if t not in weak and t not in name_stems), rare,
-                 persons, frozenset(name_stems))
+                 persons, frozenset(people))
 
 
 # -- context units ------------------------------------------------------------------------------
@@ -260,6 +278,8 @@ class _Prepared:
     """Per word: a `LINK` word."""
     negation: tuple[bool, ...] = ()
     """Per word: a `NEGATION` cue (or the ``t`` of a split ``n't``)."""
+    scope_lo: tuple[int, ...] = ()
+    """Per word: the first word a negation before it could reach from (`clauses` with scope)."""
 
 
 @lru_cache(maxsize=65_536)
@@ -272,16 +292,14 @@ def _prepare(text: str) -> _Prepared:
             positions.setdefault(a, []).append(i)
     proper = frozenset(stem(w.lower()) for w in _PROPER.findall(text))
     cl = clauses(text)
-    lo: list[int] = []
-    for i, k in enumerate(cl):
-        lo.append(i if i == 0 or cl[i - 1] != k else lo[-1])
+    lo = _starts(cl)
     hi = [0] * len(cl)
     for i in range(len(cl) - 1, -1, -1):
         hi[i] = i if i == len(cl) - 1 or cl[i + 1] != cl[i] else hi[i + 1]
     neg = tuple(w in NEGATION or (w == "t" and i > 0 and ws[i - 1].endswith("n")) for i, w in enumerate(ws))
     return _Prepared(stems, tuple(w in STOP for w in ws), {k: tuple(v) for k, v in positions.items()},
-                     bool(_CODE_LIKE.search(text)), proper, tuple(lo), tuple(hi),
-                     tuple(w in LINK for w in ws), neg)
+                     bool(_CODE_LIKE.search(text)), proper, lo, tuple(hi),
+                     tuple(w in LINK for w in ws), neg, _starts(clauses(text, scope=True)))
 
 
 def summary_units(text: str) -> list[Unit]:
@@ -303,11 +321,12 @@ def _linked(p: _Prepared, a: int, b: int) -> tuple[bool, bool]:
     """(stated, negated) for the answer at word `b` (its start) and an anchor at word `a` (or
     the answer's own clause when `a` == `b`): *stated* when the clauses from the earlier to the
     later hold a `LINK` word (a list of entities glued by commas or "and" holds none), or the
-    unit is code-like; *negated* when a `NEGATION` cue stands in those clauses before the later
-    of the two ("It is not true that I went yesterday")."""
+    unit is code-like; *negated* when a `NEGATION` cue stands before the later of the two within
+    the negation's reach of the earlier (its sentence, up to a "but": `clauses` with scope):
+    "It is not true that I went yesterday"."""
     lo, hi = p.clause_lo[min(a, b)], p.clause_hi[max(a, b)]
     stated = p.code_like or any(p.link[lo:hi + 1])
-    return stated, any(p.negation[lo:max(a, b)])
+    return stated, any(p.negation[p.scope_lo[min(a, b)]:max(a, b)])
 
 
 def attributed(c: Claim, p: _Prepared, speaker: frozenset[str]) -> bool:
