@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rollsum.types import Message
 from rollsum_evals.data.types import Probe
 
 UNANSWERABLE = frozenset({"adversarial"})
@@ -95,3 +96,34 @@ def describe(a: Answerability) -> str:
                         "the words the scorer looks for (give the message that holds the answer as "
                         "evidence, or use the chat's own words)"),
     }[a.excluded]
+
+
+def at_end(messages: Sequence[Message], probes: Sequence[Probe], timestamps: str = "session"
+           ) -> list[tuple[Probe, Answerability, str]]:
+    """Each probe's verdict where it is last asked (its own ``ask_at``, else the end), with what
+    answer_retention will do, as `judge` decides it for the scorer — the validator's warnings
+    (``data validate --questions``) come from here, so they cannot disagree with a run. The
+    third element is "" or a caveat for a counted probe that full context still cannot hold (a
+    time whose evidence carries no ``created_at``, or times not shown)."""
+    from rollsum.summarizers.dates import parse_day
+    from rollsum_evals.scoring.asks import own_turn
+    from rollsum_evals.scoring.evidence import SupportIndex
+
+    index = SupportIndex(messages, timestamps)
+    positions = {m.id: i for i, m in enumerate(messages) if m.id is not None}
+    last = len(messages) - 1
+    out = []
+    for p in probes:
+        own = own_turn(p, last)
+        turn = last if own is None else own
+        ev = evidence_positions(p, positions)
+        verdict = judge(p, ev, turn, checkable=index.claim(p.question, p.answer) is not None,
+                        earliest=lambda p=p: index.earliest(p.question, p.answer))  # type: ignore[misc]
+        caveat = ""
+        if verdict.by == "evidence" and is_date_answer(p):
+            found = index.at_prefix(turn, p.question, p.answer)
+            if not found and (timestamps == "none" or any(parse_day(messages[e].created_at) is None for e in ev)):
+                caveat = ("its answer is a time and the context cannot show when its evidence was said "
+                          "(no created_at, or timestamps = \"none\"): even full context counts it lost")
+        out.append((p, verdict, caveat))
+    return out

@@ -120,6 +120,11 @@ class SupportIndex:
         c = self.claim(question, answer)
         return None if c is None else self._messages((question, answer), c).earliest
 
+    def at_prefix(self, turn: int, question: str, answer: str) -> bool:
+        """The conversation's messages up to `turn` support the answer (matcher's terms)."""
+        first = self.earliest(question, answer)
+        return first is not None and first <= turn
+
     # -- texts ------------------------------------------------------------------------------
 
     def _lines(self, text: str, speaker: str) -> _Lines:
