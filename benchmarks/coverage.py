@@ -57,10 +57,10 @@ def main() -> None:
     print("|---|---:|---:|---:|" + "---:|" * len(configs))
     for cat in [*cats, "all non-adversarial"]:
         keys = [c for c in cats if c != "adversarial"] if cat.startswith("all") else [cat]
-        n, a = sum(asks[c] for c in keys), sum(answerable[c] for c in keys)
-        cov = f"{a / n:.1%}" if n and cat != "adversarial" else "—"
-        rets = [f"{sum(retained[cf][c] for c in keys) / a:.3f}" if a else "—" for cf in configs]
-        print(f"| {cat} | {n} | {a} | {cov} | {' | '.join(rets)} |")
+        total, counted = sum(asks[c] for c in keys), sum(answerable[c] for c in keys)
+        cov = f"{counted / total:.1%}" if total and cat != "adversarial" else "—"
+        rets = [f"{sum(retained[cf][c] for c in keys) / counted:.3f}" if counted else "—" for cf in configs]
+        print(f"| {cat} | {total} | {counted} | {cov} | {' | '.join(rets)} |")
 
 
 if __name__ == "__main__":

@@ -91,6 +91,15 @@ def show(k: int, v: Verdict) -> None:
         m = v.trace.messages[i]
         where = "IN CONTEXT" if i in in_ctx else "not in context"
         print(f"  evidence {e} ({where}, said {m.created_at}): {m.name}: {m.content[:220]}")
+    at = str(v.row["support_at"])
+    if v.by_matcher and at.startswith("m:"):
+        m = v.trace.messages[int(at[2:])]
+        print(f"  supported at message {at[2:]} (said {m.created_at}): {m.name}: {m.content[:260]}")
+    elif v.by_matcher and at.startswith("t:"):
+        lines = [u for u in summary_units(v.trace.texts[at[2:]].content)
+                 if set(content(u.text)) & set(content(v.probe.answer))]
+        for u in lines[:3]:
+            print(f"  supported in text: {u.speaker}: {u.text[:240]}")
     shown = 0
     for item in ctx:
         if item.verbatim:

@@ -119,7 +119,7 @@ def _speakers(conv: Conversation) -> tuple[str, str]:
 def measure(convs: list[Conversation]) -> dict[str, dict[str, float]]:
     """Per trace kind: summary-only credit and retention over answerable asks (+ truncate's)."""
     plan = ScoringPlan(scorers=("answer_retention",), timing=parse_timing("sampled:1+end"))
-    tot: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    tot: dict[str, dict[str, float]] = collections.defaultdict(lambda: collections.defaultdict(float))
     for conv in convs:
         def unit(preset: str, conv: Conversation = conv) -> RunUnit:
             return RunUnit(unit_id="u", dataset="d", conversation_id=conv.id, dataset_hash="h", config=preset,
