@@ -21,9 +21,23 @@ more, the way a reader would check it:
    word (or the unit must be code-like: paths, assignments, tool output). A bag of keywords
    links nothing.
 
+4. **It is about the person asked about, and not negated** (v4). When the question names a
+   speaker (or "the user" / "the assistant"), the unit must be spoken by that person or name
+   them (`attributed`); a negation cue before the answer or its anchor within their sentence
+   kills the support (`NEGATION`, `clauses(scope=True)`); and the clauses from the anchor to
+   the answer must hold a `LINK` word (a list of entities glued by commas or "and" states
+   nothing).
+
 Answers with no content words left ("Yes", "Likely no") cannot be checked by text and are
-*not checkable*: they are excluded from retention, never scored as kept or lost. Method,
-agreement with hand judgements and blind spots: docs/scoring.md.
+*not checkable*: the matcher never supports them (answer_retention counts them through their
+evidence, `rollsum_evals.scoring.answerability`). Method, agreement with hand judgements and
+blind spots: docs/scoring.md.
+
+Over ~400 lines because the rules above are one judgement: normalisation (dates, numbers),
+the claim, the units, and the per-occurrence checks (anchor, statement, attribution, negation)
+share the prepared word arrays of a unit; split apart, each part would re-derive them and the
+unit-by-unit form (`unit_strengths`, `holds`) that the scorer's index relies on would no longer
+sit next to the rule it must equal.
 """
 
 from __future__ import annotations
