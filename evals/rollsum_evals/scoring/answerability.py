@@ -70,7 +70,7 @@ def judge(probe: Probe, evidence: Sequence[int], turn: int, *, checkable: bool,
 
 
 _DATE_WORDS = re.compile(
-    r"\b(\d{4}|january|february|march|april|may|june|july|august|september|october|november|december"
+    r"\b((?:19|20)\d\d|january|february|march|april|may|june|july|august|september|october|november|december"
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|yesterday|today|tomorrow"
     r"|(?:days?|weeks?|months?|years?) (?:ago|before|after|later|earlier))\b", re.IGNORECASE)
 

@@ -9,7 +9,7 @@ from rollsum_evals import scoring
 from rollsum_evals.cli.data_cmd import unfindable_answers
 from rollsum_evals.data.types import Conversation, Probe
 from rollsum_evals.replay import replay
-from rollsum_evals.scoring.answerability import Answerability, describe, judge
+from rollsum_evals.scoring.answerability import Answerability, describe, is_date_answer, judge
 from rollsum_evals.scoring.asks import parse_timing
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.units import Unit
@@ -77,3 +77,11 @@ def test_the_rule() -> None:
     adv = Probe("p", "q?", "a", evidence=("m1",), category="adversarial")
     assert judge(adv, (1,), 5, checkable=True, earliest=never).excluded == "adversarial"
     assert describe(Answerability(True, "evidence", "")).startswith("counted")
+
+
+def test_what_counts_as_a_time() -> None:
+    for answer in ("7 May 2023", "2022", "The week before 9 June 2023", "10 years ago", "last Saturday"):
+        assert is_date_answer(Probe("p", "q?", answer)), answer
+    for answer in ("4417", "2939", "clarinet", "4 years"):  # a code is not a year
+        assert not is_date_answer(Probe("p", "q?", answer)), answer
+    assert is_date_answer(Probe("p", "q?", "4417", category="date"))
