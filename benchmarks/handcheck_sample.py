@@ -1,70 +1,143 @@
-"""Print a random sample of answer_retention verdicts with their evidence, for reading by hand.
+"""Print a stratified sample of answer_retention verdicts with their evidence, for reading by hand.
 
-    python benchmarks/handcheck_sample.py RUN_DIR [--seed 7] [--n 20]
+    python benchmarks/handcheck_sample.py [DATA] [--format locomo] [--seed 18] [--per 10]
 
-Draws N retained and N lost verdicts among a run's answerable asks. A retained verdict shows
-the unit that supports each answer item; a lost one shows every context unit that shares a word
-with the answer (or says that none does), so a reader can judge whether the context alone would
-let someone give the gold answer. docs/scoring.md ("Hand-checked agreement") reports two samples.
+Replays the summarizing presets and truncate offline (extractive summaries, 8,000-token window)
+on DATA (default: LoCoMo dev) and draws, per probe category, `per`
+retained and `per` lost verdicts among the answerable asks (half of the retained ones, where
+there are enough, retained *without* every evidence message verbatim: the matcher's verdicts on
+summaries and clipped text). Each verdict shows the question, the gold answer, the basis of the
+verdict, the evidence messages (in the context verbatim or not, with the day shown) and the
+summary lines that share a word with the answer, so a reader can judge whether the context alone
+would let someone give the gold answer. docs/scoring.md ("Hand-checked agreement") reports it.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
-import rollsum_evals
-from rollsum_evals.replay.trace import ContextItem
-from rollsum_evals.scoring.support import Claim, Unit, claim, content, document_frequency, item_support, summary_units
+from rollsum_evals import scoring
+from rollsum_evals.data import load
+from rollsum_evals.data.types import Conversation, Probe
+from rollsum_evals.replay import replay
+from rollsum_evals.replay.trace import Trace
+from rollsum_evals.scoring.asks import parse_timing
+from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.scoring.support import content, summary_units
+from rollsum_evals.units import Unit
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCOMO_DEV = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo-dev.json"
+CONFIGS = ("since-last", "token-ratio", "evict-window", "budget-rule-based", "truncate")
+CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain")
 
 
-def _units(items: list[ContextItem]) -> list[Unit]:
-    out: list[Unit] = []
-    for it in items:
-        out.extend(summary_units(it.text) if it.message_index is None else [Unit(it.text, it.name or it.role)])
-    return out
+@dataclass(frozen=True)
+class Verdict:
+    config: str
+    conversation: str
+    trace: Trace
+    probe: Probe
+    turn: int
+    row: dict[str, object]
+
+    @property
+    def retained(self) -> bool:
+        return bool(self.row["retained"])
+
+    @property
+    def evidence_in_context(self) -> bool:
+        ids = {m.id: i for i, m in enumerate(self.trace.messages)}
+        shown = {i.message_index for i in self.trace.context_at(self.turn) if i.verbatim}
+        return all(ids.get(e) in shown for e in self.probe.evidence)
+
+    @property
+    def by_matcher(self) -> bool:
+        """Retained without every evidence message verbatim: the matcher judged a summary or clip."""
+        return self.retained and not self.evidence_in_context
 
 
-def show(run: Any, row: Any) -> None:
-    trace = run.load_trace(row.unit_id)
-    units = _units(trace.context_at(int(row.asked_turn)))
-    verdict = "RETAINED" if row.retained else "LOST"
-    print(f"\n{row.config} {row.conversation_id} turn {row.asked_turn} (age {row.age_turns}) | {row.category}\n"
-          f"  Q: {row.question}\n  A: {row.answer}\n  verdict: {verdict}")
-    names = sorted({m.name for m in trace.messages if m.name})
-    c: Claim | None = claim(row.question, row.answer, names, document_frequency(m.content for m in trace.messages))
-    if row.retained and c is not None:
-        for item in c.items:
-            hit = item_support(item, c, units)
-            if hit is not None:
-                u = units[hit[0]]
-                print(f"  {' '.join(item)!r} <- {u.speaker}: {u.text[:300]}")
-        return
-    words = set(content(row.answer))
-    shared = [u for u in units if words & set(content(u.text))]
-    for u in shared[:6]:
-        print(f"  shares a word: {u.speaker}: {u.text[:250]}")
-    if not shared:
-        print("  (no context unit shares a word with the answer)")
+def verdicts(convs: list[Conversation], window: int) -> Iterator[Verdict]:
+    plan = ScoringPlan(scorers=("answer_retention",), timing=parse_timing("sampled:1+end"))
+    for config in CONFIGS:
+        for conv in convs:
+            unit = Unit(unit_id="u", dataset="d", conversation_id=conv.id, dataset_hash="h", config=config,
+                        preset=config, params_json="{}", prompt="", model="extractive", seed=0,
+                        context_window=window)
+            trace = replay(unit, conv)
+            asks, scores = scoring.score(plan, unit, conv, trace)
+            for a in asks:
+                row = scores.probes[a.key]
+                if row["answerable"]:
+                    yield Verdict(config, conv.id, trace, a.probe, a.asked_turn, row)
+
+
+def show(k: int, v: Verdict) -> None:
+    ctx = v.trace.context_at(v.turn)
+    in_ctx = {i.message_index for i in ctx if i.verbatim}
+    ids = {m.id: i for i, m in enumerate(v.trace.messages)}
+    basis = ("evidence verbatim" if v.retained and not v.by_matcher else
+             f"matcher ({'summary' if v.row['in_summary'] else 'messages/clips'})" if v.retained else "lost")
+    print(f"\n#{k} {v.config} {v.conversation} turn {v.turn} | {v.probe.category} | {basis} "
+          f"| by {v.row['answerable_by']}\n  Q: {v.probe.question}\n  A: {v.probe.answer}")
+    for e in v.probe.evidence:
+        i = ids.get(e)
+        if i is None:
+            continue
+        m = v.trace.messages[i]
+        where = "IN CONTEXT" if i in in_ctx else "not in context"
+        print(f"  evidence {e} ({where}, said {m.created_at}): {m.name}: {m.content[:220]}")
+    at = str(v.row["support_at"])
+    if v.by_matcher and at.startswith("m:"):
+        m = v.trace.messages[int(at[2:])]
+        print(f"  supported at message {at[2:]} (said {m.created_at}): {m.name}: {m.content[:260]}")
+    elif v.by_matcher and at.startswith("t:"):
+        lines = [u for u in summary_units(v.trace.texts[at[2:]].content)
+                 if set(content(u.text)) & set(content(v.probe.answer))]
+        for u in lines[:3]:
+            print(f"  supported in text: {u.speaker}: {u.text[:240]}")
+    shown = 0
+    for item in ctx:
+        if item.verbatim:
+            continue
+        for u in summary_units(item.text):
+            overlap = set(content(u.text)) & set(content(v.probe.answer))
+            if overlap and shown < 5:
+                print(f"  summary/clip: {u.speaker}: {u.text[:220]}")
+                shown += 1
+    if not shown:
+        print("  (no summary line shares a word with the answer)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("run", help="a finished run directory")
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--n", type=int, default=20, help="verdicts of each kind (default 20)")
+    ap.add_argument("data", nargs="?", default=str(LOCOMO_DEV))
+    ap.add_argument("--format", default="locomo")
+    ap.add_argument("--window", type=int, default=8000)
+    ap.add_argument("--seed", type=int, default=18)
+    ap.add_argument("--per", type=int, default=10, help="verdicts of each kind per category (default 10)")
     args = ap.parse_args()
-    run = rollsum_evals.load_run(args.run)
-    probes = run.probes
-    answerable = probes[probes["answerable"].astype(bool)]
-    retained = answerable[answerable["retained"].astype(bool)]
-    lost = answerable[~answerable["retained"].astype(bool)]
+    convs = load(args.data, format=args.format or None)
+    pool = list(verdicts(convs, args.window))
     rng = random.Random(args.seed)
-    print(f"{len(answerable)} answerable asks: {len(retained)} retained, {len(lost)} lost")
-    for frame in (retained, lost):
-        for i in rng.sample(range(len(frame)), min(args.n, len(frame))):
-            show(run, frame.iloc[i])
+    k = 0
+    for cat in CATEGORIES:
+        of = [v for v in pool if v.probe.category == cat]
+        matcher = [v for v in of if v.by_matcher]
+        verbatim = [v for v in of if v.retained and not v.by_matcher]
+        lost = [v for v in of if not v.retained]
+        take_m = min(len(matcher), args.per // 2)
+        picks = (rng.sample(matcher, take_m) + rng.sample(verbatim, min(len(verbatim), args.per - take_m))
+                 + rng.sample(lost, min(len(lost), args.per)))
+        print(f"\n===== {cat}: {len(of)} answerable asks ({len(matcher)} retained by the matcher, "
+              f"{len(verbatim)} by verbatim evidence, {len(lost)} lost); showing {len(picks)}")
+        for v in picks:
+            k += 1
+            show(k, v)
 
 
 if __name__ == "__main__":

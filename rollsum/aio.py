@@ -101,8 +101,8 @@ class AsyncRollingSummarizer:
     def close(self) -> None:
         self.core.close()
 
-    def context(self, system: str | None = None) -> list[Message]:
-        return self.core.context(system)
+    def context(self, system: str | None = None, *, timestamps: str = "none") -> list[Message]:
+        return self.core.context(system, timestamps=timestamps)
 
     def context_tokens(self, system: str | None = None) -> int:
         return self.core.context_tokens(system)

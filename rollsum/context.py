@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from rollsum.types import Message, Role, SummaryRecord
@@ -187,3 +188,64 @@ def append_summary(previous: str, new: str, budget_tokens: int,
                          "of the previous summary")
         keep = int(keep * 0.9) - 1
     return new, f"depth cap: dropped the previous summary ({len(previous)} chars) to fit {budget_tokens} tokens"
+
+
+# -- timestamps ---------------------------------------------------------------------------------
+
+Timestamps = Literal["message", "session", "none"]
+TIMESTAMPS: tuple[str, ...] = ("message", "session", "none")
+"""How a context shows when its messages were written (`Message.created_at`), as a chat
+application would: ``message`` stamps every message; ``session`` stamps the first message of
+the context and every message after a gap (another day, or more than `SESSION_GAP_S` since the
+previous message), so every message's day is visible from the stamp above it; ``none`` shows
+nothing (the library's default: the context is exactly the stored messages)."""
+SESSION_GAP_S = 3600
+"""A pause longer than this starts a new sitting: a chat app shows a time header there."""
+
+
+def _parse_time(ts: str | None) -> datetime | None:
+    if not ts:
+        return None
+    try:
+        # the wall-clock time as written (the speaker's day, as `rollsum.summarizers.dates`)
+        return datetime.fromisoformat(ts.strip().replace("Z", "+00:00")).replace(tzinfo=None)
+    except ValueError:
+        return None
+
+
+def format_stamp(when: datetime) -> str:
+    """``[8 May 2023, 13:56]``: the written (wall-clock) date and time of the timestamp, in the
+    date form the summarizers write (`rollsum.summarizers.dates.format_date`), so a reader and
+    a matcher see the same calendar words in stamps and summaries."""
+    from rollsum.summarizers.dates import format_date
+
+    return f"[{format_date(when.date())}, {when.hour:02d}:{when.minute:02d}]"
+
+
+def shown_times(messages: Sequence[Message], mode: str) -> list[str | None]:
+    """The stamp shown before each message of a context under `mode` (None: no stamp). Items
+    without a parseable `created_at` (summaries, engine text) never get one and do not break a
+    sitting. A ValueError names an unknown mode."""
+    if mode not in TIMESTAMPS:
+        raise ValueError(f"timestamps {mode!r}: expected one of {', '.join(TIMESTAMPS)}")
+    out: list[str | None] = []
+    prev: datetime | None = None
+    for m in messages:
+        when = None if mode == "none" else _parse_time(m.created_at)
+        if when is None:
+            out.append(None)
+            continue
+        new_sitting = (prev is None or when.date() != prev.date()
+                       or abs((when - prev).total_seconds()) > SESSION_GAP_S)
+        out.append(format_stamp(when) if mode == "message" or new_sitting else None)
+        prev = when
+    return out
+
+
+def with_timestamps(messages: Sequence[Message], mode: str) -> list[Message]:
+    """`messages` with their stamps (`shown_times`) written before the content. The stored
+    messages are never altered: a stamped copy is what the main model is sent."""
+    import dataclasses
+
+    return [m if s is None else dataclasses.replace(m, content=f"{s} {m.content}")
+            for m, s in zip(messages, shown_times(messages, mode))]

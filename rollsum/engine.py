@@ -413,8 +413,15 @@ class RollingSummarizer:
         self._emit(events)
         return events[0]
 
-    def context(self, system: str | None = None) -> list[Message]:
-        """The messages to send to the main model, in this preset's format."""
+    def context(self, system: str | None = None, *, timestamps: str = "none") -> list[Message]:
+        """The messages to send to the main model, in this preset's format. `timestamps`
+        (``message`` / ``session`` / ``none``, `rollsum.context.shown_times`) writes when each
+        message was said before it, as a chat application shows it; the stored messages are
+        never altered."""
+        if timestamps != "none":
+            from rollsum.context import with_timestamps
+
+            return with_timestamps(self.context(system=system), timestamps)
         pinned: Sequence[Message] = self._pinned
         active: Sequence[Message] = self._active
         if self._clips or self._omitted:
@@ -424,7 +431,8 @@ class RollingSummarizer:
         return self.format.assemble(system=system, pinned=pinned, active=active, summary=summary,
                                     head=self._head())
 
-    def to_anthropic(self, system: str | None = None) -> tuple[str, list[dict[str, str]]]:
+    def to_anthropic(self, system: str | None = None, *, timestamps: str = "none"
+                     ) -> tuple[str, list[dict[str, str]]]:
         """The context as the Anthropic Messages API takes it: ``(system, messages)``::
 
             system, messages = rs.to_anthropic(system="You are a helpful assistant.")
@@ -439,11 +447,12 @@ class RollingSummarizer:
         ``[tool result: NAME]``, an empty text becomes ``(empty message)``, and when the kept
         history starts with the assistant (often, after a summary) the short user turn
         ``(The conversation so far follows.)`` goes first. An assistant-role summary (seeds
-        000 and 004) stays an assistant turn, in place.
+        000 and 004) stays an assistant turn, in place. ``timestamps="session"`` shows when
+        messages were said (see `context`).
         """
         from rollsum.models.anthropic_model import messages_api
 
-        return messages_api(None, self.context(system=system))
+        return messages_api(None, self.context(system=system, timestamps=timestamps))
 
     def context_tokens(self, system: str | None = None) -> int:
         extra = self.counter.count(system) + getattr(self.counter, "overhead", 0) if system else 0

@@ -500,6 +500,13 @@ def _check_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int, prese
                 if not isinstance(x, str) or x not in policies.POLICIES:
                     raise fail(key, where, f"a policy name, one of {', '.join(policies.POLICIES)}", x)
     for where, key, xs in values:
+        if key == "timestamps":  # how the context shows times: the replay's, not the engine's
+            from rollsum.context import TIMESTAMPS
+
+            for x in xs:
+                if x not in TIMESTAMPS:
+                    raise fail(key, where, f"one of {', '.join(TIMESTAMPS)}", x)
+            continue
         if key in WIRING:
             raise fail(key, where, f"a setting of the configuration, not '{key}' (it connects the engine to its "
                        "surroundings: the harness sets it for every replay)")

@@ -179,22 +179,22 @@ def question_issues(chat: str, questions: str, fmt: str | None, limits: Any, *, 
 
 
 def unfindable_answers(convs: Any, file: str) -> list[Any]:
-    """A warning per probe whose answer appears nowhere in its conversation: answer_retention
-    looks for the answer in the context, so even full context would count it lost."""
+    """A warning per probe answer_retention will not count, or will count but cannot find even
+    in full context, saying exactly what it will do: the scorer's own rule
+    (`rollsum_evals.scoring.answerability.at_end`), so validator and run cannot disagree."""
     from rollsum_evals.data.validate import Issue
-    from rollsum_evals.scoring.text import contains, normalize_text
+    from rollsum_evals.replay.trace import DEFAULT_TIMESTAMPS, with_ids
+    from rollsum_evals.scoring.answerability import at_end, describe
 
     out = []
     for conv in convs:
         if not conv.probes:
             continue
-        text = normalize_text("\n".join(m.content for m in conv.messages))
-        for p in conv.probes:
-            if p.category != "adversarial" and not contains(text, p.answer):
-                out.append(Issue(file, None, conv.id,
-                                 f"probe {p.id}", f"answer {p.answer!r} appears nowhere in the chat: "
-                                 "answer_retention will count it lost even with full context "
-                                 "(use the chat's own words)", "warning"))
+        for p, verdict, caveat in at_end(with_ids(conv.messages), conv.probes, DEFAULT_TIMESTAMPS):
+            if verdict.excluded in ("", "adversarial") and not caveat:
+                continue
+            what = f"answer_retention: counted, but {caveat}" if caveat else f"answer_retention: {describe(verdict)}"
+            out.append(Issue(file, None, conv.id, f"probe {p.id}", what, "warning"))
     return out
 
 

@@ -185,7 +185,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     for issue in missing[:3]:
         print(f"warning: {issue}")
     if len(missing) > 3:
-        print(f"warning: ... {len(missing)} answers in all appear nowhere in the chat")
+        print(f"warning: ... {len(missing)} questions in all that answer_retention will not count or cannot hold")
     name = Path(args.chat).name.removesuffix(Path(args.chat).suffix)
     spec_dir = spec_path.resolve().parent
     text = render_spec(name, args.chat, args.questions, args.format, shape, args.model, spec_dir, spec_path.name)

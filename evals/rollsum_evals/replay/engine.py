@@ -56,6 +56,7 @@ def default_engine(unit: Unit, model: Model | None,
         return memory_engine(unit, model, on_event)
 
     overrides: dict[str, Any] = dict(unit.params)
+    overrides.pop("timestamps", None)  # how the context shows times: the replay's (`replay.timestamps_of`)
     overrides.setdefault("context_window", unit.context_window)
     if unit.prompt:
         overrides.setdefault("prompt", unit.prompt)

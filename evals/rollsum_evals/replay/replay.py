@@ -11,11 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from rollsum.context import TIMESTAMPS
 from rollsum.models.base import Model
 from rollsum.types import Message, SummaryEvent
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.replay.engine import BudgetStopped, Engine, EngineFactory, MeteredModel, default_engine
-from rollsum_evals.replay.trace import ContextEncoder, Trace, TurnRecord, with_ids
+from rollsum_evals.replay.trace import DEFAULT_TIMESTAMPS, ContextEncoder, Trace, TurnRecord, with_ids
 from rollsum_evals.units import Unit
 
 
@@ -30,7 +31,8 @@ def replay(unit: Unit, conversation: Conversation, *, engine_factory: EngineFact
     """
     start = clock()
     messages = with_ids(conversation.messages)
-    trace = Trace(unit_id=unit.unit_id, messages=messages, context_window=unit.context_window)
+    trace = Trace(unit_id=unit.unit_id, messages=messages, context_window=unit.context_window,
+                  timestamps=timestamps_of(unit))
     metered = MeteredModel(model) if model is not None else None
     current_turn = [0]
     made: dict[str, int] = {}
@@ -73,6 +75,17 @@ def replay(unit: Unit, conversation: Conversation, *, engine_factory: EngineFact
     return trace
 
 
+def timestamps_of(unit: Unit) -> str:
+    """The Unit's ``timestamps`` param (how the context shows when messages were said), else the
+    harness default; an unknown mode is a ConfigError naming it."""
+    from rollsum.errors import ConfigError
+
+    mode = str(unit.params.get("timestamps", DEFAULT_TIMESTAMPS))
+    if mode not in TIMESTAMPS:
+        raise ConfigError(f"config {unit.config}: timestamps = {mode!r}: expected one of {', '.join(TIMESTAMPS)}")
+    return mode
+
+
 def _feed(engine: Engine, messages: Sequence[Message], trace: Trace, current_turn: list[int],
           metered: MeteredModel | None) -> None:
     """Every message, and the context after each (the trace's turns and texts)."""
@@ -84,9 +97,11 @@ def _feed(engine: Engine, messages: Sequence[Message], trace: Trace, current_tur
             raise BudgetStopped(f"stopped at message {i}: a model call would pass --max-cost-usd")
         summary = getattr(engine, "summary", None)
         pending = getattr(engine, "pending", None)
+        context = engine.context()
         trace.turns.append(TurnRecord(
-            turn=i, role=msg.role, context_tokens=engine.context_tokens(),
+            turn=i, role=msg.role,
+            context_tokens=engine.context_tokens(),  # the stored messages: stamps are not counted
             summary_tokens=summary.tokens if summary is not None else 0,
             active_messages=len(engine.messages), pending_messages=len(pending) if pending is not None else 0,
-            composition=encoder.encode(engine.context(), i)))
+            composition=encoder.encode(context, i)))
     trace.texts = encoder.texts

@@ -19,13 +19,21 @@ items ``A`` / ``A-B`` (message index / inclusive range), ``#K`` (the unit's K-th
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rollsum.context import TIMESTAMPS, shown_times
 from rollsum.types import Message, SummaryRecord, Usage
+
+DEFAULT_TIMESTAMPS = "session"
+"""The harness's default: a chat application shows when a sitting started (docs/scoring.md,
+"Time in the context"); a config sets ``timestamps`` in its params. A trace written before
+the mode was recorded is read with this default (its stamps are rebuilt from the messages)."""
+assert DEFAULT_TIMESTAMPS in TIMESTAMPS
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +80,9 @@ class ContextItem:
     """The conversation message this item is (or, for a clipped one, was made from)."""
     text_id: str | None
     """Set when the item is a stored text rather than the message itself."""
+    shown_time: str | None = None
+    """The stamp shown before this item (`rollsum.context.shown_times` under the trace's
+    ``timestamps``), e.g. ``[8 May 2023, 13:56]``; None when none was shown."""
 
     @property
     def verbatim(self) -> bool:
@@ -123,6 +134,10 @@ class Trace:
     wall_s: float = 0.0
     status: str = "ok"
     error: str = ""
+    timestamps: str = DEFAULT_TIMESTAMPS
+    """How the context showed when messages were said (`rollsum.context.TIMESTAMPS`): the stamps
+    are a pure function of the composition, the messages' ``created_at`` and this mode, so the
+    trace records the mode and `context_at` rebuilds them."""
 
     @property
     def failures(self) -> int:
@@ -132,6 +147,19 @@ class Trace:
         """The context the main model would have been sent after message `turn` was added."""
         if not 0 <= turn < len(self.turns):
             return []
+        items = self._items_at(turn)
+        if self.timestamps == "none":
+            return items
+        stamps = shown_times([Message(role="user", content="", created_at=self._created(i)) for i in items],
+                             self.timestamps)
+        return [i if s is None else dataclasses.replace(i, shown_time=s) for i, s in zip(items, stamps)]
+
+    def _created(self, item: ContextItem) -> str | None:
+        """A verbatim or clipped message's ``created_at`` (a clipped copy was said when its
+        source was); None for summaries and engine text."""
+        return self.messages[item.message_index].created_at if item.message_index is not None else None
+
+    def _items_at(self, turn: int) -> list[ContextItem]:
         out: list[ContextItem] = []
         for seg in self.turns[turn].composition:
             if isinstance(seg, TextRef):
@@ -162,7 +190,7 @@ class Trace:
             "usage": self.usage.to_dict(), "paid_usage": self.paid_usage.to_dict(),
             "model_calls": self.model_calls, "cached_calls": self.cached_calls,
             "cassette_misses": self.cassette_misses, "latency_s": self.latency_s, "engine_config": self.engine_config,
-            "text_ids": list(ids),
+            "text_ids": list(ids), "timestamps": self.timestamps,
             "turns": {
                 "context_tokens": [t.context_tokens for t in self.turns],
                 "summary_tokens": [t.summary_tokens for t in self.turns],
@@ -213,7 +241,8 @@ class Trace:
             paid_usage=Usage.from_dict(record.get("paid_usage")),
             engine_config=dict(record.get("engine_config") or {}),
             wall_s=float(record.get("wall_s") or 0.0), status=str(record.get("status") or "ok"),
-            error=str(record.get("error") or ""))
+            error=str(record.get("error") or ""),
+            timestamps=str(record.get("timestamps") or DEFAULT_TIMESTAMPS))
 
 
 _IDENTITY = frozenset({"unit_id", "conversation_id", "config"})

@@ -7,11 +7,14 @@ somewhere. Context units: each conversation message in the context is one unit (
 the message's name, else its role); every other item (a summary, a clipped message, any text an
 engine wrote) is split into lines (`support.summary_units`).
 
-Only *answerable* asks count: not adversarial (no answer in the conversation by design), checkable
-(the answer has content a text can state: "Yes" or "Likely no" has none), and supported by the
-conversation up to the asking turn, which is exactly what the `full-context` preset sends. So
-full context scores 1.0 by construction, and every other configuration is measured against what
-was there to keep. The rest are kept as rows with the reason in ``excluded``.
+Only *answerable* asks count (`rollsum_evals.scoring.answerability`, v4): not adversarial and
+the probe's evidence said by the asking turn — the data, not the matcher, says what there was to
+keep (a probe without evidence falls back to the matcher: ``answerable_by``). An answerable ask
+is *retained* when every evidence message is verbatim in the context (for an answer that is a
+time, with its day shown: the trace's ``timestamps``) or the context supports the answer
+through what is not verbatim (the matcher). So full context with times shown scores 1.0 by
+construction; what the matcher misses in a summary counts as lost (the hand check measures how
+often). The rest are kept as rows with the reason in ``excluded``.
 
 The old check (the normalized answer occurs in the normalized context) is kept as
 ``retained_containment`` and the unit's ``retention_containment``, over the same answerable asks.
@@ -23,21 +26,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rollsum_evals.replay.trace import TextRef, Trace
+from rollsum_evals.scoring.answerability import EXCLUDED, UNANSWERABLE, evidence_positions, is_date_answer, judge
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
 from rollsum_evals.scoring.evidence import SupportIndex
 from rollsum_evals.scoring.text import contains
 from rollsum_evals.scoring.views import ContextViews, Shared
 
-UNANSWERABLE = frozenset({"adversarial"})
-"""Categories whose gold answer is not in the conversation by design: never answerable."""
-
-EXCLUDED = ("adversarial", "uncheckable", "unsupported")
-"""Why an ask is not answerable (the ``excluded`` column; "" when it is)."""
+__all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention"]
 
 
 class AnswerRetention:
     name = "answer_retention"
-    version = "3"
+    version = "4"
     needs = frozenset({"contexts"})
     unit_columns = (
         Column("retention", "float", math.nan, "mean `retained` over answerable asks"),
@@ -51,35 +52,41 @@ class AnswerRetention:
         Column("n_excluded_adversarial", "int", 0, "asks excluded: adversarial probe"),
         Column("n_excluded_uncheckable", "int", 0, "asks excluded: nothing a text can state (yes/no)"),
         Column("n_excluded_unsupported", "int", 0, "asks excluded: the conversation so far does not support it"),
+        Column("n_excluded_unsaid", "int", 0, "asks excluded: the evidence comes after the asking turn"),
+        Column("n_answerable_by_matcher", "int", 0, "answerable asks of probes without evidence (matcher's rule)"),
     )
     probe_columns = (
         Column("checkable", "bool", False, "the answer has content a text can state"),
-        Column("answerable", "bool", False, "not adversarial, checkable, supported by the conversation so far"),
+        Column("answerable", "bool", False, "not adversarial, evidence said by the asking turn (no evidence: "
+               "checkable and supported by the conversation so far)"),
+        Column("answerable_by", "str", "", "evidence / matcher (probe without evidence); \"\" when not answerable"),
         Column("retained", "bool", False, "the context supports the answer (False when not answerable)"),
         Column("retained_containment", "bool", False, "the answer's words occur in the context (v2 check)"),
         Column("in_summary", "bool", False, "the context items that are not conversation messages support it"),
         Column("in_verbatim", "bool", False, "the conversation messages in the context support it"),
         Column("support_at", "str", "", "m:<message index> or t:<text id> of the first supporting item"),
         Column("stale", "bool", False, "the context supports a superseded value and not the current one"),
-        Column("excluded", "str", "", "why not answerable: adversarial, uncheckable, unsupported"),
+        Column("excluded", "str", "", "why not answerable: adversarial, unsaid, uncheckable, unsupported"),
         Column("baseline_retained", "boolean", None,
-               "the conversation up to the asking turn supports it (NA: adversarial or not checkable)"),
+               "full context holds it at the asking turn (= answerable; NA: adversarial)"),
     )
 
     def score(self, inp: ScoreInput) -> Scores:
         views: ContextViews = inp.views if inp.views is not None else ContextViews(inp.trace)
         shared: Shared = inp.shared if inp.shared is not None else Shared()
-        index = shared.support(inp.trace.messages)
+        index = shared.support(inp.trace.messages, inp.trace.timestamps)
+        positions = {m.id: i for i, m in enumerate(inp.trace.messages) if m.id is not None}
         out = Scores()
         counts = dict.fromkeys(EXCLUDED, 0)
-        answerable = retained_n = contained_n = stale_n = superseded_n = 0
+        answerable = retained_n = contained_n = stale_n = superseded_n = by_matcher = 0
         for ask in inp.asks:
-            cols = self._ask(index, views, inp, ask.probe, ask.asked_turn)
+            cols = self._ask(index, views, inp, ask.probe, ask.asked_turn, positions)
             out.probes[ask.key] = cols
             if cols["excluded"]:
                 counts[cols["excluded"]] += 1
                 continue
             answerable += 1
+            by_matcher += cols["answerable_by"] == "matcher"
             retained_n += cols["retained"]
             contained_n += cols["retained_containment"]
             if ask.probe.stale_answers:
@@ -93,34 +100,56 @@ class AnswerRetention:
             "stale_rate": stale_n / superseded_n if superseded_n else math.nan,
             "n_asks": len(inp.asks), "n_answerable": answerable,
             **{f"n_excluded_{k}": v for k, v in counts.items()},
+            "n_answerable_by_matcher": by_matcher,
         }
         return out
 
     @staticmethod
-    def _ask(index: SupportIndex, views: ContextViews, inp: ScoreInput, probe: Any, turn: int) -> dict[str, Any]:
-        cols: dict[str, Any] = {"checkable": False, "answerable": False, "retained": False,
+    def _ask(index: SupportIndex, views: ContextViews, inp: ScoreInput, probe: Any, turn: int,
+             positions: dict[str, int]) -> dict[str, Any]:
+        cols: dict[str, Any] = {"checkable": False, "answerable": False, "answerable_by": "", "retained": False,
                                 "retained_containment": False, "in_summary": False, "in_verbatim": False,
                                 "support_at": "", "stale": False, "excluded": "", "baseline_retained": None}
         checkable = index.claim(probe.question, probe.answer) is not None
         cols["checkable"] = checkable
-        if probe.category in UNANSWERABLE:
+        evidence = evidence_positions(probe, positions)
+        verdict = judge(probe, evidence, turn, checkable=checkable,
+                        earliest=lambda: index.earliest(probe.question, probe.answer))
+        if verdict.excluded == "adversarial":
             cols["excluded"] = "adversarial"
             return cols
         cols["retained_containment"] = contains(views.at(turn).context, probe.answer)
-        if not checkable:
-            cols["excluded"] = "uncheckable"
+        cols["baseline_retained"] = verdict.answerable
+        if not verdict.answerable:
+            cols["excluded"] = verdict.excluded
             return cols
-        earliest = index.earliest(probe.question, probe.answer)
-        supported = earliest is not None and earliest <= turn
-        cols["baseline_retained"] = supported
-        if not supported:
-            cols["excluded"] = "unsupported"
-            return cols
-        found = index.at(inp.trace, turn, probe.question, probe.answer)
-        assert found is not None  # checkable
-        stale = (not found.retained) and any(
+        cols.update(answerable=True, answerable_by=verdict.by)
+        found = index.at(inp.trace, turn, probe.question, probe.answer) if checkable else None
+        whole = bool(evidence) and _verbatim(inp.trace, turn, evidence) and (
+            not is_date_answer(probe) or _day_shown(inp.trace, evidence))
+        matched = found is not None and found.retained
+        stale = (not whole and not matched) and any(
             (s := index.at(inp.trace, turn, probe.question, a)) is not None and s.retained
             for a in probe.stale_answers)
-        cols.update(answerable=True, retained=found.retained, in_summary=found.in_summary,
-                    in_verbatim=found.in_verbatim, support_at=found.at, stale=stale)
+        at = found.at if found is not None and matched else (f"m:{evidence[0]}" if whole else "")
+        cols.update(retained=whole or matched, in_summary=matched and found is not None and found.in_summary,
+                    in_verbatim=whole or (matched and found is not None and found.in_verbatim),
+                    support_at=at, stale=stale)
         return cols
+
+
+def _verbatim(trace: Trace, turn: int, evidence: tuple[int, ...]) -> bool:
+    """Every evidence message is verbatim in the context at `turn` (a clipped copy is not)."""
+    if not 0 <= turn < len(trace.turns):
+        return False
+    ranges = [seg for seg in trace.turns[turn].composition if not isinstance(seg, TextRef)]
+    return all(any(lo <= e < hi for lo, hi in ranges) for e in evidence)
+
+
+def _day_shown(trace: Trace, evidence: tuple[int, ...]) -> bool:
+    """The context shows the day each evidence message was said (times shown and the message
+    carries a parseable ``created_at``: `rollsum.context.shown_times`)."""
+    from rollsum.summarizers.dates import parse_day
+
+    return trace.timestamps != "none" and all(parse_day(trace.messages[e].created_at) is not None
+                                              for e in evidence)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rollsum.summarizers.dates import anchor_dates, format_date, parse_day
 from rollsum.types import Message
 from rollsum_evals.replay.trace import Segment, TextRef, Trace
 from rollsum_evals.scoring import support as sp
@@ -67,11 +68,12 @@ def _best(a: Strengths, b: Strengths) -> Strengths:
 class SupportIndex:
     """Claims and what every message and text states about them, for one conversation."""
 
-    def __init__(self, messages: Sequence[Message]) -> None:
+    def __init__(self, messages: Sequence[Message], timestamps: str = "none") -> None:
         self.messages = tuple(messages)
+        self.timestamps = timestamps
         self.names = tuple(sorted({m.name for m in messages if m.name}))
         self.frequency = sp.document_frequency(m.content for m in messages)
-        self.units = [sp.Unit(m.content, m.name or m.role) for m in messages]
+        self.units = [sp.Unit(dated(m.content, m.created_at, timestamps), m.name or m.role) for m in messages]
         self._claims: dict[tuple[str, str], sp.Claim | None] = {}
         self._by_message: dict[tuple[str, str], _ByMessage] = {}
         self._by_text: dict[tuple[tuple[str, str], str, str], Strengths] = {}
@@ -117,6 +119,11 @@ class SupportIndex:
         not checkable)."""
         c = self.claim(question, answer)
         return None if c is None else self._messages((question, answer), c).earliest
+
+    def at_prefix(self, turn: int, question: str, answer: str) -> bool:
+        """The conversation's messages up to `turn` support the answer (matcher's terms)."""
+        first = self.earliest(question, answer)
+        return first is not None and first <= turn
 
     # -- texts ------------------------------------------------------------------------------
 
@@ -176,8 +183,24 @@ class SupportIndex:
 
     def _text_ref(self, key: tuple[str, str], c: sp.Claim, trace: Trace, ref: TextRef) -> Strengths:
         t = trace.texts[ref.text_id]
-        speaker = (t.name or t.role) if ref.source is not None else ""
-        return self._text(key, c, t.content, speaker)
+        if ref.source is None:
+            return self._text(key, c, t.content, "")
+        created = self.messages[ref.source].created_at if ref.source < len(self.messages) else None
+        return self._text(key, c, dated(t.content, created, self.timestamps), t.name or t.role)
+
+
+def dated(text: str, created_at: str | None, timestamps: str) -> str:
+    """A message's text as a reader of the context sees it: when the context shows times
+    (`timestamps` not "none": the message's day is visible, on it or on the stamp above it),
+    the day first (``[7 May 2023]``, the summarizers' form) and each relative date resolved
+    against it ("yesterday (6 May 2023)", `rollsum.summarizers.dates.anchor_dates`, the same
+    reading the summarizers write)."""
+    if timestamps == "none":
+        return text
+    day = parse_day(created_at)
+    if day is None:
+        return text
+    return f"[{format_date(day)}] {anchor_dates(text, day)[0]}"
 
 
 def _in_range(hits: tuple[dict[int, int], ...], seg: Segment) -> tuple[Strengths, str]:

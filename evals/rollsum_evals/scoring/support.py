@@ -21,9 +21,23 @@ more, the way a reader would check it:
    word (or the unit must be code-like: paths, assignments, tool output). A bag of keywords
    links nothing.
 
+4. **It is about the person asked about, and not negated** (v4). When the question names a
+   speaker (or "the user" / "the assistant"), the unit must be spoken by that person or name
+   them (`attributed`); a negation cue before the answer or its anchor within their sentence
+   kills the support (`NEGATION`, `clauses(scope=True)`); and the clauses from the anchor to
+   the answer must hold a `LINK` word (a list of entities glued by commas or "and" states
+   nothing).
+
 Answers with no content words left ("Yes", "Likely no") cannot be checked by text and are
-*not checkable*: they are excluded from retention, never scored as kept or lost. Method,
-agreement with hand judgements and blind spots: docs/scoring.md.
+*not checkable*: the matcher never supports them (answer_retention counts them through their
+evidence, `rollsum_evals.scoring.answerability`). Method, agreement with hand judgements and
+blind spots: docs/scoring.md.
+
+Over ~400 lines because the rules above are one judgement: normalisation (dates, numbers),
+the claim, the units, and the per-occurrence checks (anchor, statement, attribution, negation)
+share the prepared word arrays of a unit; split apart, each part would re-derive them and the
+unit-by-unit form (`unit_strengths`, `holds`) that the scorer's index relies on would no longer
+sit next to the rule it must equal.
 """
 
 from __future__ import annotations
@@ -57,7 +71,7 @@ _NUM_COMMA = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _WORD = re.compile(r"[a-z0-9]+")
 _CODE_LIKE = re.compile(r"[=/_(){}<>]|\w\.\w|\w:\d")
 _PROPER = re.compile(r"(?<=[a-z0-9,;:'\"] )([A-Z][a-z]*[A-Z0-9]?[A-Za-z0-9]*)")
-_SPEAKER_PREFIX = re.compile(r"^\s*([A-Z][\w'’ .-]{0,40}?):\s")
+_SPEAKER_PREFIX = re.compile(r"^\s*(\[[^\]\n]{1,40}\]\s*)?([A-Z][\w'’ .-]{0,40}?):\s")
 _LIST_SPLIT = re.compile(r"\s*(?:,|;|&|\band\b)\s*")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -89,8 +103,18 @@ way lot lots current currently
 """.split())
 """Light words: content words, but too common in questions to tie an answer to one fact."""
 
+LINK = STOP - frozenset("and or nor the a an of yes no not oh ok okay hey hi hmm yeah yep wow lol".split())
+"""Function words that make a clause a statement: a list of entities glued by commas, "and" or
+"of" (titles: "The Wheel of Time") has none of them."""
+
+NEGATION = frozenset("not never no nor neither cannot false untrue nobody nothing none".split())
+"""Cues that negate the clause after them (``n't`` is read from the split contraction)."""
+
 HEDGES = frozenset("likely unlikely probably maybe perhaps possibly yes no not".split())
 ROLE_NAMES = frozenset({"user", "assistant", "system", "tool"})
+PEOPLE_ROLES = frozenset({"user", "assistant"})
+"""Roles that are parties to a chat (a question about "the user's" code is about one of them;
+"alarm system" is not about the system role)."""
 
 
 def _canon_dates(s: str) -> str:
@@ -122,13 +146,48 @@ def stem(word: str) -> str:
     return out
 
 
+def _normalised(text: str) -> str:
+    s = _NUM_COMMA.sub("", text.lower()).replace("’", "'")
+    s = re.sub(r"'s\b", "", s)
+    return _canon_dates(s)
+
+
 @lru_cache(maxsize=131_072)
 def words(text: str) -> tuple[str, ...]:
     """Lower-cased words with dates canonical and small number words as digits."""
-    s = _NUM_COMMA.sub("", text.lower()).replace("’", "'")
-    s = re.sub(r"'s\b", "", s)
-    s = _canon_dates(s)
-    return tuple(_NUMBER_WORDS.get(w, w) for w in _WORD.findall(s))
+    return tuple(_NUMBER_WORDS.get(w, w) for w in _WORD.findall(_normalised(text)))
+
+
+_CLAUSE_BREAK = re.compile(r"[,;:.!?\n]")
+_SCOPE_BREAK = re.compile(r"[.!?](?=\s|$)|[;\n]")
+_SCOPE_WORDS = frozenset({"but", "however", "although", "though"})
+
+
+def clauses(text: str, *, scope: bool = False) -> tuple[int, ...]:
+    """For each word of `words(text)`, the index of the clause it is in: punctuation (``, ; : .
+    ! ?`` and line breaks) separates clauses; brackets and parentheses do not (a summary's
+    "yesterday (7 May 2023)" is one clause). With `scope`: the stretch a negation reaches
+    instead — a sentence (a ``.`` that ends one, ``!``, ``?``, ``;``, a line break), cut again
+    before "but", "however", "although", "though" ("I'm not sure, but I went" is not negated;
+    "It is not true that heads up: the window is on 26 August" is)."""
+    s = _normalised(text)
+    out: list[int] = []
+    k, prev = 0, 0
+    pattern = _SCOPE_BREAK if scope else _CLAUSE_BREAK
+    for m in _WORD.finditer(s):
+        if out and (pattern.search(s, prev, m.start()) or (scope and m[0] in _SCOPE_WORDS)):
+            k += 1
+        out.append(k)
+        prev = m.end()
+    return tuple(out)
+
+
+def _starts(ids: tuple[int, ...]) -> tuple[int, ...]:
+    """Per word: the first word of its segment (`ids` from `clauses`)."""
+    lo: list[int] = []
+    for i, k in enumerate(ids):
+        lo.append(i if i == 0 or ids[i - 1] != k else lo[-1])
+    return tuple(lo)
 
 
 def content(text: str, *, drop: frozenset[str] = frozenset()) -> tuple[str, ...]:
@@ -158,6 +217,13 @@ class Claim:
     """Keywords that are neither names nor light words."""
     rare: frozenset[str] = frozenset()
     """Answer words that few messages of the conversation use: unlikely to occur by chance."""
+    persons: frozenset[str] = frozenset()
+    """Stems of the people the question is about (conversation speakers' names, "user",
+    "assistant" written in the question): a unit supports it only when one of them speaks it or
+    is named in it."""
+    people: frozenset[str] = frozenset()
+    """Stems of everyone who can be named (speakers' names, role names): a unit with no speaker
+    that names only others is about them."""
 
     @property
     def is_list(self) -> bool:
@@ -193,7 +259,10 @@ def claim(question: str, answer: str, names: Iterable[str] = (),
     weak = {stem(w) for w in WEAK}
     q = [t for t in content(question) if t not in in_answer]
     rare = frozenset(t for t in in_answer if frequency is not None and 0 < frequency.get(t, 0) <= RARE_MESSAGES)
-    return Claim(tuple(items), frozenset(q), frozenset(t for t in q if t not in weak and t not in name_stems), rare)
+    people = {stem(w) for n in names for w in words(n)} | {stem(r) for r in PEOPLE_ROLES}
+    persons = frozenset(t for t in content(question) if t in people and t not in in_answer)
+    return Claim(tuple(items), frozenset(q), frozenset(t for t in q if t not in weak and t not in name_stems), rare,
+                 persons, frozenset(people))
 
 
 # -- context units ------------------------------------------------------------------------------
@@ -215,6 +284,16 @@ class _Prepared:
     code_like: bool
     proper: frozenset[str]
     """Stems written capitalised inside a sentence (names, places, products): rarely there by chance."""
+    clause_lo: tuple[int, ...] = ()
+    """Per word: the first word of its clause (`clauses`)."""
+    clause_hi: tuple[int, ...] = ()
+    """Per word: the last word of its clause."""
+    link: tuple[bool, ...] = ()
+    """Per word: a `LINK` word."""
+    negation: tuple[bool, ...] = ()
+    """Per word: a `NEGATION` cue (or the ``t`` of a split ``n't``)."""
+    scope_lo: tuple[int, ...] = ()
+    """Per word: the first word a negation before it could reach from (`clauses` with scope)."""
 
 
 @lru_cache(maxsize=65_536)
@@ -226,8 +305,15 @@ def _prepare(text: str) -> _Prepared:
         for a in _aliases(s):
             positions.setdefault(a, []).append(i)
     proper = frozenset(stem(w.lower()) for w in _PROPER.findall(text))
+    cl = clauses(text)
+    lo = _starts(cl)
+    hi = [0] * len(cl)
+    for i in range(len(cl) - 1, -1, -1):
+        hi[i] = i if i == len(cl) - 1 or cl[i + 1] != cl[i] else hi[i + 1]
+    neg = tuple(w in NEGATION or (w == "t" and i > 0 and ws[i - 1].endswith("n")) for i, w in enumerate(ws))
     return _Prepared(stems, tuple(w in STOP for w in ws), {k: tuple(v) for k, v in positions.items()},
-                     bool(_CODE_LIKE.search(text)), proper)
+                     bool(_CODE_LIKE.search(text)), proper, lo, tuple(hi),
+                     tuple(w in LINK for w in ws), neg, _starts(clauses(text, scope=True)))
 
 
 def summary_units(text: str) -> list[Unit]:
@@ -236,8 +322,8 @@ def summary_units(text: str) -> list[Unit]:
     for line in text.splitlines():
         if not line.strip():
             continue
-        m = _SPEAKER_PREFIX.match(line)
-        out.append(Unit(line[m.end():], m.group(1)) if m else Unit(line))
+        m = _SPEAKER_PREFIX.match(line)  # "Name: ..." or "[8 May 2023] Name: ..." (the dated form)
+        out.append(Unit((m.group(1) or "") + line[m.end():], m.group(2)) if m else Unit(line))
     return out
 
 
@@ -245,8 +331,26 @@ def _need(n: int) -> int:
     return n if n <= 3 else -(-2 * n // 3)
 
 
-def _stated(p: _Prepared, lo: int, hi: int) -> bool:
-    return p.code_like or any(p.function[max(0, lo):hi + 1])
+def _linked(p: _Prepared, a: int, b: int) -> tuple[bool, bool]:
+    """(stated, negated) for the answer at word `b` (its start) and an anchor at word `a` (or
+    the answer's own clause when `a` == `b`): *stated* when the clauses from the earlier to the
+    later hold a `LINK` word (a list of entities glued by commas or "and" holds none), or the
+    unit is code-like; *negated* when a `NEGATION` cue stands before the later of the two within
+    the negation's reach of the earlier (its sentence, up to a "but": `clauses` with scope):
+    "It is not true that I went yesterday"."""
+    lo, hi = p.clause_lo[min(a, b)], p.clause_hi[max(a, b)]
+    stated = p.code_like or any(p.link[lo:hi + 1])
+    return stated, any(p.negation[p.scope_lo[min(a, b)]:max(a, b)])
+
+
+def attributed(c: Claim, p: _Prepared, speaker: frozenset[str]) -> bool:
+    """A unit can state something about the people the question names only when one of them
+    speaks it or is named in it (a question naming nobody: any unit). A unit nobody speaks (a
+    summary line without ``Name:``) that names nobody cannot be attributed either way and
+    counts; one that names only others is about them."""
+    if not c.persons or c.persons & speaker or any(t in p.positions for t in c.persons):
+        return True
+    return not speaker and not any(t in p.positions for t in c.people)
 
 
 def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[str]) -> int:
@@ -254,6 +358,8 @@ def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[s
     (enough for one item of a list); 2: stated and anchored by a strong keyword."""
     present = [t for t in item if t in p.positions]
     need = _need(len(item))
+    if not attributed(c, p, speaker):
+        return 0
     if len(present) < need:
         return 0
     best = 0
@@ -273,10 +379,18 @@ def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[s
         if len(seen) < need:
             continue
         lo, hi = max(0, start - WINDOW), min(n - 1, end + WINDOW)
-        anchors_at = [k for k in range(lo, hi + 1) if p.stems[k] in c.keywords]
-        near = {p.stems[k] for k in anchors_at} | (speaker & c.keywords)
+        near: set[str] = set()
+        for k in range(lo, hi + 1):
+            if p.stems[k] in c.keywords and p.stems[k] not in near:
+                stated, negated = _linked(p, k, start)
+                if stated and not negated:
+                    near.add(p.stems[k])
+        if speaker & c.keywords:
+            stated, negated = _linked(p, start, start)
+            if stated and not negated:
+                near |= speaker & c.keywords
         strong = near & c.strong
-        if not near or not _stated(p, lo, hi):
+        if not near:
             continue
         if len(item) == 1 and not c.is_list:
             specific = item[0][0].isdigit() or _is_date_token(item[0]) or item[0] in p.proper

@@ -31,9 +31,10 @@ class Shared:
     normalized: dict[str, str] = field(default_factory=dict)
     _index: SupportIndex | None = None
 
-    def support(self, messages: Sequence[Message]) -> SupportIndex:
-        if self._index is None or self._index.messages != tuple(messages):
-            self._index = SupportIndex(messages)
+    def support(self, messages: Sequence[Message], timestamps: str = "none") -> SupportIndex:
+        if (self._index is None or self._index.messages != tuple(messages)
+                or self._index.timestamps != timestamps):
+            self._index = SupportIndex(messages, timestamps)
         return self._index
 
 

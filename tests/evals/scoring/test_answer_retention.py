@@ -1,4 +1,5 @@
-"""answer_retention v3: support, answerability and its exclusions, on traces built by hand; and
+"""answer_retention v4: support, answerability (from evidence; the matcher only without it) and its
+exclusions, on traces built by hand; and
 the per-conversation index that makes it fast gives exactly the direct matcher's verdicts."""
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ PROBES = (
     Probe("instrument", "Which instrument does Caroline play in her band?", "clarinet", evidence=("m2",)),
     Probe("counseling", "Would Caroline pursue counseling?", "Likely yes", evidence=("m0",)),
     Probe("pet", "What is Caroline's dog called?", "Not mentioned in the conversation", category="adversarial"),
-    Probe("birthday", "When is Melanie's birthday?", "12 June", evidence=("m7",)),
+    Probe("birthday", "When is Melanie's birthday?", "12 June"),  # no evidence, not in the chat
+    Probe("beach", "Did Melanie go camping at the beach?", "Likely yes"),  # no evidence, nothing to state
     Probe("painting", "What did Melanie paint last week?", "sunset", evidence=("m5",)),
     Probe("job", "When does Caroline's new job start?", "14 May 2023", evidence=("m8",),
           category="superseded", stale_answers=("7 May 2023",)),
@@ -76,28 +78,66 @@ def test_exclusions_each_have_their_reason_and_only_answerable_asks_count() -> N
     s = _score(_trace({}))
     p = s.probes
     assert p["pet"]["excluded"] == "adversarial" and not p["pet"]["answerable"]
-    assert p["counseling"]["excluded"] == "uncheckable" and not p["counseling"]["checkable"]
+    # with evidence, the data says what is answerable, even an answer no text can state
+    assert p["counseling"]["answerable"] and p["counseling"]["answerable_by"] == "evidence"
+    assert not p["counseling"]["checkable"] and p["counseling"]["retained"]
+    # without evidence: the matcher's rule, labelled
+    assert p["beach"]["excluded"] == "uncheckable" and not p["beach"]["checkable"]
     assert p["birthday"]["excluded"] == "unsupported" and p["birthday"]["checkable"]
     assert p["birthday"]["baseline_retained"] is False and p["pet"]["baseline_retained"] is None
     for key in ("instrument", "painting", "job"):
-        assert p[key]["answerable"] and p[key]["excluded"] == "" and p[key]["retained"], key
-    # full context supports every answerable ask by construction
-    assert s.unit["retention"] == 1.0 and s.unit["n_answerable"] == 3 and s.unit["n_asks"] == 6
+        assert p[key]["answerable"] and p[key]["answerable_by"] == "evidence" and p[key]["retained"], key
+    # full context holds every answerable ask by construction
+    assert s.unit["retention"] == 1.0 and s.unit["n_answerable"] == 4 and s.unit["n_asks"] == 7
     assert (s.unit["n_excluded_adversarial"], s.unit["n_excluded_uncheckable"],
-            s.unit["n_excluded_unsupported"]) == (1, 1, 1)
+            s.unit["n_excluded_unsupported"], s.unit["n_answerable_by_matcher"]) == (1, 1, 1, 0)
     # an excluded ask is never retained, whatever the context holds
-    assert not any(p[k]["retained"] for k in ("pet", "counseling", "birthday"))
+    assert not any(p[k]["retained"] for k in ("pet", "beach", "birthday"))
 
 
-def test_answerable_means_supported_by_the_conversation_up_to_the_asking_turn() -> None:
-    # the 14 May date is stated at message 8; this probe's (wrong) evidence is message 6
+def test_without_evidence_answerable_means_supported_by_the_conversation_up_to_the_asking_turn() -> None:
+    # the 14 May date is stated at message 8; the probe names no evidence: the matcher decides
     conv = Conversation("c", MSGS, (Probe("job", "When does Caroline's new job start?", "14 May 2023",
-                                          evidence=("m6",)),))
-    s = _score(_trace({}), "ages:1,2,3", conv)
-    assert s.probes["job@7"]["excluded"] == "unsupported" and not s.probes["job@7"]["retained"]
-    assert s.probes["job@8"]["answerable"] and s.probes["job@8"]["retained"]
-    assert s.probes["job@9"]["answerable"]
-    assert s.unit["n_answerable"] == 2 and s.unit["n_excluded_unsupported"] == 1
+                                          meta={"ask_at": 7}),
+                                    Probe("job2", "When does Caroline's new job start?", "14 May 2023"),))
+    s = _score(_trace({}), "end", conv)
+    assert s.probes["job"]["excluded"] == "unsupported" and not s.probes["job"]["retained"]
+    assert s.probes["job2"]["answerable"] and s.probes["job2"]["answerable_by"] == "matcher"
+    assert s.unit["n_answerable"] == 1 and s.unit["n_excluded_unsupported"] == 1
+    assert s.unit["n_answerable_by_matcher"] == 1
+
+
+def test_with_evidence_answerable_means_the_evidence_was_said_by_the_asking_turn() -> None:
+    conv = Conversation("c", MSGS, (Probe("band", "What does Caroline play in the band?", "clarinet",
+                                          evidence=("m2",), meta={"ask_at": 1}),
+                                    Probe("band2", "What does Caroline play in the band?", "clarinet",
+                                          evidence=("m2",), meta={"ask_at": 2})))
+    s = _score(_trace({}), "end", conv)
+    assert s.probes["band"]["excluded"] == "unsaid" and not s.probes["band"]["answerable"]
+    assert s.probes["band2"]["answerable"] and s.probes["band2"]["retained"]
+    assert s.unit["n_excluded_unsaid"] == 1
+
+
+DATED = tuple(m.__class__(m.role, m.content, id=m.id, name=m.name, created_at=f"2023-05-{1 + i:02d}T10:00:00")
+              for i, m in enumerate(MSGS))
+
+
+def test_a_date_answer_is_held_by_its_evidence_only_where_the_context_shows_the_day() -> None:
+    # "I finally joined a band last week": the answer is a time, which only the message's day gives
+    conv = Conversation("c", DATED, (Probe("when", "When did Caroline join a band?", "The week before 1 May 2023",
+                                           evidence=("m0",), category="temporal"),))
+    for mode, want in (("session", True), ("message", True), ("none", False)):
+        trace = _trace({})
+        trace.messages, trace.timestamps = DATED, mode
+        p = _score(trace, "end", conv).probes["when"]
+        assert p["answerable"] and p["retained"] is want, mode
+    # a summary line that anchored "last week" states it; one that did not, does not
+    for text, want in (("Caroline: I finally joined a band last week (the week before 1 May 2023).", True),
+                       ("Caroline: I finally joined a band last week.", False)):
+        trace = _trace({9: (Text("system", None, text), (9, 10))})
+        trace.messages = DATED
+        p = _score(trace, "end", conv).probes["when"]
+        assert p["retained"] is want and p["in_summary"] is want, text
 
 
 def test_support_is_more_than_containment() -> None:
@@ -107,7 +147,7 @@ def test_support_is_more_than_containment() -> None:
     s = _score(_trace({9: (bag, unrelated, (9, 10))}))
     for key in ("instrument", "painting"):
         assert s.probes[key]["retained_containment"] and not s.probes[key]["retained"], key
-    assert s.unit["retention"] == 0.0 and s.unit["retention_containment"] == pytest.approx(2 / 3)
+    assert not s.probes["instrument"]["retained"] and not s.probes["painting"]["retained"]
 
 
 def test_where_the_support_was_found() -> None:
@@ -141,7 +181,7 @@ LIST_MSGS = tuple(Message("user" if i % 2 == 0 else "assistant", text, id=f"m{i}
                   enumerate([("Melanie", "I play the clarinet every evening."), ("Caroline", "Nice, what else?"),
                              ("Melanie", "Violin too, since I was small."), ("Caroline", "Cool.")]))
 LIST_CONV = Conversation("l", LIST_MSGS, (Probe("instruments", "What instruments does Melanie play?",
-                                                "clarinet, violin", evidence=("m0",)),))
+                                                "clarinet, violin", evidence=("m0", "m2")),))
 
 
 def _list_trace(last: tuple[TextRef | tuple[int, int], ...] = (), texts: tuple[Text, ...] = ()) -> Trace:
@@ -154,7 +194,10 @@ def _list_trace(last: tuple[TextRef | tuple[int, int], ...] = (), texts: tuple[T
 
 def test_a_list_is_answerable_once_every_item_is_stated() -> None:
     # clarinet is stated strongly at 0, violin only at 2 (anchored by its speaker's name)
-    s = _score(_list_trace(), "ages:1,2,3", LIST_CONV)
+    conv = Conversation("l", LIST_MSGS, tuple(  # no evidence: the matcher's rule
+        Probe(f"instruments@{t}", "What instruments does Melanie play?", "clarinet, violin", meta={"ask_at": t})
+        for t in (1, 2, 3)))
+    s = _score(_list_trace(), "end", conv)
     assert s.probes["instruments@1"]["excluded"] == "unsupported"
     assert s.probes["instruments@2"]["retained"] and s.probes["instruments@3"]["retained"]
 
@@ -171,7 +214,7 @@ def test_a_clipped_message_speaks_as_its_author() -> None:
 
 
 def test_no_answerable_ask_gives_nan_not_zero() -> None:
-    conv = Conversation("c", MSGS, PROBES[1:3])
+    conv = Conversation("c", MSGS, PROBES[2:5])
     s = _score(_trace({}), conv=conv)
     assert math.isnan(s.unit["retention"]) and s.unit["n_answerable"] == 0
 

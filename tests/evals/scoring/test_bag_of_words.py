@@ -14,11 +14,13 @@ support the answer; "containment" = the v2 check on the same summary items):
 |---|---:|---:|---:|---:|---:|
 | chat-small.jsonl, first 4 conversations | 134 | 0.881 | 0.000 | 0.881 | 0.000 |
 | agent-small.jsonl, first 4 conversations | 112 | 0.321 | 0.000 | 0.313 | 0.027 |
-| LoCoMo dev, 3 conversations | 299 | 0.114 | 0.000 | 0.134 | 0.097 |
+| LoCoMo dev, 3 conversations | 774 | 0.076 | 0.000 | 0.143 | 0.068 |
 
 On the synthetic sets the bag rarely even contains an answer (their answers are rare codes and
-numbers); on LoCoMo, whose answers are everyday words, containment gives the bag 0.097 against
-the real summary's 0.134, support gives it nothing.
+numbers); on LoCoMo, whose answers are everyday words, containment gives the bag 0.068 against
+the real summary's 0.143, support gives it nothing. (answer_retention v4: answerable asks are
+those whose evidence was said, 774 on LoCoMo instead of the 299 the v3 matcher admitted; the
+other degenerate summaries are in test_gaming.py.)
 """
 
 from __future__ import annotations
@@ -114,11 +116,11 @@ def test_a_bag_of_frequent_words_scores_far_below_the_real_summary_on_synthetic_
                     "(research data, never in the repository)")
 def test_a_bag_of_frequent_words_scores_far_below_the_real_summary_on_locomo() -> None:
     got = _rates(load(str(LOCOMO_DEV), format="locomo"))
-    assert got["n"] == 299
-    assert got["summary_real"] == pytest.approx(0.114, abs=0.005) and got["summary_bag"] == 0.0
-    # what the issue saw: the v2 containment check gives the bag most of the real summary's score
-    assert got["containment_real"] == pytest.approx(0.134, abs=0.005)
-    assert got["containment_bag"] == pytest.approx(0.097, abs=0.005)
+    assert got["n"] == 774
+    assert got["summary_real"] == pytest.approx(0.076, abs=0.005) and got["summary_bag"] == 0.0
+    # what the issue saw: the v2 containment check gives the bag a large part of the real summary's score
+    assert got["containment_real"] == pytest.approx(0.143, abs=0.005)
+    assert got["containment_bag"] == pytest.approx(0.068, abs=0.005)
 
 
 # -- answers that must not match by accident ------------------------------------------------------
