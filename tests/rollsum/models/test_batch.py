@@ -138,7 +138,8 @@ def test_cache_hits_are_not_sent_and_batch_answers_are_cached(sdk_client: MakeCl
     for r in REQUESTS[:2]:
         cached.complete(r)  # stores what the batch answered
     assert (tmp_path / "batches").is_dir()  # beside the cache file
-    prefetch(cached, REQUESTS, sleep=Sleeps(), clock=lambda: 0.0)
+    # another batch directory: only the cache can know the first two are answered
+    prefetch(cached, REQUESTS, store_dir=tmp_path / "elsewhere", sleep=Sleeps(), clock=lambda: 0.0)
     assert server.creates == 2
     assert [r["custom_id"] for r in server.batches["msgbatch_002"]] == [cached.key(REQUESTS[2])]
     cached.close()
