@@ -275,7 +275,7 @@ def _qa_columns(row: dict[str, Any], grp: pd.DataFrame, health: Health) -> None:
     """The qa scorer's per-configuration figures, when the run has them: failures and controls
     summed, the judge's false-accept rate pooled, its agreement with the matcher weighted by the
     asks both graded, `judge_accuracy` and the list-price cost averaged per Unit (docs/scoring.md, "qa")."""
-    if "judge_controls" not in grp.columns and "qa_failures" not in grp.columns:
+    if "qa_failures" not in grp.columns:  # scored with qa version 1
         return
     for col in QA_SUM_COLUMNS:
         if col in grp.columns:
@@ -308,6 +308,7 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     probes = ok_probes(run)
     healths = _config_health(every, probes)
     paired_col, paired_axis = pairing(run)
+    with_qa = "qa" in ((run.manifest or {}).get("scoring") or {}).get("scorers", ())
     rows = []
     for cfg, units in every.groupby("config", sort=True):
         grp = done_all[done_all["config"] == cfg]
@@ -353,7 +354,8 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
         health = healths[str(cfg)]
         row.update(failure_rate=health.failure_rate, summarizer_calls_per_message=health.calls_per_message,
                    max_context_ratio=health.max_context_ratio, context_window=health.context_window)
-        _qa_columns(row, grp, health)
+        if with_qa:
+            _qa_columns(row, grp, health)
         verdict = judge(health, thresholds)
         row.update(status=verdict.status, flags=";".join(verdict.flags), reason=verdict.reason,
                    ranked=verdict.ranked and not math.isnan(row["retention"]))

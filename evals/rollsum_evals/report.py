@@ -47,7 +47,7 @@ from rollsum_evals.analysis import (
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_interval, fmt_num, fmt_usd, html_table, md_escape, md_table
 from rollsum_evals.report_keys import LEGEND_HEADERS, ConfigKeys, config_keys, config_params, grid_views, legend_rows
-from rollsum_evals.report_qa import QA_CSV_COLUMNS, QA_HEADERS, QA_TEXT, QA_TITLE, judge_notes, qa_rows
+from rollsum_evals.report_qa import QA_CSV_COLUMNS, QA_HEADERS, QA_TEXT, QA_TITLE, has_qa, judge_notes, qa_rows
 from rollsum_evals.rundir.journal import read_jsonl
 from rollsum_evals.rundir.read import Run
 from rollsum_evals.stats import DEFAULT_RESAMPLES
@@ -197,7 +197,7 @@ def headline(table: pd.DataFrame) -> str:
 
 def write_configs_csv(table: pd.DataFrame, path: Path) -> Path:
     """configs.csv: one row per configuration, every column in docs/reports.md."""
-    out = table.reindex(columns=[*CSV_COLUMNS, *(c for c in QA_CSV_COLUMNS if c in table.columns)])
+    out = table.reindex(columns=[*CSV_COLUMNS, *(QA_CSV_COLUMNS if has_qa(table) else ())])
     atomic_write_text(path, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
     return path
 

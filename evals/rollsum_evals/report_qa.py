@@ -16,7 +16,7 @@ from rollsum_evals.verdicts import MAX_JUDGE_FALSE_ACCEPT
 
 QA_CSV_COLUMNS = ("qa_f1", "qa_failures", "judge_accuracy", "judge_failures", "judge_controls",
                   "judge_false_accept", "judge_matcher_agreement", "cost_judge_usd", "cost_judge_list_usd")
-"""configs.csv columns of the model-graded path, after the others."""
+"""configs.csv columns of the model-graded path, after the others (runs scored with qa v2+)."""
 QA_TITLE = "Model-graded answers"
 QA_TEXT = ("QA F1 and judge accuracy leave failed calls out (counted under 'QA failed'). The judge also "
            "grades negative controls (a vague answer, the other speaker's, the gold answer negated); "
@@ -36,6 +36,7 @@ def _pct(v: Any) -> str:
 
 
 def has_qa(table: pd.DataFrame) -> bool:
+    """Scored by qa version 2 or later (a run scored before it keeps its configs.csv header)."""
     return len(table) > 0 and "qa_failures" in table.columns
 
 

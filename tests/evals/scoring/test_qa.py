@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -192,11 +191,15 @@ def test_a_failed_judge_call_leaves_the_answer_ungraded() -> None:
 
 
 def test_judge_unreliable_flag_above_ten_percent() -> None:
-    base = {"baseline": False, "units": 5, "units_unfinished": 0, "conversations": 5, "asks": 10, "answerable": 10,
-            "attempts": 10.0, "failures": 0.0, "messages": 100.0}
-    assert "judge-unreliable" in judge(Health(**base, judge_controls=20, judge_controls_accepted=3)).flags
-    assert "judge-unreliable" not in judge(Health(**base, judge_controls=20, judge_controls_accepted=2)).flags
-    assert "judge-unreliable" not in judge(Health(**base)).flags  # no controls: nothing to say
+    def health(controls: float = 0.0, accepted: float = 0.0) -> Health:
+        return Health(baseline=False, units=5, units_unfinished=0, conversations=5, asks=10, answerable=10,
+                      attempts=10.0, failures=0.0, messages=100.0, judge_controls=controls,
+                      judge_controls_accepted=accepted)
+
+    flagged = judge(health(20, 3))
+    assert "judge-unreliable" in flagged.flags and "15 %" in flagged.reason
+    assert "judge-unreliable" not in judge(health(20, 2)).flags  # 10 % exactly is the limit
+    assert "judge-unreliable" not in judge(health()).flags  # no controls: nothing to say
 
 
 # -- batches through the scorer ------------------------------------------------------------------
@@ -263,7 +266,8 @@ def test_sweep_flags_a_lenient_judge_and_counts_failed_asks(tmp_path: Path, judg
     assert run.manifest["scoring"]["judge_model"] == judge_spec
     probes = run.probes
     failed = probes[probes["qa_failed"].astype(bool)]
-    assert len(failed) == len(probes) // 2 and failed["qa_f1"].isna().all()  # seed 1: each Unit fails the first of its two calls
+    # seed 1: each Unit's fresh model fails the first of its two QA calls
+    assert len(failed) == len(probes) // 2 and failed["qa_f1"].isna().all()
     assert int(run.units["qa_failures"].sum()) == len(failed)
     table = config_table(run, n_resamples=50)
     assert ("judge-unreliable" in table["flags"].iloc[0]) is flagged
@@ -293,5 +297,3 @@ def test_spec_batch_reaches_the_plan() -> None:
     plain = parse_spec(SPEC.format(judge="fake").replace('judge_model = "fake"', ""), "qa.toml").scoring
     assert "batch" not in plain.to_dict() and "judge_model" not in plain.to_dict()  # old plans hash the same
 
-
-Builder = Callable[[str], Any]
