@@ -204,6 +204,8 @@ MEAN_COLUMNS = ("cost_main_usd", "cost_summarizer_usd", "cost_judge_usd", "proje
                 "main_tokens_per_turn", "main_tokens_at_asks", "n_summaries", "stale_rate", "relative_retention",
                 "qa_f1", "rouge_l", "mean_context_tokens", "max_context_tokens")
 """Unit columns averaged over a configuration's Units (present only when the run has them)."""
+QA_SUM_COLUMNS = ("qa_failures", "judge_failures", "judge_controls", "judge_controls_accepted")
+"""The model-graded path's unit columns that add up over a configuration's Units (qa scorer)."""
 
 
 def token_axis(table: pd.DataFrame) -> TokenAxis:
@@ -256,7 +258,9 @@ def _health(units: pd.DataFrame, done: pd.DataFrame, answerable_n: int, asks: in
         fallbacks=_nz(_sum(done, "summarizer_fallbacks")), cassette_misses=_nz(_sum(done, "cassette_misses")),
         clips=_nz(_sum(done, "clips")), overflow_turns=_sum(done, "overflow_turns"),
         max_context_ratio=float(ratio.max()) if ratio.notna().any() else math.nan,
-        context_window=int(window.max()) if window.notna().any() else 0)
+        context_window=int(window.max()) if window.notna().any() else 0,
+        judge_controls=_nz(_sum(done, "judge_controls")),
+        judge_controls_accepted=_nz(_sum(done, "judge_controls_accepted")))
 
 
 def _nz(v: float) -> float:
@@ -265,6 +269,25 @@ def _nz(v: float) -> float:
 
 def _band(row: dict[str, Any], name: str, iv: Interval) -> None:
     row.update({name: iv.estimate, f"{name}_low": iv.low, f"{name}_high": iv.high})
+
+
+def _qa_columns(row: dict[str, Any], grp: pd.DataFrame, health: Health) -> None:
+    """The qa scorer's per-configuration figures, when the run has them: failures and controls
+    summed, the judge's false-accept rate pooled, its agreement with the matcher weighted by the
+    asks both graded, `judge_accuracy` and the list-price cost averaged per Unit (docs/scoring.md, "qa")."""
+    if "qa_failures" not in grp.columns:  # scored with qa version 1
+        return
+    for col in QA_SUM_COLUMNS:
+        if col in grp.columns:
+            row[col] = _nz(_sum(grp, col))
+    for col in ("judge_accuracy", "cost_judge_list_usd"):  # per Unit, like cost_judge_usd
+        if col in grp.columns:
+            row[col] = float(pd.to_numeric(grp[col], errors="coerce").mean())
+    row["judge_false_accept"] = health.judge_false_accept
+    if {"judge_matcher_n", "judge_matcher_agreement"} <= set(grp.columns):
+        n = pd.to_numeric(grp["judge_matcher_n"], errors="coerce").fillna(0)
+        agree = pd.to_numeric(grp["judge_matcher_agreement"], errors="coerce").fillna(0)
+        row["judge_matcher_agreement"] = float((n * agree).sum() / n.sum()) if n.sum() else math.nan
 
 
 def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_resamples: int = DEFAULT_RESAMPLES,
@@ -285,6 +308,7 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     probes = ok_probes(run)
     healths = _config_health(every, probes)
     paired_col, paired_axis = pairing(run)
+    with_qa = "qa" in ((run.manifest or {}).get("scoring") or {}).get("scorers", ())
     rows = []
     for cfg, units in every.groupby("config", sort=True):
         grp = done_all[done_all["config"] == cfg]
@@ -330,6 +354,8 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
         health = healths[str(cfg)]
         row.update(failure_rate=health.failure_rate, summarizer_calls_per_message=health.calls_per_message,
                    max_context_ratio=health.max_context_ratio, context_window=health.context_window)
+        if with_qa:
+            _qa_columns(row, grp, health)
         verdict = judge(health, thresholds)
         row.update(status=verdict.status, flags=";".join(verdict.flags), reason=verdict.reason,
                    ranked=verdict.ranked and not math.isnan(row["retention"]))

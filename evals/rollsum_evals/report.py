@@ -47,6 +47,7 @@ from rollsum_evals.analysis import (
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_interval, fmt_num, fmt_usd, html_table, md_escape, md_table
 from rollsum_evals.report_keys import LEGEND_HEADERS, ConfigKeys, config_keys, config_params, grid_views, legend_rows
+from rollsum_evals.report_qa import QA_CSV_COLUMNS, QA_HEADERS, QA_TEXT, QA_TITLE, has_qa, judge_notes, qa_rows
 from rollsum_evals.rundir.journal import read_jsonl
 from rollsum_evals.rundir.read import Run
 from rollsum_evals.stats import DEFAULT_RESAMPLES
@@ -196,7 +197,7 @@ def headline(table: pd.DataFrame) -> str:
 
 def write_configs_csv(table: pd.DataFrame, path: Path) -> Path:
     """configs.csv: one row per configuration, every column in docs/reports.md."""
-    out = table.reindex(columns=list(CSV_COLUMNS))
+    out = table.reindex(columns=[*CSV_COLUMNS, *(QA_CSV_COLUMNS if has_qa(table) else ())])
     atomic_write_text(path, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
     return path
 
@@ -287,6 +288,7 @@ def _notes(run: Run, table: pd.DataFrame) -> list[str]:
     if len(table) and table["flags"].str.contains("health-unknown").any():
         notes.append("This run has no summarizer health columns: failures and thrashing cannot be "
                      "checked (re-score with `rollsum score`).")
+    notes += judge_notes(table)
     skipped = skipped_records(run.manifest)
     if skipped:
         where = ", ".join(f"{n} in {ds}" for ds, n in sorted(skipped.items()))
@@ -388,6 +390,9 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     if len(table):
         md += ["## Asks counted", "", "Retention counts only answerable asks; the others are excluded, "
                "never counted as lost.", "", md_table(EXCLUSION_HEADERS, exclusion_rows(table)), ""]
+    qa = qa_rows(table, keys)
+    if qa:
+        md += [f"## {QA_TITLE}", "", QA_TEXT, "", md_table(QA_HEADERS, qa), ""]
     legend = legend_rows(keys, table, params)
     if legend:
         md += ["## Legend", "", LEGEND_TEXT, "", md_table(LEGEND_HEADERS, legend), ""]
@@ -423,6 +428,9 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
         parts.append("<h2>Asks counted</h2><p>Retention counts only answerable asks; the others are "
                      "excluded, never counted as lost.</p>")
         parts.append(html_table(EXCLUSION_HEADERS, exclusion_rows(table), "asks"))
+    if qa:
+        parts.append(f"<h2>{e(QA_TITLE)}</h2><p>{e(QA_TEXT)}</p>")
+        parts.append(html_table(QA_HEADERS, qa, "qa"))
     if legend:
         parts.append(f"<h2>Legend</h2><p>{e(LEGEND_TEXT)}</p>")
         parts.append(html_table(LEGEND_HEADERS, legend, "legend"))

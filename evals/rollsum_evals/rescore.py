@@ -124,15 +124,19 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
                 raise ConfigError(f"{rd.path}: conversation {unit.conversation_id!r} of dataset "
                                   f"{unit.dataset!r} is not in the pinned dataset")
             trace = Trace.from_record(rec, conv.messages, texts, summaries.get(uid, []), events.get(uid, []))
-            answerer = metered = None
+            answerer = metered = grader = None
             try:
                 if guarded is not None and trace.status == "ok":
                     answerer = guarded(plan.model)
                     metered = MeteredModel(answerer) if answerer is not None else None
+                    if plan.judge and plan.judge_model and plan.judge_model != plan.model:
+                        grader = guarded(plan.judge_model)
                 urow, prows = score_trace(unit, conv, trace, plan, metered,
-                                          shared=shared.setdefault((unit.dataset, conv.id), scoring.Shared()))
+                                          shared=shared.setdefault((unit.dataset, conv.id), scoring.Shared()),
+                                          judge_model=MeteredModel(grader) if grader is not None else None)
             finally:
                 close_model(answerer)
+                close_model(grader)
             errors += urow["status"] != "ok"
             results.append(ScoredLines(probes=redact_text_lines(lines(prows), secrets),
                                        units=redact_text_lines(lines([urow]), secrets)))

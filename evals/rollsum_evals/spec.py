@@ -46,7 +46,7 @@ _DATASET_KEYS = {"name", "source", "format", "limit", "questions"}
 _CONFIG_KEYS = {"preset", "memory", "summarizer", "summarizer_params", "label", "params", "grid", "prompts",
                 "models"}
 _PROBE_KEYS = {"ask", "after_turns", "ages", "end", "draws", "seed"}
-_QA_KEYS = {"model", "judge"}
+_QA_KEYS = {"model", "judge", "judge_model", "batch"}
 _LIMIT_KEYS = {"requests_per_minute"}
 MIN_RPM = Range(0.1)
 """At least one request every ten minutes: below that a sweep would wait for hours per call."""
@@ -90,6 +90,10 @@ class SweepSpec:
     """Whose prices offline summarizer calls are projected at (the health scorer)."""
     qa_model: str | None = None
     judge: bool = False
+    judge_model: str = ""
+    """``[qa] judge_model``: who grades the answers ("" = the answering model)."""
+    qa_batch: bool = False
+    """``[qa] batch``: QA and judge calls go through the Message Batches API (half price)."""
     cache: str = "user"
     """``user`` (~/.cache/rollsum, shared between runs), ``run`` (inside the run dir) or ``off``."""
     unit_cache: bool = True
@@ -110,7 +114,8 @@ class SweepSpec:
     @property
     def scoring(self) -> ScoringPlan:
         return ScoringPlan(scorers=self.scorers, timing=self.probes, main_model=self.main_model,
-                           model=self.qa_model or "", judge=self.judge, projected_model=self.projected_model)
+                           model=self.qa_model or "", judge=self.judge, projected_model=self.projected_model,
+                           judge_model=self.judge_model, batch=self.qa_batch)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -234,6 +239,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     judge = qa.get("judge", False)
     if not isinstance(judge, bool):
         raise w.error("qa.judge", "true or false", judge, key="judge")
+    judge_model, qa_batch = _qa_judge_batch(w, qa)
     from rollsum_evals.scoring import needs
 
     if "model" in needs(scorers) and not qa_model:
@@ -260,9 +266,27 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     return SweepSpec(name=name, datasets=datasets, configs=configs, prompts=prompts, models=models,
                      scorers=scorers, context_windows=windows, probes=probes, seeds=seeds,
                      main_model=main_model, projected_model=projected_model, qa_model=qa_model,
-                     judge=judge, cache=cache,
+                     judge=judge, judge_model=judge_model, qa_batch=qa_batch, cache=cache,
                      unit_cache=unit_cache, requests_per_minute=None if rpm is None else float(rpm),
                      description=description, raw=raw, path=path)
+
+
+def _qa_judge_batch(w: _Where, qa: Mapping[str, Any]) -> tuple[str, bool]:
+    """``[qa] judge_model`` (a model spec, checked by form) and ``[qa] batch`` (true/false)."""
+    judge_model = qa.get("judge_model", "")
+    if not isinstance(judge_model, str):
+        raise w.error("qa.judge_model", "a model spec string", judge_model, key="judge_model")
+    if judge_model:
+        from rollsum.models import capabilities
+
+        try:
+            capabilities(judge_model)
+        except ConfigError as err:
+            raise w.error("qa.judge_model", f"a model spec ({err})", judge_model, key="judge_model") from None
+    batch = qa.get("batch", False)
+    if not isinstance(batch, bool):
+        raise w.error("qa.batch", "true or false", batch, key="batch")
+    return judge_model.strip(), batch
 
 
 def _check_models(w: _Where, key: str, models: Sequence[str], override: str | None) -> None:

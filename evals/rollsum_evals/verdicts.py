@@ -25,7 +25,8 @@ Statuses (exactly one per configuration, first that applies):
 Flags add what a reader should know whatever the status (several may apply): the conditions
 above (``error``, ``overflow``, ``broken``, ``degraded``, ``thrashing``) and ``fallback``,
 ``cassette-miss``, ``clipped``, ``no-answerable``, ``unanswerable-heavy``, ``few-conversations``,
-``health-unknown``.
+``health-unknown``, and ``judge-unreliable`` (the QA judge accepted more than
+`MAX_JUDGE_FALSE_ACCEPT` of its negative controls: its grades are not evidence).
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ DEFAULT_MAX_CALLS_PER_MESSAGE = 0.5
 """A rolling summary exists to summarize many messages per call; more than one call for every
 two messages means the trigger fires again right after it fired (issue #9: since-last with
 keep_last >= messages_per_summary - 1 made 450 summaries for 460 messages)."""
+
+MAX_JUDGE_FALSE_ACCEPT = 0.10
+"""A judge that says CORRECT to more than one wrong-by-construction answer in ten (a vague
+answer, the other speaker's, the gold one negated: `rollsum_evals.scoring.qa`) is not grading."""
 
 MIN_ANSWERABLE_SHARE = 0.5
 """Below this share of answerable asks, retention speaks for a minority of the questions asked."""
@@ -91,6 +96,13 @@ class Health:
     overflow_turns: float = math.nan
     max_context_ratio: float = math.nan
     context_window: int = 0
+    judge_controls: float = 0.0
+    judge_controls_accepted: float = 0.0
+
+    @property
+    def judge_false_accept(self) -> float:
+        """Pooled over the configuration's Units; NaN without controls."""
+        return self.judge_controls_accepted / self.judge_controls if self.judge_controls else math.nan
 
     @property
     def failure_rate(self) -> float:
@@ -166,6 +178,11 @@ def judge(h: Health, thresholds: Thresholds = Thresholds()) -> Verdict:
     if math.isnan(h.attempts) and not h.baseline:
         flags.append(("health-unknown", "the run has no summarizer health columns (scored before "
                                         "issue #9: re-score with `rollsum score`)"))
+    if h.judge_false_accept > MAX_JUDGE_FALSE_ACCEPT:
+        flags.append(("judge-unreliable", f"the QA judge accepted {_pct(h.judge_false_accept)} of its negative "
+                                          f"controls ({int(h.judge_controls_accepted):,} of "
+                                          f"{int(h.judge_controls):,}; limit {_pct(MAX_JUDGE_FALSE_ACCEPT)}): "
+                                          "its grades are not evidence"))
     names = [f for f, _ in flags]
     if "error" in names:
         status = ERROR

@@ -199,6 +199,7 @@ class AnthropicModel:
                                   else send_temperature)
         self._context_window = context_window
         self._clock = clock
+        self._served: dict[str, Completion | ModelError] = {}
 
     @property
     def name(self) -> str:
@@ -216,15 +217,14 @@ class AnthropicModel:
         return f"AnthropicModel({self.model!r})"
 
     def complete(self, request: CompletionRequest) -> Completion:
-        system, messages = to_messages_api(request)
-        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens,
-                                  "messages": messages}
-        if system:
-            kwargs["system"] = system
-        if request.stop:
-            kwargs["stop_sequences"] = list(request.stop)
-        if self._send_temperature:
-            kwargs["extra_body"] = {"temperature": request.temperature}
+        served = self._served.get(self.batch_key(request)) if self._served else None
+        if isinstance(served, ModelError):
+            raise served
+        if served is not None:
+            return served
+        kwargs = self.batch_params(request)
+        if "temperature" in kwargs:
+            kwargs["extra_body"] = {"temperature": kwargs.pop("temperature")}
         start = self._clock()
         try:
             response = self._client.messages.create(**kwargs)
@@ -232,6 +232,38 @@ class AnthropicModel:
             raise classify_error(err) from err
         latency = self._clock() - start
         return self._to_completion(response, latency)
+
+    # -- Message Batches (rollsum.models.batch) ------------------------------------------------
+
+    def batch_key(self, request: CompletionRequest) -> str:
+        """The batch request's ``custom_id``: the same sha256 the response cache keys by (64 hex
+        characters, which the API's ``^[a-zA-Z0-9_-]{1,64}$`` accepts), so a resumed run and the
+        cache agree on which answer is whose."""
+        return request.hash(self.provider, self.name)
+
+    def batch_params(self, request: CompletionRequest) -> dict[str, Any]:
+        """The Messages API body of `request`: what `complete` sends, and a batch request's
+        ``params``."""
+        system, messages = to_messages_api(request)
+        params: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens,
+                                  "messages": messages}
+        if system:
+            params["system"] = system
+        if request.stop:
+            params["stop_sequences"] = list(request.stop)
+        if self._send_temperature:
+            params["temperature"] = request.temperature
+        return params
+
+    def batch_completion(self, message: Any) -> Completion:
+        """A succeeded batch result's message as a `Completion` (no latency: it waited in a queue)."""
+        return self._to_completion(message, 0.0)
+
+    def serve(self, answers: dict[str, Completion | ModelError]) -> None:
+        """Answers a batch already paid for, by `batch_key`: `complete` returns (or raises) them
+        instead of calling the API, so the wrappers above (cache, budget, meter) see them as
+        ordinary calls."""
+        self._served.update(answers)
 
     def _to_completion(self, response: Any, latency: float) -> Completion:
         try:

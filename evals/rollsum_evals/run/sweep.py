@@ -144,6 +144,8 @@ def _preflight(jobs: list[Job], plan: ScoringPlan, engine_factory: EngineFactory
     try:
         if "model" in scoring.needs(plan.scorers) and plan.model and jobs:
             built[plan.model] = models(plan.model)
+            if plan.judge and plan.judge_model and plan.judge_model not in built:
+                built[plan.judge_model] = models(plan.judge_model)
         for job in jobs:
             u = job.unit
             if job.stored is not None:

@@ -109,7 +109,8 @@ def error_trace(unit: Unit, conversation: Conversation, err: BaseException, wall
 
 def score_trace(unit: Unit, conversation: Conversation, trace: Trace, plan: ScoringPlan,
                 model: Model | None = None, *, clock: Callable[[], float] = time.perf_counter,
-                shared: scoring.Shared | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                shared: scoring.Shared | None = None,
+                judge_model: Model | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The Unit's ``units`` row and ``probes`` rows under `plan` (also what `rollsum score` runs).
 
     `model` answers for scorers that need one (already cached and metered by the caller)."""
@@ -121,7 +122,8 @@ def score_trace(unit: Unit, conversation: Conversation, trace: Trace, plan: Scor
         return unit_row(unit, trace, plan, versions, None, n_probes=n_probes, wall_s=trace.wall_s,
                         columns=unit_cols), []
     try:
-        asks, scores = scoring.score(plan, unit, conversation, trace, model, shared=shared)
+        asks, scores = scoring.score(plan, unit, conversation, trace, model, shared=shared,
+                                     judge_model=judge_model)
     except Exception as err:
         log.warning("unit %s (%s, %s): scoring failed: %s", unit.unit_id, unit.config,
                     unit.conversation_id, err)
@@ -201,13 +203,16 @@ def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models:
     else:
         trace = decode_replay(job.stored, conv)
         replay_lines = None if job.stored_in_run else job.stored
-    scorer_model = metered = None
+    scorer_model = metered = judge_model = judge_metered = None
     try:
         if "model" in scoring.needs(plan.scorers) and plan.model and trace.status == STATUS_OK:
             scorer_model = models(plan.model)
             metered = MeteredModel(scorer_model) if scorer_model is not None else None
-        urow, prows = score_trace(unit, conv, trace, plan, metered)
-        if metered is not None and metered.refused:
+            if plan.judge and plan.judge_model and plan.judge_model != plan.model:
+                judge_model = models(plan.judge_model)
+                judge_metered = MeteredModel(judge_model) if judge_model is not None else None
+        urow, prows = score_trace(unit, conv, trace, plan, metered, judge_model=judge_metered)
+        if any(m is not None and m.refused for m in (metered, judge_metered)):
             raise BudgetStopped("a scoring-model call would pass --max-cost-usd")
     except BudgetStopped as err:
         urow, prows = score_trace(unit, conv, error_trace(unit, conv, err, trace.wall_s, STATUS_STOPPED), plan)
@@ -215,8 +220,11 @@ def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models:
         urow, prows = score_trace(unit, conv, error_trace(unit, conv, err, trace.wall_s), plan)
     finally:
         close_model(scorer_model)
+        close_model(judge_model)
     if metered is not None:
         paid += price(plan.model, metered.paid)
+    if judge_metered is not None:
+        paid += price(plan.judge_model, judge_metered.paid)
     scored = ScoredLines(probes=redact_text_lines(lines(prows), secrets),
                          units=redact_text_lines(lines([urow]), secrets))
     ok = urow["status"] == "ok"
@@ -225,7 +233,8 @@ def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models:
         n_messages=len(conv.messages), wall_s=float(urow["wall_s"]), engine_config=trace.engine_config,
         paid_usd=paid, cpu_s=time.thread_time() - cpu0,
         replay_cacheable=trace.status == STATUS_OK and (deterministic(unit.model) or trace.failures == 0),
-        score_cacheable=ok and ("model" not in scoring.needs(plan.scorers) or deterministic(plan.model)))
+        score_cacheable=ok and ("model" not in scoring.needs(plan.scorers) or (
+            deterministic(plan.model) and (not plan.judge or deterministic(plan.grader)))))
 
 
 def thread_worker(job: Job, engine_factory: EngineFactory, models: ModelBuilder,

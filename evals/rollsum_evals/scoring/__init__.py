@@ -83,13 +83,15 @@ def columns(selected: Iterable[str] = ()) -> tuple[tuple[Column, ...], tuple[Col
 
 
 def score(plan: ScoringPlan, unit: Unit, conversation: Conversation, trace: Trace,
-          model: Model | None = None, *, shared: Shared | None = None) -> tuple[list[Ask], Scores]:
+          model: Model | None = None, *, shared: Shared | None = None,
+          judge_model: Model | None = None) -> tuple[list[Ask], Scores]:
     """Every selected scorer over one trace: the asks the plan's timing makes, and the columns.
     `shared` holds caches the caller may share between Units of one conversation."""
     asks = schedule_asks(conversation.probes, trace.messages, plan.timing)
     shared = shared if shared is not None else Shared()
     inp = ScoreInput(unit=unit, conversation=conversation, trace=trace, asks=asks, plan=plan,
-                     model=model, views=ContextViews(trace, shared.normalized), shared=shared)
+                     model=model, views=ContextViews(trace, shared.normalized), shared=shared,
+                     judge_model=judge_model)
     out = Scores()
     for n in plan.scorers:
         merge(out, get(n).score(inp))

@@ -51,11 +51,26 @@ class ScoringPlan:
     judge: bool = False
     projected_model: str = "claude-haiku-4-5"
     """Whose prices an offline summarizer's calls are projected at (the health scorer)."""
+    judge_model: str = ""
+    """The spec's ``[qa] judge_model``: who grades the answers ("" = the answering `model`)."""
+    batch: bool = False
+    """The spec's ``[qa] batch``: QA and judge calls go as Message Batches (half price)."""
+
+    @property
+    def grader(self) -> str:
+        """The model spec that judges: `judge_model`, else the answering `model`."""
+        return self.judge_model or self.model
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scorers": list(self.scorers), "probe_timing": self.timing.key,
-                "main_model": self.main_model, "model": self.model, "judge": self.judge,
-                "projected_model": self.projected_model}
+        d: dict[str, Any] = {"scorers": list(self.scorers), "probe_timing": self.timing.key,
+                             "main_model": self.main_model, "model": self.model, "judge": self.judge,
+                             "projected_model": self.projected_model}
+        # only when set: a plan without them keeps its recorded form (and its cache keys)
+        if self.judge_model:
+            d["judge_model"] = self.judge_model
+        if self.batch:
+            d["batch"] = True
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ScoringPlan:
@@ -65,7 +80,8 @@ class ScoringPlan:
                    timing=parse_timing(str(d.get("probe_timing") or "end")),
                    main_model=str(d.get("main_model") or ""), model=str(d.get("model") or ""),
                    judge=bool(d.get("judge", False)),
-                   projected_model=str(d.get("projected_model") or "claude-haiku-4-5"))
+                   projected_model=str(d.get("projected_model") or "claude-haiku-4-5"),
+                   judge_model=str(d.get("judge_model") or ""), batch=bool(d.get("batch", False)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +95,8 @@ class ScoreInput:
     plan: ScoringPlan
     model: Model | None = None
     """Only for scorers that need one: already cached and metered by the caller."""
+    judge_model: Model | None = None
+    """The plan's `judge_model` when it differs from `model` (None: `model` judges)."""
     views: Any = None
     """Per-Unit caches (`rollsum_evals.scoring.views.ContextViews`)."""
     shared: Any = None

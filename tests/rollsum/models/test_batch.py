@@ -1,0 +1,160 @@
+"""Message Batches through the real `anthropic` SDK on an httpx2 MockTransport: create, poll,
+results (one errored, one expired, both retried), and a resume after a kill that pays nothing twice."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+
+from rollsum.errors import ErrorKind, ModelError
+from rollsum.models import CachedModel, CompletionRequest
+from rollsum.models.anthropic_model import AnthropicModel
+from rollsum.models.batch import BatchRunner, BatchStore, prefetch
+from rollsum.types import Message
+from tests.batch_server import BatchServer, succeeded
+
+MakeClient = Callable[..., anthropic.Anthropic]
+def _req(question: str) -> CompletionRequest:
+    return CompletionRequest(system="Answer briefly.", messages=[Message("user", question)], max_tokens=16,
+                             prompt_id="qa/v1")
+
+
+REQUESTS = [_req("Where did Alice go?"), _req("Who is Bob?"), _req("When was the party?")]
+
+
+class Sleeps:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    def __call__(self, s: float) -> None:
+        self.delays.append(s)
+
+
+def test_batch_creates_polls_with_backoff_and_serves_every_answer(sdk_client: MakeClient, tmp_path: Path) -> None:
+    server = BatchServer(polls_before_end=3)
+    model = AnthropicModel(sdk_client(server), "claude-haiku-4-5")
+    sleeps = Sleeps()
+    runner = prefetch(model, [*REQUESTS, REQUESTS[0]], store_dir=tmp_path, sleep=sleeps, clock=lambda: 0.0,
+                      poll_s=2.0, max_poll_s=5.0)
+    assert runner is not None and runner.created == 1
+    sent = server.batches["msgbatch_001"]
+    assert len(sent) == 3  # the duplicate went once
+    params = sent[0]["params"]
+    assert params["model"] == "claude-haiku-4-5" and params["max_tokens"] == 16
+    assert params["system"] == "Answer briefly." and params["messages"][0]["role"] == "user"
+    assert {r["custom_id"] for r in sent} == {model.batch_key(r) for r in REQUESTS}
+    assert sleeps.delays == [2.0, 4.0, 5.0]  # in_progress three times: doubling, capped
+    before = len(server.log)
+    for r in REQUESTS:  # answered from the batch: no Messages API call
+        assert model.complete(r).text == f"answer {model.batch_key(r)[:6]}"
+    assert len(server.log) == before
+    assert not any(p == "/v1/messages" for _, p in server.log)
+    assert list(tmp_path.glob("*.json"))  # the batch id was recorded
+
+
+def test_errored_and_expired_requests_are_retried_in_a_new_batch(sdk_client: MakeClient, tmp_path: Path) -> None:
+    model0 = AnthropicModel(sdk_client(BatchServer()), "claude-haiku-4-5")
+    errored, expired = model0.batch_key(REQUESTS[1]), model0.batch_key(REQUESTS[2])
+
+    def outcome(cid: str, n: int) -> dict[str, Any]:
+        if cid == errored and n == 1:
+            return {"type": "errored", "error": {"type": "error",
+                                                 "error": {"type": "overloaded_error", "message": "busy"}}}
+        if cid == expired and n == 1:
+            return {"type": "expired"}
+        return succeeded(cid, n)
+
+    server = BatchServer(outcome)
+    model = AnthropicModel(sdk_client(server), "claude-haiku-4-5")
+    runner = prefetch(model, REQUESTS, store_dir=tmp_path, sleep=Sleeps(), clock=lambda: 0.0)
+    assert runner is not None and runner.created == 2
+    assert {r["custom_id"] for r in server.batches["msgbatch_002"]} == {errored, expired}
+    assert all(model.complete(r).text.startswith("answer") for r in REQUESTS)
+
+
+def test_a_request_that_keeps_failing_is_an_error_for_it_alone(sdk_client: MakeClient, tmp_path: Path) -> None:
+    def outcome(cid: str, n: int) -> dict[str, Any]:
+        return {"type": "expired"} if cid == bad else succeeded(cid, n)
+
+    server = BatchServer(outcome)
+    model = AnthropicModel(sdk_client(server), "claude-haiku-4-5")
+    bad = model.batch_key(REQUESTS[0])
+    runner = prefetch(model, REQUESTS, store_dir=tmp_path, sleep=Sleeps(), clock=lambda: 0.0, retries=1)
+    assert runner is not None and runner.created == 2 and server.seen[bad] == 2
+    with pytest.raises(ModelError) as err:
+        model.complete(REQUESTS[0])
+    assert "expired" in str(err.value)
+    assert not any(p == "/v1/messages" for _, p in server.log)  # no list-price call behind its back
+    assert model.complete(REQUESTS[1]).text.startswith("answer")
+
+
+class Killed(BaseException):
+    """What a kill looks like to the code under test: it stops at the first wait."""
+
+
+def test_a_killed_run_resumes_its_batch_instead_of_paying_twice(sdk_client: MakeClient, tmp_path: Path) -> None:
+    server = BatchServer(polls_before_end=1)
+
+    def kill(_s: float) -> None:
+        raise Killed
+
+    first = AnthropicModel(sdk_client(server), "claude-haiku-4-5")
+    with pytest.raises(Killed):
+        prefetch(first, REQUESTS, store_dir=tmp_path, sleep=kill, clock=lambda: 0.0)
+    assert server.creates == 1
+    # a second process: new client, new model, same directory
+    second = AnthropicModel(sdk_client(server), "claude-haiku-4-5")
+    runner = prefetch(second, REQUESTS, store_dir=tmp_path, sleep=Sleeps(), clock=lambda: 0.0)
+    assert runner is not None and runner.created == 0
+    assert server.creates == 1
+    assert all(second.complete(r).text.startswith("answer") for r in REQUESTS)
+
+
+def test_poll_timeout_fails_the_requests_without_a_second_batch(sdk_client: MakeClient, tmp_path: Path) -> None:
+    server = BatchServer(polls_before_end=100)
+    now = [0.0]
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    model = AnthropicModel(sdk_client(server), "claude-haiku-4-5")
+    prefetch(model, REQUESTS, store_dir=tmp_path, sleep=sleep, clock=lambda: now[0], poll_s=10.0,
+             timeout_s=60.0)
+    assert server.creates == 1
+    with pytest.raises(ModelError) as err:
+        model.complete(REQUESTS[0])
+    assert err.value.kind is ErrorKind.TIMEOUT and "resume" in str(err.value)
+    assert len(BatchStore(tmp_path).records()) == 1
+
+
+def test_cache_hits_are_not_sent_and_batch_answers_are_cached(sdk_client: MakeClient, tmp_path: Path) -> None:
+    server = BatchServer()
+    cached = CachedModel(AnthropicModel(sdk_client(server), "claude-haiku-4-5"), tmp_path / "models.sqlite")
+    prefetch(cached, REQUESTS[:2], sleep=Sleeps(), clock=lambda: 0.0)
+    for r in REQUESTS[:2]:
+        cached.complete(r)  # stores what the batch answered
+    assert (tmp_path / "batches").is_dir()  # beside the cache file
+    # another batch directory: only the cache can know the first two are answered
+    prefetch(cached, REQUESTS, store_dir=tmp_path / "elsewhere", sleep=Sleeps(), clock=lambda: 0.0)
+    assert server.creates == 2
+    assert [r["custom_id"] for r in server.batches["msgbatch_002"]] == [cached.key(REQUESTS[2])]
+    cached.close()
+
+
+def test_a_model_without_a_batch_api_is_left_alone() -> None:
+    from rollsum.models import FakeModel
+
+    assert prefetch(FakeModel(), REQUESTS) is None
+
+
+def test_runner_reads_results_by_custom_id_not_by_order(sdk_client: MakeClient) -> None:
+    server = BatchServer()
+    model = AnthropicModel(sdk_client(server), "claude-haiku-4-5")
+    keys = {model.batch_key(r): r for r in REQUESTS}
+    answers = BatchRunner(model, BatchStore(None), sleep=Sleeps(), clock=lambda: 0.0).run(keys)
+    for key, answer in answers.items():
+        assert not isinstance(answer, ModelError) and answer.text == f"answer {key[:6]}"
