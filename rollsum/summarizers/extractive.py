@@ -329,7 +329,7 @@ class ExtractiveSummarizer:
         """The span as pieces (groups -1, -2, ... by message); `speakers` collects names."""
         out: list[_Piece] = []
         conversational = self.conversational
-        feats, tokens = self._features, self._tokens
+        feats = self._features
         for i, m in enumerate(messages):
             group = -1 - i
             day, anchor = self._day(m.created_at) if m.created_at else ("", None)
