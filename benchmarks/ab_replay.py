@@ -37,11 +37,11 @@ def worker(stream: str, preset: str, n: int, window: str, after_eviction: bool) 
     rs = RollingSummarizer.from_preset(preset, **kw)
     add = rs.add
     start = 0
-    if after_eviction:
-        for start, m in enumerate(msgs, 1):
-            add(m)
-            if any(ev.kind == "evict" for ev in rs.last_events):
-                break
+    while after_eviction and start < len(msgs):
+        add(msgs[start])
+        start += 1
+        if any(ev.kind == "evict" for ev in rs.last_events):
+            break
     rest = msgs[start:]
     t0 = time.process_time()
     for m in rest:

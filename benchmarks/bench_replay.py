@@ -127,12 +127,13 @@ def evicting_time(msgs: list[Message], window: int | None) -> tuple[float, int, 
     kw: dict[str, Any] = {} if window is None else {"context_window": window}
     rs = RollingSummarizer.from_preset("evict-window", **kw)
     add = rs.add
-    k = 0
-    for k, m in enumerate(msgs):
-        add(m)
+    start = 0
+    while start < len(msgs):
+        add(msgs[start])
+        start += 1
         if any(ev.kind == "evict" for ev in rs.last_events):
             break
-    rest = msgs[k + 1:]
+    rest = msgs[start:]
     t0 = time.process_time()
     for m in rest:
         add(m)
