@@ -49,3 +49,36 @@ def test_split_sentences_on_the_cases_that_differ_between_lines_and_whole_text()
     # abbreviation at a line's end (joined with the next line), a tab after a full stop
     for text in ("A.  \n  next one", "Ends here.\nlower start", "Ask Dr.\nSmith today", "One.\tTwo", "x\r\ny. Z"):
         assert split_sentences(text) == one_regex_split(text), text
+
+
+def test_a_repeated_sentence_with_a_relative_date_is_anchored_to_each_day_it_is_said() -> None:
+    """The per-sentence cache must not reuse one day's anchor for another day."""
+    from rollsum.summarizers import ExtractiveSummarizer, SummaryRequest
+    from rollsum.types import Message
+
+    said = "I went bowling with Priya in Lisbon yesterday and scored 212 points."
+    s = ExtractiveSummarizer()
+    first = s.summarize(SummaryRequest("c", [Message("user", said, created_at="2023-05-08T10:00:00")]))
+    second = s.summarize(SummaryRequest("c", [Message("user", said, created_at="2023-05-20T10:00:00")]))
+    assert "yesterday (7 May 2023)" in first.text
+    assert "yesterday (19 May 2023)" in second.text
+
+
+def test_a_previous_summary_reads_back_the_same_with_warm_caches_as_with_cold_ones() -> None:
+    """Previous lines are parsed once and cached by their text, sentences by theirs: a
+    summarizer whose caches have seen these lines (under another conversation, so the
+    statistics are rebuilt alike) gives what a fresh one gives."""
+    from rollsum.summarizers import ExtractiveSummarizer, SummaryRequest
+    from rollsum.types import Message, SummaryRecord
+
+    span = [Message("user", f"Ticket INC-{100 + i} in Lisbon blocks the deploy of build {i}. "
+                    f"Yesterday Omar said it is fine.", name="Priya", created_at=f"2023-05-{8 + i:02d}T10:00:00")
+            for i in range(12)]
+    warm = ExtractiveSummarizer(max_tokens=120)
+    text = warm.summarize(SummaryRequest("c", span[:6])).text
+    prev = SummaryRecord(id="s0", conversation_id="c", text=text, seq=0, messages_covered=6)
+    warm.summarize(SummaryRequest("c", span[6:], previous=prev))
+    again = warm.summarize(SummaryRequest("d", span[6:], previous=prev)).text
+    cold = ExtractiveSummarizer(max_tokens=120).summarize(SummaryRequest("d", span[6:], previous=prev)).text
+    assert again == cold
+    assert "INC-" in cold
