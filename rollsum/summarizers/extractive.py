@@ -263,7 +263,7 @@ class ExtractiveSummarizer:
         self._old_memo: dict[str, tuple[list[_Piece], frozenset[str]]] = {}
         self._norms: dict[str, str] = {}
         self._old_lines: dict[str, tuple[str, tuple[tuple[str, salience.Features], ...], bool]] = {}
-        self._sentences: dict[str | tuple[str, date], tuple[str, bool, str, salience.Features]] = {}
+        self._sentences: dict[str | tuple[str, date], tuple[str, bool | None, str, salience.Features]] = {}
 
     def params(self) -> dict[str, Any]:
         return {"max_tokens": self.max_tokens, "merge": self.merge, "conversational": self.conversational}
@@ -368,19 +368,24 @@ class ExtractiveSummarizer:
             if len(cache) > _CACHE_LIMIT:
                 cache.clear()
             short = shorten(sentence) if len(sentence) > MAX_SENTENCE_CHARS else sentence
-            relative = dates.may_hold_relative(short)
             body = trim_tail(short, self._tokens)
-            hit = cache[sentence] = (short, relative, body, salience.features(body, self._tokens))
+            hit = cache[sentence] = (short, None, body, salience.features(body, self._tokens))
+        if anchor is None:
+            return hit[2], hit[3]
         short, relative, body, feat = hit
-        if not relative or anchor is None:
+        if relative is None:  # asked only when there is a day to anchor to
+            relative = dates.may_hold_relative(short)
+            cache[sentence] = (short, relative, body, feat)
+        if not relative:
             return body, feat
         key = (sentence, anchor)
         dated = cache.get(key)
         if dated is None:
             anchored, _ = dates.anchor_dates(short, anchor)
-            body = trim_tail(anchored, self._tokens) if anchored != short else body
-            dated = cache[key] = (short, True, body, salience.features(body, self._tokens) if anchored != short
-                                  else feat)
+            if anchored != short:
+                body = trim_tail(anchored, self._tokens)
+                feat = salience.features(body, self._tokens)
+            dated = cache[key] = (short, True, body, feat)
         return dated[2], dated[3]
 
     def _old_pieces(self, text: str) -> tuple[list[_Piece], frozenset[str]]:
