@@ -101,9 +101,9 @@ def test_a_second_writer_is_refused_while_the_first_runs_and_the_tables_are_exac
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=gate.env())
         try:
             # it holds the lock and has written its manifest; it cannot finish while the gate is shut
-            _wait(lambda: (_held(out) and (out / "manifest.json").exists()) or first.poll() is not None,
-                  "the first run to start")
+            _wait(lambda: (out / "manifest.json").exists() or first.poll() is not None, "the first run to start")
             assert first.poll() is None, first.communicate()
+            assert _held(out), "the first run wrote its manifest without holding the lock"
             refusals = {}
             for label, args in {"resume": ("run", str(spec), "--out", str(out), "--resume", "--no-progress"),
                                 "run": ("run", str(spec), "--out", str(out), "--no-progress"),
