@@ -126,11 +126,25 @@ def variants(spec: SweepSpec) -> list[Variant]:
         if vary_window:
             parts.append(f"window={cw}")
         labels.append(f"{base}[{','.join(parts)}]" if parts else base)
+    _explicit_once(spec, raw, labels)
     out: list[Variant] = []
     for (cfg, params, prompt, model, cw, _fixed), label in zip(raw, _unique(labels), strict=True):
         out.append(Variant(label=label, preset=cfg.preset, params=params, prompt=prompt,
                            model=model, context_window=cw, code=cfg.code))
     return out
+
+
+def _explicit_once(spec: SweepSpec, raw: Sequence[tuple[ConfigSpec, Any, Any, Any, Any, Any]],
+                   labels: Sequence[str]) -> None:
+    """A label the user wrote is never renamed: if another configuration's label (written or
+    generated) is the same, that is a mistake, refused (generated ones alone get ``#N``)."""
+    owners: dict[str, int] = {}
+    for (cfg, *_rest), label in zip(raw, labels, strict=True):
+        k = spec.configs.index(cfg)
+        first = owners.setdefault(label, k)
+        if first != k and (cfg.label is not None or spec.configs[first].label is not None):
+            raise ConfigError(f"{spec.path}: configs[{first}] and configs[{k}] both have the label {label!r} "
+                              "(expected a label unique in the spec: change or add a 'label')")
 
 
 def count_variants(spec: SweepSpec) -> int:

@@ -521,5 +521,5 @@ def _unit_of(result: UnitResult) -> Unit:
     return Unit.from_dict(json.loads(result.replay.traces)["unit"])
 
 
-__all__ = ["DEFAULT_MAX_UNITS", "EXIT_BUDGET", "EXIT_ERRORS", "EXIT_OK", "RunResult", "errors_fail", "replay_cache_key", "run_sweep",
-           "score_cache_key"]
+__all__ = ["DEFAULT_MAX_UNITS", "EXIT_BUDGET", "EXIT_ERRORS", "EXIT_OK", "RunResult", "errors_fail",
+           "replay_cache_key", "run_sweep", "score_cache_key"]

@@ -143,7 +143,7 @@ def test_sigterm_marks_the_run_interrupted_in_one_line_and_resume_is_exact(tmp_p
             # that Unit's thread can end and the interpreter exit
             _wait(lambda: _status(out) != "running" or proc.poll() is not None, "the manifest to change")
             gate.open()
-            stdout, stderr = proc.communicate(timeout=300)
+            _, stderr = proc.communicate(timeout=300)
         finally:
             if proc.poll() is None:
                 proc.kill()

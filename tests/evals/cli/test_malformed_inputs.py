@@ -75,17 +75,15 @@ def test_a_spec_name_never_leaves_runs(tmp_path: Path, name: str) -> None:
 
 
 def test_labels_never_merge_two_configurations(tmp_path: Path) -> None:
-    """``x``, ``x`` and an explicit ``x#2``: three configurations, three labels."""
-    text = (spec(config='label = "x"') + '[[configs]]\npreset = "truncate"\nlabel = "x"\nparams = { keep = 5 }\n'
-            '[[configs]]\npreset = "full-context"\nlabel = "x#2"\n')
-    (tmp_path / "s.toml").write_text(text)
+    """A label the user wrote is never renamed or shared (issue #19: ``x``, ``x`` and ``x#2``
+    used to run as ``x``, ``x#3``, ``x#2``): each of these is one line, exit 2, nothing run."""
     (tmp_path / "data.jsonl").write_text(GOOD)
-    out = run_cli(["run", "s.toml", "--out", "out", "--no-progress", "--jobs", "1"], tmp_path)
-    assert out.code == 0, out.describe()
-    units = pd.read_parquet(tmp_path / "out" / "units.parquet")
-    assert units.groupby("config")["preset"].agg(lambda s: sorted(set(s))).to_dict() == {
-        "x": ["truncate"], "x#2": ["full-context"], "x#3": ["truncate"]}
-    assert units["config"].value_counts().tolist() == [2, 2, 2]
+    for second, needle in (('label = "x"', ("s.toml:13", "configs[0] has it too")),
+                           ('label = "x#2"', ("s.toml:13", "'#N'")),
+                           ('label = "truncate"', ("s.toml", "configs[0] and configs[1]", "'truncate'"))):
+        first = "" if "truncate" in second else 'label = "x"'
+        (tmp_path / "s.toml").write_text(spec(config=first) + f'[[configs]]\npreset = "full-context"\n{second}\n')
+        refused(["run", "s.toml", "--out", "out", "--no-progress"], tmp_path, needle=needle)
 
 
 BAD_LINE = jsonl(conversation("c1"), '{"id": "c2", "messages": [}', conversation("c3"))

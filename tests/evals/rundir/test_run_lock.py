@@ -23,7 +23,6 @@ from rollsum_evals.rundir.lock import RunInProgress, RunLock
 from rollsum_evals.spec import load_spec
 
 from rollsum.errors import ConfigError
-
 from tests.evals.gate import Gate, subprocess_env
 
 SPEC = """
