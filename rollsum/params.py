@@ -68,6 +68,7 @@ RANGES: Mapping[str, Range] = {
     "cooldown_messages": AT_LEAST_0, "rearm_messages": AT_LEAST_0, "head": AT_LEAST_0, "tail": AT_LEAST_0,
     "min_evicted": AT_LEAST_1, "keep": AT_LEAST_1, "guard_min_tail": AT_LEAST_1, "lag_turns": AT_LEAST_0,
     "failure_cooldown": AT_LEAST_0, "max_failure_backoff": AT_LEAST_0, "ledger_max_facts": AT_LEAST_0,
+    "min_messages_per_attempt": AT_LEAST_0,
     # summaries and passes
     "max_depth": AT_LEAST_1, "max_passes": AT_LEAST_1, "retries": Range(0, 100),
     # tokens and characters

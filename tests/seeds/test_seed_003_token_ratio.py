@@ -156,9 +156,9 @@ def test_second_pass_halves_the_preserved_tail_but_not_below_two() -> None:
 
 def test_huge_tail_gets_a_second_pass_in_the_same_turn() -> None:
     rs = RollingSummarizer.from_preset("token-ratio", fake("json"), context_window=3000, ledger="off")
-    for m in chat(14, words=15):
+    for m in chat(16, words=15):  # 20 messages when it fires: the engine cap (1 attempt / 10 messages) allows 2
         rs.add(m)
-    for m in chat(6, words=300, start=14):  # six big messages: the preserved tail alone is over 0.8
+    for m in chat(6, words=300, start=16):  # six big messages: the preserved tail alone is over 0.8
         rs.add(m)
     assert len(rs.history) >= 2
     first, second = rs.history[0], rs.history[1]
