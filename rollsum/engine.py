@@ -569,7 +569,12 @@ class RollingSummarizer:
         return "off" if getattr(self.summarizer, "name", "") == "extractive" else "pin"
 
     def _head(self) -> int:
-        return int(getattr(self.policy, "head", 0)) if self.format.position == "after-head" else 0
+        """Active messages before the summary (seed 004's head; `head_end` when the policy has it:
+        a head that ends in a tool call keeps the call's results)."""
+        if self.format.position != "after-head":
+            return 0
+        end = getattr(self.policy, "head_end", None)
+        return int(end(self._active)) if callable(end) else int(getattr(self.policy, "head", 0))
 
     def _display(self, m: Message) -> Message:
         return self._clips.get(m.id, m) if m.id is not None else m
