@@ -394,23 +394,32 @@ class RollingSummarizer:
         saved = load(self.conversation_id) if callable(load) else None
         if not saved:
             return
-        try:
-            c = {k: v for k, v in saved.items() if v is None or (isinstance(v, int) and not isinstance(v, bool))}
-            last = c.get("last_attempt_at")
-            self._attempts = max(self._attempts, int(c["attempts"]))
-            self._since_attempt = None if last is None else max(0, self._total_added - int(last))
-            self._failures, self._retry_at = int(c["failures"]), int(c["retry_at"])
-            self._model_failures, self._model_retry_at = int(c["model_failures"]), int(c["model_retry_at"])
-            self._guard_at = None if c.get("guard_at") is None else int(c["guard_at"])
-            self._total_evicted = int(c["total_evicted"])
-            self._evicted_since = int(c["evicted_since"])
-            self._since_summary = max(0, self._total_added - int(c["summary_at"]))
-            low = c.get("min_tokens_since")
-            self._min_tokens_since = None if low is None else int(low)
-        except (KeyError, TypeError, ValueError) as err:  # a damaged row: resume as without one
+
+        def num(key: str, optional: bool = False) -> int | None:
+            value = saved.get(key)
+            if value is None and optional:
+                return None
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{key}: expected a count, got {value!r}")
+            return value
+
+        try:  # read everything first: a damaged row changes nothing
+            attempts, failures, retry_at = num("attempts"), num("failures"), num("retry_at")
+            model_failures, model_retry_at = num("model_failures"), num("model_retry_at")
+            last, guard_at, low = num("last_attempt_at", True), num("guard_at", True), num("min_tokens_since", True)
+            total_evicted, evicted_since, summary_at = num("total_evicted"), num("evicted_since"), num("summary_at")
+        except ValueError as err:
             log.warning("conversation %s: saved cadence unreadable (%s); rate limits resume from the "
                         "stored summaries", self.conversation_id, err)
             return
+        self._attempts = max(self._attempts, attempts or 0)
+        self._since_attempt = None if last is None else max(0, self._total_added - last)
+        self._failures, self._retry_at = failures or 0, retry_at or 0
+        self._model_failures, self._model_retry_at = model_failures or 0, model_retry_at or 0
+        self._guard_at = guard_at
+        self._total_evicted, self._evicted_since = total_evicted or 0, evicted_since or 0
+        self._since_summary = max(0, self._total_added - (summary_at or 0))
+        self._min_tokens_since = low
         self._saved_cadence = self._cadence()
 
     def close(self) -> None:

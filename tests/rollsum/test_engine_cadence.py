@@ -166,3 +166,18 @@ def test_at_most_ten_attempts_per_100_messages_on_a_hostile_stream(preset: str, 
         tried += sum(1 for e in rs.last_events if e.kind in ATTEMPT)
         assert tried * 10 <= k  # the k-th attempt needs 10 k messages: at every prefix
         assert rs.context_tokens() <= limit
+
+
+def test_a_damaged_saved_cadence_is_ignored_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A row that is not what the engine wrote (edited by hand, another version) must not stop
+    the conversation from opening: the rate limits resume from the stored summaries."""
+    with SQLiteStore(tmp_path / "chat.db") as store:
+        rs = build("since-last", dead(), 4000, store=store, conversation_id="c")
+        for m in chat(25, words=40):
+            rs.add(m)
+        rs.close()
+        store.save_cadence("c", {"attempts": "many", "failures": 1})
+        again = build("since-last", dead(), 4000, store=store, conversation_id="c")
+        assert [m.id for m in again.messages] == [m.id for m in rs.messages]
+        assert "saved cadence unreadable" in caplog.text
+        again.close()
