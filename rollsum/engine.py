@@ -44,6 +44,7 @@ from rollsum.context import (
     get_format,
 )
 from rollsum.errors import ConfigError, ErrorKind, SummarizeError, classify_exception, retry_wait
+from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.policies._util import tool_units
 from rollsum.policies.base import Decision, Policy, WindowState, fold_allowed, may_summarize, policy_params
 from rollsum.redact import redact, redacting_logger
@@ -175,7 +176,7 @@ class RollingSummarizer:
         store: Store | str | None = None,
         context_format: ContextFormat | str = "earlier-heading",
         conversation_id: str | None = None,
-        context_window: int = 200_000,
+        context_window: int = DEFAULT_CONTEXT_WINDOW,
         enforce_window: bool | None = None,
         guard_low_water: float = 0.6,
         guard_min_tail: int = 2,
