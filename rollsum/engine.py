@@ -8,14 +8,19 @@ every message stays where it was. Once the message is stored, `add()` does not r
 exception from a model, summarizer or store on the way is a classified failure event.
 
 Then the **window guard** (presets with a window): if the context is still over
-`context_window`, whatever the order of triggers and failures, the engine (1) compacts --
-summarizes the oldest messages down to a low-water mark, when the policy's own rate limit, the
-failure backoff and the guard's token bound allow a summarizer call; (2) moves the oldest
+``context_window − reserved_output_tokens``, whatever the order of triggers and failures, the
+engine (1) compacts -- summarizes the oldest messages down to a low-water mark, when the
+policy's own rate limit, the failure backoff, the attempt cap and the guard's token bound
+allow a summarizer call; (2) moves the oldest
 active messages to ``pending`` (out of the context, never lost, folded into the next
 successful summary); (3) only when one message or the pinned system messages alone are larger
 than the window, clips their content *in the context* with a visible marker (a ``clip``
 event; the stored messages are never altered). So after `add()` returns,
-``context_tokens() <= context_window``.
+``context_tokens() <= context_window − reserved_output_tokens``.
+
+Cadence: the k-th summary attempt needs k × `min_messages_per_attempt` messages added, and
+attempts, failures and backoff are kept with the conversation (`Store.save_cadence`), so an
+engine rebuilt from its store for every message makes the attempts a long-lived one makes.
 
 Planning, running and applying a summary are separate steps (`_plan`, `_run`, `_apply`) so
 the same core serves the synchronous engine, a simulated lag (`lag_turns`, for replays) and
@@ -111,7 +116,8 @@ class RollingSummarizer:
 
     Parameters that matter most:
     - `context_window`: the main model's window in tokens; ratios and budgets are taken on it.
-    - `enforce_window`: keep ``context_tokens() <= context_window`` after every `add()` (the
+    - `enforce_window`: keep ``context_tokens() <= context_window − reserved_output_tokens``
+      after every `add()` (the
       window guard). Default: on for presets that have a window (token-ratio,
       budget-rule-based, evict-window; since-last and count-and-tokens when `from_preset` is
       given a `context_window`), off for the baselines.
