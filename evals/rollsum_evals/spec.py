@@ -23,7 +23,7 @@ from typing import Any
 
 from rollsum import presets
 from rollsum.errors import ConfigError
-from rollsum.params import WIRING, Range, check_number
+from rollsum.params import DEFAULT_CONTEXT_WINDOW, WIRING, Range, check_number
 from rollsum.plugins import is_import_path as plugins_is_import_path
 from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.pinned import DatasetSpec
@@ -37,7 +37,6 @@ LOCOMO_PLACEHOLDER = "@locomo"
 
 DEFAULT_MAIN_MODEL = "claude-haiku-4-5"
 DEFAULT_PROJECTED_MODEL = "claude-haiku-4-5"
-DEFAULT_CONTEXT_WINDOW = 200_000
 
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
              "context_window", "probes", "seeds", "main_model", "projected_model", "qa", "cache",

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from rollsum.errors import ConfigError
+from rollsum.presets import WINDOW_ALIASES
 from rollsum_evals import components, plugins
 
 if TYPE_CHECKING:
@@ -95,6 +96,17 @@ def _fmt(v: Any) -> str:
     return json.dumps(v) if not isinstance(v, str) else v
 
 
+def own_window(params: Mapping[str, Any]) -> tuple[int, ...]:
+    """A configuration's own window (``context_window``, or seed 002's ``max_context_tokens``,
+    in its params or grid): the one its engine runs at, so the one its Unit, trace, scorers and
+    report use too, instead of the spec's ``context_window`` list (issue #19)."""
+    for key in ("context_window", *WINDOW_ALIASES):
+        value = params.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (value,)
+    return ()
+
+
 def variants(spec: SweepSpec) -> list[Variant]:
     """Configurations × grids × prompts × models × windows, with labels unique in the run.
 
@@ -109,7 +121,7 @@ def variants(spec: SweepSpec) -> list[Variant]:
                 no_prompt = fixed or components.is_builtin(model) or not plugins.takes_prompt(cfg.preset, params)
                 prompts = ("",) if no_prompt else (cfg.prompts or spec.prompts)
                 for prompt in prompts:
-                    for cw in spec.context_windows:
+                    for cw in own_window(params) or spec.context_windows:
                         raw.append((cfg, params, prompt, model, cw, fixed))
     vary_prompt = len({r[2] for r in raw if r[2]}) > 1
     vary_model = len({r[3] for r in raw if not r[5]}) > 1
@@ -123,7 +135,7 @@ def variants(spec: SweepSpec) -> list[Variant]:
             parts.append(f"prompt={prompt}")
         if vary_model and not fixed:
             parts.append(f"model={model}")
-        if vary_window:
+        if vary_window and not own_window(params):
             parts.append(f"window={cw}")
         labels.append(f"{base}[{','.join(parts)}]" if parts else base)
     _explicit_once(spec, raw, labels)

@@ -19,6 +19,7 @@ from typing import Any
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest
+from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.tokens import HeuristicCounter
 
 MODES: tuple[str, ...] = ("echo", "scripted", "extractive", "json")
@@ -109,7 +110,7 @@ class FakeModel:
     def __init__(self, mode: str = "echo", *, script: Sequence[str | BaseException] = (),
                  latency_ms: float = 0.0, jitter_ms: float = 0.0, fail_rate: float = 0.0,
                  fail_kind: str = "500", fail_first: int = 0, retry_after: float | None = 0.0,
-                 seed: int = 0, context_window: int = 200_000, model: str = "fake",
+                 seed: int = 0, context_window: int = DEFAULT_CONTEXT_WINDOW, model: str = "fake",
                  sleep: Callable[[float], None] = time.sleep, spec: str | None = None) -> None:
         if mode not in MODES:
             raise ConfigError(f"fake model mode {mode!r}: expected one of {', '.join(MODES)}")

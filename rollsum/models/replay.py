@@ -21,7 +21,7 @@ from typing import Any
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
-from rollsum.params import Range, check_number
+from rollsum.params import DEFAULT_CONTEXT_WINDOW, Range, check_number
 from rollsum.redact import redact_obj, redacting_logger
 from rollsum.safejson import JSONInputError, loads
 
@@ -105,7 +105,7 @@ class ReplayModel:
         self._entries: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
-        self._context_window = 200_000
+        self._context_window = DEFAULT_CONTEXT_WINDOW
         self.calls = 0
         self.first_miss: str | None = None
         """The first request the cassette could not serve (`replay_miss`): a caller whose run

@@ -148,7 +148,7 @@ params = {{ messages_per_summary = 40, keep_last = 30, enforce_window = false }}
 [[configs]]
 preset = "since-last"
 label = "thrashes"
-params = {{ messages_per_summary = 1, keep_last = 1 }}
+params = {{ messages_per_summary = 1, keep_last = 1, min_messages_per_attempt = 0 }}  # the cap off: thrash
 [[configs]]
 preset = "full-context"
 label = "full-context"
