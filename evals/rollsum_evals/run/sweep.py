@@ -370,6 +370,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     manifest.update({
         "resumed_at": [*previous.get("resumed_at", []), now()] if previous else [],
         "units_total": len(units), "units_done": len(done & unit_ids), "configs": configs,
+        components.FACTS_KEY: components.recorded_facts(units),
         "executor": chosen, "executor_requested": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
         "pid": os.getpid(), "host": socket.gethostname(),  # tells a killed run from a running one
         "repairs": [*previous.get("repairs", []), *repair.notes],
