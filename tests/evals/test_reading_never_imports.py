@@ -21,7 +21,7 @@ from rollsum_evals.rundir import load_run
 MODULE = "rollsum_sidefx_plugin"
 MEMORY = "Mem[mark=M1]"
 
-PLUGIN = f'''
+PLUGIN = '''
 import os
 from pathlib import Path
 

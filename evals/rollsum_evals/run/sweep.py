@@ -38,7 +38,7 @@ from typing import Any
 
 from rollsum.errors import ConfigError, RollsumError
 from rollsum.models.base import Model
-from rollsum.redact import env_secrets, redact, redact_obj
+from rollsum.redact import env_secrets, redact
 from rollsum_evals import components, scoring
 from rollsum_evals.data.pinned import Dataset, Loader, default_loader
 from rollsum_evals.fsfaults import WriteFailed, describe_os_error
@@ -57,7 +57,7 @@ from rollsum_evals.run.models import (
 from rollsum_evals.run.pool import EXECUTORS, choose_executor
 from rollsum_evals.run.resume import check_resume, load_datasets, stored_replays
 from rollsum_evals.run.unit import Job
-from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_STOPPED, new_manifest, table_columns
+from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_STOPPED, new_manifest, redact_manifest, table_columns
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, ScoredLines, UnitResult
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.unit_cache import UnitCache
@@ -285,7 +285,7 @@ def _fs_fault(rd: RunDir, err: OSError, state: _Progress, now: Callable[[], str]
         return WriteFailed(redact(f"{reason}; nothing was run", env_secrets()))
     state.manifest.update(status="interrupted", reason=reason, finished_at=now())
     try:
-        rd.write_manifest(redact_obj(state.manifest, env_secrets()), last_resort=True)
+        rd.write_manifest(redact_manifest(state.manifest, env_secrets()), last_resort=True)
         note = "its manifest says interrupted"
     except OSError as again:
         note = f"its manifest could not be updated either ({describe_os_error(again)})"
@@ -380,7 +380,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                        "misses": len(job_list) - len(cache.replays) if cache.cache is not None else 0,
                        "stored": 0, "scores_stored": 0},
     })
-    rd.write_manifest(redact_obj(manifest, env_secrets()))
+    rd.write_manifest(redact_manifest(manifest, env_secrets()))
     state.manifest = manifest
 
     if cache.copied:
@@ -419,7 +419,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         manifest.update(status=f"stopped: {stop.kind}" if stop else "interrupted",
                         reason=stop.cause if stop else _reason(err),
                         spent_usd=_spent(ledger, previous_spent, tally), finished_at=now())
-        rd.write_manifest(redact_obj(manifest, env_secrets()), last_resort=True)
+        rd.write_manifest(redact_manifest(manifest, env_secrets()), last_resort=True)
         if stop is not None:  # a bad key or no network: one line, exit 2, nothing in flight journaled
             raise SweepStopped(redact(f"sweep stopped: {stop.cause}; {tally.ran} unit(s) finished before it; "
                                       f"fix it and continue with --resume --out {rd.path}", env_secrets())) from None
@@ -446,7 +446,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                     unit_cache={**manifest["unit_cache"], "stored": cache.stored,
                                 "scores_stored": cache.scores_stored},
                     timing={"unit_cpu_s": round(tally.cpu_s, 4), "unit_wall_s": round(tally.wall_s, 4)})
-    rd.write_manifest(redact_obj(manifest, env_secrets()))
+    rd.write_manifest(redact_manifest(manifest, env_secrets()))
     return RunResult(run_dir=rd.path, total=len(units), done=len(committed), ran=tally.ran,
                      skipped=len(units) - len(committed), errors=tally.errors, spent_usd=spent,
                      stopped_for_budget=stopped, wall_s=time.perf_counter() - t0,
