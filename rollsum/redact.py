@@ -16,7 +16,7 @@ What is masked:
   false hits, and no real key is that short). A credential-named variable whose value is not a
   secret is not one: a path (``SSH_KEY=/home/me/.ssh/id_ed25519`` names where a key is, and
   masking its pieces would turn every path under that folder into ``***run``), a plain word or
-  a number (`looks_secret`). A known secret is also found in its base64, base64url and
+  a number (`looks_secret`). A whole known secret is also found in its base64, base64url and
   percent-encoded forms (a key inside a basic-auth header, a data URL, a query string);
 - the usual key shapes whatever their value: ``sk-ant-...``, ``sk-...``, bearer tokens,
   ``x-api-key: ...`` / ``api_key = ...`` assignments, AWS access key ids;
@@ -143,12 +143,16 @@ class SecretIndex:
 
     def __init__(self, secrets: Iterable[str]) -> None:
         forms: set[str] = set()
+        encoded: set[str] = set()
         for s in secrets:
             if len(s) < MIN_SECRET:
                 continue
             forms.update({s, json.dumps(s, ensure_ascii=False)[1:-1], json.dumps(s)[1:-1], repr(s)[1:-1]})
-            forms.update(encoded_forms(s))
+            encoded.update(encoded_forms(s))
         self.forms = tuple(sorted(forms))
+        self.encoded = tuple(sorted(encoded - forms))
+        """Encoded forms of whole secrets, found whole (one `find` each): indexing their pieces
+        too would multiply the blocks scanned for, and redaction runs on every journaled line."""
         self._grams = frozenset(f[i:i + MIN_SECRET] for f in self.forms for i in range(len(f) - MIN_SECRET + 1))
         self._blocks = tuple(sorted({f[i:i + _BLOCK] for f in self.forms
                                      for i in range(0, len(f) - _BLOCK + 1, _STRIDE)}))
@@ -157,9 +161,16 @@ class SecretIndex:
         return bool(self.forms)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
-        """Merged ``[start, end)`` ranges of `text` covered by 8-character pieces of a secret."""
+        """Merged ``[start, end)`` ranges of `text` covered by 8-character pieces of a secret or
+        by a whole secret's encoded form."""
         if not self.forms or len(text) < MIN_SECRET:
             return []
+        ranges: list[tuple[int, int]] = []
+        for form in self.encoded:
+            at = text.find(form)
+            while at != -1:
+                ranges.append((at, at + len(form)))
+                at = text.find(form, at + 1)
         starts: set[int] = set()
         grams = self._grams
         for block in self._blocks:
@@ -169,12 +180,13 @@ class SecretIndex:
                     if text[p:p + MIN_SECRET] in grams:
                         starts.add(p)
                 at = text.find(block, at + 1)
+        ranges.extend((p, p + MIN_SECRET) for p in starts)
         merged: list[tuple[int, int]] = []
-        for p in sorted(starts):
-            if merged and p <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], p + MIN_SECRET))
+        for a, b in sorted(ranges):
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
             else:
-                merged.append((p, p + MIN_SECRET))
+                merged.append((a, b))
         return merged
 
     def found_in(self, text: str) -> bool:
