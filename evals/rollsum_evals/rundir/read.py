@@ -8,7 +8,6 @@ knows the scorer.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,7 +127,6 @@ def load_run(path: str | Path) -> Run:
     (and line or column) and what to do. A finished run is read from its tables, each checked
     against the manifest's seal; a running or killed run from its journals (committed Units
     only), read strictly (only a torn last line is tolerated)."""
-    import pandas as pd
 
     rd = RunDir(path)
     if not rd.path.is_dir():

@@ -14,6 +14,7 @@ import base64
 import json
 import shlex
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -69,14 +70,14 @@ def test_recorded_paths_are_never_rewritten_even_when_they_hold_a_secret_piece()
     from rollsum_evals.rundir.format import redact_manifest
 
     source = f"/data/chat-{KEY[10:37]}.json"
-    manifest = {"name": f"n-{KEY}", "spec_path": f"/specs/{KEY[5:30]}.toml",
+    manifest: dict[str, Any] = {"name": f"n-{KEY}", "spec_path": f"/specs/{KEY[5:30]}.toml",
                 "datasets": {"chat": {"source": source, "questions": source + "l", "sha256": KEY}},
                 "spec": {"datasets": [{"name": "chat", "source": source}]},
                 "cache": {"mode": "user", "path": f"/c/{KEY[3:20]}"}, "unit_cache": {"path": None}}
     out = redact_manifest(manifest, [KEY])
     assert out["datasets"]["chat"]["source"] == source and out["datasets"]["chat"]["questions"] == source + "l"
     assert out["spec"]["datasets"][0]["source"] == source
-    assert out["spec_path"] == manifest["spec_path"] and out["cache"]["path"] == manifest["cache"]["path"]
+    assert out["spec_path"] == manifest["spec_path"] and out["cache"]["path"] == f"/c/{KEY[3:20]}"
     assert KEY[5:13] not in out["name"] and out["datasets"]["chat"]["sha256"] == MASK
 
 
