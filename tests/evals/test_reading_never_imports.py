@@ -17,6 +17,7 @@ import pytest
 from rollsum_evals import analysis, components
 from rollsum_evals.cli import main
 from rollsum_evals.rundir import load_run
+from rollsum_evals.rundir.integrity import spec_sha256
 
 MODULE = "rollsum_sidefx_plugin"
 MEMORY = "Mem[mark=M1]"
@@ -116,6 +117,9 @@ def test_a_run_made_with_a_plug_in_reads_without_it_and_keeps_its_declared_capab
     assert manifest[components.FACTS_KEY][MEMORY] == {
         "baseline": False, "offline": True, "free": True, "deterministic": True, "follows_prompt": False}
     assert manifest[components.FACTS_KEY]["since-last"]["baseline"] is False
+    # the spec hash covers the plug-in's code, recorded so a reader can check it without importing
+    assert len(manifest["spec_code"]) == 1
+    assert spec_sha256(manifest["spec"], manifest["spec_code"]) == manifest["spec_sha256"]
 
 
 def test_without_a_record_a_component_by_import_path_is_read_as_undeclared_never_imported() -> None:

@@ -475,7 +475,8 @@ def _start_manifest(spec: SweepSpec, plan: ScoringPlan, datasets: Mapping[str, D
         scorer_versions=scoring.versions(plan.scorers), unit_columns=unit_cols, probe_columns=probe_cols,
         seeds=list(spec.seeds), replay_fingerprint=provenance.replay_fingerprint(),
         scoring_fingerprint=provenance.scoring_fingerprint(), git_sha=provenance.git_sha(),
-        package_versions=provenance.versions(), started_at=previous.get("started_at") or now())
+        package_versions=provenance.versions(), started_at=previous.get("started_at") or now(),
+        spec_code=[c.code for c in spec.configs if c.code])
 
 
 def _copied(unit_id: str, replay: ReplayLines, scored: ScoredLines) -> UnitResult:
