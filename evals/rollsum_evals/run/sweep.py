@@ -57,9 +57,10 @@ from rollsum_evals.run.models import (
 from rollsum_evals.run.pool import EXECUTORS, choose_executor
 from rollsum_evals.run.resume import check_resume, load_datasets, stored_replays
 from rollsum_evals.run.unit import Job
-from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_STOPPED, new_manifest, redact_manifest, table_columns
+from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_STOPPED, new_manifest, table_columns
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, ScoredLines, UnitResult
 from rollsum_evals.rundir.lock import RunLock
+from rollsum_evals.rundir.redaction import redact_manifest
 from rollsum_evals.rundir.unit_cache import UnitCache
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import SweepSpec

@@ -164,37 +164,6 @@ def new_manifest(*, name: str, spec_raw: Mapping[str, Any], spec_path: str, spec
     }
 
 
-def redact_manifest(manifest: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
-    """The manifest as written: every string masked (`rollsum.redact.redact_obj`) except the
-    paths it records (`spec_path`, each dataset's ``source``/``questions`` in ``datasets`` and in
-    ``spec``, the caches' ``path``). A path is an address, not a secret: masking a piece of it
-    leaves a manifest whose dataset cannot be found again (``rollsum score`` then fails)."""
-    from rollsum.redact import redact_obj
-
-    out: dict[str, Any] = redact_obj(manifest, secrets)
-
-    def restore(orig: Any, red: Any, keys: Sequence[str]) -> None:
-        if isinstance(orig, Mapping) and isinstance(red, dict):
-            for k in keys:
-                if isinstance(orig.get(k), str) and k in red:
-                    red[k] = orig[k]
-
-    restore(manifest, out, ("spec_path",))
-    for block in ("cache", "unit_cache"):
-        restore(manifest.get(block), out.get(block), ("path",))
-    datasets, red_datasets = manifest.get("datasets"), out.get("datasets")
-    if isinstance(datasets, Mapping) and isinstance(red_datasets, dict):
-        for (_name, orig), red in zip(datasets.items(), red_datasets.values(), strict=False):
-            restore(orig, red, ("source", "questions"))
-    spec, red_spec = manifest.get("spec"), out.get("spec")
-    if isinstance(spec, Mapping) and isinstance(red_spec, dict):
-        orig_ds, red_ds = spec.get("datasets"), red_spec.get("datasets")
-        if isinstance(orig_ds, list) and isinstance(red_ds, list):
-            for orig, red in zip(orig_ds, red_ds, strict=False):
-                restore(orig, red, ("source", "questions"))
-    return out
-
-
 def rescored_manifest(manifest: Mapping[str, Any], plan: ScoringPlan, scorer_versions: Mapping[str, str],
                       unit_columns: Sequence[Column], probe_columns: Sequence[Column],
                       scoring_fingerprint: str, scored_at: str) -> dict[str, Any]:

@@ -67,7 +67,7 @@ def test_a_path_in_a_credential_named_variable_masks_nothing_and_the_run_can_be_
 
 def test_recorded_paths_are_never_rewritten_even_when_they_hold_a_secret_piece() -> None:
     """The manifest keeps its paths exact (they must find the files again); the rest is masked."""
-    from rollsum_evals.rundir.format import redact_manifest
+    from rollsum_evals.rundir.redaction import redact_manifest
 
     source = f"/data/chat-{KEY[10:37]}.json"
     manifest: dict[str, Any] = {"name": f"n-{KEY}", "spec_path": f"/specs/{KEY[5:30]}.toml",
