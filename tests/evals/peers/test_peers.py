@@ -187,3 +187,23 @@ def test_message_roles_survive_the_round_trip() -> None:
     for role in ("user", "assistant", "system", "tool"):
         m = lc.to_langchain(Message(role, "x", id="a", name="Bob"))
         assert m.id == "a" and m.content == "x"
+
+
+
+@pytest.mark.skipif(not _installed("langchain.agents.middleware"), reason=MISSING)
+def test_the_middleware_moves_its_cut_back_to_the_call_of_the_results_it_keeps() -> None:
+    """LangChain v1's promise: its cut never separates a tool call from its results. Keeping the
+    last 2 of [user, assistant (the call), tool, tool], the cut falls on a result: the middleware
+    moves it back to the assistant message that made the calls, which it can only find if the
+    adapter records the calls on it (``tool_calls``); otherwise it drops the results too."""
+    from rollsum_evals.peers.langchain_middleware import SummarizationMiddlewareMemory
+
+    memory = SummarizationMiddlewareMemory(model=fake("extractive"), context_window=8000, counter=HeuristicCounter(),
+                                           trigger=["messages", 4], keep=["messages", 2])
+    turns = [Message("user", "Fix it.", id="u0"), Message("assistant", "Reading two files.", id="a1"),
+             Message("tool", "one", name="read_file", id="t2"), Message("tool", "two", name="read_file", id="t3")]
+    for m in turns:
+        memory.add(m)
+        context = memory.context()
+    assert [m.id for m in context] == [None, "a1", "t2", "t3"]
+    assert context[1] is turns[1] and context[0].content.startswith("Here is a summary")
