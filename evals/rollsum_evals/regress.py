@@ -535,7 +535,8 @@ def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[st
     if record_history:
         append_history(history_path(path), history_entry(run, name, result, new, when, promote))
     text = gate_table(result) if result is not None else note + f"no comparable baseline at {path} yet"
-    text += "".join(f"\n{line}" for line in coverage_lines(run, table))
+    # what the gated numbers count, above the table: the verdict stays the last line
+    text = "".join(f"{line}\n" for line in coverage_lines(run, table)) + text
     if promote:
         atomic_write_text(path, json.dumps(new, indent=1, sort_keys=True) + "\n")
         text += f"\npromoted: {path} now holds {len(new['configs'])} configuration(s) from run {run.name}"
