@@ -16,6 +16,7 @@ import pytest
 from rollsum_evals import gain
 from rollsum_evals.analysis import config_table, load
 from rollsum_evals.report import first_line, headline, write_report
+from rollsum_evals.rundir.integrity import spec_sha256
 
 from tests.evals.report.fakerun import make_run
 
@@ -109,6 +110,7 @@ def test_budgets_name_the_pick_within_each(tmp_path: Path) -> None:
              tokens={"cheap": 20_000, "mid": 45_000, **CURVE_TOKENS}, n_probes=40)
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     manifest["spec"]["report"] = {"budgets": [1000, 1200]}  # tokens per call
+    manifest["spec_sha256"] = spec_sha256(manifest["spec"], manifest.get("spec_code"))  # as `run` writes it
     (tmp_path / "r" / "manifest.json").write_text(json.dumps(manifest))
     table = _Table(config_table(load(tmp_path / "r"), n_resamples=N).set_index("config"))
     assert table["rank", "mid"] == 1  # gain ~ +0.35 at 45,000 vs cheap's ~ +0.3
