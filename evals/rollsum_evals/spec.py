@@ -41,7 +41,7 @@ DEFAULT_CONTEXT_WINDOW = 200_000
 
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
              "context_window", "probes", "seeds", "main_model", "projected_model", "qa", "cache",
-             "unit_cache", "limits"}
+             "unit_cache", "limits", "tune"}
 _DATASET_KEYS = {"name", "source", "format", "limit", "questions"}
 _CONFIG_KEYS = {"preset", "memory", "summarizer", "summarizer_params", "label", "params", "grid", "prompts",
                 "models"}
