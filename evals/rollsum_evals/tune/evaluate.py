@@ -48,15 +48,17 @@ class Measured:
 
 
 def sub_spec(raw: Mapping[str, Any], path: str, configs: Sequence[Mapping[str, Any]], *,
-             limit: int | None, locomo: str | None, name: str) -> SweepSpec:
+             locomo: str | None, name: str) -> SweepSpec:
     """The spec of one evaluation: the tune spec's datasets, window, scorers and probes with
-    these configs, at most `limit` conversations per dataset. Parsed by the sweep's own parser,
-    so a trial's parameters are checked exactly as a hand-written config's would be."""
+    these configs (the truncation curve is added by the parser). Parsed by the sweep's own
+    parser, so a trial's parameters are checked exactly as a hand-written config's would be.
+    Which conversations run is the evaluation's ``only``, not a ``limit``: a limit would pin a
+    smaller dataset and give the same conversation other Unit ids (no Unit-cache sharing)."""
     sub = copy.deepcopy({k: v for k, v in raw.items() if k != "tune"})
     sub["name"] = name
     sub["configs"] = [dict(c) for c in configs]
     text = tomli_w.dumps(sub)
-    return parse_spec(text, path, locomo=locomo, limit=limit)
+    return parse_spec(text, path, locomo=locomo)
 
 
 def measure(run_dir: Path, labels: Sequence[str], *, n_resamples: int = 1000) -> dict[str, Measured]:

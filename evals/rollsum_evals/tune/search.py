@@ -6,7 +6,7 @@ is evaluated on the first few conversations of every dataset, and successive hal
 evaluation is an ordinary run directory (`tune.evaluate`), so the number optimised is the report's
 own: **gain over truncation at matched tokens** (`rollsum_evals.gain`), for configurations whose
 verdict is ``ok`` and which meet the spec's constraints. Infeasible, broken and degraded trials are
-told to the sampler as constraint violations (TPE's ``constraints_func``), so it learns to avoid
+told to the sampler as constraint violations (``Trial.set_constraint``), so it learns to avoid
 them, and they are never the best.
 
 What a user relies on:
@@ -72,7 +72,7 @@ class TrialRecord:
     """complete, pruned (stopped at a rung), infeasible (status or constraints), failed (could
     not be built or run), budget (stopped by --max-units)."""
     conversations: int = 0
-    """Conversations per dataset of the last rung it reached."""
+    """Conversations per dataset of the last rung it reached (the first ones of each dataset)."""
     gain: float = math.nan
     gain_low: float = math.nan
     gain_high: float = math.nan
@@ -167,11 +167,6 @@ def _moot(spec: SweepSpec, space: PresetSpace) -> list[str]:
 # the study
 
 
-def _constraints(frozen: Any) -> Sequence[float]:
-    value: Sequence[float] = frozen.user_attrs.get("constraints", [1.0])
-    return value
-
-
 def _sampler(tune: TuneSpec, number: int) -> Any:
     """A TPE sampler seeded from (seed, trial number): what it proposes depends only on the
     finished trials, so a resumed tune proposes what an uninterrupted one would."""
@@ -181,7 +176,7 @@ def _sampler(tune: TuneSpec, number: int) -> Any:
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return optuna.samplers.TPESampler(seed=(tune.seed * 1_000_003 + number) % 2**32,
                                           n_startup_trials=max(4, min(10, tune.trials // 4)),
-                                          multivariate=True, group=True, constraints_func=_constraints)
+                                          multivariate=True, group=True)
 
 
 def _open_study(out: Path, tune: TuneSpec, first_rung: int, *, create: bool) -> Any:
@@ -205,9 +200,11 @@ def _open_study(out: Path, tune: TuneSpec, first_rung: int, *, create: bool) -> 
 
 class _Tuner:
     def __init__(self, raw: dict[str, Any], path: str, tune: TuneSpec, out: Path, opts: TuneOptions,
-                 base: SweepSpec, conversations: int) -> None:
+                 base: SweepSpec, conversation_ids: Mapping[str, Sequence[str]]) -> None:
         self.raw, self.path, self.tune, self.out, self.opts, self.base = raw, path, tune, out, opts, base
-        self.rungs = rungs(tune.min_conversations, tune.reduction_factor, conversations)
+        self.conversation_ids = {k: list(v) for k, v in conversation_ids.items()}
+        most = max(len(v) for v in self.conversation_ids.values())
+        self.rungs = rungs(tune.min_conversations, tune.reduction_factor, most)
         self.notes: list[str] = [n for s in tune.spaces for n in _moot(base, s)]
         self.evaluated: set[str] = set()
         for d in sorted((out / TRIALS_DIR).glob("*/c*")):
@@ -248,8 +245,13 @@ class _Tuner:
             cfg["models"] = [extra["model"]]
         return cfg
 
+    def _first(self, conversations: int) -> dict[str, list[str]]:
+        """The first `conversations` of every dataset: a rung's Units, with the ids a full run
+        gives them (so the next rung and the final run find them in the Unit cache)."""
+        return {name: ids[:conversations] for name, ids in self.conversation_ids.items()}
+
     def _where(self, number: int, config: Mapping[str, Any], conversations: int) -> tuple[SweepSpec, str, Path]:
-        spec = sub_spec(self.raw, self.path, [config], limit=conversations, locomo=self.opts.locomo,
+        spec = sub_spec(self.raw, self.path, [config], locomo=self.opts.locomo,
                         name=f"{self.base.name}-trial-{number}")
         label = next(u.label for u in _variants(spec) if u.preset == config["preset"])
         return spec, label, self.out / TRIALS_DIR / f"{number:04d}" / f"c{conversations}"
@@ -264,7 +266,7 @@ class _Tuner:
         spec, label, d = self._where(number, config, conversations)
         before = len(self.evaluated)
         result = run_sweep(spec, d, jobs=self.opts.jobs, resume=(d / "manifest.json").exists(),
-                           executor=self.opts.executor, progress=False)
+                           executor=self.opts.executor, progress=False, only=self._first(conversations))
         self.evaluated |= unit_ids(d)
         m = measure(d, [label])[label]
         line = {"trial": number, "conversations": conversations, "units": result.total, "replayed": result.ran,
@@ -286,37 +288,30 @@ class _Tuner:
         done = [int(s) for s in trial.user_attrs.get("rungs_done", [])]
         todo = self.rungs if self.tune.objective == "gain" else self.rungs[-1:]
         measured: Measured | None = None
+        violations: dict[str, float] = {"status": 1.0}
         for n in todo:
             if self.over_budget and measured is not None:
                 record.state = "budget"
                 break
-            if n in done:  # a resumed trial: this rung finished before the kill; read it, don't redo it
-                record.label, measured = self._reread(trial.number, config, n)
-                _fill(record, measured, n)
-                continue
+            resumed = n in done  # this rung finished before a kill: read it, don't redo it
             try:
-                record.label, measured = self._evaluate(trial.number, config, n)
+                record.label, measured = (self._reread if resumed else self._evaluate)(trial.number, config, n)
             except ConfigError as err:
                 record.reason = str(err)
-                trial.set_user_attr("constraints", [1.0] * (1 + len(self.tune.constraints.to_dict())))
+                _constrain(trial, {"status": 1.0})
                 trial.set_user_attr("record", _jsonable(asdict(record)))
                 study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
                 return record
             _fill(record, measured, n)
-            violations = [-1.0 if measured.ok else 1.0,
-                          *self.tune.constraints.violations(measured.tokens_per_call, measured.calls_per_message)]
-            trial.set_user_attr("constraints", violations)
-            trial.set_user_attr("rungs_done", [*done, n])
-            done.append(n)
-            if any(v > 0 for v in violations):
-                record.state = "infeasible"
-                if not measured.ok and not record.reason:
-                    record.reason = (f"status {measured.status}: {measured.reason}" if measured.status != "ok"
-                                     else "no gain: its tokens per call lie outside truncation's curve")
-                elif measured.ok:
-                    record.reason = "; ".join(self._violated(measured))
+            violations = {"status": -1.0 if measured.ok else 1.0,
+                          **self.tune.constraints.violations(measured.tokens_per_call, measured.calls_per_message)}
+            if not resumed:
+                done.append(n)
+                trial.set_user_attr("rungs_done", list(done))
+            if any(v > 0 for v in violations.values()):
+                record.state, record.reason = "infeasible", self._why_infeasible(measured)
                 break
-            if self.tune.objective == "gain":
+            if self.tune.objective == "gain" and not resumed:
                 trial.report(measured.gain, n)
                 if n != todo[-1] and trial.should_prune():
                     record.state = "pruned"
@@ -324,6 +319,7 @@ class _Tuner:
         else:
             record.state = "complete"
         record.units_after = len(self.evaluated)
+        _constrain(trial, violations)
         trial.set_user_attr("record", _jsonable(asdict(record)))
         values = self._values(record)
         if record.state in ("pruned", "budget"):
@@ -331,6 +327,13 @@ class _Tuner:
         else:
             study.tell(trial.number, values)
         return record
+
+    def _why_infeasible(self, m: Measured) -> str:
+        if m.status != "ok":
+            return f"status {m.status}: {m.reason}".rstrip(": ")
+        if not math.isfinite(m.gain):
+            return "no gain: its tokens per call lie outside truncation's curve"
+        return "; ".join(self._violated(m))
 
     def _violated(self, m: Measured) -> list[str]:
         c, out = self.tune.constraints, []
@@ -373,14 +376,19 @@ def _variants(spec: SweepSpec) -> list[Any]:
     return variants(spec)
 
 
+def _constrain(trial: Any, violations: Mapping[str, float]) -> None:
+    """Tell TPE how far the trial is from feasible (> 0: violated), once, when it ends: Optuna
+    keeps the first value set, so a rung's value would stand for the whole trial."""
+    for key, value in violations.items():
+        trial.set_constraint(key, value)
+
+
 def _fill(record: TrialRecord, m: Measured, conversations: int) -> None:
     record.conversations = conversations
     record.gain, record.gain_low, record.gain_high = m.gain, m.gain_low, m.gain_high
     record.retention, record.tokens_per_call, record.calls_per_message = m.retention, m.tokens_per_call, \
         m.calls_per_message
     record.status = m.status
-    if m.status != "ok":
-        record.reason = m.reason
 
 
 def _jsonable(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -463,10 +471,9 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
         tune = dataclasses.replace(tune, trials=opts.trials)
     if opts.max_units is not None:
         tune = dataclasses.replace(tune, max_units=opts.max_units)
-    base = sub_spec(raw, path, [{"preset": "truncate"}], limit=None, locomo=opts.locomo, name=str(raw.get("name")
+    base = sub_spec(raw, path, [{"preset": "truncate"}], locomo=opts.locomo, name=str(raw.get("name")
                                                                                              or Path(path).stem))
     datasets = load_datasets(base, default_loader, {})
-    most = max(len(d.conversations) for d in datasets.values())
     total_conversations = sum(len(d.conversations) for d in datasets.values())
 
     target = Path(out)
@@ -488,7 +495,8 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
                                   "--resume needs the same ones (or choose another --out)")
         else:
             atomic_write_text(state_file, json.dumps({"identity": identity, "spec": path}, indent=2) + "\n")
-        tuner = _Tuner(raw, path, tune, target, opts, base, most)
+        tuner = _Tuner(raw, path, tune, target, opts, base,
+                       {n: [c.id for c in d.conversations] for n, d in datasets.items()})
         study = _open_study(target, tune, tuner.rungs[0], create=not (target / STUDY).exists())
         tuner.search(study)
         trials = records(study)
@@ -521,7 +529,7 @@ def _final_run(tuner: _Tuner, trials: Sequence[TrialRecord]) -> dict[str, Measur
         return {}
     configs = [tuner._config(t.preset, t.params, {k: v for k, v in (("prompt", t.prompt), ("model", t.model)) if v})
                for t in chosen]
-    spec = sub_spec(tuner.raw, tuner.path, configs, limit=None, locomo=tuner.opts.locomo,
+    spec = sub_spec(tuner.raw, tuner.path, configs, locomo=tuner.opts.locomo,
                     name=f"{tuner.base.name}-tuned")
     d = tuner.out / FINAL_RUN
     if (d / "manifest.json").exists():

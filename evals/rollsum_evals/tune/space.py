@@ -120,18 +120,15 @@ class Constraints:
     max_tokens_per_call: float | None = None
     max_calls_per_message: float | None = None
 
-    def violations(self, tokens_per_call: float, calls_per_message: float) -> list[float]:
+    def violations(self, tokens_per_call: float, calls_per_message: float) -> dict[str, float]:
         """Optuna's constraint convention: one number per constraint, > 0 when violated (by how
         much, relative), <= 0 when satisfied. NaN measurements count as violated."""
-        out: list[float] = []
-        for limit, value in ((self.max_tokens_per_call, tokens_per_call),
-                             (self.max_calls_per_message, calls_per_message)):
+        out: dict[str, float] = {}
+        for key, limit, value in (("max_tokens_per_call", self.max_tokens_per_call, tokens_per_call),
+                                  ("max_calls_per_message", self.max_calls_per_message, calls_per_message)):
             if limit is None:
                 continue
-            if not math.isfinite(value):
-                out.append(1.0)
-            else:
-                out.append((value - limit) / max(limit, 1e-9))
+            out[key] = (value - limit) / max(limit, 1e-9) if math.isfinite(value) else 1.0
         return out
 
     def to_dict(self) -> dict[str, float]:

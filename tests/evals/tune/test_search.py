@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rollsum_evals.rundir.read import load_run
-from rollsum_evals.tune.search import TrialRecord, TuneOptions, best_of, pareto_of, run_tune, rungs
+from rollsum_evals.tune.search import TrialRecord, TuneOptions, TuneResult, best_of, pareto_of, run_tune, rungs
 
 from rollsum.errors import ConfigError
 
@@ -22,10 +23,10 @@ seeds = [0]
 
 [[datasets]]
 name = "chat"
-source = "synth:chat?conversations=4&messages=120&seed=7"
+source = "synth:chat?conversations=4&messages=100&seed=7"
 
 [tune]
-trials = 6
+trials = 5
 seed = 3
 min_conversations = 1
 reduction_factor = 2
@@ -38,15 +39,31 @@ messages_per_summary = {{ low = 10, high = 30, step = 10 }}
 """
 
 
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One Unit cache for the module (as a user's is shared between tunes), never the user's."""
+    path = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ROLLSUM_CACHE_DIR", str(path))
+        yield path
+
+
 @pytest.fixture(autouse=True)
-def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROLLSUM_CACHE_DIR", str(tmp_path / "cache"))
+def _own_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROLLSUM_CACHE_DIR", str(cache_dir))
 
 
 def _spec(tmp_path: Path, constraints: str = "", extra: str = "") -> Path:
     p = tmp_path / "tune.toml"
     p.write_text(SPEC.format(constraints=constraints, extra=extra), encoding="utf-8")
     return p
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> TuneResult:
+    """An uninterrupted tune: what the other tests compare with."""
+    base = tmp_path_factory.mktemp("reference")
+    return run_tune(_spec(base), base / "t", TuneOptions(jobs=2, executor="thread"))
 
 
 def _summary(out: Path) -> dict[str, object]:
@@ -60,9 +77,9 @@ def test_rungs_double_up_to_every_conversation() -> None:
     assert rungs(5, 2, 3) == [3]
 
 
-def test_a_tune_finds_a_feasible_config_for_less_than_the_grid_and_leaves_a_reportable_run(tmp_path: Path) -> None:
-    out = tmp_path / "t"
-    result = run_tune(_spec(tmp_path), out, TuneOptions(jobs=2, executor="thread"))
+def test_a_tune_finds_a_feasible_config_for_less_than_the_grid_and_leaves_a_reportable_run(
+        reference: TuneResult) -> None:
+    out, result = reference.out, reference
     data = _summary(out)
     assert result.best is not None and data["best"] == result.best.label
     assert result.best.state == "complete" and result.best.status == "ok"
@@ -71,7 +88,8 @@ def test_a_tune_finds_a_feasible_config_for_less_than_the_grid_and_leaves_a_repo
     assert isinstance(data["units_evaluated"], int) and isinstance(data["units_full_grid"], int)
     assert 0 < data["units_evaluated"] < data["units_full_grid"]
     assert data["grid_configs"] == 6 * 3
-    assert len(data["trials"]) == 6  # type: ignore[arg-type]
+    assert len(data["trials"]) == 5  # type: ignore[arg-type]
+    assert {t.conversations for t in result.trials} <= {1, 2, 4} and result.rungs == [1, 2, 4]
     # the final run is an ordinary run directory with the best configuration on every conversation
     run = load_run(out / "run")
     assert result.best.label in set(run.units["config"])
@@ -83,22 +101,28 @@ def test_a_tune_finds_a_feasible_config_for_less_than_the_grid_and_leaves_a_repo
     assert "keep_last = [" in grid and "[tune" not in grid
 
 
-def test_the_same_seed_on_the_same_data_proposes_the_same_trials_and_best(tmp_path: Path) -> None:
-    a = run_tune(_spec(tmp_path), tmp_path / "a", TuneOptions(jobs=1, executor="thread"))
-    b = run_tune(_spec(tmp_path), tmp_path / "b", TuneOptions(jobs=2, executor="thread"))
-    assert [t.params for t in a.trials] == [t.params for t in b.trials]
-    assert a.best is not None and b.best is not None and a.best.label == b.best.label
-    c = run_tune(_spec(tmp_path), tmp_path / "c", TuneOptions(seed=11, executor="thread"))
-    assert [t.params for t in c.trials] != [t.params for t in a.trials]
+def test_later_rungs_and_the_final_run_replay_nothing_twice(reference: TuneResult) -> None:
+    """A rung's Units keep the ids a full run gives them, so the next rung replays only the new
+    conversations (a `--limit` per rung would pin other datasets and replay everything again)."""
+    lines = [json.loads(x) for x in (reference.out / "evaluations.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sum(int(x["replayed"]) for x in lines) == sum(int(x["new_units"]) for x in lines)
+
+
+def test_the_same_seed_on_the_same_data_proposes_the_same_trials_and_best(tmp_path: Path,
+                                                                          reference: TuneResult) -> None:
+    b = run_tune(_spec(tmp_path), tmp_path / "b", TuneOptions(jobs=1, executor="thread"))
+    assert [t.params for t in b.trials] == [t.params for t in reference.trials]
+    assert reference.best is not None and b.best is not None and reference.best.label == b.best.label
+    c = run_tune(_spec(tmp_path), tmp_path / "c", TuneOptions(seed=11, executor="thread", trials=3))
+    assert [t.params for t in c.trials] != [t.params for t in reference.trials[:3]]
 
 
 class _Killed(BaseException):
     """Stands for SIGKILL: nothing in the tune catches it, so the study is left as a kill leaves it."""
 
 
-def test_a_killed_tune_resumes_to_the_same_best_without_repeating_a_finished_trial(tmp_path: Path) -> None:
-    whole = run_tune(_spec(tmp_path), tmp_path / "whole", TuneOptions(executor="thread"))
-
+def test_a_killed_tune_resumes_to_the_same_best_without_repeating_a_finished_trial(
+        tmp_path: Path, reference: TuneResult) -> None:
     def kill(trial: int, conversations: int) -> None:
         if trial == 3:
             raise _Killed
@@ -110,22 +134,16 @@ def test_a_killed_tune_resumes_to_the_same_best_without_repeating_a_finished_tri
     with pytest.raises(ConfigError, match="--resume"):
         run_tune(_spec(tmp_path), out, TuneOptions(executor="thread"))
     resumed = run_tune(_spec(tmp_path), out, TuneOptions(executor="thread", resume=True))
-    assert [t.params for t in resumed.trials] == [t.params for t in whole.trials]
-    assert [t.state for t in resumed.trials] == [t.state for t in whole.trials]
-    assert resumed.best is not None and whole.best is not None and resumed.best.label == whole.best.label
+    assert [t.params for t in resumed.trials] == [t.params for t in reference.trials]
+    assert [t.state for t in resumed.trials] == [t.state for t in reference.trials]
+    assert resumed.best is not None and reference.best is not None and resumed.best.label == reference.best.label
     lines = [json.loads(x) for x in (out / "evaluations.jsonl").read_text(encoding="utf-8").splitlines()]
     seen = [(x["trial"], x["conversations"]) for x in lines]
     # trials 0-2 were finished before the kill: each of their rungs was evaluated once; trial 3's
     # first rung was evaluated when the kill came, and again (from the Unit cache) on resume
     for pair in set(seen):
         assert seen.count(pair) == (2 if pair == (3, 1) else 1), pair
-    resumed_rung = [x for x in lines if (x["trial"], x["conversations"]) == (3, 1)][-1]
-    assert resumed_rung["replayed"] == 0
-
-
-def test_resume_refuses_another_spec(tmp_path: Path) -> None:
-    out = tmp_path / "t"
-    run_tune(_spec(tmp_path), out, TuneOptions(executor="thread", trials=2))
+    assert [x["replayed"] for x in lines if (x["trial"], x["conversations"]) == (3, 1)][-1] == 0
     with pytest.raises(ConfigError, match="another spec, seed"):
         run_tune(_spec(tmp_path), out, TuneOptions(executor="thread", resume=True, seed=99))
 
