@@ -20,8 +20,9 @@ What a user relies on:
 - **Honest cost.** ``units_evaluated`` counts distinct Units (configuration × conversation × seed)
   the tune needed, the truncation grid included; ``units_full_grid`` what the equivalent grid
   (`TuneSpec.grid_configs`, written to ``DIR/grid.toml``) needs on every conversation.
-- **A run directory to report.** The best trials and the Pareto set are finally run on every
-  conversation into ``DIR/run`` (free where the trials already did: Unit cache), which
+- **A run directory to report.** The best trials and the Pareto set, beside the spec's own
+  ``[[configs]]`` (e.g. the presets' defaults), are finally run on every conversation into
+  ``DIR/run`` (free where the trials already did: Unit cache), which
   `rollsum report DIR/run` reads like any run; its interval is the one ``tune.md`` quotes.
 """
 
@@ -45,7 +46,7 @@ from rollsum.errors import ConfigError
 from rollsum_evals import components
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.rundir.lock import RunLock
-from rollsum_evals.spec import DEFAULT_CONTEXT_WINDOW, SweepSpec
+from rollsum_evals.spec import DEFAULT_CONTEXT_WINDOW, SweepSpec, parse_spec
 from rollsum_evals.tune.evaluate import Measured, measure, sub_spec, unit_ids
 from rollsum_evals.tune.space import CATEGORICAL_KEYS, PresetSpace, TuneSpec, parse_tune
 from rollsum_evals.units import canonical_json
@@ -124,6 +125,14 @@ class TuneOptions:
 
 # ----------------------------------------------------------------------------------------------
 # set-up
+
+
+def _is_toml(text: str) -> bool:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return False
+    return True
 
 
 def _window(raw: Mapping[str, Any]) -> int:
@@ -458,12 +467,19 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
     t0 = time.perf_counter()
     path = str(spec_path)
     try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: tune spec not found") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+    except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path}: cannot read the tune spec ({err})") from None
-    configured = [str(c.get("preset")) for c in raw.get("configs") or [] if isinstance(c, dict)]
+    # the sweep part first, by the sweep's parser on the user's own text (so a mistake names its
+    # line); a spec that only tunes has no [[configs]] of its own: one is added after its last line
+    raw = tomllib.loads(text) if _is_toml(text) else {}
+    base = parse_spec(text if raw.get("configs") else text + '\n[[configs]]\npreset = "truncate"\n', path,
+                      locomo=opts.locomo)
+    raw = {k: v for k, v in base.raw.items() if k not in ("configs", "locomo")}
+    raw["configs"] = tomllib.loads(text).get("configs", [])
+    configured = [str(c.get("preset")) for c in raw["configs"] if isinstance(c, dict)]
     tune = parse_tune(raw, path, context_window=_window(raw), configured=configured)
     if opts.seed is not None:
         tune = dataclasses.replace(tune, seed=opts.seed)
@@ -471,8 +487,6 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
         tune = dataclasses.replace(tune, trials=opts.trials)
     if opts.max_units is not None:
         tune = dataclasses.replace(tune, max_units=opts.max_units)
-    base = sub_spec(raw, path, [{"preset": "truncate"}], locomo=opts.locomo, name=str(raw.get("name")
-                                                                                             or Path(path).stem))
     datasets = load_datasets(base, default_loader, {})
     total_conversations = sum(len(d.conversations) for d in datasets.values())
 
@@ -529,6 +543,7 @@ def _final_run(tuner: _Tuner, trials: Sequence[TrialRecord]) -> dict[str, Measur
         return {}
     configs = [tuner._config(t.preset, t.params, {k: v for k, v in (("prompt", t.prompt), ("model", t.model)) if v})
                for t in chosen]
+    configs += [dict(c) for c in tuner.raw.get("configs") or [] if isinstance(c, dict)]  # the spec's own, to compare
     spec = sub_spec(tuner.raw, tuner.path, configs, locomo=tuner.opts.locomo,
                     name=f"{tuner.base.name}-tuned")
     d = tuner.out / FINAL_RUN
