@@ -50,13 +50,16 @@ class Measured:
 def sub_spec(raw: Mapping[str, Any], path: str, configs: Sequence[Mapping[str, Any]], *,
              locomo: str | None, name: str) -> SweepSpec:
     """The spec of one evaluation: the tune spec's datasets, window, scorers and probes with
-    these configs (the truncation curve is added by the parser). Parsed by the sweep's own
+    these configs and the truncation curve (on whatever the spec or the environment says: the
+    gain is measured against it). Parsed by the sweep's own
     parser, so a trial's parameters are checked exactly as a hand-written config's would be.
     Which conversations run is the evaluation's ``only``, not a ``limit``: a limit would pin a
     smaller dataset and give the same conversation other Unit ids (no Unit-cache sharing)."""
     sub = copy.deepcopy({k: v for k, v in raw.items() if k != "tune"})
     sub["name"] = name
     sub["configs"] = [dict(c) for c in configs]
+    report = sub.get("report") if isinstance(sub.get("report"), dict) else {}
+    sub["report"] = {**report, "truncate_curve": True}  # the gain is measured against it: never off here
     text = tomli_w.dumps(sub)
     return parse_spec(text, path, locomo=locomo)
 
