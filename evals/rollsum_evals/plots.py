@@ -424,3 +424,24 @@ def param_heatmap(grid: pd.DataFrame, x: str, y: str, path: Path, title: str) ->
         ax.set_title(f"{name} (colours span this grid's range)", fontsize=10)
     fig.suptitle(title)
     return _save(fig, path)
+
+
+def tune_convergence(points: Sequence[tuple[int, float]], path: Path, *, grid_units: int) -> Path:
+    """`rollsum tune`: the best feasible gain found so far against the Units evaluated, with the
+    equivalent grid's cost as a vertical line (what the search saved is the distance to it)."""
+    title = "Tune convergence: best gain over truncation vs units evaluated"
+    if not points:
+        return _empty(path, title, "no feasible trial yet")
+    fig = Figure(figsize=(8, 4))
+    ax = fig.add_subplot()
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    ax.step(xs, ys, where="post", marker="o", color="#2c7fb8")
+    if grid_units:
+        ax.axvline(grid_units, color="#7f7f7f", linestyle="--", label=f"equivalent grid: {grid_units:,} units")
+        ax.legend(fontsize=8, loc="lower right")
+    ax.axhline(0, color="#c0392b", alpha=0.4, linewidth=1)
+    ax.set_xlabel("units evaluated (configuration × conversation, distinct)")
+    ax.set_ylabel("best gain over truncation")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title)
+    return _save(fig, path)

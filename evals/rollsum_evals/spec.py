@@ -40,7 +40,7 @@ DEFAULT_PROJECTED_MODEL = "claude-haiku-4-5"
 
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
              "context_window", "probes", "seeds", "main_model", "projected_model", "qa", "cache",
-             "unit_cache", "limits", "report"}
+             "unit_cache", "limits", "report", "tune"}
 _DATASET_KEYS = {"name", "source", "format", "limit", "questions"}
 _CONFIG_KEYS = {"preset", "memory", "summarizer", "summarizer_params", "label", "params", "grid", "prompts",
                 "models"}

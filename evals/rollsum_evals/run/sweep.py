@@ -32,7 +32,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,7 +253,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
               loader: Loader = default_loader, engine_factory: EngineFactory = default_engine,
               models: ModelBuilder | None = None, progress: bool = True,
               now: Callable[[], str] = provenance.now, unit_cache: bool | None = None,
-              max_units: int | None = DEFAULT_MAX_UNITS) -> RunResult:
+              max_units: int | None = DEFAULT_MAX_UNITS,
+              only: Mapping[str, Collection[str]] | None = None) -> RunResult:
     """``max_units``: refuse (`ConfigError`, nothing written) a sweep of more Units, counted from
     the spec and the datasets' sizes before any Unit is built (None: no limit).
 
@@ -267,14 +268,20 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     The run directory's lock (`rundir.lock`) is held from before anything in it is read until
     the end: a second writer is refused (`RunInProgress`). A file-system fault (read-only
     directory, disk full) ends the run with `WriteFailed`, one line, and the manifest says
-    ``interrupted`` with the reason."""
+    ``interrupted`` with the reason.
+
+    ``only`` (dataset name -> conversation ids) runs just those conversations' Units of the
+    full datasets: unlike ``--limit``, which pins a smaller dataset (and so other Unit ids), the
+    Units keep the ids a full run gives them, so they are shared with it through the Unit cache
+    (`rollsum tune` evaluates its rungs this way)."""
     _check_args(jobs, executor, max_cost_usd)
     lock = RunLock(out)
     state = _Progress()
     try:
         return _run_sweep(spec, RunDir(out), lock, state, jobs=jobs, resume=resume, executor=executor,
                           max_cost_usd=max_cost_usd, loader=loader, engine_factory=engine_factory,
-                          models=models, progress=progress, now=now, unit_cache=unit_cache, max_units=max_units)
+                          models=models, progress=progress, now=now, unit_cache=unit_cache, max_units=max_units,
+                          only=only)
     except OSError as err:
         if isinstance(err, ConnectionError | TimeoutError):
             raise
@@ -311,7 +318,8 @@ def _fs_fault(rd: RunDir, err: OSError, state: _Progress, now: Callable[[], str]
 def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, jobs: int, resume: bool,
                executor: str, max_cost_usd: float | None, loader: Loader, engine_factory: EngineFactory,
                models: ModelBuilder | None, progress: bool, now: Callable[[], str],
-               unit_cache: bool | None, max_units: int | None) -> RunResult:
+               unit_cache: bool | None, max_units: int | None,
+               only: Mapping[str, Collection[str]] | None = None) -> RunResult:
     t0 = time.perf_counter()
     if rd.path.exists() and not rd.path.is_dir():
         raise ConfigError(f"{rd.path}: exists and is not a directory (expected a run directory: --out DIR)")
@@ -328,6 +336,8 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     datasets = load_datasets(spec, loader, previous)
     _check_size(spec, datasets, max_units)
     units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
+    if only is not None:
+        units = [u for u in units if u.conversation_id in only.get(u.dataset, ())]
     convs = {(n, c.id): c for n, d in datasets.items() for c in d.conversations}
     checked: dict[str, dict[str, Any]] | None = None
     if not rd.path.exists():  # a new run: every configuration is checked before its directory exists
