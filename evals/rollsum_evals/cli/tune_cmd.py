@@ -45,7 +45,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     from rollsum_evals.bundled import find_spec
     from rollsum_evals.tune.output import TUNE_MD, trial_line
-    from rollsum_evals.tune.search import TrialRecord, TuneOptions, run_tune
+    from rollsum_evals.tune.search import TuneOptions, run_tune
+    from rollsum_evals.tune.trials import TrialRecord
 
     optuna.logging.set_verbosity(logging.WARNING)  # one line per trial is ours; Optuna's INFO repeats it
     if args.locomo and not Path(args.locomo).is_file():

@@ -58,8 +58,8 @@ def sub_spec(raw: Mapping[str, Any], path: str, configs: Sequence[Mapping[str, A
     sub = copy.deepcopy({k: v for k, v in raw.items() if k != "tune"})
     sub["name"] = name
     sub["configs"] = [dict(c) for c in configs]
-    report = sub.get("report") if isinstance(sub.get("report"), dict) else {}
-    sub["report"] = {**report, "truncate_curve": True}  # the gain is measured against it: never off here
+    report = sub.get("report")
+    sub["report"] = {**(report if isinstance(report, dict) else {}), "truncate_curve": True}  # the gain is measured against it: never off here
     text = tomli_w.dumps(sub)
     return parse_spec(text, path, locomo=locomo)
 

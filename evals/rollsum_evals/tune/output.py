@@ -17,8 +17,9 @@ from typing import Any
 import tomli_w
 
 from rollsum_evals.fileio import atomic_write_text
-from rollsum_evals.tune.search import FINAL_RUN, TrialRecord, TuneResult
+from rollsum_evals.tune.search import FINAL_RUN, TuneResult
 from rollsum_evals.tune.space import CATEGORICAL_KEYS, TuneSpec
+from rollsum_evals.tune.trials import TrialRecord
 
 TUNE_JSON = "tune.json"
 TUNE_MD = "tune.md"

@@ -20,6 +20,11 @@ What a user relies on:
 - **Honest cost.** ``units_evaluated`` counts distinct Units (configuration × conversation × seed)
   the tune needed, the truncation grid included; ``units_full_grid`` what the equivalent grid
   (`TuneSpec.grid_configs`, written to ``DIR/grid.toml``) needs on every conversation.
+Over ~400 lines because it is the one place that owns a tune's life cycle — spec checks, the
+study and its resume (a killed trial continued from its last rung), the per-rung evaluation, the
+constraint bookkeeping, the final run — the way `run.sweep` owns a run's; the pieces it calls live
+in their own modules (`space`, `evaluate`, `trials`, `output`).
+
 - **A run directory to report.** The best trials and the Pareto set, beside the spec's own
   ``[[configs]]`` (e.g. the presets' defaults), are finally run on every conversation into
   ``DIR/run`` (free where the trials already did: Unit cache), which
@@ -49,6 +54,7 @@ from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.spec import DEFAULT_CONTEXT_WINDOW, SweepSpec, parse_spec
 from rollsum_evals.tune.evaluate import Measured, measure, sub_spec, unit_ids
 from rollsum_evals.tune.space import CATEGORICAL_KEYS, PresetSpace, TuneSpec, parse_tune
+from rollsum_evals.tune.trials import TrialRecord, best_of, fill, final_configs, jsonable, pareto_of, records
 from rollsum_evals.units import canonical_json
 
 log = logging.getLogger(__name__)
@@ -59,37 +65,6 @@ EVALUATIONS = "evaluations.jsonl"
 TRIALS_DIR = "trials"
 FINAL_RUN = "run"
 STUDY_NAME = "rollsum-tune"
-
-
-@dataclass(slots=True)
-class TrialRecord:
-    """One trial as `tune.json` lists it."""
-
-    number: int
-    preset: str
-    params: dict[str, Any]
-    label: str
-    state: str
-    """complete, pruned (stopped at a rung), infeasible (status or constraints), failed (could
-    not be built or run), budget (stopped by --max-units)."""
-    conversations: int = 0
-    """Conversations per dataset of the last rung it reached (the first ones of each dataset)."""
-    gain: float = math.nan
-    gain_low: float = math.nan
-    gain_high: float = math.nan
-    retention: float = math.nan
-    tokens_per_call: float = math.nan
-    calls_per_message: float = math.nan
-    status: str = ""
-    reason: str = ""
-    prompt: str = ""
-    model: str = ""
-    units_after: int = 0
-    """Units evaluated by the whole tune when this trial ended (the convergence plot's x)."""
-
-    @property
-    def feasible(self) -> bool:
-        return self.state == "complete"
 
 
 @dataclass(slots=True)
@@ -308,10 +283,10 @@ class _Tuner:
             except ConfigError as err:
                 record.reason = str(err)
                 _constrain(trial, {"status": 1.0})
-                trial.set_user_attr("record", _jsonable(asdict(record)))
+                trial.set_user_attr("record", jsonable(asdict(record)))
                 study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
                 return record
-            _fill(record, measured, n)
+            fill(record, measured, n)
             violations = {"status": -1.0 if measured.ok else 1.0,
                           **self.tune.constraints.violations(measured.tokens_per_call, measured.calls_per_message)}
             if not resumed:
@@ -329,7 +304,7 @@ class _Tuner:
             record.state = "complete"
         record.units_after = len(self.evaluated)
         _constrain(trial, violations)
-        trial.set_user_attr("record", _jsonable(asdict(record)))
+        trial.set_user_attr("record", jsonable(asdict(record)))
         values = self._values(record)
         if record.state in ("pruned", "budget"):
             study.tell(trial.number, state=optuna.trial.TrialState.PRUNED)
@@ -390,67 +365,6 @@ def _constrain(trial: Any, violations: Mapping[str, float]) -> None:
     keeps the first value set, so a rung's value would stand for the whole trial."""
     for key, value in violations.items():
         trial.set_constraint(key, value)
-
-
-def _fill(record: TrialRecord, m: Measured, conversations: int) -> None:
-    record.conversations = conversations
-    record.gain, record.gain_low, record.gain_high = m.gain, m.gain_low, m.gain_high
-    record.retention, record.tokens_per_call, record.calls_per_message = m.retention, m.tokens_per_call, \
-        m.calls_per_message
-    record.status = m.status
-
-
-def _jsonable(d: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
-
-
-def records(study: Any) -> list[TrialRecord]:
-    """Every ended trial's record, by trial number (a trial still running has none)."""
-    out = []
-    for t in study.get_trials(deepcopy=False):
-        rec = t.user_attrs.get("record")
-        if not rec:
-            continue
-        fields: dict[str, Any] = {k: (math.nan if v is None and k in _FLOATS else v) for k, v in rec.items()}
-        out.append(TrialRecord(**fields))
-    return sorted(out, key=lambda r: r.number)
-
-
-_FLOATS = {"gain", "gain_low", "gain_high", "retention", "tokens_per_call", "calls_per_message"}
-
-
-# ----------------------------------------------------------------------------------------------
-# picking
-
-
-def best_of(trials: Sequence[TrialRecord]) -> TrialRecord | None:
-    """The feasible trial evaluated on every conversation with the highest gain (ties: fewer
-    tokens, then the earlier trial)."""
-    full = [t for t in trials if t.feasible and math.isfinite(t.gain)]
-    if not full:
-        return None
-    return min(full, key=lambda t: (-t.gain, t.tokens_per_call, t.number))
-
-
-def pareto_of(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
-    """Feasible, fully evaluated trials no other beats on both retention and tokens per call
-    (one per label), cheapest first."""
-    full = {t.label: t for t in sorted(trials, key=lambda t: t.number) if t.feasible
-            and math.isfinite(t.retention) and math.isfinite(t.tokens_per_call)}
-    pts = list(full.values())
-    front = [t for t in pts if not any(
-        (o.retention >= t.retention and o.tokens_per_call <= t.tokens_per_call)
-        and (o.retention > t.retention or o.tokens_per_call < t.tokens_per_call) for o in pts)]
-    return sorted(front, key=lambda t: (t.tokens_per_call, -t.retention))
-
-
-def _final_configs(trials: Sequence[TrialRecord], top: int) -> list[TrialRecord]:
-    ranked = sorted((t for t in trials if t.feasible and math.isfinite(t.gain)),
-                    key=lambda t: (-t.gain, t.tokens_per_call, t.number))
-    chosen: dict[str, TrialRecord] = {}
-    for t in [*ranked[:top], *pareto_of(trials)]:
-        chosen.setdefault(t.label, t)
-    return list(chosen.values())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -538,7 +452,7 @@ def _final_run(tuner: _Tuner, trials: Sequence[TrialRecord]) -> dict[str, Measur
     found more) is replaced: it is derived data, every Unit of it is in the Unit cache."""
     from rollsum_evals.run import run_sweep
 
-    chosen = _final_configs(trials, tuner.tune.top)
+    chosen = final_configs(trials, tuner.tune.top)
     if not chosen:
         return {}
     configs = [tuner._config(t.preset, t.params, {k: v for k, v in (("prompt", t.prompt), ("model", t.model)) if v})
