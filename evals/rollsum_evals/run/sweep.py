@@ -234,7 +234,7 @@ def _check_args(jobs: int, executor: str, max_cost_usd: float | None) -> None:
     if jobs < 1:
         raise ConfigError(f"--jobs {jobs}: expected at least 1")
     if executor not in EXECUTORS:
-        raise ConfigError(f"executor {executor!r}: expected 'auto', 'thread' or 'process'")
+        raise ConfigError(f"executor {executor!r}: expected 'auto', 'thread', 'process' or 'ray'")
     check_cap(max_cost_usd)
 
 
@@ -242,7 +242,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
               executor: str = "thread", max_cost_usd: float | None = None,
               loader: Loader = default_loader, engine_factory: EngineFactory = default_engine,
               models: ModelBuilder | None = None, progress: bool = True,
-              now: Callable[[], str] = provenance.now, unit_cache: bool | None = None) -> RunResult:
+              now: Callable[[], str] = provenance.now, unit_cache: bool | None = None,
+              ray_address: str | None = None) -> RunResult:
     """``unit_cache``: None = on when the spec uses the shared user cache and nothing is
     injected (an injected engine or model builder is code the fingerprint cannot see).
 
@@ -255,18 +256,27 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     directory, disk full) ends the run with `WriteFailed`, one line, and the manifest says
     ``interrupted`` with the reason."""
     _check_args(jobs, executor, max_cost_usd)
+    cluster = None
+    if executor == "ray":  # before anything is read or made: an unreachable cluster is one line
+        from rollsum_evals.run.ray_executor import connect
+
+        cluster = connect(ray_address)
+    elif ray_address:
+        raise ConfigError("--ray-address: only with --executor ray")
     lock = RunLock(out)
     state = _Progress()
     try:
         return _run_sweep(spec, RunDir(out), lock, state, jobs=jobs, resume=resume, executor=executor,
                           max_cost_usd=max_cost_usd, loader=loader, engine_factory=engine_factory,
-                          models=models, progress=progress, now=now, unit_cache=unit_cache)
+                          models=models, progress=progress, now=now, unit_cache=unit_cache, cluster=cluster)
     except OSError as err:
         if isinstance(err, ConnectionError | TimeoutError):
             raise
         raise _fs_fault(RunDir(out), err, state, now) from None
     finally:
         lock.release()
+        if cluster is not None:
+            cluster.close()
 
 
 @dataclass(slots=True)
@@ -297,7 +307,7 @@ def _fs_fault(rd: RunDir, err: OSError, state: _Progress, now: Callable[[], str]
 def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, jobs: int, resume: bool,
                executor: str, max_cost_usd: float | None, loader: Loader, engine_factory: EngineFactory,
                models: ModelBuilder | None, progress: bool, now: Callable[[], str],
-               unit_cache: bool | None) -> RunResult:
+               unit_cache: bool | None, cluster: Any = None) -> RunResult:
     t0 = time.perf_counter()
     if rd.path.exists() and not rd.path.is_dir():
         raise ConfigError(f"{rd.path}: exists and is not a directory (expected a run directory: --out DIR)")
@@ -372,6 +382,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         "units_total": len(units), "units_done": len(done & unit_ids), "configs": configs,
         "executor": chosen, "executor_requested": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
         "pid": os.getpid(), "host": socket.gethostname(),  # tells a killed run from a running one
+        **({"cluster": cluster.describe()} if cluster is not None else {}),
         "repairs": [*previous.get("repairs", []), *repair.notes],
         "cache": {"mode": spec.cache, "path": str(cache_path) if cache_path else None},
         "unit_cache": {"enabled": cache.cache is not None, "path": str(ucache_path) if cache.cache else None,
@@ -390,7 +401,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     tally = _Tally(errors=sum(1 for r in cache.copied.values() if r.status == STATUS_ERROR))
     dispatcher = Dispatcher(job_list, concurrency=jobs, executor=chosen, budget=budget,
                             engine_factory=engine_factory, models=GuardedBuilder(factory), injected_models=models,
-                            cache_path=cache_path, secrets=env_secrets())
+                            cache_path=cache_path, secrets=env_secrets(), ray=cluster, limiter=limiter)
 
     from tqdm import tqdm
 
