@@ -50,7 +50,7 @@ class Dispatcher:
 
     def _submit(self, pool: Any, job: Job) -> cf.Future[Any]:
         if self.executor == "ray":
-            return pool.submit(job)  # type: ignore[no-any-return]
+            return pool.submit(job)
         if self.executor == "process":
             return pool.submit(process_worker, job, str(self.cache_path) if self.cache_path else None,
                                self.engine_factory, self.injected_models, self.secrets, self.budget)

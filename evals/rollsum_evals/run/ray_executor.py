@@ -459,3 +459,63 @@ def unwrap(err: BaseException) -> BaseException:
     """A task's own exception (a `SweepStop` from a refused key) as itself, not Ray's wrapper."""
     cause = getattr(err, "cause", None)
     return cause if isinstance(cause, BaseException) else err
+
+
+# ----------------------------------------------------------------------------------------------
+# rollsum score on the cluster
+
+
+def _score_task(items: Sequence[Any], conversation: Any, plan: Any, injected: ModelBuilder | None,
+                wants_model: bool, secrets: Sequence[str],
+                services: Services) -> tuple[dict[str, Any], list[CacheEntry]]:
+    """One conversation's Units scored on a worker (`rollsum_evals.rescore.score_group`)."""
+    from rollsum_evals.rescore import score_group
+
+    redact_process_output()
+    factory, remote = task_factory(services)
+    try:
+        scored = score_group(items, conversation, plan, (injected or factory) if wants_model else None, secrets)
+    finally:
+        factory.close()
+    return scored, remote.entries() if remote is not None else []
+
+
+def rescore_on_cluster(session: RaySession, groups: Mapping[tuple[str, str], Sequence[Any]],
+                       convs: Mapping[tuple[str, str], Any], plan: Any, *, jobs: int, cache_path: Path | None,
+                       injected: ModelBuilder | None, secrets: Sequence[str]) -> dict[str, Any]:
+    """`rollsum score` with each conversation's Units as one task, at most `jobs` in flight;
+    returns what `score_group` returns, for all of them. The driver stores the model answers
+    the tasks fetched (a QA scorer's), as a sweep does."""
+    ray = session.ray
+    wants_model = cache_path is not None or injected is not None
+    services = ClusterServices(session, cache_path=cache_path, limiter=None, budget=None)
+    share = min(1.0, max(0.01, session.cpus / max(1, jobs)))
+    task = ray.remote(_score_task).options(num_cpus=round(share, 2), max_retries=TASK_RETRIES,
+                                           retry_exceptions=False)
+    plan_ref, injected_ref = ray.put(plan), ray.put(injected)
+    todo = list(groups.items())
+    pending: list[Any] = []
+    scored: dict[str, Any] = {}
+    try:
+        while todo or pending:
+            while todo and len(pending) < jobs:
+                key, items = todo.pop(0)
+                pending.append(task.remote(list(items), ray.put(convs[key]), plan_ref, injected_ref, wants_model,
+                                           list(secrets), services.services))
+            ready, pending = ray.wait(pending, num_returns=1)
+            try:
+                out, entries = ray.get(ready[0])
+            except BaseException as err:
+                raise unwrap(err) from None
+            services.accept(entries)
+            scored.update(out)
+    except BaseException:
+        for ref in pending:
+            try:
+                ray.cancel(ref, force=True)
+            except Exception as err:
+                log.debug("cancel: %s", err)
+        raise
+    finally:
+        services.close()
+    return scored

@@ -80,8 +80,9 @@ def test_concurrency_cap_holds_across_threads() -> None:
 
 def test_limited_model_is_transparent() -> None:
     inner = FakeModel("echo")
-    model = LimitedModel(inner, RateLimiter(requests_per_min=100, tokens_per_min=100_000))
+    limiter = RateLimiter(requests_per_min=100, tokens_per_min=100_000)
+    model = LimitedModel(inner, limiter)
     req = CompletionRequest(system="s", messages=[Message("user", "hello")], max_tokens=10)
     assert model.complete(req).text == "hello"
     assert model.name == inner.name and model.context_window == inner.context_window
-    assert model.limiter is not None and model.limiter.acquired == 1
+    assert model.limiter is limiter and limiter.acquired == 1
