@@ -1,5 +1,7 @@
 """``--executor ray``: a sweep's Units (and ``rollsum score``'s re-scoring) as Ray tasks on a
 cluster, with one writer, caches that serve every node, and limits that hold cluster-wide.
+A sweep's Units are actor tasks on a pool of threaded `UnitRunner` actors spread over the
+nodes (the local process pool's shape); ``rollsum score`` runs one plain task a conversation.
 
 Design (docs/architecture.md, "Running on a Ray cluster"):
 
@@ -17,10 +19,11 @@ Design (docs/architecture.md, "Running on a Ray cluster"):
   provider's ``retry-after`` pausing everyone) and one spend-ledger actor (`MemoryLedger`)
   serve every worker, so ``requests_per_minute`` and ``--max-cost-usd`` hold with N workers as
   with one. The driver writes the ledger's final state to ``budget.json``.
-- **Faults.** A task whose worker or node dies is retried by Ray elsewhere (``max_retries``);
-  its paid calls stay reserved in the ledger (conservative) and its model answers, never
-  returned, are fetched again. A killed driver takes its actors with it; ``--resume`` continues
-  from the journal like any other run.
+- **Faults.** A Unit whose runner or node dies is run again by Ray elsewhere (the runner
+  actor is restarted on a live node and its calls retried); its paid calls stay reserved in
+  the ledger (conservative) and its model answers, never returned, are fetched again. A
+  killed driver takes its actors with it; ``--resume`` continues from the journal like any
+  other run.
 
 Ray is imported only here, and only when asked for: the harness runs without the extra.
 """
@@ -57,7 +60,7 @@ CONNECT_TIMEOUT_S = 5.0
 """How long an address may take to accept a TCP connection before it counts as unreachable:
 an unreachable cluster is one line and exit 2 in seconds, not Ray's minute of retries."""
 TASK_RETRIES = 3
-"""Ray re-runs a task whose worker process or node died this many times (on another node when
+"""Ray re-runs a Unit whose worker process or node died this many times (on another node when
 its own is gone). A Unit's own failure is an ``error`` row, never an exception, so only
 system failures are retried."""
 
@@ -390,26 +393,54 @@ class ClusterServices:
                 log.debug("actor already gone: %s", err)
 
 
+class UnitRunner:
+    """A worker process of the cluster's pool: runs Units on `max_concurrency` threads (a Unit
+    mostly waits on its model), as a local worker process does."""
+
+    def __init__(self) -> None:
+        redact_process_output()
+
+    def ready(self) -> bool:
+        return True
+
+    def run(self, unit: Any, conversation: Any, plan: Any, stored: Any, stored_in_run: bool,
+            engine_factory: EngineFactory, injected: ModelBuilder | None, secrets: Sequence[str],
+            services: Services) -> tuple[UnitResult, list[CacheEntry]]:
+        return _unit_task_unpacked(unit, conversation, plan, stored, stored_in_run, engine_factory, injected,
+                                   secrets, services)
+
+
+RUNNERS_PER_CPU = 2
+"""As the local process pool (`pool._PROCESSES_PER_CORE`). One Ray worker process per Unit in
+flight (plain tasks with fractional CPUs) cost 2.83× the process pool's wall on bench_sweep
+(16 processes starting and competing on 2 cores); runner actors with threads are the same
+shape as the process pool."""
+
+
 class RayPool:
-    """Submits Units as Ray tasks (at most `concurrency` in flight is the dispatcher's job) and
-    hands back `concurrent.futures` futures of their `UnitResult`s, the task's model answers
-    already stored by the driver."""
+    """Submits Units as actor tasks to a pool of `UnitRunner` actors spread over the cluster
+    (at most `concurrency` in flight is the dispatcher's job) and hands back
+    `concurrent.futures` futures; `result` stores the model answers a Unit fetched.
+
+    A runner whose process or node dies is restarted on a live node and the Units it held are
+    run again (``max_restarts``, ``max_task_retries``)."""
 
     def __init__(self, session: RaySession, services: ClusterServices, *, concurrency: int,
                  engine_factory: EngineFactory, injected: ModelBuilder | None, secrets: Sequence[str]) -> None:
         ray = session.ray
         self.ray = ray
         self.services = services
-        # each task takes its share of the cluster's CPUs: --jobs tasks run at once, whole CPUs
-        # each when there are enough, else sharing them (a Unit mostly waits on its model)
-        share = min(1.0, max(0.01, session.cpus / max(1, concurrency)))
-        self._task = ray.remote(_unit_task_unpacked).options(num_cpus=round(share, 2), max_retries=TASK_RETRIES,
-                                                             retry_exceptions=False)
+        runners = max(1, min(concurrency, RUNNERS_PER_CPU * max(1, int(session.cpus))))
+        threads = -(-concurrency // runners)
+        cls = ray.remote(UnitRunner).options(num_cpus=0, max_concurrency=threads, max_restarts=TASK_RETRIES,
+                                             max_task_retries=TASK_RETRIES, scheduling_strategy="SPREAD")
+        self._runners = [cls.remote() for _ in range(runners)]
+        self._load = [0] * runners
         self._engine = ray.put(engine_factory)
         self._injected = ray.put(injected)
         self._secrets = list(secrets)
         self._objects: dict[Any, Any] = {}
-        self._refs: dict[cf.Future[Any], Any] = {}
+        self._refs: dict[cf.Future[Any], tuple[Any, int]] = {}
         self._lock = threading.Lock()
 
     def _ref(self, key: Any, value: Any) -> Any:
@@ -422,18 +453,23 @@ class RayPool:
         u = job.unit
         conv = self._ref(("conv", u.dataset, u.conversation_id), job.conversation)
         plan = self._ref(("plan", id(job.plan)), job.plan)
-        ref = self._task.remote(u, conv, plan, job.stored, job.stored_in_run, self._engine, self._injected,
-                                self._secrets, self.services.services)
+        with self._lock:
+            i = min(range(len(self._load)), key=self._load.__getitem__)  # the least busy runner
+            self._load[i] += 1
+        ref = self._runners[i].run.remote(u, conv, plan, job.stored, job.stored_in_run, self._engine,
+                                          self._injected, self._secrets, self.services.services)
         fut: cf.Future[Any] = ref.future()
         with self._lock:
-            self._refs[fut] = ref
+            self._refs[fut] = (ref, i)
         return fut
 
     def result(self, fut: cf.Future[Any]) -> UnitResult:
         """In the driver's thread: the task's `UnitResult`, its model answers stored in the
         driver's cache; a task's own exception raised as itself."""
         with self._lock:
-            self._refs.pop(fut, None)
+            _, i = self._refs.pop(fut, (None, -1))
+            if i >= 0:
+                self._load[i] -= 1
         try:
             result, entries = fut.result()
         except BaseException as err:
@@ -443,16 +479,15 @@ class RayPool:
         return result
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Cancel what is still running (an interrupted sweep: ``--resume`` re-runs it)."""
-        if cancel_futures:
-            with self._lock:
-                refs = list(self._refs.values())
-                self._refs.clear()
-            for ref in refs:
-                try:
-                    self.ray.cancel(ref, force=True)
-                except Exception as err:  # a task already finished or a node already gone
-                    log.debug("cancel: %s", err)
+        """End the runners; Units still running in them (an interrupted sweep) are re-run by
+        ``--resume``."""
+        with self._lock:
+            self._refs.clear()
+        for runner in self._runners:
+            try:
+                self.ray.kill(runner, no_restart=True)
+            except Exception as err:  # a runner already gone with its node
+                log.debug("runner: %s", err)
 
 
 def unwrap(err: BaseException) -> BaseException:

@@ -86,3 +86,30 @@ def test_limited_model_is_transparent() -> None:
     assert model.complete(req).text == "hello"
     assert model.name == inner.name and model.context_window == inner.context_window
     assert model.limiter is limiter and limiter.acquired == 1
+
+
+def test_try_acquire_takes_nothing_when_it_says_wait() -> None:
+    """The non-blocking half a cluster's one limiter serves: a caller told to wait has taken
+    nothing, so N callers asking in turn get exactly the limiter's rate between them."""
+    clock = VirtualClock()
+    limiter = RateLimiter(requests_per_min=2, clock=clock, sleep=clock.sleep)
+    assert limiter.try_acquire() == 0.0 and limiter.try_acquire() == 0.0
+    assert limiter.try_acquire() == pytest.approx(30.0)
+    assert limiter.try_acquire() == pytest.approx(30.0)  # asking again took nothing either
+    clock.sleep(30.0)
+    assert limiter.try_acquire() == 0.0 and limiter.try_acquire() == pytest.approx(30.0)
+    assert limiter.acquired == 3
+
+
+def test_retry_after_pauses_everyone_sharing_the_limiter() -> None:
+    """One caller told ``retry-after: 7`` stops every caller of the same limiter for 7 s (on a
+    cluster: every worker), not only itself."""
+    clock = VirtualClock()
+    limiter = RateLimiter(requests_per_min=600, clock=clock, sleep=clock.sleep)
+    told = LimitedModel(FakeModel("echo", fail_first=1, fail_kind="429", retry_after=7.0), limiter)
+    other = LimitedModel(FakeModel("echo"), limiter)
+    req = CompletionRequest(system="s", messages=[Message("user", "hi")], max_tokens=5)
+    with pytest.raises(Exception, match="429|rate"):
+        told.complete(req)
+    assert other.complete(req).text == "hi"
+    assert clock.now == pytest.approx(7.0)
