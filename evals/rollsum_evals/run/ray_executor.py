@@ -26,6 +26,10 @@ Design (docs/architecture.md, "Running on a Ray cluster"):
   other run.
 
 Ray is imported only here, and only when asked for: the harness runs without the extra.
+
+Over ~400 lines because it is the one place that knows Ray: connecting, the three actors and
+the worker-side views of them, the runner pool and ``rollsum score``'s tasks. Split, each
+piece would import Ray's conventions (lazy import, object refs, actor handles) on its own.
 """
 
 from __future__ import annotations

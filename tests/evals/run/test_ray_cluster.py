@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 DRIVER = Path(__file__).with_name("ray_driver.py")
 PORT = 6379  # the namespace is private: no other process can hold it
 ADDRESS = f"127.0.0.1:{PORT}"
-UP_TO_S = 240.0
+UP_TO_S = 600.0
 """Upper bound for a cluster to come up or a driver to finish on a loaded 2-core machine."""
 RAY = [sys.executable, "-c", "from ray.scripts.scripts import main; main()"]
 ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "PYTHONSAFEPATH": "1",
