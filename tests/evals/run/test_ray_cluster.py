@@ -158,7 +158,7 @@ class Cluster:
     def kill_node_with(self, marker: str) -> None:
         """SIGKILL the raylet whose command line carries `marker` and every process under it
         (its workers): the node dies at once, as a machine that loses power."""
-        rows = [line.split(None, 2) for line in self.run(["ps", "-eo", "pid,ppid,args"]).stdout.splitlines()[1:]]
+        rows = [line.split(None, 2) for line in self.run(["ps", "-ww", "-eo", "pid,ppid,args"]).stdout.splitlines()[1:]]
         raylets = {pid for pid, _, args in rows if "raylet/raylet" in args and marker in args}
         assert raylets, "the victim node's raylet is not running"
         doomed = set(raylets)
