@@ -59,7 +59,8 @@ def sub_spec(raw: Mapping[str, Any], path: str, configs: Sequence[Mapping[str, A
     sub["name"] = name
     sub["configs"] = [dict(c) for c in configs]
     report = sub.get("report")
-    sub["report"] = {**(report if isinstance(report, dict) else {}), "truncate_curve": True}  # the gain is measured against it: never off here
+    # the gain is measured against the curve: never off here
+    sub["report"] = {**(report if isinstance(report, dict) else {}), "truncate_curve": True}
     text = tomli_w.dumps(sub)
     return parse_spec(text, path, locomo=locomo)
 
