@@ -46,7 +46,7 @@ from rollsum.context import (
     get_format,
 )
 from rollsum.errors import ConfigError, ErrorKind, SummarizeError, classify_exception, retry_wait
-from rollsum.policies._util import tool_units
+from rollsum.policies._util import units_holding
 from rollsum.policies.base import Decision, Policy, WindowState, fold_allowed, may_summarize, policy_params
 from rollsum.redact import redact, redacting_logger
 from rollsum.store.base import Store
@@ -582,8 +582,16 @@ class RollingSummarizer:
             summary_budget=self._summary_room,
         )
 
-    def _remove(self, ids: set[str]) -> list[tuple[int, Message]]:
-        """Take messages out of the active window by id (they may not be contiguous)."""
+    def _remove(self, ids: set[str], at: Sequence[int] | None = None) -> list[tuple[int, Message]]:
+        """Take messages out of the active window by id (they may not be contiguous).
+
+        `at`, when the caller knows them, are the active positions of exactly those messages:
+        they are cut out in runs, so an eviction costs what it removes, not the window's length
+        (at a 200k window a rebuild per eviction made replay quadratic)."""
+        if not ids:
+            return []
+        if at is not None:
+            return self._remove_at(sorted(set(at)))
         kept: list[Message] = []
         kept_seq: list[int] = []
         kept_tokens: list[int] = []
@@ -601,6 +609,26 @@ class RollingSummarizer:
         self._active_tokens = sum(kept_tokens)
         return removed
 
+    def _remove_at(self, positions: Sequence[int]) -> list[tuple[int, Message]]:
+        """`_remove` by ascending active positions: runs deleted from the back, in place."""
+        active, seqs, tokens = self._active, self._active_seq, self._tokens
+        removed = [(seqs[i], active[i]) for i in positions]
+        for _, m in removed:
+            if m.id is not None:
+                self._clips.pop(m.id, None)
+        freed = 0
+        k = len(positions)
+        while k > 0:
+            stop = positions[k - 1] + 1
+            k -= 1
+            while k > 0 and positions[k - 1] == positions[k] - 1:
+                k -= 1
+            start = positions[k]
+            freed += sum(tokens[start:stop])
+            del active[start:stop], seqs[start:stop], tokens[start:stop]
+        self._active_tokens -= freed
+        return removed
+
     def _add_pending(self, removed: Sequence[tuple[int, Message]]) -> None:
         """Pending stays in conversation order whatever order evictions come in."""
         for s, m in removed:
@@ -612,20 +640,19 @@ class RollingSummarizer:
         """Never split a tool call from its results across the summary boundary.
 
         Partial call/result groups are left out of the decision (the window keeps them whole);
-        if that empties the decision, the groups are taken whole instead.
+        if that empties the decision, the groups are taken whole instead. Only the groups that
+        hold a decided index are looked at (`units_holding`): the cost does not grow with the
+        window.
         """
         if not indices:
             return ()
         chosen = set(indices)
-        groups = [range(a, b) for a, b in tool_units(self._active, 0, len(self._active))]
         shrunk: list[int] = []
         grown: list[int] = []
-        for g in groups:
-            inside = [k for k in g if k in chosen]
-            if not inside:
-                continue
+        for a, b in units_holding(self._active, chosen):
+            g = range(a, b)
             grown.extend(g)
-            if len(inside) == len(g):
+            if all(k in chosen for k in g):
                 shrunk.extend(g)
         return tuple(shrunk) if shrunk else tuple(grown)
 
@@ -727,7 +754,7 @@ class RollingSummarizer:
         before = self.context_tokens()
         ids = [self._active[i].id for i in decision.indices if self._active[i].id is not None]
         self.store.set_state(self.conversation_id, ids, "pending", decision.reason)  # type: ignore[arg-type]
-        removed = self._remove(set(ids))  # type: ignore[arg-type]
+        removed = self._remove(set(ids), at=decision.indices)  # type: ignore[arg-type]
         self._add_pending(removed)
         self._evicted_since += len(removed)
         self._total_evicted += len(removed)
@@ -740,7 +767,7 @@ class RollingSummarizer:
         if decision.include_pending:
             ids.extend(m.id for m in self._pending if m.id is not None)
         self.store.set_state(self.conversation_id, ids, "dropped", decision.reason)  # type: ignore[arg-type]
-        removed = self._remove(set(ids))  # type: ignore[arg-type]
+        removed = self._remove(set(ids), at=decision.indices)  # type: ignore[arg-type]
         n = len(removed)
         if decision.include_pending:
             n += len(self._pending)

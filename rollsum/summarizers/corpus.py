@@ -34,6 +34,10 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 MAX_CONVERSATIONS = 256
+_N_LOGS = 4096
+_LOGS = tuple(math.log(d) if d else 0.0 for d in range(_N_LOGS))
+"""ln(df) for the common small document frequencies: `factors` runs for every word of every
+summary, and a table lookup is the same float as the call."""
 
 
 @dataclass(slots=True)
@@ -72,9 +76,11 @@ class Counts:
             return spec_of, name_of
         log_n1 = math.log(self.n + 1)
         inv = 1.0 / log_n1
-        log, sqrt, get = math.log, math.sqrt, self.df.get
+        sqrt, get = math.sqrt, self.df.get
+        logs = _LOGS
         for k in keys:
-            ld = log(get(k) or 1)
+            d = get(k) or 1
+            ld = logs[d] if d < _N_LOGS else math.log(d)
             spec = (log_n1 - ld) * inv
             if spec < 0.0:
                 spec = 0.0

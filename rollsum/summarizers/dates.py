@@ -80,6 +80,12 @@ def _maybe_relative(low: str) -> bool:
             or ((" in " in low or low.startswith("in ")) and any(u in low for u in _UNITS)))
 
 
+def may_hold_relative(text: str) -> bool:
+    """False when `anchor_dates` certainly leaves `text` unchanged, whatever the anchor (a
+    cheap pre-check callers use to cache work that does not depend on the day)."""
+    return _maybe_relative(text.lower())
+
+
 def format_date(d: date) -> str:
     return f"{d.day} {MONTH_NAMES[d.month - 1]} {d.year}"
 

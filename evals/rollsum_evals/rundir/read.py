@@ -105,9 +105,20 @@ class Run:
         record = self.trace_records().get(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
-        return decode_trace(record, messages, self.texts(),
-                            [r for r in self.summaries() if r.get("unit_id") == unit_id],
-                            [r for r in self.events() if r.get("unit_id") == unit_id])
+        return decode_trace(record, messages, self.texts(), self._by_unit(SUMMARIES).get(unit_id, []),
+                            self._by_unit(EVENTS).get(unit_id, []))
+
+    def _by_unit(self, name: str) -> dict[str, list[dict[str, Any]]]:
+        """A journal's rows grouped by Unit, built once: a report decodes dozens of traces, and
+        filtering every row for each was the report's quadratic part on long runs."""
+        key = f"{name}:by_unit"
+        if key not in self._cache:
+            groups: dict[str, list[dict[str, Any]]] = {}
+            for r in self._rows(name):
+                groups.setdefault(r.get("unit_id"), []).append(r)  # type: ignore[arg-type]
+            self._cache[key] = groups
+        out: dict[str, list[dict[str, Any]]] = self._cache[key]
+        return out
 
 
 def decode_trace(record: Mapping[str, Any], messages: Sequence[Message], texts: Mapping[str, Text],

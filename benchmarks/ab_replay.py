@@ -1,0 +1,92 @@
+"""Before/after replay speed in one run: this checkout against another copy of `rollsum`.
+
+Each cell (stream, preset, messages, window) is replayed in a fresh process under each copy,
+alternating old/new `--rounds` times, and the medians of the CPU time per message and their
+ratio are printed. The old copy is made with
+
+    git archive <commit> rollsum | tar -x -C /tmp/old
+
+    python benchmarks/ab_replay.py --old /tmp/old [--streams mixed words] [--presets since-last ...]
+                                   [--sizes 10000] [--window 8000|default] [--rounds 3]
+                                   [--after-first-eviction]
+
+``--after-first-eviction`` times only the messages after the first eviction (issue #20's
+"once evicting"). The worker mode (``--worker``) is what each process runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def worker(stream: str, preset: str, n: int, window: str, after_eviction: bool) -> float:
+    import gc
+
+    from bench_replay import STREAMS
+
+    from rollsum import RollingSummarizer
+
+    msgs = STREAMS[stream](n)
+    gc.freeze()
+    kw = {} if window == "default" else {"context_window": int(window)}
+    rs = RollingSummarizer.from_preset(preset, **kw)
+    add = rs.add
+    start = 0
+    while after_eviction and start < len(msgs):
+        add(msgs[start])
+        start += 1
+        if any(ev.kind == "evict" for ev in rs.last_events):
+            break
+    rest = msgs[start:]
+    t0 = time.process_time()
+    for m in rest:
+        add(m)
+    return (time.process_time() - t0) / max(1, len(rest))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--old", help="directory holding the other copy of `rollsum`")
+    ap.add_argument("--streams", nargs="+", default=["mixed", "words"])
+    ap.add_argument("--presets", nargs="+", default=["since-last"])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000])
+    ap.add_argument("--window", default="8000")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--after-first-eviction", action="store_true")
+    ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        stream, preset, n, window, after = args.worker
+        print(worker(stream, preset, int(n), window, after == "1"))
+        return 0
+    if not args.old:
+        ap.error("--old DIR is required")
+    here = os.path.dirname(os.path.abspath(__file__))
+    print(f"{'stream':<8}{'preset':<20}{'messages':>10}{'window':>9}{'old us/msg':>12}{'new us/msg':>12}"
+          f"{'old msg/s':>11}{'new msg/s':>11}{'speedup':>9}")
+    for stream in args.streams:
+        for preset in args.presets:
+            for n in args.sizes:
+                times: dict[str, list[float]] = {"old": [], "new": []}
+                for _ in range(args.rounds):
+                    for tag in ("old", "new"):
+                        env = dict(os.environ)
+                        env["PYTHONPATH"] = os.pathsep.join(p for p in (args.old if tag == "old" else "", here) if p)
+                        out = subprocess.run(
+                            [sys.executable, __file__, "--worker", stream, preset, str(n), args.window,
+                             "1" if args.after_first_eviction else "0"],
+                            env=env, capture_output=True, text=True, check=True, cwd=here).stdout
+                        times[tag].append(float(out.strip().splitlines()[-1]))
+                old, new = statistics.median(times["old"]), statistics.median(times["new"])
+                print(f"{stream:<8}{preset:<20}{n:>10}{args.window:>9}{old * 1e6:>12.1f}{new * 1e6:>12.1f}"
+                      f"{1 / old:>11,.0f}{1 / new:>11,.0f}{old / new:>8.2f}x", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""The replay hot path's shortcuts give what the plain definitions give (issue #20).
+
+`split_sentences` splits lines with a string split before it looks for sentence ends, and the
+summarizer caches each sentence's processing and each previous line's parse. These tests pin
+them to the plain one-pass definitions, so a shortcut that changes a summary fails here rather
+than in a nightly gate.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rollsum.summarizers.extractive import _ABBREVIATION_RE, split_sentences
+
+_ONE_REGEX = re.compile(r"(?<=[.!?…])\s+(?=[\"'“‘(\[]?[A-Z0-9\[])|\s*\n+\s*")
+
+
+def one_regex_split(text: str) -> list[str]:
+    """The definition: one regex over the whole text (sentence ends or line breaks), unless
+    the text has no line break and no end punctuation followed by a space."""
+    if not ("\n" in text or ". " in text or "! " in text or "? " in text or "… " in text):
+        return [text.strip()] if text.strip() else []
+    out: list[str] = []
+    for piece in _ONE_REGEX.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if out and _ABBREVIATION_RE.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
+
+
+_ALPHABET = st.sampled_from([*"ab AZ09.!?…\n\t\r\"'“‘([:", "Dr.", "J.", " \n ", "\n\n", "\u2028", "\xa0"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ALPHABET, max_size=40).map("".join))
+def test_split_sentences_equals_the_one_regex_definition(text: str) -> None:
+    assert split_sentences(text) == one_regex_split(text)
+
+
+def test_split_sentences_on_the_cases_that_differ_between_lines_and_whole_text() -> None:
+    # whitespace around a line break, a break after end punctuation before lower case, an
+    # abbreviation at a line's end (joined with the next line), a tab after a full stop
+    for text in ("A.  \n  next one", "Ends here.\nlower start", "Ask Dr.\nSmith today", "One.\tTwo", "x\r\ny. Z"):
+        assert split_sentences(text) == one_regex_split(text), text
+
+
+def test_a_repeated_sentence_with_a_relative_date_is_anchored_to_each_day_it_is_said() -> None:
+    """The per-sentence cache must not reuse one day's anchor for another day."""
+    from rollsum.summarizers import ExtractiveSummarizer, SummaryRequest
+    from rollsum.types import Message
+
+    said = "I went bowling with Priya in Lisbon yesterday and scored 212 points."
+    s = ExtractiveSummarizer()
+    first = s.summarize(SummaryRequest("c", [Message("user", said, created_at="2023-05-08T10:00:00")]))
+    second = s.summarize(SummaryRequest("c", [Message("user", said, created_at="2023-05-20T10:00:00")]))
+    assert "yesterday (7 May 2023)" in first.text
+    assert "yesterday (19 May 2023)" in second.text
+
+
+def test_a_previous_summary_reads_back_the_same_with_warm_caches_as_with_cold_ones() -> None:
+    """Previous lines are parsed once and cached by their text, sentences by theirs: a
+    summarizer whose caches have seen these lines (under another conversation, so the
+    statistics are rebuilt alike) gives what a fresh one gives."""
+    from rollsum.summarizers import ExtractiveSummarizer, SummaryRequest
+    from rollsum.types import Message, SummaryRecord
+
+    span = [Message("user", f"Ticket INC-{100 + i} in Lisbon blocks the deploy of build {i}. "
+                    f"Yesterday Omar said it is fine.", name="Priya", created_at=f"2023-05-{8 + i:02d}T10:00:00")
+            for i in range(12)]
+    warm = ExtractiveSummarizer(max_tokens=120)
+    text = warm.summarize(SummaryRequest("c", span[:6])).text
+    prev = SummaryRecord(id="s0", conversation_id="c", text=text, seq=0, messages_covered=6)
+    warm.summarize(SummaryRequest("c", span[6:], previous=prev))
+    again = warm.summarize(SummaryRequest("d", span[6:], previous=prev)).text
+    cold = ExtractiveSummarizer(max_tokens=120).summarize(SummaryRequest("d", span[6:], previous=prev)).text
+    assert again == cold
+    assert "INC-" in cold

@@ -1,0 +1,34 @@
+"""`units_holding` finds the same tool units as splitting the whole window (issue #20, item 2).
+
+The engine asks for the units around an eviction's indices on every eviction; walking outward
+from the indices must give exactly the units the whole-list split (`tool_units`) gives that
+hold any of them, whatever the roles around them (a run of results after an assistant, after
+a user, at the very start).
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rollsum.policies._util import tool_units, units_holding
+from rollsum.types import Message
+
+_ROLES = st.lists(st.sampled_from(["user", "assistant", "tool", "tool"]), max_size=30)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ROLES, st.data())
+def test_units_holding_equals_the_units_of_the_whole_split_that_hold_an_index(roles: list[str],
+                                                                              data: st.DataObject) -> None:
+    msgs = [Message(r, f"m{i}", id=f"m{i}") for i, r in enumerate(roles)]  # type: ignore[arg-type]
+    indices = data.draw(st.lists(st.integers(-2, len(msgs) + 2), max_size=12))
+    chosen = set(indices)
+    expected = [u for u in tool_units(msgs, 0, len(msgs)) if any(k in chosen for k in range(*u))]
+    assert units_holding(msgs, indices) == expected
+
+
+def test_a_run_of_results_after_a_user_message_stands_alone_and_after_an_assistant_moves_with_it() -> None:
+    roles = ["user", "tool", "tool", "assistant", "tool", "tool", "user"]
+    msgs = [Message(r, f"m{i}", id=f"m{i}") for i, r in enumerate(roles)]  # type: ignore[arg-type]
+    assert units_holding(msgs, [2, 5]) == [(2, 3), (3, 6)]
