@@ -616,6 +616,7 @@ class RollingSummarizer:
         for _, m in removed:
             if m.id is not None:
                 self._clips.pop(m.id, None)
+                self._cleared.pop(m.id, None)
         freed = 0
         k = len(positions)
         while k > 0:
