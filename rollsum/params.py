@@ -75,7 +75,8 @@ RANGES: Mapping[str, Range] = {
     "context_window": AT_LEAST_1, "max_context_tokens": AT_LEAST_1, "max_tokens": AT_LEAST_1,
     "token_threshold": AT_LEAST_0, "reserved_output_tokens": AT_LEAST_0, "max_summary_tokens": AT_LEAST_1,
     "min_summary_tokens": AT_LEAST_0, "max_request_tokens": AT_LEAST_1, "max_output_tokens": AT_LEAST_1,
-    "transcript_budget": AT_LEAST_1, "max_message_chars": AT_LEAST_1, "clear_trigger": AT_LEAST_0, "clear_at_least": AT_LEAST_0,
+    "transcript_budget": AT_LEAST_1, "max_message_chars": AT_LEAST_1,
+    "clear_trigger": AT_LEAST_0, "clear_at_least": AT_LEAST_0,
     # ratios of the window
     "trigger_ratio": Range(0, low_open=True), "reset_ratio": Range(0, low_open=True),
     "emergency_ratio": Range(0, low_open=True), "low_water": SHARE, "summary_share": SHARE,

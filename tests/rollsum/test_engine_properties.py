@@ -206,7 +206,8 @@ window_streams = st.lists(st.tuples(roles, sizes), min_size=1, max_size=45)
 def window_params(preset: str, data: st.DataObject) -> dict[str, Any]:
     d = params_for(preset, data)
     d["guard_low_water"] = data.draw(st.sampled_from([0.5, 0.6, 0.75]), label="low_water")
-    if preset in ("since-last", "clear+since-last"):  # degenerate combinations included: keep_last >= messages_per_summary - 1
+    if preset in ("since-last", "clear+since-last"):
+        # degenerate combinations included: keep_last >= messages_per_summary - 1
         d["keep_last"] = data.draw(st.integers(0, 25), label="keep_last")
     if preset == "budget-rule-based":
         d["reserved_output_tokens"] = min(d["reserved_output_tokens"], d["context_window"] // 2)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -355,7 +355,7 @@ class SyntheticConversation:
                                    **({"ask_at": "end"} if c.category == "current-task" else {})}))
         return out
 
-    def _stream(self, harvest: _Harvest | None) -> Iterator[Message]:
+    def _stream(self, harvest: _Harvest | None) -> Generator[Message, None, list[_Fact]]:
         rng = random.Random(f"rollsum-synth/{GENERATOR_VERSION}/{self.flavor}/{self.seed}")
         facts = _plan(self.flavor, self.n_messages, self.n_facts, rng, self.depth)
         events = sorted([(f.at, f.index, 0) for f in facts] + [(f.update_at, f.index, 1) for f in facts
