@@ -12,8 +12,9 @@ Three tables, all offline (extractive summarizer):
    8,000-token window, time per message once it evicts (after the first eviction). Target: the
    default window within 1.5x of the 8,000-token one (an eviction's cost does not grow with
    the window).
-3. Window and cadence (issue #14): per preset with its defaults at each `--windows` size, over
-   synthetic chat conversations of `--synth-messages` messages (the harness's generator) and,
+3. Window and cadence (issues #14, #19): per preset with its defaults at each `--windows` size, over
+   synthetic chat conversations of `--synth-messages` messages (the harness's generator), one
+   hostile stream of as many (issue #19: ~3 % huge messages, ~5 % huge tool JSON) and,
    when present, the LoCoMo dev conversations: the largest context seen after any `add()`
    divided by the window, summarizer calls per 100 messages, and messages/s. Targets: every
    windowed preset <= 1.00, no preset above 10 calls per 100 messages.
@@ -215,6 +216,9 @@ def conversations(args: argparse.Namespace) -> dict[str, list[list[Message]]]:
         f"synth:chat x{args.synth} ({args.synth_messages} msgs)": [
             list(make_conversation("chat", n_messages=args.synth_messages, seed=k).messages)
             for k in range(args.synth)]}
+    from bench_cadence import hostile  # issue #19's stream: ~3 % huge messages, ~5 % huge tool JSON
+
+    out[f"hostile chat x1 ({args.synth_messages} msgs)"] = [hostile(args.synth_messages)]
     path = Path(args.locomo)
     if path.exists():
         from rollsum_evals.data.locomo import iter_locomo

@@ -8,14 +8,19 @@ every message stays where it was. Once the message is stored, `add()` does not r
 exception from a model, summarizer or store on the way is a classified failure event.
 
 Then the **window guard** (presets with a window): if the context is still over
-`context_window`, whatever the order of triggers and failures, the engine (1) compacts --
-summarizes the oldest messages down to a low-water mark, when the policy's own rate limit, the
-failure backoff and the guard's token bound allow a summarizer call; (2) moves the oldest
+``context_window − reserved_output_tokens``, whatever the order of triggers and failures, the
+engine (1) compacts -- summarizes the oldest messages down to a low-water mark, when the
+policy's own rate limit, the failure backoff, the attempt cap and the guard's token bound
+allow a summarizer call; (2) moves the oldest
 active messages to ``pending`` (out of the context, never lost, folded into the next
 successful summary); (3) only when one message or the pinned system messages alone are larger
 than the window, clips their content *in the context* with a visible marker (a ``clip``
 event; the stored messages are never altered). So after `add()` returns,
-``context_tokens() <= context_window``.
+``context_tokens() <= context_window − reserved_output_tokens``.
+
+Cadence: the k-th summary attempt needs k × `min_messages_per_attempt` messages added, and
+attempts, failures and backoff are kept with the conversation (`Store.save_cadence`), so an
+engine rebuilt from its store for every message makes the attempts a long-lived one makes.
 
 Planning, running and applying a summary are separate steps (`_plan`, `_run`, `_apply`) so
 the same core serves the synchronous engine, a simulated lag (`lag_turns`, for replays) and
@@ -46,6 +51,7 @@ from rollsum.context import (
     get_format,
 )
 from rollsum.errors import ConfigError, ErrorKind, SummarizeError, classify_exception, retry_wait
+from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.policies._util import units_holding
 from rollsum.policies.base import Decision, Policy, WindowState, fold_allowed, may_summarize, policy_params
 from rollsum.redact import redact, redacting_logger
@@ -89,6 +95,9 @@ class _Job:
     """`total_added` when planned: messages added after it count toward the next summary."""
     due_turn: int = 0
     guard: bool = False
+    skip_primary: bool = False
+    """The primary summarizer is backing off after failing while the fallback answered: go
+    straight to the fallback (a dead model is not called on every attempt)."""
 
 
 @dataclass(slots=True)
@@ -97,6 +106,7 @@ class _Outcome:
     error: SummarizeError | None = None
     attempts: int = 0
     fallback: str | None = None
+    primary_failed: bool = False
     facts: tuple[str, ...] = ()
     pinned: tuple[str, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
@@ -108,7 +118,8 @@ class RollingSummarizer:
 
     Parameters that matter most:
     - `context_window`: the main model's window in tokens; ratios and budgets are taken on it.
-    - `enforce_window`: keep ``context_tokens() <= context_window`` after every `add()` (the
+    - `enforce_window`: keep ``context_tokens() <= context_window − reserved_output_tokens``
+      after every `add()` (the
       window guard). Default: on for presets that have a window (token-ratio,
       budget-rule-based, evict-window; since-last and count-and-tokens when `from_preset` is
       given a `context_window`), off for the baselines.
@@ -131,7 +142,16 @@ class RollingSummarizer:
       others are not. The engine owns retries: `AnthropicModel` sets its SDK client's own
       retries to 0, so a persistent 500 costs exactly ``retries + 1`` HTTP calls.
     - `failure_cooldown` / `max_failure_backoff`: after k failed attempts in a row no new
-      attempt for ``min(failure_cooldown × 2**(k−1), max_failure_backoff)`` messages.
+      attempt for ``min(failure_cooldown × 2**(k−1), max_failure_backoff)`` messages. A
+      primary summarizer that failed while the `fallback` answered backs off the same way:
+      meanwhile attempts go straight to the fallback. Attempts, failures and backoff are kept
+      with the conversation in the store (`Store.save_cadence`), so an engine rebuilt for
+      every message keeps the cadence of a long-lived one.
+    - `min_messages_per_attempt`: a cap under every policy and the window guard: the k-th
+      summary attempt (successful or not) needs k × this many messages added (default 10:
+      at most 10 attempts per 100 messages on any stream). A policy that asks more often is
+      told no; the window guard keeps the window meanwhile without a model (messages move
+      to pending and are folded into the next summary). 0 turns the cap off.
     - `ledger`: "pin" keeps facts the summary dropped in a Facts section, "retry" asks the
       summarizer once more naming them (then pins), "off" skips the ledger. "auto" (default)
       pins for model-backed summarizers and is off for the extractive one, which already
@@ -164,7 +184,7 @@ class RollingSummarizer:
         store: Store | str | None = None,
         context_format: ContextFormat | str = "earlier-heading",
         conversation_id: str | None = None,
-        context_window: int = 200_000,
+        context_window: int = DEFAULT_CONTEXT_WINDOW,
         enforce_window: bool | None = None,
         guard_low_water: float = 0.6,
         guard_min_tail: int = 2,
@@ -186,6 +206,7 @@ class RollingSummarizer:
         max_passes: int = 4,
         failure_cooldown: int = 2,
         max_failure_backoff: int = 64,
+        min_messages_per_attempt: int = 10,
         rebuild_from_raw: bool = False,
         depth_cap_merge: DepthCapMerge = "select",
         on_event: Callable[[SummaryEvent], None] | None = None,
@@ -216,8 +237,8 @@ class RollingSummarizer:
                               f"context_window ({context_window})")
         if max_request_tokens is not None and max_request_tokens < 1:
             raise ConfigError(f"max_request_tokens must be >= 1 or None, got {max_request_tokens}")
-        if failure_cooldown < 0 or max_failure_backoff < 0:
-            raise ConfigError("failure_cooldown and max_failure_backoff must be >= 0")
+        if failure_cooldown < 0 or max_failure_backoff < 0 or min_messages_per_attempt < 0:
+            raise ConfigError("failure_cooldown, max_failure_backoff and min_messages_per_attempt must be >= 0")
         self.policy = policy
         self.summarizer = summarizer
         self.counter: TokenCounter = counter or HeuristicCounter()
@@ -231,9 +252,9 @@ class RollingSummarizer:
         self.context_window = context_window
         self.enforce_window = bool(getattr(policy, "windowed", False)) if enforce_window is None \
             else bool(enforce_window)
-        if self.enforce_window and context_window < MIN_WINDOW:
-            raise ConfigError(f"context_window must be at least {MIN_WINDOW} tokens to be kept, "
-                              f"got {context_window}")
+        if self.enforce_window and context_window - reserved_output_tokens < MIN_WINDOW:
+            raise ConfigError(f"context_window minus reserved_output_tokens must be at least {MIN_WINDOW} "
+                              f"tokens to be kept, got {context_window} − {reserved_output_tokens}")
         self.guard_low_water = guard_low_water
         self.guard_min_tail = guard_min_tail
         self.reserved_output_tokens = reserved_output_tokens
@@ -255,6 +276,7 @@ class RollingSummarizer:
         self.max_passes = max_passes
         self.failure_cooldown = failure_cooldown
         self.max_failure_backoff = max_failure_backoff
+        self.min_messages_per_attempt = min_messages_per_attempt
         self.rebuild_from_raw = rebuild_from_raw
         self.on_event = on_event
         self.preset = preset
@@ -295,6 +317,9 @@ class RollingSummarizer:
         self._guard_at: int | None = None
         self._failures = 0
         self._retry_at = 0
+        self._model_failures = 0
+        self._model_retry_at = 0
+        self._saved_cadence: dict[str, Any] | None = None
         self._dropped = 0
         self._min_tokens_since: int | None = None
         self._inflight: tuple[_Job, _Outcome] | None = None
@@ -346,14 +371,75 @@ class RollingSummarizer:
                 self._pending_seq.append(row.seq)
             elif row.state == "dropped":
                 self._dropped += 1
-        # the store keeps neither failed attempts nor how each covered message got there:
-        # rate limits resume from the successful summaries and from everything that left the window
+        # without a saved cadence (a store written before it was kept, or one that cannot keep
+        # it), rate limits resume from the successful summaries and everything that left the window
         self._attempts = len(self._history)
         self._total_evicted = len(self._pending) + sum(1 for r in rows if r.state == "covered")
         covered_seq = max((r.seq for r in rows if r.state == "covered"), default=-1)
         self._since_summary = sum(1 for r in rows if r.seq > covered_seq and r.message.role != "system")
         self._evicted_since = len(self._pending)
+        self._restore_cadence()
         self._refresh_summary()
+
+    def _cadence(self) -> dict[str, Any]:
+        """What the rate limits and the failure backoff need across a restart (`Store.save_cadence`).
+        Message counts are absolute (`total_added` at an event), so they stay true however
+        many messages arrive before the next engine reads them."""
+        return {
+            "version": 1,
+            "attempts": self._attempts,
+            "last_attempt_at": None if self._since_attempt is None else self._total_added - self._since_attempt,
+            "failures": self._failures, "retry_at": self._retry_at,
+            "model_failures": self._model_failures, "model_retry_at": self._model_retry_at,
+            "guard_at": self._guard_at,
+            "total_evicted": self._total_evicted, "evicted_since": self._evicted_since,
+            "summary_at": self._total_added - self._since_summary,
+            "min_tokens_since": self._min_tokens_since,
+        }
+
+    def _persist_cadence(self) -> None:
+        """Save the cadence when it changed (at an attempt, a failure, an eviction: not on every
+        message). A store without `save_cadence` (a third-party one) just does not keep it."""
+        now = self._cadence()
+        if now == self._saved_cadence:
+            return
+        save = getattr(self.store, "save_cadence", None)
+        if callable(save):
+            save(self.conversation_id, now)
+        self._saved_cadence = now
+
+    def _restore_cadence(self) -> None:
+        load = getattr(self.store, "cadence", None)
+        saved = load(self.conversation_id) if callable(load) else None
+        if not saved:
+            return
+
+        def num(key: str, optional: bool = False) -> int | None:
+            value = saved.get(key)
+            if value is None and optional:
+                return None
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{key}: expected a count, got {value!r}")
+            return value
+
+        try:  # read everything first: a damaged row changes nothing
+            attempts, failures, retry_at = num("attempts"), num("failures"), num("retry_at")
+            model_failures, model_retry_at = num("model_failures"), num("model_retry_at")
+            last, guard_at, low = num("last_attempt_at", True), num("guard_at", True), num("min_tokens_since", True)
+            total_evicted, evicted_since, summary_at = num("total_evicted"), num("evicted_since"), num("summary_at")
+        except ValueError as err:
+            log.warning("conversation %s: saved cadence unreadable (%s); rate limits resume from the "
+                        "stored summaries", self.conversation_id, err)
+            return
+        self._attempts = max(self._attempts, attempts or 0)
+        self._since_attempt = None if last is None else max(0, self._total_added - last)
+        self._failures, self._retry_at = failures or 0, retry_at or 0
+        self._model_failures, self._model_retry_at = model_failures or 0, model_retry_at or 0
+        self._guard_at = guard_at
+        self._total_evicted, self._evicted_since = total_evicted or 0, evicted_since or 0
+        self._since_summary = max(0, self._total_added - (summary_at or 0))
+        self._min_tokens_since = low
+        self._saved_cadence = self._cadence()
 
     def close(self) -> None:
         """Release this engine's claim on the conversation (another engine may then open it)."""
@@ -420,6 +506,7 @@ class RollingSummarizer:
         try:
             events.append(self._apply(job, outcome))
             events.extend(self._guard(self._run_now, lambda: False))
+            self._persist_cadence()
         except Exception as err:
             events.append(self._internal_failure(err))
         self._emit(events)
@@ -504,6 +591,7 @@ class RollingSummarizer:
             "retries": self.retries,
             "failure_cooldown": self.failure_cooldown,
             "max_failure_backoff": self.max_failure_backoff,
+            "min_messages_per_attempt": self.min_messages_per_attempt,
             "rebuild_from_raw": self.rebuild_from_raw,
             "depth_cap_merge": self.depth_cap_merge,
             **({"clear_tool_results": True, "clear_trigger": self.clearing.trigger, "clear_keep": self.clearing.keep,
@@ -521,7 +609,12 @@ class RollingSummarizer:
         return "off" if getattr(self.summarizer, "name", "") == "extractive" else "pin"
 
     def _head(self) -> int:
-        return int(getattr(self.policy, "head", 0)) if self.format.position == "after-head" else 0
+        """Active messages before the summary (seed 004's head; `head_end` when the policy has it:
+        a head that ends in a tool call keeps the call's results)."""
+        if self.format.position != "after-head":
+            return 0
+        end = getattr(self.policy, "head_end", None)
+        return int(end(self._active)) if callable(end) else int(getattr(self.policy, "head", 0))
 
     def _display(self, m: Message) -> Message:
         if m.id is None:
@@ -662,6 +755,15 @@ class RollingSummarizer:
     def _in_backoff(self) -> bool:
         return self._failures > 0 and self._total_added < self._retry_at
 
+    def _rate_allows(self) -> bool:
+        """`min_messages_per_attempt`: the k-th attempt needs k × that many messages added."""
+        every = self.min_messages_per_attempt
+        return every == 0 or (self._attempts + 1) * every <= self._total_added
+
+    def _primary_blocked(self) -> bool:
+        """The primary summarizer failed (the fallback answered) and is backing off."""
+        return self._model_failures > 0 and self._total_added < self._model_retry_at
+
     def _lagging(self) -> bool:
         return self._inflight is not None
 
@@ -713,7 +815,7 @@ class RollingSummarizer:
             self._clear()
         if not system and not busy() and self._summary_due():
             for decision in self._summary_decisions(events):
-                if self._in_backoff():
+                if self._in_backoff() or not self._rate_allows():
                     break
                 ev = launch(self._plan(decision))
                 if ev is None:
@@ -723,6 +825,7 @@ class RollingSummarizer:
                     break
         events.extend(self._guard(launch, busy))
         self._observe()
+        self._persist_cadence()
         return events
 
     def _clear(self) -> None:
@@ -780,9 +883,15 @@ class RollingSummarizer:
 
     # ------------------------------------------------------------------ internals: window guard
 
+    def _limit(self) -> int:
+        """What the guard keeps the context within: the window minus the main model's reserved
+        answer room (seed 002's budget; the whole window when nothing is reserved)."""
+        return self.context_window - self.reserved_output_tokens
+
     def _guard(self, launch: Launch, busy: Callable[[], bool]) -> list[SummaryEvent]:
-        """Keep ``context_tokens() <= context_window``: compact, else evict to pending, else clip."""
-        window = self.context_window
+        """Keep ``context_tokens() <= context_window − reserved_output_tokens``: compact, else
+        evict to pending, else clip."""
+        window = self._limit()
         if not self.enforce_window or self.context_tokens() <= window:
             return []
         events: list[SummaryEvent] = []
@@ -801,16 +910,22 @@ class RollingSummarizer:
         return events
 
     def _guard_gap(self) -> int:
-        return max(1, int((1 - self.guard_low_water) * self.context_window))
+        return max(1, int((1 - self.guard_low_water) * self._limit()))
+
+    def _limit_name(self) -> str:
+        if self.reserved_output_tokens:
+            return (f"budget {self._limit()} (window {self.context_window} − "
+                    f"{self.reserved_output_tokens} reserved)")
+        return f"window {self.context_window}"
 
     def _guard_may_compact(self) -> bool:
         """A guard summary only when it is allowed (backoff, the policy's own rate limit, the
         guard's token bound) and can bring the context inside the window at all."""
-        if self._in_backoff():
+        if self._in_backoff() or not self._rate_allows():
             return False
         if self._guard_at is not None and self._added_tokens - self._guard_at < self._guard_gap():
             return False
-        if self._pinned_tokens + self._summary_room >= self.context_window:
+        if self._pinned_tokens + self._summary_room >= self._limit():
             return False
         return may_summarize(self.policy, self._state(0))
 
@@ -823,7 +938,7 @@ class RollingSummarizer:
     def _guard_decision(self) -> Decision | None:
         n = len(self._active)
         limit = n - min(self.guard_min_tail, n)
-        target = int(self.guard_low_water * self.context_window) - self._pinned_tokens - self._summary_room
+        target = int(self.guard_low_water * self._limit()) - self._pinned_tokens - self._summary_room
         remaining = self._active_tokens
         picked: list[int] = []
         for i in self._guard_order(limit):
@@ -837,13 +952,13 @@ class RollingSummarizer:
         depth = self.summary.depth + 1 if self.summary is not None else 0
         fold = fold_allowed(self.policy, depth)
         return Decision("summarize", indices,
-                        f"window guard: context {self.context_tokens()} > window {self.context_window}; "
+                        f"window guard: context {self.context_tokens()} > {self._limit_name()}; "
                         f"compacting to {self.guard_low_water:g} of it" + ("" if fold else " (depth cap: not folded)"),
                         fold=fold)
 
     def _guard_evict(self) -> SummaryEvent | None:
         """Oldest active messages to pending until the context fits; never the newest."""
-        over = self.context_tokens() - self.context_window
+        over = self.context_tokens() - self._limit()
         picked: list[int] = []
         freed = 0
         for i in self._guard_order(len(self._active) - 1):
@@ -853,7 +968,7 @@ class RollingSummarizer:
             freed += self._tokens[i]
         if not picked:
             return None
-        reason = (f"window guard: context {self.context_tokens()} > window {self.context_window}; "
+        reason = (f"window guard: context {self.context_tokens()} > {self._limit_name()}; "
                   f"moved {len(picked)} oldest messages out of the context until the next summary")
         return self._evict(Decision("evict", tuple(sorted(picked)), reason, include_pending=False), guard=True)
 
@@ -866,7 +981,7 @@ class RollingSummarizer:
         out of the context, then the oldest pinned messages.
         """
         before = self.context_tokens()
-        window = self.context_window
+        window = self._limit()
         items: list[tuple[str, Message, int]] = []  # (where, message, original tokens)
         for m, n in zip(self._pinned, self._pinned_n):
             items.append(("pinned", m, n))
@@ -918,7 +1033,7 @@ class RollingSummarizer:
             what.append(f"{len(omitted)} pinned system message(s) left out")
         if self._summary_hidden:
             what.append("the summary left out")
-        reason = (f"window guard: what must stay is larger than the window {window} on its own: "
+        reason = (f"window guard: what must stay is larger than the {self._limit_name()} on its own: "
                   + ", ".join(what) + "; stored messages unchanged")
         log.warning("%s (conversation %s)", reason, self.conversation_id)
         return SummaryEvent("clip", self._seq - 1, reason, messages=clipped + len(omitted),
@@ -988,8 +1103,11 @@ class RollingSummarizer:
         self._attempts += 1
         if guard:
             self._guard_at = self._added_tokens
-        return _Job(decision, self._seq - 1, tuple(taken), span_ids, previous, depth,  # type: ignore[arg-type]
-                    self.context_tokens(), self._total_added, guard=guard)
+        job = _Job(decision, self._seq - 1, tuple(taken), span_ids, previous, depth,  # type: ignore[arg-type]
+                   self.context_tokens(), self._total_added, guard=guard,
+                   skip_primary=self.fallback is not None and self._primary_blocked())
+        self._persist_cadence()  # before the call: a process that dies in it still counted it
+        return job
 
     def _request_messages(self, job: _Job) -> tuple[list[Message], SummaryRecord | None]:
         msgs = list(job.messages)
@@ -1040,10 +1158,15 @@ class RollingSummarizer:
             max_tokens=max(1, text_budget // 2) if appending else text_budget, must_keep=tuple(tracked),
             total_messages=self._total_added, total_tokens=job.tokens_before,
         )
-        draft = self._attempt(self.summarizer, request, out)
+        draft = None if job.skip_primary else self._attempt(self.summarizer, request, out)
         if draft is None and self.fallback is not None:
-            log.warning("summarizer %s failed (%s); using fallback %s", getattr(self.summarizer, "name", "?"),
-                        redact(str(out.error)), getattr(self.fallback, "name", "?"))
+            if job.skip_primary:
+                log.info("summarizer %s is backing off; using fallback %s", getattr(self.summarizer, "name", "?"),
+                         getattr(self.fallback, "name", "?"))
+            else:
+                out.primary_failed = True
+                log.warning("summarizer %s failed (%s); using fallback %s", getattr(self.summarizer, "name", "?"),
+                            redact(str(out.error)), getattr(self.fallback, "name", "?"))
             draft = self._attempt(self.fallback, request, out, retries=0)
             if draft is not None:
                 out.fallback = getattr(self.fallback, "name", "fallback")
@@ -1052,7 +1175,7 @@ class RollingSummarizer:
         if appending:
             draft = self._appended(job.previous, draft, text_budget)  # type: ignore[arg-type]
         lost = self._missing(tracked, draft)
-        if lost and mode == "retry":
+        if lost and mode == "retry" and out.fallback is None:
             retry_req = replace(request, must_keep=tuple(lost))
             again = self._attempt(self.summarizer, retry_req, out, retries=0)
             if again is not None:
@@ -1116,18 +1239,37 @@ class RollingSummarizer:
         return [f.text for f in fact_ledger.missing([fact_ledger.Fact(t, "identifier", None) for t in facts],
                                                     _render(draft))]
 
+    def _backoff(self, failures: int) -> int:
+        """Messages to wait after `failures` failures in a row: cooldown × 2**(k−1), capped."""
+        return min(self.failure_cooldown * 2 ** min(failures - 1, 30),
+                   max(self.max_failure_backoff, self.failure_cooldown))
+
     def _failed(self) -> None:
         """Back off: the k-th failure in a row blocks attempts for cooldown × 2**(k−1) messages."""
         self._failures += 1
-        wait = min(self.failure_cooldown * 2 ** min(self._failures - 1, 30),
-                   max(self.max_failure_backoff, self.failure_cooldown))
-        self._retry_at = self._total_added + wait
+        self._retry_at = self._total_added + self._backoff(self._failures)
+
+    def _primary_outcome(self, job: _Job, outcome: _Outcome) -> None:
+        """The primary summarizer's own backoff: a failure the fallback covered counts like any
+        failure (the fallback is then used alone until the backoff ends); an answer resets it."""
+        if outcome.primary_failed:
+            self._model_failures += 1
+            self._model_retry_at = self._total_added + self._backoff(self._model_failures)
+        elif not job.skip_primary and outcome.draft is not None:
+            self._model_failures = 0
 
     def _apply(self, job: _Job, outcome: _Outcome) -> SummaryEvent:
         """Commit a finished job. Before the store commit nothing changes; after it, the window."""
+        try:
+            return self._apply_outcome(job, outcome)
+        finally:
+            self._persist_cadence()
+
+    def _apply_outcome(self, job: _Job, outcome: _Outcome) -> SummaryEvent:
         lag = (self._seq - 1) - job.turn
         covered = job.messages
         self.usage = self.usage + outcome.usage
+        self._primary_outcome(job, outcome)
         if outcome.draft is None:
             self._failed()
             err = outcome.error

@@ -53,6 +53,10 @@ class Range:
         return ""
 
 
+DEFAULT_CONTEXT_WINDOW = 200_000
+"""The main model's context window when none is given (Claude's 200K): the one place it is
+written; the engine, `WindowState`, the models and the harness's spec read it from here."""
+
 MAX_INT = 2**53
 """The largest integer a parameter may be: exact as a float, and it fits the 64-bit columns of a
 run's tables (a TOML or JSON integer has no such limit of its own)."""
@@ -68,7 +72,7 @@ RANGES: Mapping[str, Range] = {
     "cooldown_messages": AT_LEAST_0, "rearm_messages": AT_LEAST_0, "head": AT_LEAST_0, "tail": AT_LEAST_0,
     "min_evicted": AT_LEAST_1, "keep": AT_LEAST_1, "guard_min_tail": AT_LEAST_1, "lag_turns": AT_LEAST_0,
     "failure_cooldown": AT_LEAST_0, "max_failure_backoff": AT_LEAST_0, "ledger_max_facts": AT_LEAST_0,
-    "clear_keep": AT_LEAST_0,
+    "min_messages_per_attempt": AT_LEAST_0, "clear_keep": AT_LEAST_0,
     # summaries and passes
     "max_depth": AT_LEAST_1, "max_passes": AT_LEAST_1, "retries": Range(0, 100),
     # tokens and characters
@@ -219,4 +223,5 @@ def problem(name: str, value: Any, owners: Sequence[Any]) -> str | None:
     return None
 
 
-__all__ = ["RANGES", "WIRING", "Range", "annotation_of", "check_number", "problem", "type_problem"]
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "RANGES", "WIRING", "Range", "annotation_of", "check_number", "problem",
+           "type_problem"]

@@ -27,6 +27,7 @@ from rollsum import plugins
 from rollsum.errors import ConfigError
 from rollsum.memory import Memory
 from rollsum.models.base import Completion, CompletionRequest
+from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.tokens import HeuristicCounter
 from rollsum_evals import components
 
@@ -44,7 +45,7 @@ class _SpecCheckModel:
 
     @property
     def context_window(self) -> int:
-        return 200_000
+        return DEFAULT_CONTEXT_WINDOW
 
     def complete(self, request: CompletionRequest) -> Completion:
         raise ConfigError("called its model while being constructed (the sweep's model is only "

@@ -23,7 +23,7 @@ from typing import Any
 
 from rollsum import presets
 from rollsum.errors import ConfigError
-from rollsum.params import WIRING, Range, check_number
+from rollsum.params import DEFAULT_CONTEXT_WINDOW, WIRING, Range, check_number
 from rollsum.plugins import is_import_path as plugins_is_import_path
 from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.pinned import DatasetSpec
@@ -37,7 +37,6 @@ LOCOMO_PLACEHOLDER = "@locomo"
 
 DEFAULT_MAIN_MODEL = "claude-haiku-4-5"
 DEFAULT_PROJECTED_MODEL = "claude-haiku-4-5"
-DEFAULT_CONTEXT_WINDOW = 200_000
 
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
              "context_window", "probes", "seeds", "main_model", "projected_model", "qa", "cache",
@@ -495,12 +494,55 @@ def _configs(w: _Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[
         label = c.get("label")
         if label is not None and (not isinstance(label, str) or not label.strip() or not label.isprintable()):
             raise w.error(f"configs[{i}].label", "a printable, non-empty string", label, key="label")
+        _check_label(w, v, i, label)
         prompts = _str_list(w, c, "prompts", default=(), prefix=f"configs[{i}].") or None
         models = _str_list(w, c, "models", default=(), prefix=f"configs[{i}].") or None
         _check_models(w, f"configs[{i}].models", models or (), None)
         out.append(ConfigSpec(preset=preset, params=dict(params), grid=g, label=label,
                               prompts=prompts, models=models))
     return tuple(out)
+
+
+_AUTO_SUFFIX = re.compile(r"#\d+$")
+
+
+def _check_label(w: _Where, configs: Sequence[Mapping[str, Any]], i: int, label: str | None) -> None:
+    """A label names one configuration's rows: two configs with one label would be merged or
+    silently renamed, so a second use is refused, and so is a ``#N`` ending (what the harness
+    appends to tell two generated labels apart, `units._unique`)."""
+    if label is None:
+        return
+    at = nth(configs, i, "label")
+    if _AUTO_SUFFIX.search(label):
+        raise w.error(f"configs[{i}].label", "a label that does not end in '#N' (reserved for telling two "
+                      "generated labels apart)", label, key="label", occurrence=at)
+    first = next((k for k, c in enumerate(configs[:i]) if isinstance(c, dict) and c.get("label") == label), None)
+    if first is not None:
+        raise w.error(f"configs[{i}].label", f"a label unique in the spec (configs[{first}] has it too)", label,
+                      key="label", occurrence=at)
+
+
+_SUMMARY_BOUNDS = ("min_summary_tokens", "max_summary_tokens")
+
+
+def _summary_bounds(preset: str, params: Mapping[str, Any], grid: Mapping[str, tuple[Any, ...]]
+                    ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """Every value each bound takes in this config: its own, the preset's, else the engine's."""
+    import inspect
+
+    from rollsum.engine import RollingSummarizer
+
+    out = []
+    for key in _SUMMARY_BOUNDS:
+        if key in params:
+            out.append((params[key],))
+        elif key in grid:
+            out.append(tuple(grid[key]))
+        elif key in presets.get(preset).engine:
+            out.append((presets.get(preset).engine[key],))
+        else:
+            out.append((inspect.signature(RollingSummarizer).parameters[key].default,))
+    return out[0], out[1]
 
 
 def _check_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int, preset: str, params: Mapping[str, Any],
@@ -542,6 +584,16 @@ def _check_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int, prese
                 found = presets.param_problem(preset, key, x, policy=policy)
                 if found is not None:
                     raise fail(key, where, found, x)
+    if any(k in _SUMMARY_BOUNDS for _where, k, _xs in values):  # each valid alone; together?
+        lows, highs = _summary_bounds(preset, params, grid)
+        for hi in highs:
+            for lo in lows:
+                if hi < lo:
+                    where = "params" if "max_summary_tokens" in params else "grid"
+                    if "max_summary_tokens" not in params and "max_summary_tokens" not in grid:
+                        raise fail("min_summary_tokens", "params" if "min_summary_tokens" in params else "grid",
+                                   f"a value <= max_summary_tokens ({hi})", lo)
+                    raise fail("max_summary_tokens", where, f"a value >= min_summary_tokens ({lo})", hi)
 
 
 def _int(w: _Where, v: Mapping[str, Any], key: str, default: int, expected: str, *, minimum: int) -> int:

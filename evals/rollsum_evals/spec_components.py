@@ -100,7 +100,11 @@ def with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Ma
         key = next((k for k in ("memory", "summarizer") if k in c), "configs")
         field_name = key if key != "configs" else "params.summarizer"
         try:
-            combos = plugins.combinations(cfg.params, cfg.grid)
+            plugged = key == "memory" or any(plugins.is_plugged(s) for s in (
+                cfg.params.get("summarizer"), *cfg.grid.get("summarizer", ())))
+            # only a component needs each combination built; a preset grid stays a product
+            # (counted, not made, by `units.count_variants`, so a huge grid is refused in a second)
+            combos = plugins.combinations(cfg.params, cfg.grid) if plugged else []
             cfg_models = cfg.models or models
             if key == "memory":
                 plugins.check_memory(cfg.preset, combos, models=cfg_models, window=windows[0])

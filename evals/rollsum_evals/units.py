@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from rollsum.errors import ConfigError
+from rollsum.presets import WINDOW_ALIASES
 from rollsum_evals import components, plugins
 
 if TYPE_CHECKING:
@@ -94,6 +96,17 @@ def _fmt(v: Any) -> str:
     return json.dumps(v) if not isinstance(v, str) else v
 
 
+def own_window(params: Mapping[str, Any]) -> tuple[int, ...]:
+    """A configuration's own window (``context_window``, or seed 002's ``max_context_tokens``,
+    in its params or grid): the one its engine runs at, so the one its Unit, trace, scorers and
+    report use too, instead of the spec's ``context_window`` list (issue #19)."""
+    for key in ("context_window", *WINDOW_ALIASES):
+        value = params.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (value,)
+    return ()
+
+
 def variants(spec: SweepSpec) -> list[Variant]:
     """Configurations × grids × prompts × models × windows, with labels unique in the run.
 
@@ -108,7 +121,7 @@ def variants(spec: SweepSpec) -> list[Variant]:
                 no_prompt = fixed or components.is_builtin(model) or not plugins.takes_prompt(cfg.preset, params)
                 prompts = ("",) if no_prompt else (cfg.prompts or spec.prompts)
                 for prompt in prompts:
-                    for cw in spec.context_windows:
+                    for cw in own_window(params) or spec.context_windows:
                         raw.append((cfg, params, prompt, model, cw, fixed))
     vary_prompt = len({r[2] for r in raw if r[2]}) > 1
     vary_model = len({r[3] for r in raw if not r[5]}) > 1
@@ -122,14 +135,53 @@ def variants(spec: SweepSpec) -> list[Variant]:
             parts.append(f"prompt={prompt}")
         if vary_model and not fixed:
             parts.append(f"model={model}")
-        if vary_window:
+        if vary_window and not own_window(params):
             parts.append(f"window={cw}")
         labels.append(f"{base}[{','.join(parts)}]" if parts else base)
+    _explicit_once(spec, raw, labels)
     out: list[Variant] = []
     for (cfg, params, prompt, model, cw, _fixed), label in zip(raw, _unique(labels), strict=True):
         out.append(Variant(label=label, preset=cfg.preset, params=params, prompt=prompt,
                            model=model, context_window=cw, code=cfg.code))
     return out
+
+
+def _explicit_once(spec: SweepSpec, raw: Sequence[tuple[ConfigSpec, Any, Any, Any, Any, Any]],
+                   labels: Sequence[str]) -> None:
+    """A label the user wrote is never renamed: if another configuration's label (written or
+    generated) is the same, that is a mistake, refused (generated ones alone get ``#N``)."""
+    owners: dict[str, int] = {}
+    for (cfg, *_rest), label in zip(raw, labels, strict=True):
+        k = spec.configs.index(cfg)
+        first = owners.setdefault(label, k)
+        if first != k and (cfg.label is not None or spec.configs[first].label is not None):
+            raise ConfigError(f"{spec.path}: configs[{first}] and configs[{k}] both have the label {label!r} "
+                              "(expected a label unique in the spec: change or add a 'label')")
+
+
+def count_variants(spec: SweepSpec) -> int:
+    """How many `Variant`s `variants` makes, counted from the spec without making them: a grid
+    of 10^6 combinations is counted in microseconds, where building it takes minutes and
+    gigabytes. Only the ``summarizer`` axis can change whether a combination takes the models
+    and prompts, so it alone is walked; every other axis multiplies."""
+    total = 0
+    for cfg in spec.configs:
+        rest = math.prod(len(v) for k, v in cfg.grid.items() if k != "summarizer")
+        for summarizer in cfg.grid.get("summarizer", (cfg.params.get("summarizer"),)):
+            params = {**cfg.params, "summarizer": summarizer} if summarizer is not None else dict(cfg.params)
+            fixed = components.is_baseline(cfg.preset) or not plugins.takes_model(cfg.preset, params)
+            models = ("extractive",) if fixed else (cfg.models or spec.models)
+            prompts = 0
+            for model in models:
+                no_prompt = fixed or components.is_builtin(model) or not plugins.takes_prompt(cfg.preset, params)
+                prompts += 1 if no_prompt else len(cfg.prompts or spec.prompts)
+            total += rest * prompts * len(spec.context_windows)
+    return total
+
+
+def count_units(spec: SweepSpec, conversations: Mapping[str, int]) -> int:
+    """How many Units `expand` makes (`conversations`: how many each dataset holds)."""
+    return count_variants(spec) * len(spec.seeds) * sum(conversations[ds.name] for ds in spec.datasets)
 
 
 def _unique(labels: Sequence[str]) -> list[str]:

@@ -21,6 +21,7 @@ from anthropic.types import model_param
 
 from rollsum.errors import ConfigError, ErrorKind, MissingCredentials, ModelError
 from rollsum.models.base import Completion, CompletionRequest
+from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.redact import redact, redacting_logger
 from rollsum.types import Message
 
@@ -31,7 +32,6 @@ MISSING_KEY_MESSAGE = (
     "ANTHROPIC_API_KEY is not set: export it, or use an offline model (extractive, fake:..., replay:PATH)"
 )
 DEFAULT_MODEL = "claude-haiku-4-5"
-DEFAULT_CONTEXT_WINDOW = 200_000
 LEADING_USER_TURN = "(The conversation so far follows.)"
 EMPTY_TURN = "(empty message)"
 

@@ -9,6 +9,7 @@ library estimates context size.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest
+from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.tokens import HeuristicCounter
 
 MODES: tuple[str, ...] = ("echo", "scripted", "extractive", "json")
@@ -108,7 +110,7 @@ class FakeModel:
     def __init__(self, mode: str = "echo", *, script: Sequence[str | BaseException] = (),
                  latency_ms: float = 0.0, jitter_ms: float = 0.0, fail_rate: float = 0.0,
                  fail_kind: str = "500", fail_first: int = 0, retry_after: float | None = 0.0,
-                 seed: int = 0, context_window: int = 200_000, model: str = "fake",
+                 seed: int = 0, context_window: int = DEFAULT_CONTEXT_WINDOW, model: str = "fake",
                  sleep: Callable[[float], None] = time.sleep, spec: str | None = None) -> None:
         if mode not in MODES:
             raise ConfigError(f"fake model mode {mode!r}: expected one of {', '.join(MODES)}")
@@ -116,8 +118,11 @@ class FakeModel:
             raise ConfigError(f"fake model fail_kind {fail_kind!r}: expected one of {', '.join(FAIL_KINDS)}")
         if not 0.0 <= fail_rate <= 1.0:
             raise ConfigError(f"fake model fail_rate {fail_rate}: expected a number between 0 and 1")
-        if latency_ms < 0 or jitter_ms < 0:
-            raise ConfigError("fake model latency_ms and jitter_ms must be >= 0")
+        for key, value in (("latency_ms", latency_ms), ("jitter_ms", jitter_ms)):
+            if not math.isfinite(value) or value < 0:  # NaN passes `< 0` and then breaks every call's sleep
+                raise ConfigError(f"fake model {key} {value}: expected a finite number >= 0")
+        if retry_after is not None and (not math.isfinite(retry_after) or retry_after < 0):
+            raise ConfigError(f"fake model retry_after {retry_after}: expected a finite number >= 0")
         if mode == "scripted" and not script:
             raise ConfigError("fake model mode 'scripted' needs a non-empty script")
         self.mode = mode

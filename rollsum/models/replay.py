@@ -21,7 +21,7 @@ from typing import Any
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
-from rollsum.params import Range, check_number
+from rollsum.params import DEFAULT_CONTEXT_WINDOW, Range, check_number
 from rollsum.redact import redact_obj, redacting_logger
 from rollsum.safejson import JSONInputError, loads
 
@@ -105,8 +105,12 @@ class ReplayModel:
         self._entries: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
-        self._context_window = 200_000
+        self._context_window = DEFAULT_CONTEXT_WINDOW
         self.calls = 0
+        self.first_miss: str | None = None
+        """The first request the cassette could not serve (`replay_miss`): a caller whose run
+        must be exact (the harness) fails the whole replay on it, whatever the engine made of
+        the failed call."""
         self._load()
 
     @classmethod
@@ -133,6 +137,10 @@ class ReplayModel:
                 self._entries[entry["key"]].append(entry)
                 if isinstance(entry.get("context_window"), int):
                     windows.append(entry["context_window"])
+        if not self._entries:  # nothing to serve: every call would miss
+            which = f" recorded from {self.model_filter!r}" if self.model_filter else ""
+            raise ConfigError(f"cassette {self.path}: holds no call{which} (expected one JSON object per line; "
+                              f"record one with record:{self.path}:MODEL)")
         if windows:
             self._context_window = min(windows)
         models = sorted({e.get("model", "?") for es in self._entries.values() for e in es})
@@ -162,7 +170,10 @@ class ReplayModel:
                 self._served[key] = i + 1
                 entry = entries[min(i, len(entries) - 1)]
                 return Completion.from_dict(entry["response"], cached=True)
-        raise ReplayMissError(self._miss_message(request, key), ErrorKind.OTHER)
+        message = self._miss_message(request, key)
+        with self._lock:
+            self.first_miss = self.first_miss or message
+        raise ReplayMissError(message, ErrorKind.OTHER)
 
     def _miss_message(self, request: CompletionRequest, key: str) -> str:
         msg = (f"cassette {self.path} has no answer for request {key[:12]} ({request_summary(request)})")
@@ -186,6 +197,19 @@ class ReplayModel:
         if best is None:
             return None
         return best[1], _differences(wanted, best[1].get("request", {}))
+
+
+def replay_miss(model: object) -> str | None:
+    """The first request a `ReplayModel` (possibly inside wrappers: cache, guard, budget)
+    could not serve, or None."""
+    for _ in range(16):  # wrappers hold their model in `inner`; never loop on a cycle
+        miss = getattr(model, "first_miss", None)
+        if isinstance(miss, str):
+            return miss
+        model = getattr(model, "inner", None)
+        if model is None:
+            return None
+    return None
 
 
 _COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")

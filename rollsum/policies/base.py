@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.types import Message, SummaryRecord
 
 Action = Literal["summarize", "evict", "drop"]
@@ -48,7 +49,7 @@ class WindowState:
     dropped: int = 0
     min_tokens_since_summary: int | None = None
     """Lowest `context_tokens` observed at any turn since the last summary: hysteresis input."""
-    context_window: int = 200_000
+    context_window: int = DEFAULT_CONTEXT_WINDOW
     """The main model's context window in tokens (what ratios are taken against)."""
     passes: int = 0
     """How many summaries were already made in response to this same message (second pass)."""

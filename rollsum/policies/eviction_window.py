@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rollsum.policies._util import calls_tools
 from rollsum.policies.base import Action, Decision, WindowState, attempts_allowed
 from rollsum.types import Message
 
@@ -16,7 +18,8 @@ def has_meaningful_text(messages: tuple[Message, ...] | list[Message]) -> bool:
 
 @dataclass(frozen=True)
 class EvictionWindow:
-    """Keeps the first `head` messages (the task statement) and the newest messages; when the
+    """Keeps the first `head` messages (the task statement; with the results of a tool call it
+    ends in, `head_end`) and the newest messages; when the
     context exceeds `max_tokens` (default: the main model's window) the oldest middle messages
     are evicted, never the newest `tail`. Evicted messages wait as *pending*; once at least
     `min_evicted` have accumulated since the last summary they are summarized together into one
@@ -49,6 +52,20 @@ class EvictionWindow:
     def budget(self, state: WindowState) -> int:
         return self.max_tokens if self.max_tokens is not None else state.context_window
 
+    def head_end(self, messages: Sequence[Message]) -> int:
+        """Where the kept head ends: the first `head` messages, and, when the head ends in a
+        tool call (a user task, then an assistant message that calls a tool: agent traffic),
+        that call's results too. A call is never kept without its results, so a head cut
+        after the call would otherwise be evicted with them (docs/seeds.md)."""
+        end = min(self.head, len(messages))
+        k = end - 1
+        while k >= 0 and messages[k].role == "tool":
+            k -= 1
+        if k >= 0 and calls_tools(messages[k]):
+            while end < len(messages) and messages[end].role == "tool":
+                end += 1
+        return end
+
     def may_summarize(self, state: WindowState) -> bool:
         return self.summarize_on_trim and attempts_allowed(state.attempts, state.total_evicted, self.min_evicted)
 
@@ -59,7 +76,7 @@ class EvictionWindow:
         used = state.pinned_tokens + summary_room + state.active_tokens
         over = used - budget
         if over > 0:
-            start = min(self.head, state.count)
+            start = self.head_end(state.messages)
             end = max(start, state.count - self.tail)
             picked: list[int] = []
             freed = 0

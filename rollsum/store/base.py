@@ -8,9 +8,9 @@ change of the messages it covers, in one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from rollsum.errors import ConfigError
 from rollsum.types import Message, MessageState, SummaryRecord
@@ -56,6 +56,19 @@ class Store(Protocol):
         """Remove the conversation with its messages and summaries (cascade)."""
 
     def conversations(self) -> list[str]: ...
+
+    def save_cadence(self, conversation_id: str, cadence: Mapping[str, Any]) -> None:
+        """Keep the engine's rate-limit state with the conversation (replacing the previous one).
+
+        `cadence` is a flat JSON object of numbers (attempts so far, failures in a row and the
+        message count their backoff lasts until, ...; `RollingSummarizer` owns its meaning). An
+        application that rebuilds the engine for every request must not forget that the
+        summarizer just failed: without this, a dead model was called on ~90 % of messages.
+        Deleted with the conversation.
+        """
+
+    def cadence(self, conversation_id: str) -> dict[str, Any] | None:
+        """The last `save_cadence` value of the conversation, or None if none was saved."""
 
     def claim(self, conversation_id: str, owner: str, *, takeover: bool = False) -> None:
         """Make `owner` (one engine) the only writer of the conversation, or raise `ConfigError`.

@@ -7,8 +7,9 @@ a replay that passes on memory cannot fail on disk for a reason other than I/O.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from rollsum.errors import ConfigError
 from rollsum.store.base import (
@@ -32,6 +33,7 @@ class MemoryStore:
         self._summaries: dict[str, list[SummaryRecord]] = {}
         self._summary_ids: dict[str, str] = {}  # summary id -> conversation id (ids are global)
         self._owners: dict[str, str] = {}  # conversation id -> the engine that writes it
+        self._cadence: dict[str, dict[str, Any]] = {}
 
     def add_message(self, conversation_id: str, seq: int, message: Message) -> None:
         if message.id is None:
@@ -107,6 +109,16 @@ class MemoryStore:
             self._index.pop(conversation_id, None)
             for rec in self._summaries.pop(conversation_id, []):
                 self._summary_ids.pop(rec.id, None)
+            self._cadence.pop(conversation_id, None)
+
+    def save_cadence(self, conversation_id: str, cadence: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._cadence[conversation_id] = dict(cadence)
+
+    def cadence(self, conversation_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._cadence.get(conversation_id)
+            return dict(found) if found is not None else None
 
     def conversations(self) -> list[str]:
         with self._lock:

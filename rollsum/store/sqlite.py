@@ -14,12 +14,15 @@ Design notes:
 - Autocommit mode with explicit ``BEGIN IMMEDIATE``: a write takes the write lock up front, so
   two processes never both read-then-try-to-upgrade (the classic ``SQLITE_BUSY`` deadlock).
 - The file carries ``application_id`` and ``user_version``: opening a foreign database, or one
-  written by a newer rollsum, is a `ConfigError` instead of silent corruption. Version 1 files
-  are upgraded in place (one added table) when opened.
+  written by a newer rollsum, is a `ConfigError` instead of silent corruption. Version 1 and 2
+  files are upgraded in place (added tables only) when opened.
 - One writer per conversation: an engine `claim`s its conversation in ``conversation_owners``
   (owner token, pid, process start time, host); a second engine is refused with one line, and
   a claim whose process is gone (killed, crashed; a reused pid is told apart by its start
   time) is taken over in the same transaction that checks it.
+- The engine's rate-limit state (attempts, failures in a row, backoff) is kept per
+  conversation in ``conversation_cadence``, so an engine rebuilt for every request keeps the
+  cadence of one long-lived engine (a dead summarizer is not called on every message).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from rollsum.types import Message, MessageState, SummaryRecord
 
 log = redacting_logger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x726F6C6C  # "roll": marks a file as a rollsum store
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -117,6 +120,13 @@ _OWNERS = """CREATE TABLE IF NOT EXISTS conversation_owners (
         process_start   TEXT NOT NULL,
         host            TEXT NOT NULL,
         claimed_at      TEXT NOT NULL
+    )"""
+
+# version 3: the engine's rate-limit state (attempts, failures, backoff; see `SQLiteStore.save_cadence`)
+_CADENCE = """CREATE TABLE IF NOT EXISTS conversation_cadence (
+        conversation_id TEXT PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+        cadence         TEXT NOT NULL CHECK (json_valid(cadence)),
+        updated_at      TEXT NOT NULL
     )"""
 
 _SUMMARY_COLUMNS: tuple[str, ...] = (
@@ -276,6 +286,7 @@ class SQLiteStore:
                 log.debug("%s: created rollsum store schema v%d", self.path, SCHEMA_VERSION)
             if version < SCHEMA_VERSION:
                 conn.execute(_OWNERS)
+                conn.execute(_CADENCE)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
@@ -444,6 +455,22 @@ class SQLiteStore:
     def conversations(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._db().execute("SELECT id FROM conversations ORDER BY id")]
+
+    def save_cadence(self, conversation_id: str, cadence: Mapping[str, Any]) -> None:
+        blob = _dumps(dict(cadence), f"conversation {conversation_id!r}: cadence")
+        with self._write() as conn:
+            self._ensure_conversation(conn, conversation_id)
+            conn.execute("INSERT OR REPLACE INTO conversation_cadence (conversation_id, cadence, updated_at) "
+                         "VALUES (?, ?, ?)", (conversation_id, blob, self._clock().isoformat()))
+
+    def cadence(self, conversation_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db().execute("SELECT cadence FROM conversation_cadence WHERE conversation_id = ?",
+                                     (conversation_id,)).fetchone()
+        if row is None:
+            return None
+        found = json.loads(row[0])
+        return found if isinstance(found, dict) else None
 
     def claim(self, conversation_id: str, owner: str, *, takeover: bool = False) -> None:
         me, host = os.getpid(), socket.gethostname()

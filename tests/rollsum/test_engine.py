@@ -158,7 +158,7 @@ def test_pinned_facts_never_overflow_the_summary_budget() -> None:
 
 
 def test_tool_call_and_result_are_never_split() -> None:
-    rs = engine(keep_last=3, messages_per_summary=6)
+    rs = engine(keep_last=3, messages_per_summary=6, min_messages_per_attempt=0)
     msgs = [Message("user", "look at the config"), Message("assistant", "reading", meta={"tool_calls": ["t1"]}),
             Message("tool", "a=1\nb=2", name="read_file", meta={"tool_call_id": "t1", "path": "cfg.toml"}),
             Message("tool", "c=3", name="read_file", meta={"tool_call_id": "t1", "path": "cfg2.toml"}),
@@ -236,7 +236,7 @@ def test_failure_cooldown_spaces_retries() -> None:
     # count-and-tokens would fire on every message while failing; the backoff spaces it
     rs = engine("count-and-tokens", summarizer=d, failure_cooldown=5, max_failure_backoff=5,
                 message_count_threshold=10, messages_to_summarize=5, recent_messages_to_keep=3,
-                token_threshold=0)
+                token_threshold=0, min_messages_per_attempt=0)  # the backoff alone is tested
     for m in chat(30):
         rs.add(m)
     assert d.calls == 4  # at messages 11, 16, 21 and 26: not on every turn

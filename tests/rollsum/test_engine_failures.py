@@ -163,7 +163,8 @@ def test_failures_back_off_exponentially() -> None:
     model = Recording(FakeModel("scripted", script=[ValueError("bad")]))
     rs = RollingSummarizer.from_preset("count-and-tokens", model, message_count_threshold=4,
                                        messages_to_summarize=2, recent_messages_to_keep=1, token_threshold=0,
-                                       failure_cooldown=2, max_failure_backoff=16)
+                                       failure_cooldown=2, max_failure_backoff=16,
+                                       min_messages_per_attempt=0)  # the backoff alone is tested
     turns = []
     for i, m in enumerate(chat(120)):
         rs.add(m)

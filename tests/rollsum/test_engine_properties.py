@@ -5,12 +5,14 @@
    record (whose covered_ids name it), or dropped by a policy whose design drops (truncation,
    tool-only evictions). Failures never drop or cover anything. The window agrees with the store;
 2. (issue #14) every preset with a window keeps it: after every `add()`,
-   ``context_tokens() <= context_window``, counted on the context actually assembled; only when
+   ``context_tokens() <= context_window − reserved_output_tokens`` (issue #19: seed 002's
+   budget), counted on the context actually assembled; only when
    the newest message (or the pinned system messages) alone is larger does the window guard
    clip, in the context only, and says so with a ``clip`` event;
 3. (issue #14) the summarizer is called at a bounded rate, success or failure: since-last at
    most once per `messages_per_summary` messages added, evict-window once per `min_evicted`
-   evictions, the window guard once per ``(1 - guard_low_water) × window`` tokens added.
+   evictions, the window guard once per ``(1 - guard_low_water) × window`` tokens added, and
+   (issue #19) every preset: the k-th attempt needs k × `min_messages_per_attempt` messages.
 
 The tool-result clearing presets (issue #23: `clear-tool-results`, `clear+since-last`) are held
 to the same three, and a cleared result is only ever a placeholder in the context: its call
@@ -214,6 +216,7 @@ def window_params(preset: str, data: st.DataObject) -> dict[str, Any]:
     if preset == "evict-window":
         d["tail"] = data.draw(st.integers(1, 12), label="tail")
     d["max_request_tokens"] = data.draw(st.sampled_from([None, None, 150, 600]), label="request cap")
+    d["min_messages_per_attempt"] = data.draw(st.sampled_from([10, 10, 3, 0]), label="attempt cap")
     return d
 
 
@@ -256,6 +259,9 @@ def check_cadence(rs: RollingSummarizer, preset: str, added: list[Message], even
     tried = attempts(events)
     per_turn = Counter(e.turn for e in tried)
     assert max(per_turn.values(), default=0) <= rs.max_passes + 1
+    cap = rs.min_messages_per_attempt  # issue #19: under every policy, at every prefix of any stream
+    for k, e in enumerate(tried, start=1):
+        assert k * cap <= nonsystem_upto[e.turn], f"attempt {k} at turn {e.turn}: over the attempt cap {cap}"
     if preset in ("since-last", "clear+since-last"):
         every = params.get("messages_per_summary", 20)
         for k, e in enumerate(tried, start=1):
@@ -266,7 +272,7 @@ def check_cadence(rs: RollingSummarizer, preset: str, added: list[Message], even
             evicted = sum(x.messages for x in events if x.kind == "evict" and x.turn <= e.turn)
             assert k * every <= evicted, f"attempt {k} at turn {e.turn}: {evicted} evictions"
     guard = [e for e in tried if e.guard]
-    gap = int((1 - rs.guard_low_water) * rs.context_window)
+    gap = int((1 - rs.guard_low_water) * (rs.context_window - rs.reserved_output_tokens))
     for a, b in itertools.pairwise(guard):
         assert tokens_upto[b.turn] - tokens_upto[a.turn] >= gap, "guard compactions too close"
 
@@ -278,11 +284,11 @@ def check_cadence(rs: RollingSummarizer, preset: str, added: list[Message], even
 def test_every_windowed_preset_keeps_its_window_on_every_turn(
         preset: str, stream: list[tuple[str, int]], failures: list[str], data: st.DataObject) -> None:
     params = window_params(preset, data)
-    window = params["context_window"]
     events: list[SummaryEvent] = []
     rs = RollingSummarizer.from_preset(preset, store=MemoryStore(), sleep=lambda s: None,
                                        on_event=events.append, **params)
-    assert rs.enforce_window and rs.config()["context_window"] == window
+    assert rs.enforce_window and rs.config()["context_window"] == params["context_window"]
+    window = rs.context_window - rs.reserved_output_tokens  # seed 002: the budget (0 reserved elsewhere)
     rs.summarizer = Flaky(failures)
     added: list[Message] = []
     for i, (role, words) in enumerate(stream):

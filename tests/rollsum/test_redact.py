@@ -132,7 +132,8 @@ def test_a_traceback_logged_by_the_library_is_masked_for_any_handler(monkeypatch
     root = logging.getLogger()
     root.addHandler(handler)
     try:
-        core = RollingSummarizer.from_preset("since-last", messages_per_summary=2, keep_last=1)
+        core = RollingSummarizer.from_preset("since-last", messages_per_summary=2, keep_last=1,
+                                             min_messages_per_attempt=0)
         core._run = lambda job: (_ for _ in ()).throw(RuntimeError(  # type: ignore[method-assign]
             f"proxy said: invalid key {SECRET} (tail REDTEAMSECRET123)"))
         chat = AsyncRollingSummarizer(core)

@@ -40,3 +40,24 @@ def chat(n: int, *, words: int = 30, start: int = 0, prefix: str = "message") ->
     for i in range(start, start + n):
         role: Role = "user" if i % 2 == 0 else "assistant"
         yield Message(role, f"{prefix} {i}: {filler}.")
+
+
+def agent(n: int, *, words: int = 40, start: int = 0) -> Iterator[Message]:
+    """n messages of agent traffic: assistant messages that call a tool, each followed by its
+    result (linked by ``tool_calls`` / ``tool_call_id``), with a user message every ~7."""
+    filler = " ".join(["lorem"] * words)
+    i = start
+    made = 0
+    while made < n:
+        if i % 7 == 6:
+            yield Message("user", f"user {i}: also check the logs. {filler}.")
+            made += 1
+        else:
+            call = f"call_{i}"
+            yield Message("assistant", f"step {i}: reading file_{i}.py. {filler}.", meta={"tool_calls": [call]})
+            made += 1
+            if made < n:
+                yield Message("tool", f"result {i}: def f_{i}(): return {i}\n{filler}", name="read_file",
+                              meta={"tool_call_id": call})
+                made += 1
+        i += 1

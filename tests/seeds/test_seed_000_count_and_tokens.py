@@ -104,13 +104,18 @@ def test_summarizes_the_oldest_batch_and_keeps_recent_messages() -> None:
 
 
 def test_previous_summary_goes_into_the_next_prompt() -> None:
-    model = fake()
+    """The summary's own words, not the template (the extractive fake echoed the prompt, so a
+    check on its text found template lines that are there with no previous summary at all)."""
+    first_text = "FIRST-SUMMARY: the user is planning a trip to Lisbon in May with her sister."
+    model = fake("scripted", script=[first_text, "SECOND-SUMMARY: they also booked the hotel."])
     rs = RollingSummarizer.from_preset("count-and-tokens", model, **SMALL)
     for m in chat(40, words=60):
         rs.add(m)
     assert len(rs.history) >= 2
     first = rs.history[0]
-    assert first.text[:40] in model.prompt_text(1)
+    assert first.text == first_text
+    assert "FIRST-SUMMARY" not in model.prompt_text(0)
+    assert first_text in model.prompt_text(1)
     assert rs.history[1].parent_id == first.id and rs.history[1].depth == first.depth + 1
 
 

@@ -121,7 +121,8 @@ def test_a_failing_model_is_asked_no_more_often_than_a_working_one() -> None:
 # US-302 --------------------------------------------------------------------------------------
 
 def test_us302_prompt_holds_all_messages_beyond_the_window_and_the_previous_summary() -> None:
-    model = fake()
+    first_text = "FIRST-SUMMARY: Dana moved to Porto and adopted a cat called Miso."
+    model = fake("scripted", script=[first_text, "SECOND-SUMMARY: Dana started a new job."])
     rs = RollingSummarizer.from_preset("since-last", model)
     msgs = list(chat(40))
     for m in msgs:
@@ -129,9 +130,9 @@ def test_us302_prompt_holds_all_messages_beyond_the_window_and_the_previous_summ
     assert len(model.requests) == 2
     first = model.prompt_text(0)
     assert all(f"message {i}:" in first for i in range(10))
-    assert "message 10:" not in first
+    assert "message 10:" not in first and "FIRST-SUMMARY" not in first
     second = model.prompt_text(1)
-    assert rs.history[0].text[:40] in second
+    assert rs.history[0].text == first_text and first_text in second  # its words, not template text
     assert all(f"message {i}:" in second for i in range(10, 30))
     assert "message 30:" not in second
 
@@ -196,6 +197,25 @@ def test_us303_restart_resumes_the_window_from_the_store(tmp_path: Path) -> None
     for m in chat(5, start=35):
         again.add(m)
     assert len(again.history) == 2  # 40 messages: the second summary fires as if never restarted
+
+
+def test_us303_restart_keeps_the_cadence_of_a_failing_model(tmp_path: Path) -> None:
+    """The attempt at message 20 failed; a restarted engine must not try again at once (it did:
+    the store kept no failed attempts) but at message 40, as one that never stopped."""
+    db = tmp_path / "chat.db"
+    model = fake(fail_rate=1.0, fail_kind="500")
+    rs = RollingSummarizer.from_preset("since-last", model, store=SQLiteStore(db), conversation_id="c1", retries=0)
+    for m in chat(35):
+        rs.add(m)
+    assert len(model.requests) == 1 and rs.summary is None
+    rs.close()
+    again = RollingSummarizer.from_preset("since-last", model, store=SQLiteStore(db), conversation_id="c1",
+                                          retries=0)
+    calls = []
+    for m in chat(10, start=35):
+        again.add(m)
+        calls.append(len(model.requests))
+    assert calls == [1, 1, 1, 1, 2, 2, 2, 2, 2, 2]  # the second attempt at message 40
 
 
 # US-304 --------------------------------------------------------------------------------------

@@ -41,20 +41,48 @@ def test_single_long_thread_triggers_once_near_the_ratio() -> None:
     assert 0.8 <= ratios[0] < 0.8 + 0.05
 
 
-def test_hysteresis_blocks_a_retrigger_until_usage_drops_or_messages_accumulate() -> None:
-    p = TokenRatio()
-    # after a summary that left usage at >= 0.7, a 5-message burst crosses 0.8 again
-    assert p.decide(st(850, summary_depth=0, since=5, low=720)) is None
-    # usage had dropped below the reset ratio since the last summary: re-armed
-    assert p.decide(st(850, summary_depth=0, since=5, low=600)) is not None
-    # or enough new messages arrived
-    assert p.decide(st(850, summary_depth=0, since=12, low=720)) is not None
+def guarded_stream() -> list[Message]:
+    """Drives token-ratio (4,000 window) through both guards. 14 short messages, then 7 long
+    ones: the first summary (message 20) keeps the 6 long ones, usage stays at 0.74 -- above
+    the reset ratio -- and short messages take it over 0.8 from message 28 on. After the second
+    summary (usage 0.15: re-armed) one huge message (33) takes it to 0.81 at once."""
+    return [*chat(14, words=15), *chat(7, words=280, start=14), *chat(12, words=15, start=21),
+            *chat(1, words=1750, start=33), *chat(8, words=15, start=34)]
 
 
-def test_cooldown_and_a_burst_give_one_summary() -> None:
-    p = TokenRatio()
-    assert p.decide(st(850, summary_depth=0, since=3, low=100)) is None
-    assert p.decide(st(850, summary_depth=0, since=4, low=100)) is not None
+def replay_guards() -> tuple[list[int], list[int]]:
+    """(messages at which a summary landed, messages after which usage was >= 0.8 with none)."""
+    # the policy's own guards alone: no engine cap, and `min_messages` out of the cooldown's way
+    rs = RollingSummarizer.from_preset("token-ratio", fake("json"), context_window=4000, ledger="off",
+                                       min_messages_per_attempt=0, min_messages=4)
+    summaries, over = [], []
+    for i, m in enumerate(guarded_stream()):
+        rs.add(m)
+        if any(e.kind == "summary" for e in rs.last_events):
+            summaries.append(i)
+        elif rs.context_tokens() >= 0.8 * 4000:
+            over.append(i)
+    return summaries, over
+
+
+def test_hysteresis_in_the_engine_holds_a_retrigger_until_rearm_messages() -> None:
+    """After a summary that left usage above `reset_ratio`, crossing the trigger again does not
+    summarize until `rearm_messages` (12) new messages arrived -- driven through the engine,
+    which computes the lowest usage since the summary (a hand-built state could not catch an
+    engine that reports it wrongly)."""
+    summaries, over = replay_guards()
+    first, second = summaries[0], summaries[1]
+    assert [i for i in over if first < i < second] == list(range(28, 32))  # over 0.8, held off
+    assert second - first == 12
+
+
+def test_cooldown_in_the_engine_holds_a_burst_to_one_summary_four_messages_on() -> None:
+    """Re-armed (usage fell to 0.15), one huge message takes usage over 0.8 the very next turn:
+    the cooldown (4 messages since the last summary) holds the summary until the 4th."""
+    summaries, over = replay_guards()
+    second, third = summaries[1], summaries[2]
+    assert [i for i in over if second < i < third] == [33, 34, 35]
+    assert third - second == 4
 
 
 def test_emergency_ignores_cooldown_and_hysteresis() -> None:
@@ -156,9 +184,9 @@ def test_second_pass_halves_the_preserved_tail_but_not_below_two() -> None:
 
 def test_huge_tail_gets_a_second_pass_in_the_same_turn() -> None:
     rs = RollingSummarizer.from_preset("token-ratio", fake("json"), context_window=3000, ledger="off")
-    for m in chat(14, words=15):
+    for m in chat(16, words=15):  # 20 messages when it fires: the engine cap (1 attempt / 10 messages) allows 2
         rs.add(m)
-    for m in chat(6, words=300, start=14):  # six big messages: the preserved tail alone is over 0.8
+    for m in chat(6, words=300, start=16):  # six big messages: the preserved tail alone is over 0.8
         rs.add(m)
     assert len(rs.history) >= 2
     first, second = rs.history[0], rs.history[1]

@@ -5,7 +5,8 @@ both. Each subcommand module exposes ``register(subparsers)``; heavy imports (pa
 matplotlib, datasets) happen inside the handlers so ``--help`` stays instant.
 
 Exit codes: 0 success, 1 a gate failed (regression found, budget exceeded), 2 a user mistake
-(bad arguments, bad input file, missing API key), 130 interrupted.
+(bad arguments, bad input file, missing API key), 130 interrupted (Ctrl-C), 143 terminated
+(SIGTERM: handled like Ctrl-C, `rollsum_evals.run.interrupt`).
 """
 
 from __future__ import annotations
@@ -99,8 +100,14 @@ def _main(argv: Sequence[str] | None) -> int:
     missing = _missing_harness_module()
     if missing is not None:  # before the command writes anything a re-run would trip over
         return _needs_extra(args.command, missing)
+    from rollsum_evals.run.interrupt import Interrupted, sigterm_as_interrupt
+
     try:
-        return int(args.func(args) or 0)
+        with sigterm_as_interrupt():  # SIGTERM ends a command the way Ctrl-C does
+            return int(args.func(args) or 0)
+    except Interrupted as err:
+        print(f"rollsum: {redact(' '.join(str(err).split()))}", file=sys.stderr)
+        return err.exit_code
     except RollsumError as err:
         return _user_error(str(err))
     except ModuleNotFoundError as err:

@@ -198,14 +198,27 @@ def unfindable_answers(convs: Any, file: str) -> list[Any]:
     return out
 
 
+def _same_file(a: str, b: str) -> bool:
+    """The same path, or one file reached two ways (a symbolic link, a hard link): writing the
+    output would replace the file being read."""
+    if os.path.abspath(a) == os.path.abspath(b) or os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 @_user_errors
 def cmd_convert(args: argparse.Namespace) -> int:
     from rollsum_evals.data.jsonl import write_jsonl
 
-    if os.path.abspath(args.input) == os.path.abspath(args.output):
+    if _same_file(args.input, args.output):
         from rollsum.errors import ConfigError
 
-        raise ConfigError(f"{args.output}: output must differ from the input")
+        raise ConfigError(f"{args.output}: output must differ from the input {args.input} (it is the same file"
+                          + (", through a symbolic link)" if os.path.islink(args.output) or os.path.islink(args.input)
+                             else ")"))
     convs = _conversations(args)
     with _progress(None, "convert", "conv") as bar:
         def counted() -> Any:

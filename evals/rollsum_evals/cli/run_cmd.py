@@ -52,6 +52,9 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     run.add_argument("--executor", choices=("auto", "thread", "process"), default="auto",
                      help="auto (default): processes for large CPU-heavy sweeps, else threads; "
                      "threads suit API-bound models, processes CPU-bound replay")
+    run.add_argument("--max-units", type=POSITIVE_INT, default=None, metavar="N",
+                     help="refuse a sweep that expands to more than N units, counted before any is built "
+                     "(default 10,000; docs/sweeps.md)")
     run.add_argument("--no-unit-cache", action="store_true",
                      help="replay every Unit even if an identical one is in the Unit-result cache")
     run.set_defaults(func=cmd_run)
@@ -128,6 +131,7 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
          retry_errors: bool = False, model: str | None = None, max_cost: float | None = None,
          executor: str = "auto") -> Any:
     from rollsum_evals.run import run_sweep
+    from rollsum_evals.run.sweep import DEFAULT_MAX_UNITS
     from rollsum_evals.spec import ReadOptions, load_spec
 
     if args.locomo and not Path(args.locomo).is_file():
@@ -144,7 +148,8 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
         print(f"{n} failed unit(s) in {out} to run again")
     result = run_sweep(spec, out, jobs=args.jobs, resume=resume or retry_errors, executor=executor,
                        max_cost_usd=max_cost, progress=not args.no_progress and sys.stderr.isatty(),
-                       unit_cache=False if getattr(args, "no_unit_cache", False) else None)
+                       unit_cache=False if getattr(args, "no_unit_cache", False) else None,
+                       max_units=getattr(args, "max_units", None) or DEFAULT_MAX_UNITS)
     if result.skipped_records:
         print(f"warning: {result.skipped_records} bad dataset record(s) left out (--skip-bad-records; counted "
               f"per dataset in {Path(result.run_dir) / 'manifest.json'})", file=sys.stderr)

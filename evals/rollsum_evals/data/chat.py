@@ -85,6 +85,7 @@ def iter_checked_chat(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_
                       ) -> Iterator[tuple[int | None, Conversation | None, list[Issue]]]:
     """(line, conversation or None, issues) per record: what `rollsum data validate` lists."""
     file = os.fspath(path)
+    seen: set[str] = set()  # conversation ids: unique in the file, as in the canonical format
     for rec in _records(file, limits):
         if isinstance(rec, Issue):
             yield rec.line, None, [rec]
@@ -94,7 +95,7 @@ def iter_checked_chat(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_
         except RecordError as err:
             yield rec.line, None, err.issues
             continue
-        issues = check_record(conv.to_dict(), file=file, line=rec.line, limits=limits)
+        issues = check_record(conv.to_dict(), file=file, line=rec.line, limits=limits, seen_ids=seen)
         errors = [i for i in issues if i.severity == "error"]
         yield rec.line, None if errors else conv, issues
 
@@ -102,6 +103,7 @@ def iter_checked_chat(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_
 def _conversation(file: str, rec: _Record) -> Conversation:
     try:
         if rec.shape == "messages":
+            _check_export_ids(file, rec, rec.value)
             return Conversation(id=rec.default_id, messages=tuple(to_conversation_messages(rec.value, rec.default_id)),
                                 meta={"source": "chat"})
         cid, key, items, system = conversation_parts(rec.value, rec.default_id)
@@ -111,6 +113,7 @@ def _conversation(file: str, rec: _Record) -> Conversation:
     except ExportError as err:
         line = rec.lines[err.index] if rec.lines and err.index is not None else rec.line
         raise RecordError([Issue(file, line, None, "", str(err))]) from None
+    _check_export_ids(file, rec, items)
     for pkey in _PROBE_KEYS:
         if pkey in rec.value:
             from rollsum_evals.data.sidecar import embedded
@@ -120,6 +123,21 @@ def _conversation(file: str, rec: _Record) -> Conversation:
                        if isinstance(item, dict) and isinstance(item.get("id"), str | int)}
             conv = embedded(conv, rec.value[pkey], file=file, line=rec.line, key=pkey, aliases=aliases)
     return conv
+
+
+def _check_export_ids(file: str, rec: _Record, items: list[Any]) -> None:
+    """An export's own message ids are not kept (messages are numbered by position), but a
+    probe's evidence may name them: two messages with one id would make that ambiguous."""
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        raw = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(raw, str | int) or isinstance(raw, bool):
+            continue
+        if str(raw) in seen:
+            line = rec.lines[i] if rec.lines else rec.line
+            raise RecordError([Issue(file, line, None, "", f"field messages[{i}].id: expected message ids unique "
+                                     f"in the conversation; {raw!r} is also messages[{seen[str(raw)]}]'s")])
+        seen[str(raw)] = i
 
 
 def _head(file: str) -> bytes:

@@ -132,7 +132,9 @@ def _messages_of(item: Any, i: int, cid: str, field: str, tool_names: dict[str, 
         raise ExportError(f"field {where}: expected a message object with role and content, got "
                           f"{describe(item)}", i)
     role = _role(item, where, i)
-    name: str | None = item.get("name") if isinstance(item.get("name"), str) else None
+    name: str | None = item.get("name")
+    if name is not None and not isinstance(name, str):
+        raise ExportError(f"field {where}.name: expected a string (who spoke or which tool), got {describe(name)}", i)
     created = _timestamp(item, where, i)
     if not any(k in item for k in (*_CONTENT_KEYS, "tool_calls", "function_call")):
         raise ExportError(f"field {where}.content: missing (expected a string or a list of content blocks; "
@@ -235,6 +237,9 @@ def _text(raw: Any, where: str, i: int | None
             results.append((str(block.get("tool_use_id") or ""), inner, bool(block.get("is_error"))))
         elif isinstance(block.get("text"), str):
             parts.append(block["text"])
+        elif kind in ("text", "input_text", "output_text"):  # a text part must hold its text
+            raise ExportError(f"field {where}[{k}].text: expected the part's text (a string), got "
+                              f"{describe(block.get('text'))}", i)
         elif kind == "refusal" and isinstance(block.get("refusal"), str):
             parts.append(block["refusal"])
         elif isinstance(kind, str):

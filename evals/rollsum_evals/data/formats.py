@@ -153,11 +153,14 @@ def _parses_whole(path: str) -> bool:
 def is_canonical(obj: Any) -> bool:
     """The canonical format is a conversation whose messages carry ids (so probes can point at
     them); anything else with messages is a chat export. Decided on the first record only, so a
-    file is never read half one way and half another."""
+    file is never read half one way and half another. One message with a string id is enough:
+    a canonical record with a missing or numeric id elsewhere is then refused at that message by
+    the canonical checks, not silently re-numbered as a chat export (whose message ids, numbers
+    or none, are never kept: messages are numbered by position)."""
     if not isinstance(obj, dict) or "messages" not in obj or not isinstance(obj.get("id"), str) or not obj["id"]:
         return False
     msgs = obj["messages"]
-    return not isinstance(msgs, list) or all(isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]
+    return not isinstance(msgs, list) or any(isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]
                                              for m in msgs)
 
 

@@ -84,6 +84,9 @@ def from_sample(sample: Any, *, index: int = 0) -> Conversation:
     conv = _need(sample, "conversation", dict, where)
     speaker_a = conv.get("speaker_a")
     speaker_b = conv.get("speaker_b")
+    for key, name in (("speaker_a", speaker_a), ("speaker_b", speaker_b)):
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ConfigError(f"{where} field conversation.{key}: expected a speaker's name (a string), got {name!r}")
     sessions = sorted((int(m.group(1)), k) for k in conv if (m := _SESSION.match(k)))
     messages: list[Message] = []
     session_ids: dict[int, list[str]] = {}
@@ -102,8 +105,15 @@ def from_sample(sample: Any, *, index: int = 0) -> Conversation:
             text = turn.get("text")
             if not isinstance(text, str):
                 raise ConfigError(f"{where} field {f}.text: expected a string")
+            if not isinstance(speaker, str) or not speaker.strip():
+                raise ConfigError(f"{where} field {f}.speaker: expected a speaker's name (a string), got {speaker!r}")
             if speaker_a is None:
                 speaker_a = speaker
+            elif speaker_b is None and speaker != speaker_a:
+                speaker_b = speaker
+            if speaker not in (speaker_a, speaker_b):  # two people talk: a third is a typo or another file
+                raise ConfigError(f"{where} field {f}.speaker: expected one of the conversation's two speakers "
+                                  f"({speaker_a!r}, {speaker_b!r}), got {speaker!r}")
             role: Role = "user" if speaker == speaker_a else "assistant"
             caption = turn.get("blip_caption")
             if isinstance(caption, str) and caption.strip():

@@ -153,8 +153,22 @@ def _check_messages(msgs: Any, c: _Collector, limits: Limits) -> set[str] | None
                 c.add(f"{f}.{key}", _SURROGATE_TEXT)
         if not isinstance(meta, dict):
             c.add(f"{f}.meta", f"expected an object, got {_type(meta)}")
+        else:
+            _check_tool_links(c, f"{f}.meta", meta)
         _check_meta(c, f"{f}.meta", meta)
     return ids
+
+
+def _check_tool_links(c: _Collector, where: str, meta: Mapping[str, Any]) -> None:
+    """The canonical tool convention (`rollsum.types`): context assembly pairs a call with its
+    result by these ids, so a wrong type would silently unpair them."""
+    calls = meta.get("tool_calls")
+    if calls is not None and (not isinstance(calls, list)
+                              or not all(isinstance(x, str) and x for x in calls)):
+        c.add(f"{where}.tool_calls", f"expected a list of tool call id strings, got {_type(calls)} {calls!r}"[:200])
+    answers = meta.get("tool_call_id")
+    if answers is not None and (not isinstance(answers, str) or not answers):
+        c.add(f"{where}.tool_call_id", f"expected a tool call id string, got {_type(answers)} {answers!r}"[:200])
 
 
 _SURROGATE_TEXT = ("expected text that is valid Unicode, got a lone surrogate (a \\ud800-\\udfff escape that "

@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 import time
@@ -47,6 +48,7 @@ from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
 from rollsum_evals.run.budget import BudgetSpec, SpendLedger, check_cap
 from rollsum_evals.run.dispatch import Dispatcher
+from rollsum_evals.run.interrupt import Interrupted, signal_name
 from rollsum_evals.run.models import (
     ModelBuilder,
     ModelFactory,
@@ -63,9 +65,14 @@ from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.unit_cache import UnitCache
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import SweepSpec
-from rollsum_evals.units import Unit, canonical_json, expand
+from rollsum_evals.units import Unit, canonical_json, count_units, count_variants, expand
 
 log = logging.getLogger(__name__)
+
+DEFAULT_MAX_UNITS = 10_000
+"""``--max-units``: a sweep that expands to more Units is refused before any is built (a typo'd
+grid of 10^6 combinations would otherwise take minutes and gigabytes before printing anything).
+Ten thousand is ~25x the nightly sweep; a deliberate bigger one passes a bigger number."""
 
 EXIT_OK, EXIT_BUDGET, EXIT_ERRORS = 0, 1, 1
 """``rollsum run`` exit codes: 0 complete (errors within ``--fail-on-error``), 1 stopped by the
@@ -244,8 +251,12 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
               executor: str = "thread", max_cost_usd: float | None = None,
               loader: Loader = default_loader, engine_factory: EngineFactory = default_engine,
               models: ModelBuilder | None = None, progress: bool = True,
-              now: Callable[[], str] = provenance.now, unit_cache: bool | None = None) -> RunResult:
-    """``unit_cache``: None = on when the spec uses the shared user cache and nothing is
+              now: Callable[[], str] = provenance.now, unit_cache: bool | None = None,
+              max_units: int | None = DEFAULT_MAX_UNITS) -> RunResult:
+    """``max_units``: refuse (`ConfigError`, nothing written) a sweep of more Units, counted from
+    the spec and the datasets' sizes before any Unit is built (None: no limit).
+
+    ``unit_cache``: None = on when the spec uses the shared user cache and nothing is
     injected (an injected engine or model builder is code the fingerprint cannot see).
 
     ``executor`` defaults to threads here and to ``auto`` in the CLI: worker processes re-import
@@ -262,7 +273,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     try:
         return _run_sweep(spec, RunDir(out), lock, state, jobs=jobs, resume=resume, executor=executor,
                           max_cost_usd=max_cost_usd, loader=loader, engine_factory=engine_factory,
-                          models=models, progress=progress, now=now, unit_cache=unit_cache)
+                          models=models, progress=progress, now=now, unit_cache=unit_cache, max_units=max_units)
     except OSError as err:
         if isinstance(err, ConnectionError | TimeoutError):
             raise
@@ -299,7 +310,7 @@ def _fs_fault(rd: RunDir, err: OSError, state: _Progress, now: Callable[[], str]
 def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, jobs: int, resume: bool,
                executor: str, max_cost_usd: float | None, loader: Loader, engine_factory: EngineFactory,
                models: ModelBuilder | None, progress: bool, now: Callable[[], str],
-               unit_cache: bool | None) -> RunResult:
+               unit_cache: bool | None, max_units: int | None) -> RunResult:
     t0 = time.perf_counter()
     if rd.path.exists() and not rd.path.is_dir():
         raise ConfigError(f"{rd.path}: exists and is not a directory (expected a run directory: --out DIR)")
@@ -314,6 +325,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         previous = rd.read_manifest() if rd.file("manifest.json").exists() else {}
         check_resume(rd, previous, spec, plan)
     datasets = load_datasets(spec, loader, previous)
+    _check_size(spec, datasets, max_units)
     units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
     convs = {(n, c.id): c for n, d in datasets.items() for c in d.conversations}
     checked: dict[str, dict[str, Any]] | None = None
@@ -424,6 +436,11 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         if stop is not None:  # a bad key or no network: one line, exit 2, nothing in flight journaled
             raise SweepStopped(redact(f"sweep stopped: {stop.cause}; {tally.ran} unit(s) finished before it; "
                                       f"fix it and continue with --resume --out {rd.path}", env_secrets())) from None
+        if isinstance(err, KeyboardInterrupt):  # Ctrl-C or SIGTERM: one line that says how to go on
+            raise Interrupted(redact(f"{_reason(err)}: the run stopped after {state.finished} unit(s) and its "
+                                     f"manifest says interrupted; continue it with `rollsum run SPEC --out "
+                                     f"{rd.path} --resume`", env_secrets()),
+                              err.signum if isinstance(err, Interrupted) else signal.SIGINT) from None
         raise
     bar.close()
     cache.close()
@@ -455,9 +472,21 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                      errors_in_run=n_errors, skipped_records=sum(d.skipped for d in datasets.values()))
 
 
+def _check_size(spec: SweepSpec, datasets: Mapping[str, Dataset], max_units: int | None) -> None:
+    """Count the Units (`count_units`: a product, nothing built) and refuse more than allowed."""
+    if max_units is None:
+        return
+    n = count_units(spec, {name: len(d.conversations) for name, d in datasets.items()})
+    if n > max_units:
+        raise ConfigError(f"{spec.path}: the sweep expands to {n:,} units ({count_variants(spec):,} configurations x "
+                          f"{len(spec.seeds)} seed(s) x {sum(len(d.conversations) for d in datasets.values()):,} "
+                          f"conversation(s)), more than --max-units {max_units:,}; shrink a grid or pass a "
+                          "larger --max-units")
+
+
 def _reason(err: BaseException) -> str:
     if isinstance(err, KeyboardInterrupt):
-        return "interrupted (Ctrl-C)"
+        return f"interrupted ({signal_name(err)})"
     return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
@@ -494,5 +523,5 @@ def _unit_of(result: UnitResult) -> Unit:
     return Unit.from_dict(json.loads(result.replay.traces)["unit"])
 
 
-__all__ = ["EXIT_BUDGET", "EXIT_ERRORS", "EXIT_OK", "RunResult", "errors_fail", "replay_cache_key", "run_sweep",
-           "score_cache_key"]
+__all__ = ["DEFAULT_MAX_UNITS", "EXIT_BUDGET", "EXIT_ERRORS", "EXIT_OK", "RunResult", "errors_fail",
+           "replay_cache_key", "run_sweep", "score_cache_key"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.models.base import Model
+from rollsum.models.replay import ReplayMissError, replay_miss
 from rollsum.redact import contains_secret, env_secrets, redact, redact_obj
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Conversation
@@ -190,6 +191,9 @@ def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models:
         try:
             model = models(unit.model)
             trace = replay(unit, conv, engine_factory=engine_factory, model=model)
+            miss = replay_miss(model)
+            if miss is not None:  # the engine coped (fallback, retry): the replay is still not the recorded one
+                raise ReplayMissError(miss)
         except BudgetStopped as err:
             log.warning("unit %s (%s, %s) stopped: %s", unit.unit_id, unit.config, unit.conversation_id, err)
             trace = error_trace(unit, conv, err, clock() - start, status=STATUS_STOPPED)

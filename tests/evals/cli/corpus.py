@@ -468,6 +468,57 @@ CASES += [
     cassette_case("cassette-context-window-zero", jsonl({"key": "k", "response": {"text": "t"}, "context_window": 0}),
                   ("line 1", "context_window")),
     cassette_case("cassette-surrogate", '{"key": "k", "response": {"text": "\\ud800"}}\n', ("line 1", "surrogate")),
+    # --- issue #19: kinds that were accepted silently ------------------------------------------
+    data_case("jsonl-message-id-missing", jsonl(conversation("c1", messages=[{"role": "user", "content": "hi"},
+                                                                             msg(1)])),
+              ("data.jsonl:1", "messages[0].id")),
+    data_case("jsonl-message-id-number", jsonl(conversation("c1", messages=[{**msg(0), "id": 5}, msg(1)])),
+              ("data.jsonl:1", "messages[0].id", "integer")),
+    data_case("jsonl-tool-calls-not-list", jsonl(conversation("c1", messages=[
+        msg(0), {**msg(1), "meta": {"tool_calls": "call_1"}}])), ("data.jsonl:1", "messages[1].meta.tool_calls")),
+    data_case("jsonl-tool-call-id-number", jsonl(conversation("c1", messages=[
+        msg(0), {**msg(1, role="tool"), "meta": {"tool_call_id": 7}}])), ("data.jsonl:1", "tool_call_id")),
+    data_case("chat-text-part-without-text", json.dumps([{"role": "user", "content": [{"type": "text"}]},
+                                                         {"role": "assistant", "content": "b"}]),
+              ("chat.json", "messages[0].content[0].text"), file="chat.json"),
+    data_case("chat-duplicate-conversation-ids",
+              json.dumps([{"id": "x", "messages": [{"role": "user", "content": t}]} for t in ("a", "b")]),
+              ("chat.json", "'x'", "unique"), file="chat.json"),
+    data_case("chat-duplicate-message-ids", json.dumps([{"role": "user", "content": "a", "id": 1},
+                                                        {"role": "assistant", "content": "b", "id": 1}]),
+              ("chat.json", "messages[1].id"), file="chat.json"),
+    data_case("chat-name-number", json.dumps([{"role": "user", "content": "a", "name": 5},
+                                              {"role": "assistant", "content": "b"}]),
+              ("chat.json", "messages[0].name"), file="chat.json"),
+    data_case("locomo-third-speaker", json.dumps([{"sample_id": "s", "conversation": {
+        "speaker_a": "A", "speaker_b": "B", "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"},
+                                                          {"speaker": "C", "dia_id": "D1:2", "text": "yo"}]},
+        "qa": []}]), ("locomo.json", "session_1[1].speaker", "'C'"), file="locomo.json"),
+    data_case("locomo-speaker-number", json.dumps([{"sample_id": "s", "conversation": {
+        "speaker_a": 5, "speaker_b": "B", "session_1": [{"speaker": "B", "dia_id": "D1:1", "text": "hi"}]},
+        "qa": []}]), ("locomo.json", "speaker_a"), file="locomo.json"),
+    spec_case("spec-label-twice", spec(config='label = "x"') + '[[configs]]\npreset = "full-context"\nlabel = "x"\n',
+              ("s.toml:13", "configs[1].label", "configs[0]")),
+    spec_case("spec-label-auto-suffix", spec(config='label = "x"') + '[[configs]]\npreset = "full-context"\n'
+              'label = "x#2"\n', ("s.toml:13", "configs[1].label", "x#2")),
+    spec_case("spec-label-equals-generated", spec(params="keep = 5") + '[[configs]]\npreset = "full-context"\n'
+              'label = "truncate[keep=5]"\n', ("s.toml", "configs[0]", "configs[1]", "truncate[keep=5]")),
+    param_case("param-max-summary-below-min", "max_summary_tokens = 40, min_summary_tokens = 50",
+               ("max_summary_tokens", "40", "50")),
+    param_case("param-max-summary-below-default-min", "max_summary_tokens = 30", ("max_summary_tokens", "30")),
+    Case("param-min-summary-grid-above-max", "params", run(),
+         {"s.toml": spec(preset="since-last", config="grid = { min_summary_tokens = [10, 2000] }"),
+          "data.jsonl": GOOD}, ("s.toml", "min_summary_tokens", "2000")),
+    spec_case("spec-fake-latency-nan", spec(preset="since-last", top='models = ["fake:latency_ms=nan"]'),
+              ("latency_ms", "nan")),
+    spec_case("spec-fake-jitter-inf", spec(preset="since-last", top='models = ["fake:jitter_ms=inf"]'),
+              ("jitter_ms", "inf")),
+    cli_case("cli-convert-output-symlink-to-input", ("data", "convert", "data.jsonl", "out.jsonl"),
+             ("out.jsonl", "symbolic link"), {"out.jsonl": lambda p: p.symlink_to("data.jsonl")}),
+    cli_case("cli-convert-output-hard-link-to-input", ("data", "convert", "data.jsonl", "out.jsonl"),
+             ("out.jsonl", "same file"), {"out.jsonl": lambda p: p.hardlink_to(p.parent / "data.jsonl")}),
+    cassette_case("cassette-empty", "", ("holds no call",)),
+    cassette_case("cassette-blank-lines", "\n\n", ("holds no call",)),
 ]
 assert len({c.id for c in CASES}) == len(CASES), "case ids must be unique"
 

@@ -75,17 +75,15 @@ def test_a_spec_name_never_leaves_runs(tmp_path: Path, name: str) -> None:
 
 
 def test_labels_never_merge_two_configurations(tmp_path: Path) -> None:
-    """``x``, ``x`` and an explicit ``x#2``: three configurations, three labels."""
-    text = (spec(config='label = "x"') + '[[configs]]\npreset = "truncate"\nlabel = "x"\nparams = { keep = 5 }\n'
-            '[[configs]]\npreset = "full-context"\nlabel = "x#2"\n')
-    (tmp_path / "s.toml").write_text(text)
+    """A label the user wrote is never renamed or shared (issue #19: ``x``, ``x`` and ``x#2``
+    used to run as ``x``, ``x#3``, ``x#2``): each of these is one line, exit 2, nothing run."""
     (tmp_path / "data.jsonl").write_text(GOOD)
-    out = run_cli(["run", "s.toml", "--out", "out", "--no-progress", "--jobs", "1"], tmp_path)
-    assert out.code == 0, out.describe()
-    units = pd.read_parquet(tmp_path / "out" / "units.parquet")
-    assert units.groupby("config")["preset"].agg(lambda s: sorted(set(s))).to_dict() == {
-        "x": ["truncate"], "x#2": ["full-context"], "x#3": ["truncate"]}
-    assert units["config"].value_counts().tolist() == [2, 2, 2]
+    for second, needle in (('label = "x"', ("s.toml:13", "configs[0] has it too")),
+                           ('label = "x#2"', ("s.toml:13", "'#N'")),
+                           ('label = "truncate"', ("s.toml", "configs[0] and configs[1]", "'truncate'"))):
+        first = "" if "truncate" in second else 'label = "x"'
+        (tmp_path / "s.toml").write_text(spec(config=first) + f'[[configs]]\npreset = "full-context"\n{second}\n')
+        refused(["run", "s.toml", "--out", "out", "--no-progress"], tmp_path, needle=needle)
 
 
 BAD_LINE = jsonl(conversation("c1"), '{"id": "c2", "messages": [}', conversation("c3"))
@@ -217,3 +215,36 @@ def test_resume_repairs_a_damaged_run_exactly_and_says_what_it_fixed(finished_ru
         pd.testing.assert_frame_equal(got.drop(columns=volatile, errors="ignore"),
                                       want.drop(columns=volatile, errors="ignore"))
     assert run_cli(["report", "run", "--out", "rep", "--resamples", "200"], root).code == 0
+
+
+def test_a_cassette_that_cannot_serve_a_request_is_a_unit_error_not_a_warning(tmp_path: Path) -> None:
+    """Issue #19: a cassette cut short, or recorded from other data, used to replay "fine" with a
+    warning per miss (the engine fell back to its rule-based summary) and exit 0. A replay that
+    is not the recorded one is an ``error`` row naming the cassette, and the run exits 1."""
+    (tmp_path / "s.toml").write_text(spec(preset="since-last", params="messages_per_summary = 4"))
+    other = [{"id": f"c2:{i}", "role": "user" if i % 2 == 0 else "assistant",
+              "content": f"note {i}: the ferry leaves pier {i} at noon."} for i in range(12)]
+    (tmp_path / "data.jsonl").write_text(jsonl(conversation("c1"), conversation("c2", messages=other)))
+    recorded = run_cli(["run", "s.toml", "--out", "rec", "--no-progress", "--model",
+                        "record:c.jsonl:fake:mode=extractive"], tmp_path)
+    assert recorded.code == 0, recorded.describe()
+    calls = (tmp_path / "c.jsonl").read_text().splitlines()
+    assert len({json.loads(c)["key"] for c in calls}) >= 2
+
+    def replay(out: str) -> pd.DataFrame:
+        done = run_cli(["run", "s.toml", "--out", out, "--no-progress", "--model", "replay:c.jsonl"], tmp_path)
+        assert done.code == (0 if out == "whole" else 1), done.describe()
+        assert "Traceback" not in done.stderr
+        return pd.read_parquet(tmp_path / out / "units.parquet")
+
+    assert (replay("whole")["status"] == "ok").all()
+    (tmp_path / "c.jsonl").write_text(calls[0] + "\n")  # cut short: the other calls are missing
+    units = replay("cut")
+    failed = units[units["status"] == "error"]
+    assert len(failed) >= 1 and (units["status"].isin(["ok", "error"])).all(), units[["status", "error"]]
+    assert failed["error"].str.contains("cassette c.jsonl has no answer").all()
+    (tmp_path / "c.jsonl").write_text("\n".join(calls) + "\n")
+    data = tmp_path / "data.jsonl"
+    data.write_text(data.read_text().replace("Biscuit", "Marmalade").replace("ferry", "tram"))
+    units = replay("other-data")  # every request differs from the recorded ones
+    assert (units["status"] == "error").all(), units[["status", "error"]]

@@ -4,11 +4,12 @@ healthy one must rank first, whatever the others' retention, and configs.csv mus
 wrong with each of the others.
 
 Every condition comes from real preset parameters, no injection: the failing summarizer is the
-fake model with ``fail_rate=1.0``; since-last with ``messages_per_summary=1, keep_last=0`` calls
-the summarizer on every message; count-and-tokens whose trigger never fires in the window, with
-its window guard turned off (``enforce_window=false``), overflows (after the library's fixes no
-preset overflows with its guard on); full context in the same small window overflows too, and
-as a baseline it is a reference, not a candidate.
+fake model with ``fail_rate=1.0``; since-last with ``messages_per_summary=1, keep_last=0``
+and the engine's attempt cap off (``min_messages_per_attempt=0``) calls the summarizer on
+every message; count-and-tokens whose trigger never fires in the window, with its window guard
+turned off (``enforce_window=false``), overflows (after the library's fixes no preset overflows
+with its guard on); full context in the same small window overflows too, and as a baseline it
+is a reference, not a candidate.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ models = ["fake:mode=extractive,fail_rate=1.0"]
 [[configs]]
 preset = "since-last"
 label = "thrashes"
-params = { messages_per_summary = 1, keep_last = 0 }
+params = { messages_per_summary = 1, keep_last = 0, min_messages_per_attempt = 0 }  # the engine cap off
 
 [[configs]]
 preset = "count-and-tokens"

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -22,12 +23,12 @@ from rollsum_evals.rundir.lock import RunInProgress, RunLock
 from rollsum_evals.spec import load_spec
 
 from rollsum.errors import ConfigError
+from tests.evals.gate import Gate, subprocess_env
 
 SPEC = """
 name = "lock"
 context_window = 1500
 cache = "off"
-models = ["fake:mode=extractive,latency_ms=150"]
 
 [[datasets]]
 name = "chat"
@@ -35,8 +36,19 @@ source = "synth:chat?conversations=3&messages=40&seed=5"
 
 [[configs]]
 preset = "since-last"
+summarizer = "tests.evals.gate:GatedSummarizer"
 params = { messages_per_summary = 6, keep_last = 2 }
 """
+"""The summarizer waits on the test's `Gate`: the first run cannot finish while the test holds
+it, however slow or loaded the machine (issue #19: the old version assumed a ~3 s run outlived
+four CLI start-ups, and went red under load)."""
+
+TWO = SPEC.replace("conversations=3", "conversations=1") + '''
+[[configs]]
+preset = "truncate"
+'''
+"""One conversation, a baseline (no summarizer: it finishes at once) and a gated config: with
+two jobs the journal gets the baseline's line while the other Unit waits at the gate."""
 
 
 def _cli(*args: str) -> list[str]:
@@ -58,12 +70,19 @@ def _held(path: Path) -> bool:
     return False
 
 
-def _wait(cond: object, what: str, timeout: float = 60.0) -> None:
+def _journaled(out: Path) -> bool:
+    journal = out / "units.jsonl"
+    return journal.exists() and journal.stat().st_size > 0
+
+
+def _wait(cond: Callable[[], bool], what: str, timeout: float = 600.0) -> None:
+    """Poll for an event (a lock taken, a line written). The run being watched cannot get past
+    it on its own (`Gate`), so the interval only costs time; the timeout only bounds a hang."""
     deadline = time.monotonic() + timeout
-    while not cond():  # type: ignore[operator]
+    while not cond():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 def _table(path: Path, name: str) -> pd.DataFrame:
@@ -76,26 +95,28 @@ def test_a_second_writer_is_refused_while_the_first_runs_and_the_tables_are_exac
     spec = tmp_path / "lock.toml"
     spec.write_text(SPEC)
     out = tmp_path / "run"
-    first = subprocess.Popen(_cli("-q", "run", str(spec), "--out", str(out), "--jobs", "1", "--no-progress"),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        # started: its lock is held or (without one) its manifest is written; either way a second
-        # writer tried now overlaps the first
-        _wait(lambda: _held(out) or (out / "manifest.json").exists() or first.poll() is not None,
-              "the first run to start")
-        assert first.poll() is None, "the first run ended before a second one could be tried"
-        refusals = {}
-        for label, args in {"resume": ("run", str(spec), "--out", str(out), "--resume", "--no-progress"),
-                            "run": ("run", str(spec), "--out", str(out), "--no-progress"),
-                            "retry": ("run", str(spec), "--out", str(out), "--retry-errors", "--no-progress"),
-                            "score": ("score", str(out))}.items():
-            refusals[label] = subprocess.run(_cli(*args), capture_output=True, text=True, timeout=120)
-        # meanwhile, the same sweep alone, for reference
-        reference = run_sweep(load_spec(spec), tmp_path / "reference", jobs=1, progress=False)
-        _, stderr = first.communicate(timeout=120)
-    finally:
-        if first.poll() is None:
-            first.kill()
+    with Gate(tmp_path / "gate") as gate:
+        first = subprocess.Popen(_cli("-q", "run", str(spec), "--out", str(out), "--jobs", "1", "--no-progress"),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=gate.env())
+        try:
+            # it holds the lock and has written its manifest; it cannot finish while the gate is shut
+            _wait(lambda: (out / "manifest.json").exists() or first.poll() is not None, "the first run to start")
+            assert first.poll() is None, first.communicate()
+            assert _held(out), "the first run wrote its manifest without holding the lock"
+            refusals = {}
+            for label, args in {"resume": ("run", str(spec), "--out", str(out), "--resume", "--no-progress"),
+                                "run": ("run", str(spec), "--out", str(out), "--no-progress"),
+                                "retry": ("run", str(spec), "--out", str(out), "--retry-errors", "--no-progress"),
+                                "score": ("score", str(out))}.items():
+                refusals[label] = subprocess.run(_cli(*args), capture_output=True, text=True, timeout=300,
+                                                 env=gate.env())
+            assert first.poll() is None, "the first run ended while its gate was shut"
+            gate.open()
+            _, stderr = first.communicate(timeout=300)
+        finally:
+            if first.poll() is None:
+                first.kill()
+    reference = run_sweep(load_spec(spec), tmp_path / "reference", jobs=1, progress=False)
     assert first.returncode == 0, stderr
     assert first.pid and reference.done == 3
     for label, r in refusals.items():
@@ -114,24 +135,25 @@ def test_a_second_writer_is_refused_while_the_first_runs_and_the_tables_are_exac
 @pytest.mark.slow
 def test_a_killed_writers_lock_is_taken_over_by_resume(tmp_path: Path) -> None:
     spec = tmp_path / "lock.toml"
-    spec.write_text(SPEC)
+    spec.write_text(TWO)
     out = tmp_path / "run"
-    proc = subprocess.Popen(_cli("-q", "run", str(spec), "--out", str(out), "--jobs", "1", "--no-progress"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait(lambda: ((out / "units.jsonl").exists() and (out / "units.jsonl").stat().st_size > 0)
-              or proc.poll() is not None, "the first unit")
-        assert proc.poll() is None, "the run finished before it could be killed"
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    with Gate(tmp_path / "gate") as gate:
+        proc = subprocess.Popen(_cli("-q", "run", str(spec), "--out", str(out), "--jobs", "2", "--executor",
+                                     "thread", "--no-progress"),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=gate.env())
+        try:
+            _wait(lambda: _journaled(out) or proc.poll() is not None, "the first unit")
+            assert proc.poll() is None, "the run finished while its gate was shut"
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     # the lock file still names the dead writer, but nothing holds the lock
     assert json.loads((out / "run.lock").read_text())["pid"] == proc.pid
     assert not _held(out)
     done = subprocess.run(_cli("-q", "run", str(spec), "--out", str(out), "--resume", "--no-progress"),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300, env=subprocess_env())
     assert done.returncode == 0, done.stderr
     reference = tmp_path / "reference"
     run_sweep(load_spec(spec), reference, jobs=1, progress=False)
@@ -155,7 +177,7 @@ def test_run_sweep_and_rescore_take_the_lock(tmp_path: Path) -> None:
     from rollsum_evals.rescore import rescore
 
     spec = tmp_path / "lock.toml"
-    spec.write_text(SPEC.replace("latency_ms=150", "latency_ms=0").replace("conversations=3", "conversations=1"))
+    spec.write_text(SPEC.replace("conversations=3", "conversations=1"))
     out = tmp_path / "run"
     run_sweep(load_spec(spec), out, progress=False)
     with RunLock(out):

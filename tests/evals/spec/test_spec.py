@@ -201,3 +201,35 @@ def test_a_missing_dataset_file_names_the_rule(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"dataset 'mine' source: .*chat\.json: no such file \(paths in a spec "
                                           r"are relative to the spec file\)"):
         load_dataset(load_spec(spec).datasets[0])
+
+
+def test_a_configs_own_context_window_is_the_one_its_units_and_engine_use() -> None:
+    """Issue #19: spec ``context_window = 8000`` with a config's ``params = { context_window =
+    4000 }`` ran the engine at 4,000 while the Unit, the trace and the health scorer used 8,000.
+    A config's own value (params, grid, or seed 002's ``max_context_tokens``) is its one window."""
+    from rollsum_evals.replay.engine import default_engine
+
+    text = SPEC.replace("context_window = 4000", "context_window = [8000, 16000]") + """
+[[configs]]
+preset = "token-ratio"
+params = { context_window = 4000 }
+
+[[configs]]
+preset = "budget-rule-based"
+params = { max_context_tokens = 3000 }
+
+[[configs]]
+preset = "evict-window"
+grid = { context_window = [2000, 5000] }
+"""
+    units = [u for u in _units(text) if u.dataset == "d" and u.seed == 0 and u.conversation_id == "c1"]
+    by_preset: dict[str, list[int]] = {}
+    for u in units:
+        by_preset.setdefault(u.preset, []).append(u.context_window)
+    assert sorted(by_preset["token-ratio"]) == [4000]
+    assert sorted(by_preset["budget-rule-based"]) == [3000]
+    assert sorted(by_preset["evict-window"]) == [2000, 5000]
+    assert sorted(by_preset["since-last"]) == [8000, 8000, 16000, 16000]  # no own value: the spec's
+    for u in units:
+        engine = default_engine(u, None, lambda e: None)
+        assert engine.config()["context_window"] == u.context_window, u.config
