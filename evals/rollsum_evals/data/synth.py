@@ -339,20 +339,26 @@ class SyntheticConversation:
         rng = random.Random(f"rollsum-synth/{GENERATOR_VERSION}/{self.flavor}/{self.seed}/agent-probes")
         per_kind = max(1, self.n_facts // 4)
         pool = harvest.candidates()
-        holders: dict[str, set[str]] = {c.answer: set() for c in pool}
+        end = harvest.end()
+        holders: dict[str, list[str]] = {c.answer.lower(): [] for c in (*pool, *end)}
         for m in self._stream(None):
+            low = m.content.lower()
             for a, held in holders.items():
-                if a in m.content:
-                    held.add(m.id or "")
-        unique = [c for c in pool if holders[c.answer] <= set(c.evidence)]
+                if a in low:
+                    held.append(m.id or "")
+        unique = [c for c in pool if set(holders[c.answer.lower()]) <= set(c.evidence)]
         chosen = [c for kind in ("file-changed", "failed-approach", "tool-identifier")
-                  for c in _pick([c for c in unique if c.category == kind], per_kind, rng)] + harvest.end()
+                  for c in _pick([c for c in unique if c.category == kind], per_kind, rng)]
         out: list[Probe] = []
         for k, c in enumerate(chosen):
             out.append(Probe(id=f"{self.id}:a{k}", question=c.question, answer=c.answer, evidence=c.evidence,
-                             category=c.category,
-                             meta={"planted_at": c.evidence[0], "channel": "agent", "how": c.how,
-                                   **({"ask_at": "end"} if c.category == "current-task" else {})}))
+                             category=c.category, meta={"planted_at": c.evidence[0], "channel": "agent", "how": c.how}))
+        # the current task and step: asked at the end; an earlier identical request or command
+        # states the same answer, so every message stating it is evidence (the latest planted it)
+        for k, c in enumerate(end, start=len(chosen)):
+            out.append(Probe(id=f"{self.id}:a{k}", question=c.question, answer=c.answer,
+                             evidence=tuple(holders[c.answer.lower()]), category=c.category,
+                             meta={"planted_at": c.evidence[0], "channel": "agent", "how": c.how, "ask_at": "end"}))
         return out
 
     def _stream(self, harvest: _Harvest | None) -> Generator[Message, None, list[_Fact]]:

@@ -5,7 +5,13 @@ from pathlib import Path
 
 import pytest
 from rollsum_evals.data import load, parse_synth_spec, write_jsonl, write_streamed
-from rollsum_evals.data.synth import CATEGORIES, SyntheticConversation, generate, make_conversation
+from rollsum_evals.data.synth import (
+    AGENT_CATEGORIES,
+    CATEGORIES,
+    SyntheticConversation,
+    generate,
+    make_conversation,
+)
 from rollsum_evals.data.types import Conversation
 
 from rollsum.errors import ConfigError
@@ -47,7 +53,9 @@ def test_timestamps_never_go_backwards(conv: Conversation) -> None:
 
 
 def test_every_category_is_probed(conv: Conversation) -> None:
-    assert {p.category for p in conv.probes} == set(CATEGORIES)
+    # the agent flavor also asks what an agent needs after a compaction (issue #23)
+    agent = set(AGENT_CATEGORIES) if conv.meta["flavor"] == "agent" else set()
+    assert {p.category for p in conv.probes} == set(CATEGORIES) | agent
 
 
 def test_answers_appear_verbatim_in_their_evidence(conv: Conversation) -> None:
@@ -79,7 +87,8 @@ def test_superseded_probes_answer_the_latest_value(conv: Conversation) -> None:
 def test_facts_are_planted_in_the_first_70_percent_by_default(conv: Conversation) -> None:
     n = len(conv.messages)
     index = {m.id: i for i, m in enumerate(conv.messages)}
-    planted = [index[p.meta["planted_at"]] for p in conv.probes]
+    # planted facts only: the agent probes are read off tool traffic anywhere in the session
+    planted = [index[p.meta["planted_at"]] for p in conv.probes if p.category in CATEGORIES]
     assert max(planted) <= 0.75 * n and min(planted) < 0.2 * n
 
 
