@@ -300,7 +300,7 @@ class SyntheticConversation:
 
     def __init__(self, flavor: str, *, n_messages: int, seed: int | str,
                  conversation_id: str | None = None, facts: int | None = None,
-                 depth: tuple[float, float] = DEFAULT_DEPTH) -> None:
+                 depth: tuple[float, float] = DEFAULT_DEPTH, agent_probes: bool = True) -> None:
         if flavor not in FLAVORS:
             raise ConfigError(f"flavor: expected one of {', '.join(FLAVORS)}, got {flavor!r}")
         if n_messages < 1:
@@ -313,6 +313,7 @@ class SyntheticConversation:
         self.id = conversation_id or f"synth-{flavor}-{seed}"
         self.n_facts = default_facts(n_messages) if facts is None else max(0, min(facts, n_messages // 8))
         self.depth = depth
+        self.agent_probes = agent_probes
         self._probes: tuple[Probe, ...] | None = None
 
     @property
@@ -321,7 +322,7 @@ class SyntheticConversation:
                 "generator_version": GENERATOR_VERSION, "n_messages": self.n_messages}
 
     def messages(self) -> Iterator[Message]:
-        harvest = _Harvest() if self.flavor == "agent" else None
+        harvest = _Harvest() if self.flavor == "agent" and self.agent_probes else None
         facts = yield from self._stream(harvest)
         probes = [_probe(self.id, f) for f in facts if f.evidence and (not f.stale or len(f.evidence) == 2)]
         if harvest is not None:
@@ -710,10 +711,11 @@ def make_conversation(flavor: str, *, n_messages: int, seed: int | str, conversa
 
 
 def dataset(flavor: str, *, conversations: int, n_messages: int | tuple[int, int], seed: int,
-            facts: int | None = None) -> Iterator[SyntheticConversation]:
+            facts: int | None = None, agent_probes: bool = True) -> Iterator[SyntheticConversation]:
     """`conversations` generators; with a (low, high) range each gets a seeded length in it."""
     lengths = random.Random(f"rollsum-synth-lengths/{flavor}/{seed}")
     for k in range(conversations):
         n = n_messages if isinstance(n_messages, int) else lengths.randint(*n_messages)
         yield SyntheticConversation(flavor, n_messages=n, seed=f"{seed}.{k}",
-                                    conversation_id=f"synth-{flavor}-{seed}-{k}", facts=facts)
+                                    conversation_id=f"synth-{flavor}-{seed}-{k}", facts=facts,
+                                    agent_probes=agent_probes)

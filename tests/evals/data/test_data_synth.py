@@ -170,3 +170,31 @@ def test_output_is_plain_json_without_platform_dependent_values(tmp_path: Path) 
     json.loads(raw)
     assert hashlib.sha256(raw).hexdigest() == hashlib.sha256(
         (tmp_path / "x.jsonl").read_bytes()).hexdigest()
+
+
+def test_agent_probes_leave_the_messages_and_planted_probes_as_they_were() -> None:
+    """Issue #23's agent probes are read off the traffic: adding them changed no byte of the
+    messages nor any planted probe, and `agent_probes=0` leaves them out (pinned numbers)."""
+    (with_,) = load("synth:agent?conversations=1&messages=400&seed=9")
+    (without,) = load("synth:agent?conversations=1&messages=400&seed=9&agent_probes=0")
+    assert with_.messages == without.messages
+    planted = [p for p in with_.probes if p.category in CATEGORIES]
+    assert planted == list(without.probes) and len(with_.probes) > len(planted)
+    assert {p.category for p in with_.probes} - set(CATEGORIES) <= set(AGENT_CATEGORIES)
+    with pytest.raises(ConfigError, match="agent_probes"):
+        list(parse_synth_spec("synth:agent?agent_probes=yes"))
+
+
+def test_agent_probes_ask_what_the_tools_showed() -> None:
+    conv = make_conversation("agent", n_messages=450, seed=42)
+    by_id = {m.id: m for m in conv.messages}
+    agent = [p for p in conv.probes if p.category in AGENT_CATEGORIES]
+    assert {p.category for p in agent} == set(AGENT_CATEGORIES)
+    for p in agent:
+        assert p.meta["channel"] == "agent" and p.meta["planted_at"] in p.evidence
+        if p.category in ("failed-approach", "tool-identifier"):  # read off a tool's output
+            assert by_id[p.evidence[-1]].role == "tool"
+    ends = [p for p in agent if p.category == "current-task"]
+    assert [p.meta.get("ask_at") for p in ends] == ["end", "end"]
+    last = max(i for i, m in enumerate(conv.messages) if m.role == "user" and ends[0].answer in m.content)
+    assert ends[0].meta["planted_at"] == conv.messages[last].id, "the current task is the latest one asked"
