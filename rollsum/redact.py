@@ -13,7 +13,11 @@ What is masked:
   variable whose name looks like a credential (``*_API_KEY``, ``*_TOKEN``, ...; `env_secrets`),
   and any secret a caller passes. A summary quoting only the key's tail (``...SECRET123``) is
   masked as surely as the whole key. Secrets shorter than 8 characters are not masked (too many
-  false hits, and no real key is that short);
+  false hits, and no real key is that short). A credential-named variable whose value is not a
+  secret is not one: a path (``SSH_KEY=/home/me/.ssh/id_ed25519`` names where a key is, and
+  masking its pieces would turn every path under that folder into ``***run``), a plain word or
+  a number (`looks_secret`). A whole known secret is also found in its base64, base64url and
+  percent-encoded forms (a key inside a basic-auth header, a data URL, a query string);
 - the usual key shapes whatever their value: ``sk-ant-...``, ``sk-...``, bearer tokens,
   ``x-api-key: ...`` / ``api_key = ...`` assignments, AWS access key ids;
 - in `redact_obj`, mapping keys as well as values, and the values of auth headers.
@@ -27,6 +31,7 @@ contains one of them whole — with `str.find` (C speed), and only where one occ
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import io
@@ -40,6 +45,7 @@ import traceback
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
+from urllib.parse import quote, quote_plus
 
 MASK = "***"
 MIN_SECRET = 8
@@ -67,12 +73,57 @@ of a sweep Unit's CPU)."""
 SECRET_ENV_SUFFIXES: tuple[str, ...] = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
 
+_WORD = re.compile(r"[a-z]+(?:[._-][a-z]+)*|[0-9]+")
+_PATH_START = re.compile(r"^(?:~|\.{1,2})?[/\\]|^[A-Za-z]:[/\\]")
+
+
+def is_path(value: str) -> bool:
+    """`value` names a place in a file system rather than being a secret: it starts like a path
+    (``/``, ``~/``, ``./``, ``C:\\``) and either it or its folder exists, or it has no capital
+    letter (a random key that happens to start with ``/`` has some; a path a user typed rarely
+    does, and when it does it usually exists)."""
+    if not _PATH_START.match(value) or any(c.isspace() for c in value):
+        return False
+    full = os.path.expanduser(value)
+    if not any(c.isupper() for c in value):
+        return True
+    try:
+        parent = os.path.dirname(full)
+        return os.path.exists(full) or (parent.rstrip("/\\") != "" and os.path.isdir(parent))
+    except (OSError, ValueError):
+        return False
+
+
+def looks_secret(value: str) -> bool:
+    """Whether a credential-named variable's value is a secret worth masking: 8+ characters, not
+    a path (`is_path`), not a plain lower-case word (``disabled``, ``keyring``) or a number. The
+    well-known key variables (`KEY_ENV_VARS`) are always secrets."""
+    return len(value) >= MIN_SECRET and not is_path(value) and not _WORD.fullmatch(value)
+
+
 def env_secrets() -> list[str]:
-    """Values of every credential-looking environment variable (8+ characters). Read at call
+    """Values of every credential-looking environment variable that `looks_secret`. Read at call
     time: tests and users set them after import."""
-    found = {v for k, v in os.environ.items() if k.upper().endswith(SECRET_ENV_SUFFIXES) and len(v) >= MIN_SECRET}
+    found = {v for k, v in os.environ.items() if k.upper().endswith(SECRET_ENV_SUFFIXES) and looks_secret(v)}
     found.update(v for k in KEY_ENV_VARS if len(v := os.environ.get(k, "")) >= MIN_SECRET)
     return sorted(found)
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """How `secret` reads once encoded: percent-encoded (``quote``, ``quote_plus``) and base64 /
+    base64url at each of the three byte alignments it can have inside a longer encoded text
+    (for alignment k, the characters that depend only on the secret's bytes: the first group is
+    dropped when it mixes in bytes before the secret, the last when it mixes in bytes after)."""
+    forms = {quote(secret, safe=""), quote(secret), quote_plus(secret)}
+    raw = secret.encode("utf-8")
+    for k in range(3):
+        for enc in (base64.b64encode, base64.urlsafe_b64encode):
+            text = enc(b"\0" * k + raw).decode("ascii").rstrip("=")
+            start = 4 if k else 0
+            whole = (k + len(raw)) // 3 * 4  # characters of complete 3-byte groups
+            end = whole if (k + len(raw)) % 3 else len(text)
+            forms.add(text[start:end])
+    return {f for f in forms if len(f) >= MIN_SECRET and f != secret}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -92,11 +143,16 @@ class SecretIndex:
 
     def __init__(self, secrets: Iterable[str]) -> None:
         forms: set[str] = set()
+        encoded: set[str] = set()
         for s in secrets:
             if len(s) < MIN_SECRET:
                 continue
             forms.update({s, json.dumps(s, ensure_ascii=False)[1:-1], json.dumps(s)[1:-1], repr(s)[1:-1]})
+            encoded.update(encoded_forms(s))
         self.forms = tuple(sorted(forms))
+        self.encoded = tuple(sorted(encoded - forms))
+        """Encoded forms of whole secrets, found whole (one `find` each): indexing their pieces
+        too would multiply the blocks scanned for, and redaction runs on every journaled line."""
         self._grams = frozenset(f[i:i + MIN_SECRET] for f in self.forms for i in range(len(f) - MIN_SECRET + 1))
         self._blocks = tuple(sorted({f[i:i + _BLOCK] for f in self.forms
                                      for i in range(0, len(f) - _BLOCK + 1, _STRIDE)}))
@@ -105,9 +161,16 @@ class SecretIndex:
         return bool(self.forms)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
-        """Merged ``[start, end)`` ranges of `text` covered by 8-character pieces of a secret."""
+        """Merged ``[start, end)`` ranges of `text` covered by 8-character pieces of a secret or
+        by a whole secret's encoded form."""
         if not self.forms or len(text) < MIN_SECRET:
             return []
+        ranges: list[tuple[int, int]] = []
+        for form in self.encoded:
+            at = text.find(form)
+            while at != -1:
+                ranges.append((at, at + len(form)))
+                at = text.find(form, at + 1)
         starts: set[int] = set()
         grams = self._grams
         for block in self._blocks:
@@ -117,12 +180,13 @@ class SecretIndex:
                     if text[p:p + MIN_SECRET] in grams:
                         starts.add(p)
                 at = text.find(block, at + 1)
+        ranges.extend((p, p + MIN_SECRET) for p in starts)
         merged: list[tuple[int, int]] = []
-        for p in sorted(starts):
-            if merged and p <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], p + MIN_SECRET))
+        for a, b in sorted(ranges):
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
             else:
-                merged.append((p, p + MIN_SECRET))
+                merged.append((a, b))
         return merged
 
     def found_in(self, text: str) -> bool:

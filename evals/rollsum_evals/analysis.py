@@ -318,7 +318,8 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
         preset, model = str(first.get("preset", "")), str(first.get("model", ""))
         row: dict[str, Any] = {"config": str(cfg), "preset": preset, "model": model,
                                "prompt": str(first.get("prompt", "")),
-                               "deterministic": components.of_config(preset, model).deterministic,
+                               "deterministic": components.of_run_config(run.manifest, str(cfg), preset,
+                                                                         model).deterministic,
                                "baseline": components.is_baseline(preset),
                                "n_units": len(units), "n_units_failed": len(units) - len(grp),
                                "n_conversations": int(grp["cluster"].nunique())}

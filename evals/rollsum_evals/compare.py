@@ -277,11 +277,13 @@ def prompt_blind(run_a: Run, config_a: str, run_b: Run, config_b: str) -> str:
         if u.empty:
             return ""
         first = u.iloc[0]
-        sides.append((str(first.get("preset", "")), str(first.get("model", "")), str(first.get("prompt", ""))))
-    (pa, ma, qa), (pb, mb, qb) = sides
+        preset, model = str(first.get("preset", "")), str(first.get("model", ""))
+        follows = components.of_run_config(run.manifest, cfg, preset, model).follows_prompt
+        sides.append((model, str(first.get("prompt", "")), follows))
+    (ma, qa, fa), (mb, qb, fb) = sides
     if not qa or not qb or qa == qb:
         return ""
-    blind = [m for p, m in ((pa, ma), (pb, mb)) if not components.of_config(p, m).follows_prompt]
+    blind = [m for m, follows in ((ma, fa), (mb, fb)) if not follows]
     if not blind:
         return ""
     return (f"prompts {qa!r} and {qb!r} on a prompt-blind summarizer ({', '.join(sorted(set(blind)))}): "

@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from rollsum_evals import drilldown, plots
+from rollsum_evals import drilldown, plots, report_publish
 from rollsum_evals.analysis import (
     PER_CALL,
     answerable_probes,
@@ -310,10 +310,19 @@ def skipped_records(manifest: Mapping[str, Any]) -> dict[str, int]:
 def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
                  history: Path | None = None, n_resamples: int = DEFAULT_RESAMPLES,
                  thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Path:
-    """Write report.md, report.html, configs.csv and the PNGs; return the path of report.html."""
+    """Write report.md, report.html, configs.csv and the PNGs; return the path of report.html.
+    They are written into a temporary folder beside the target and moved into place together
+    (`report_publish`): a report killed midway leaves the previous one, never a mix."""
     run = load(run_dir)
-    out = Path(out_dir) if out_dir is not None else Path("reports") / run.name
-    out.mkdir(parents=True, exist_ok=True)
+    target = Path(out_dir) if out_dir is not None else Path("reports") / run.name
+    with report_publish.building(target) as build:
+        _write_files(run, build, history=history, n_resamples=n_resamples, thresholds=thresholds)
+    log.info("report written to %s", target / "report.html")
+    return target / "report.html"
+
+
+def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int, thresholds: Thresholds) -> Path:
+    """Every file of the report, into `out` (the folder being built)."""
     table = config_table(run, thresholds=thresholds, n_resamples=n_resamples)
     write_configs_csv(table, out / "configs.csv")
     probes = answerable_probes(run)
@@ -454,5 +463,4 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
     parts.append("</body></html>")
     html_path = out / "report.html"
     atomic_write_text(html_path, "\n".join(parts))
-    log.info("report written to %s", html_path)
     return html_path

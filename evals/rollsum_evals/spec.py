@@ -29,7 +29,7 @@ from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.pinned import DatasetSpec
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
-from rollsum_evals.spec_components import nth, preset_or_memory, summarizer_params, with_components
+from rollsum_evals.spec_components import nth, preset_or_memory, runnable, summarizer_params, with_components
 from rollsum_evals.units import canonical_json
 
 LOCOMO_PLACEHOLDER = "@locomo"
@@ -102,6 +102,9 @@ class SweepSpec:
     raw: Mapping[str, Any] = field(default_factory=dict)
     """The parsed TOML (after CLI overrides): goes into the manifest."""
     path: str = ""
+    skipped: tuple[str, ...] = ()
+    """One line per config left out because it cannot run here (a memory whose ``needs_env``
+    is unset, e.g. an API peer without ``ANTHROPIC_API_KEY``): said, not failed."""
 
     def sha256(self) -> str:
         """The spec's identity for resume: its content, and the code of the components it names
@@ -222,6 +225,9 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     windows = _numbers(w, raw, "context_window", DEFAULT_CONTEXT_WINDOW, integer=True, range=Range(1),
                        what="a positive integer or a non-empty list of them")
     configs = with_components(w, configs, raw["configs"], models, windows)
+    configs, skipped = runnable(configs, os.environ)
+    if not configs:
+        raise w.error("configs", "at least one config that can run here", "; ".join(skipped))
     probes = _probes(w, raw.get("probes", {}))
     seeds = _numbers(w, raw, "seeds", 0, integer=True, what="a non-empty list of integers")
     main_model = _str(w, raw, "main_model", default=DEFAULT_MAIN_MODEL)
@@ -267,7 +273,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
                      main_model=main_model, projected_model=projected_model, qa_model=qa_model,
                      judge=judge, judge_model=judge_model, qa_batch=qa_batch, cache=cache,
                      unit_cache=unit_cache, requests_per_minute=None if rpm is None else float(rpm),
-                     description=description, raw=raw, path=path)
+                     description=description, raw=raw, path=path, skipped=skipped)
 
 
 def _qa_judge_batch(w: _Where, qa: Mapping[str, Any]) -> tuple[str, bool]:

@@ -118,3 +118,31 @@ def with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Ma
             raise ConfigError(f"{loc}: field 'configs[{i}].{field_name}': {err}") from None
         out.append(replace(cfg, code=code))
     return tuple(out)
+
+
+def needs_env(preset: str) -> tuple[str, ...]:
+    """The environment variables a memory named by import path declares it cannot run without
+    (a class attribute ``needs_env``, e.g. the Anthropic peers' ``ANTHROPIC_API_KEY``)."""
+    if not is_import_path(preset):
+        return ()
+    from rollsum import plugins as library_plugins
+
+    declared = getattr(library_plugins.load(preset), "needs_env", ())
+    return tuple(str(v) for v in declared) if isinstance(declared, tuple | list) else ()
+
+
+def runnable(configs: tuple[ConfigSpec, ...], environ: Mapping[str, str]
+             ) -> tuple[tuple[ConfigSpec, ...], tuple[str, ...]]:
+    """(configs that can run here, one line per config left out and why). A config whose memory
+    needs an unset variable (an API key) is skipped, not failed: an offline run of a sweep that
+    names the API peers runs everything else and says what it left out (docs/plugins.md)."""
+    keep: list[ConfigSpec] = []
+    skipped: list[str] = []
+    for cfg in configs:
+        missing = [v for v in needs_env(cfg.preset) if not environ.get(v)]
+        if missing:
+            label = cfg.label or plugins.base_label(cfg.preset)
+            skipped.append(f"config '{label}' skipped: needs {' and '.join(missing)} (not set)")
+        else:
+            keep.append(cfg)
+    return tuple(keep), tuple(skipped)

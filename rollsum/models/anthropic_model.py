@@ -222,6 +222,8 @@ class AnthropicModel:
             raise served
         if served is not None:
             return served
+        if request.native is not None:
+            return self._complete_native(request)
         kwargs = self.batch_params(request)
         if "temperature" in kwargs:
             kwargs["extra_body"] = {"temperature": kwargs.pop("temperature")}
@@ -264,6 +266,40 @@ class AnthropicModel:
         instead of calling the API, so the wrappers above (cache, budget, meter) see them as
         ordinary calls."""
         self._served.update(answers)
+
+    def _complete_native(self, request: CompletionRequest) -> Completion:
+        """`CompletionRequest.native` as a beta Messages API call: its fields (``messages`` as
+        content blocks, ``tools``, ``context_management``, ``betas``) go to the SDK as given; the
+        neutral ``system``/``stop`` apply as usual. The Completion carries the whole response
+        (``native``), and its tokens include the compaction passes (``usage.iterations`` entries
+        of type ``compaction``), which the API bills apart from the top-level usage."""
+        native = dict(request.native or {})
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, **native}
+        if request.system:
+            kwargs["system"] = request.system
+        if request.stop:
+            kwargs["stop_sequences"] = list(request.stop)
+        start = self._clock()
+        try:
+            response = self._client.beta.messages.create(**kwargs)
+        except Exception as err:
+            raise classify_error(err) from err
+        latency = self._clock() - start
+        try:
+            body = response.model_dump(mode="json", exclude_none=True)
+            usage = body.get("usage") or {}
+            passes = [it for it in usage.get("iterations") or [] if it.get("type") == "compaction"]
+            text = "".join(b.get("text", "") for b in body.get("content") or [] if b.get("type") == "text")
+        except (AttributeError, TypeError) as err:
+            raise ModelError(f"Anthropic API returned an unexpected shape: {err}", ErrorKind.MALFORMED) from err
+
+        def total(key: str) -> int:
+            return int(usage.get(key) or 0) + sum(int(it.get(key) or 0) for it in passes)
+
+        return Completion(text=text, input_tokens=total("input_tokens"), output_tokens=total("output_tokens"),
+                          model=str(body.get("model") or self.model), latency_s=latency,
+                          stop_reason=body.get("stop_reason"), cache_read_tokens=total("cache_read_input_tokens"),
+                          cache_write_tokens=total("cache_creation_input_tokens"), native=body)
 
     def _to_completion(self, response: Any, latency: float) -> Completion:
         try:

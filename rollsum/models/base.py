@@ -33,9 +33,14 @@ class CompletionRequest:
     prompt_id: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Free-form tags for logs and cassettes (purpose, unit id). Not part of the cache key."""
+    native: dict[str, Any] | None = None
+    """Provider-native request fields (JSON), for a caller that needs what the neutral shape
+    cannot say: the Anthropic peers send content blocks, ``tools``, ``context_management`` and
+    ``betas`` here (`rollsum_evals.peers.anthropic`). A backend that does not know them answers
+    with ``Completion.native`` None, which such a caller refuses. Part of the cache key when set."""
 
     def key_payload(self) -> dict[str, Any]:
-        return {
+        payload: dict[str, Any] = {
             "system": self.system,
             "messages": [{"role": m.role, "content": m.content} for m in self.messages],
             "max_tokens": self.max_tokens,
@@ -43,6 +48,9 @@ class CompletionRequest:
             "stop": list(self.stop),
             "prompt_id": self.prompt_id,
         }
+        if self.native is not None:  # absent otherwise: every existing cache key stays the same
+            payload["native"] = self.native
+        return payload
 
     def hash(self, provider: str = "", model: str = "") -> str:
         """Stable sha256 of everything that changes the answer (provider and model included)."""
@@ -63,6 +71,10 @@ class Completion:
     cache_write_tokens: int = 0
     cached: bool = False
     """True when a cache or cassette answered: no tokens were paid for this call."""
+    native: dict[str, Any] | None = None
+    """The provider's whole response (JSON) when the request was `CompletionRequest.native`:
+    what a caller reads beyond the text (applied context edits, compaction blocks). Stored in
+    caches and cassettes with the rest."""
 
     @property
     def usage(self) -> Usage:
@@ -79,6 +91,7 @@ class Completion:
             "stop_reason": self.stop_reason,
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
+            **({"native": self.native} if self.native is not None else {}),
         }
 
     @classmethod
@@ -93,6 +106,7 @@ class Completion:
             cache_read_tokens=int(d.get("cache_read_tokens", 0)),
             cache_write_tokens=int(d.get("cache_write_tokens", 0)),
             cached=cached,
+            native=d.get("native"),
         )
 
 

@@ -14,14 +14,20 @@ from hypothesis import strategies as st
 from rollsum.policies._util import tool_units, units_holding
 from rollsum.types import Message
 
-_ROLES = st.lists(st.sampled_from(["user", "assistant", "tool", "tool"]), max_size=30)
+_ROLES = st.lists(st.sampled_from(["user", "assistant", "caller", "tool", "tool"]), max_size=30)
+"""``caller``: an assistant message that declares tool calls (only it owns the results after it)."""
+
+
+def _msgs(roles: list[str]) -> list[Message]:
+    return [Message("assistant" if r == "caller" else r, f"m{i}", id=f"m{i}",  # type: ignore[arg-type]
+                    meta={"tool_calls": [f"c{i}"]} if r == "caller" else {}) for i, r in enumerate(roles)]
 
 
 @settings(max_examples=500, deadline=None)
 @given(_ROLES, st.data())
 def test_units_holding_equals_the_units_of_the_whole_split_that_hold_an_index(roles: list[str],
                                                                               data: st.DataObject) -> None:
-    msgs = [Message(r, f"m{i}", id=f"m{i}") for i, r in enumerate(roles)]  # type: ignore[arg-type]
+    msgs = _msgs(roles)
     indices = data.draw(st.lists(st.integers(-2, len(msgs) + 2), max_size=12))
     chosen = set(indices)
     expected = [u for u in tool_units(msgs, 0, len(msgs)) if any(k in chosen for k in range(*u))]
@@ -29,6 +35,7 @@ def test_units_holding_equals_the_units_of_the_whole_split_that_hold_an_index(ro
 
 
 def test_a_run_of_results_after_a_user_message_stands_alone_and_after_an_assistant_moves_with_it() -> None:
-    roles = ["user", "tool", "tool", "assistant", "tool", "tool", "user"]
-    msgs = [Message(r, f"m{i}", id=f"m{i}") for i, r in enumerate(roles)]  # type: ignore[arg-type]
-    assert units_holding(msgs, [2, 5]) == [(2, 3), (3, 6)]
+    msgs = _msgs(["user", "tool", "tool", "caller", "tool", "tool", "user", "assistant", "tool"])
+    # after a calling assistant the run moves with it; after a user, or an assistant that declares
+    # no calls ("unlinked" results, issue #19), each result stands alone
+    assert units_holding(msgs, [2, 5, 8]) == [(2, 3), (3, 6), (8, 9)]

@@ -6,12 +6,19 @@ for since-last and token-ratio, the truncate and full-context references, a cont
 sized for the chat, probe ages the chat is long enough for, and the questions wired in. Paths
 in the spec are relative to the spec, so the pair can be moved together. Then it prints the
 command to run.
+
+Names derived from the user's files (the spec's and the dataset's name, the default spec file
+name, the run folder in the printed command) go through the same masking as everything printed
+(`rollsum.redact`): a chat file whose name holds a piece of a key gives ``chat-***``, in the spec
+and on the terminal alike, so the printed command names the file that was written. The paths the
+spec records (``source``, ``questions``) stay exact: they must find the files.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum.redact import redact
 
 MIN_SUGGESTED_WINDOW = 2_000
 MAX_SUGGESTED_WINDOW = 200_000
@@ -106,7 +114,7 @@ def render_spec(name: str, chat: str, questions: str | None, fmt: str | None, sh
     window = suggest_window(shape)
     every, tail, ages = grids(shape)
     lines = [
-        f"# Written by `rollsum init` for {Path(chat).name}: {shape.conversations} conversation(s), median "
+        f"# Written by `rollsum init` for {redact(Path(chat).name)}: {shape.conversations} conversation(s), median "
         f"{shape.messages} messages",
         f"# (~{shape.tokens:,} tokens), {shape.questions} question(s). Paths are relative to this file.",
         f"# Run it:      rollsum run {spec_file} --out runs/{name}   (--limit 1: a quick smoke run)",
@@ -156,9 +164,15 @@ def render_spec(name: str, chat: str, questions: str | None, fmt: str | None, sh
     return "\n".join(lines)
 
 
-def default_spec_path(chat: str) -> Path:
+def derived_name(chat: str) -> str:
+    """The chat file's stem, masked as it would be printed (a piece of a key in a file name must
+    not become a spec name, and the name printed must be the name written)."""
     p = Path(chat)
-    return p.with_name(p.name.removesuffix(p.suffix) + ".sweep.toml")
+    return redact(p.name.removesuffix(p.suffix))
+
+
+def default_spec_path(chat: str) -> Path:
+    return Path(chat).with_name(derived_name(chat) + ".sweep.toml")
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -186,7 +200,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(f"warning: {issue}")
     if len(missing) > 3:
         print(f"warning: ... {len(missing)} questions in all that answer_retention will not count or cannot hold")
-    name = Path(args.chat).name.removesuffix(Path(args.chat).suffix)
+    name = derived_name(args.chat)
     spec_dir = spec_path.resolve().parent
     text = render_spec(name, args.chat, args.questions, args.format, shape, args.model, spec_dir, spec_path.name)
     from rollsum_evals.fileio import atomic_write_text
@@ -199,5 +213,5 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"wrote {spec_path}: {shape.conversations} conversation(s), median {shape.messages} messages "
           f"(~{shape.tokens:,} tokens), {shape.questions} question(s); window {spec.context_windows[0]:,} "
           f"tokens; {len({u.config for u in units})} configurations, {len(units)} units")
-    print(f"next: rollsum run {spec_path} --out runs/{name}")
+    print(f"next: rollsum run {shlex.quote(str(spec_path))} --out {shlex.quote(f'runs/{name}')}")
     return 0

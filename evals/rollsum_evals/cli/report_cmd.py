@@ -102,10 +102,21 @@ def _positive(value: int, flag: str) -> int:
     return value
 
 
+def _something_finished(*runs: Path) -> None:
+    """A run in which no Unit finished is one line (`rundir.status.nothing_finished`)."""
+    from rollsum_evals.rundir.status import nothing_finished
+
+    for run in runs:
+        message = nothing_finished(run)
+        if message is not None:
+            raise ConfigError(message)
+
+
 def _report(args: argparse.Namespace) -> int:
     from rollsum_evals.report import write_report
     from rollsum_evals.rundir.status import run_banner
 
+    _something_finished(args.run)
     path = write_report(args.run, args.out, history=args.history,
                         n_resamples=_positive(args.resamples, "--resamples"), thresholds=thresholds_from(args))
     banner = run_banner(args.run)
@@ -119,6 +130,7 @@ def _compare(args: argparse.Namespace) -> int:
     from rollsum_evals import analysis, compare
 
     n = _positive(args.resamples, "--resamples")
+    _something_finished(*args.runs)
     if len(args.runs) == 1:
         if not (args.config_a and args.config_b):
             raise ConfigError("compare RUN needs --a CONFIG_A and --b CONFIG_B (or give two runs)")
@@ -152,6 +164,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _regress(args: argparse.Namespace) -> int:
     from rollsum_evals import regress
 
+    _something_finished(args.run)
     code, text = regress.regress(args.run, args.baseline, promote=args.promote,
                                  tolerance=regress.Tolerance(asks=args.ask_tolerance, retention=args.tolerance,
                                                              cost=args.cost_tolerance),

@@ -139,6 +139,8 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
     read = ReadOptions(skip_bad_records=args.skip_bad_records, max_line_bytes=args.max_line_bytes)
     spec = load_spec(spec_path, model_override=model, locomo=args.locomo,
                      overrides=getattr(args, "overrides", None) or (), limit=args.limit, read=read)
+    for line in spec.skipped:
+        print(f"warning: {line}", file=sys.stderr)
     continuing = "--retry-errors" if retry_errors else "--resume" if resume else None
     out = out or _out_for(spec.name, args, continuing)
     if retry_errors:

@@ -34,6 +34,7 @@ from rollsum_evals.peers.base import (
 )
 
 try:
+    from llama_index.core.async_utils import asyncio_run
     from llama_index.core.base.llms.types import (
         ChatMessage,
         ChatResponse,
@@ -43,11 +44,12 @@ try:
     )
     from llama_index.core.llms import CustomLLM
     from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
-    from llama_index.core.memory import ChatSummaryMemoryBuffer
+    from llama_index.core.memory import ChatSummaryMemoryBuffer, FactExtractionMemoryBlock, Memory
 except ImportError as err:  # one line through rollsum.plugins.load
     raise ImportError(f"{err}; {EXTRA_HINT}") from err
 
 PROMPT_ID = "llama-index:ChatSummaryMemoryBuffer"
+MEMORY_PROMPT_ID = "llama-index:Memory:FactExtractionMemoryBlock"
 ID_KEY = "rollsum_id"
 
 
@@ -57,6 +59,7 @@ class RollsumLlamaLLM(CustomLLM):
     rollsum_model: Any
     window: int
     max_tokens: int
+    prompt_id: str = PROMPT_ID
 
     @property
     def metadata(self) -> LLMMetadata:
@@ -65,7 +68,7 @@ class RollsumLlamaLLM(CustomLLM):
 
     def _ask(self, system: str, messages: list[Message]) -> str:
         completion = self.rollsum_model.complete(CompletionRequest(
-            system=system, messages=messages, max_tokens=self.max_tokens, prompt_id=PROMPT_ID,
+            system=system, messages=messages, max_tokens=self.max_tokens, prompt_id=self.prompt_id,
             metadata={"purpose": "peer summary"}))
         text: str = completion.text
         return text
@@ -143,3 +146,78 @@ class ChatSummaryMemory:
     def config(self) -> dict[str, Any]:
         return {"peer": "llama_index.core.memory.ChatSummaryMemoryBuffer", "versions": self.version,
                 "token_limit": self.buffer_tokens, "summary_max_tokens": self.summary_tokens}
+
+
+class LlamaMemory:
+    """LlamaIndex's ``Memory`` (successor of ``ChatSummaryMemoryBuffer``), as a `rollsum.memory.Memory`.
+
+    ``Memory`` keeps a FIFO of recent messages at most ``chat_history_token_ratio`` of its
+    ``token_limit``; past that it flushes the oldest (``token_flush_size`` tokens at a time)
+    into its memory blocks, whose content ``get()`` puts before the history as a system message,
+    cut so blocks plus history stay inside ``token_limit``. The LLM-backed block is
+    ``FactExtractionMemoryBlock`` (facts extracted from what was flushed, condensed past
+    ``max_facts``): that is the summary here, reported as the peer's summary events.
+
+    `token_limit` defaults to the window minus the summary's share (the block content is framed
+    by a template the limit counts loosely); `chat_history_token_ratio` (0.7),
+    `token_flush_size` (10 % of the limit) and `max_facts` (50) are LlamaIndex's defaults. Its
+    chat store is an in-memory SQLite (``aiosqlite``), one per conversation.
+    """
+
+    capabilities = ADAPTER
+    version = versions("llama-index-core")
+
+    def __init__(self, *, model: Model, context_window: int, counter: TokenCounter,
+                 on_event: Callable[[SummaryEvent], None] | None = None, token_limit: int | None = None,
+                 chat_history_token_ratio: float = 0.7, token_flush_size: int | None = None,
+                 max_facts: int = 50, summary_share: float = SUMMARY_SHARE) -> None:
+        buffer_tokens, self.summary_tokens = split_budget(context_window, summary_share)
+        self.token_limit = buffer_tokens if token_limit is None else int(token_limit)
+        self.flush = max(1, int(self.token_limit * 0.1)) if token_flush_size is None else int(token_flush_size)
+        overhead = int(getattr(counter, "overhead", 0))
+        llm = RollsumLlamaLLM(rollsum_model=model, window=model.context_window,
+                              max_tokens=answer_tokens(self.summary_tokens, counter), prompt_id=MEMORY_PROMPT_ID)
+        self.block = FactExtractionMemoryBlock(llm=llm, max_facts=max_facts)
+        self.memory = Memory.from_defaults(
+            token_limit=self.token_limit, chat_history_token_ratio=chat_history_token_ratio,
+            token_flush_size=self.flush, memory_blocks=[self.block],
+            tokenizer_fn=lambda text: range(counter.count(text) + overhead))
+        self.ratio = chat_history_token_ratio
+        self.log = SummaryLog("llamaindex-memory", counter, model.name, on_event)
+        self._by_id: dict[str, Message] = {}
+        self._order: list[str] = []
+
+    def add(self, message: Message) -> None:
+        if message.id is None:
+            message = message.with_id(f"lm{len(self._order)}")
+        self._by_id[message.id or ""] = message
+        self._order.append(message.id or "")
+        self.memory.put(ChatMessage(role=_ROLES[message.role], content=message.content,
+                                    additional_kwargs={ID_KEY: message.id}))
+
+    def context(self) -> list[Message]:
+        """``get()``: the memory blocks' content (a system message), then the recent history."""
+        out: list[Message] = []
+        summary = ""
+        for m in self.memory.get():
+            original = self._by_id.get(str(m.additional_kwargs.get(ID_KEY)))
+            if original is not None and original.content == m.content:
+                out.append(original)
+            else:
+                summary = str(m.content)
+                out.append(Message("system", summary))
+        kept = [m.id for m in out if m.id is not None]
+        self.log.update(summary, self._order, kept, len(self._order) - 1)
+        return out
+
+    def close(self) -> None:
+        """Release the in-memory chat store's connection on the loop that opened it (left to the
+        garbage collector, aiosqlite closes it on a loop that may be closed by then)."""
+        engine = getattr(self.memory.sql_store, "_async_engine", None)
+        if engine is not None:
+            asyncio_run(engine.dispose())
+
+    def config(self) -> dict[str, Any]:
+        return {"peer": "llama_index.core.memory.Memory + FactExtractionMemoryBlock", "versions": self.version,
+                "token_limit": self.token_limit, "chat_history_token_ratio": self.ratio,
+                "token_flush_size": self.flush, "summary_max_tokens": self.summary_tokens}

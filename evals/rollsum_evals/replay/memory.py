@@ -127,7 +127,7 @@ def memory_engine(unit: Unit, model: Model | None, on_event: Callable[[SummaryEv
     if not isinstance(memory, Memory):
         raise ConfigError(f"memory {unit.preset}: {type(memory).__name__} is not a rollsum Memory "
                           "(expected add(message) and context() -> list[Message])")
-    caps = asdict(components.of_config(unit.preset, unit.model, unit.params))
+    caps = asdict(components.of_config(unit.preset, unit.model, unit.params, imports=True))
     engine = MemoryEngine(memory, path=unit.preset, params=unit.params, context_window=unit.context_window,
                           counter=counter, model=model, capabilities=caps)
     return engine

@@ -39,7 +39,7 @@ from typing import Any
 
 from rollsum.errors import ConfigError, RollsumError
 from rollsum.models.base import Model
-from rollsum.redact import env_secrets, redact, redact_obj
+from rollsum.redact import env_secrets, redact
 from rollsum_evals import components, scoring
 from rollsum_evals.data.pinned import Dataset, Loader, default_loader
 from rollsum_evals.fsfaults import WriteFailed, describe_os_error
@@ -62,6 +62,7 @@ from rollsum_evals.run.unit import Job
 from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_STOPPED, new_manifest, table_columns
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, ScoredLines, UnitResult
 from rollsum_evals.rundir.lock import RunLock
+from rollsum_evals.rundir.redaction import redact_manifest
 from rollsum_evals.rundir.unit_cache import UnitCache
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import SweepSpec
@@ -298,7 +299,7 @@ def _fs_fault(rd: RunDir, err: OSError, state: _Progress, now: Callable[[], str]
         return WriteFailed(redact(f"{reason}; nothing was run", env_secrets()))
     state.manifest.update(status="interrupted", reason=reason, finished_at=now())
     try:
-        rd.write_manifest(redact_obj(state.manifest, env_secrets()), last_resort=True)
+        rd.write_manifest(redact_manifest(state.manifest, env_secrets()), last_resort=True)
         note = "its manifest says interrupted"
     except OSError as again:
         note = f"its manifest could not be updated either ({describe_os_error(again)})"
@@ -384,6 +385,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     manifest.update({
         "resumed_at": [*previous.get("resumed_at", []), now()] if previous else [],
         "units_total": len(units), "units_done": len(done & unit_ids), "configs": configs,
+        components.FACTS_KEY: components.recorded_facts(units),
         "executor": chosen, "executor_requested": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
         "pid": os.getpid(), "host": socket.gethostname(),  # tells a killed run from a running one
         "repairs": [*previous.get("repairs", []), *repair.notes],
@@ -393,7 +395,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                        "misses": len(job_list) - len(cache.replays) if cache.cache is not None else 0,
                        "stored": 0, "scores_stored": 0},
     })
-    rd.write_manifest(redact_obj(manifest, env_secrets()))
+    rd.write_manifest(redact_manifest(manifest, env_secrets()))
     state.manifest = manifest
 
     if cache.copied:
@@ -432,7 +434,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         manifest.update(status=f"stopped: {stop.kind}" if stop else "interrupted",
                         reason=stop.cause if stop else _reason(err),
                         spent_usd=_spent(ledger, previous_spent, tally), finished_at=now())
-        rd.write_manifest(redact_obj(manifest, env_secrets()), last_resort=True)
+        rd.write_manifest(redact_manifest(manifest, env_secrets()), last_resort=True)
         if stop is not None:  # a bad key or no network: one line, exit 2, nothing in flight journaled
             raise SweepStopped(redact(f"sweep stopped: {stop.cause}; {tally.ran} unit(s) finished before it; "
                                       f"fix it and continue with --resume --out {rd.path}", env_secrets())) from None
@@ -464,7 +466,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                     unit_cache={**manifest["unit_cache"], "stored": cache.stored,
                                 "scores_stored": cache.scores_stored},
                     timing={"unit_cpu_s": round(tally.cpu_s, 4), "unit_wall_s": round(tally.wall_s, 4)})
-    rd.write_manifest(redact_obj(manifest, env_secrets()))
+    rd.write_manifest(redact_manifest(manifest, env_secrets()))
     return RunResult(run_dir=rd.path, total=len(units), done=len(committed), ran=tally.ran,
                      skipped=len(units) - len(committed), errors=tally.errors, spent_usd=spent,
                      stopped_for_budget=stopped, wall_s=time.perf_counter() - t0,
@@ -505,7 +507,8 @@ def _start_manifest(spec: SweepSpec, plan: ScoringPlan, datasets: Mapping[str, D
         scorer_versions=scoring.versions(plan.scorers), unit_columns=unit_cols, probe_columns=probe_cols,
         seeds=list(spec.seeds), replay_fingerprint=provenance.replay_fingerprint(),
         scoring_fingerprint=provenance.scoring_fingerprint(), git_sha=provenance.git_sha(),
-        package_versions=provenance.versions(), started_at=previous.get("started_at") or now())
+        package_versions=provenance.versions(), started_at=previous.get("started_at") or now(),
+        spec_code=[c.code for c in spec.configs if c.code])
 
 
 def _copied(unit_id: str, replay: ReplayLines, scored: ScoredLines) -> UnitResult:

@@ -103,6 +103,12 @@ TURN_COLUMNS: tuple[Column, ...] = (
 )
 NON_DETERMINISTIC_UNIT_COLUMNS: tuple[str, ...] = ("wall_s", "summarizer_latency_s")
 """Wall-clock measurements: excluded when two runs are compared for equality."""
+PROCESS_MANIFEST_KEYS: tuple[str, ...] = ("pid", "host", "started_at", "finished_at", "resumed_at", "timing",
+                                          "repairs", "files", "unit_cache")
+"""Manifest keys about the processes that wrote the run (when, where, how long, what a resume
+repaired, the cache's hits, the seal over files whose wall-clock columns differ): excluded when
+two runs are compared for equality. A run repaired by ``--resume`` has every other key equal to
+the undamaged run's, and says what it repaired in ``repairs``."""
 
 UNIT_SORT, PROBE_SORT, TURN_SORT = ["unit_id"], ["unit_id", "probe_id", "asked_turn"], ["unit_id", "turn"]
 
@@ -142,12 +148,12 @@ def new_manifest(*, name: str, spec_raw: Mapping[str, Any], spec_path: str, spec
                  scorer_versions: Mapping[str, str], unit_columns: Sequence[Column],
                  probe_columns: Sequence[Column], seeds: Sequence[int], replay_fingerprint: str,
                  scoring_fingerprint: str, git_sha: str | None, package_versions: Mapping[str, str],
-                 started_at: str) -> dict[str, Any]:
+                 started_at: str, spec_code: Sequence[str] = ()) -> dict[str, Any]:
     """The manifest's fixed part (docs/run-format.md lists every key); the runner adds its own
     bookkeeping (cache, executor, timing) and the final status."""
     return {
         "format_version": FORMAT_VERSION, "name": name, "spec": dict(spec_raw), "spec_path": spec_path,
-        "spec_sha256": spec_sha256, "datasets": {k: dict(v) for k, v in datasets.items()},
+        "spec_sha256": spec_sha256, "spec_code": list(spec_code), "datasets": {k: dict(v) for k, v in datasets.items()},
         "scoring": {**plan.to_dict(), "versions": dict(scorer_versions), "fingerprint": scoring_fingerprint},
         "scorer_versions": dict(scorer_versions), "probe_timing": plan.timing.key,
         "main_model": plan.main_model,

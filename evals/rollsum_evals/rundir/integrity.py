@@ -13,7 +13,10 @@ table was read as if whole. Now:
 - **Seal**: when a run finishes (and after `rollsum score`) the manifest records every
   journal's and table's size and sha256 (``files``). A reader checks sizes at once and a file's
   hash when it reads it, so a truncated, corrupted or edited file is named, never trusted.
-- **Manifest**: a JSON object whose keys have the types readers rely on (`check_manifest`).
+- **Manifest**: a JSON object whose keys have the types readers rely on (`check_manifest`),
+  and whose ``spec_sha256`` is the hash of the spec it records (`spec_hash_problem`): an edited
+  hash would let `regress` take another spec's run for this one, and `--resume` refuse the
+  right spec.
 """
 
 from __future__ import annotations
@@ -190,6 +193,7 @@ _OPTIONAL: dict[str, tuple[str, Any]] = {
     "configs": ("an object", lambda v: isinstance(v, dict) and all(isinstance(c, dict) for c in v.values())),
     "datasets": ("an object of objects", lambda v: isinstance(v, dict) and all(isinstance(d, dict)
                                                                                for d in v.values())),
+    "spec_code": ("a list of strings", lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v)),
     "seeds": ("a list of integers", lambda v: isinstance(v, list) and all(_is_int(s) for s in v)),
     "units_total": ("an integer", _is_int),
     "units_done": ("an integer", _is_int),
@@ -233,3 +237,41 @@ def check_manifest(manifest: Any) -> str | None:
     if manifest.get("schema") is not None:
         return _schema_problem(manifest["schema"])
     return None
+
+
+def spec_sha256(spec_raw: Any, codes: list[str] | None) -> str:
+    """The spec's identity as `rollsum_evals.spec.SweepSpec.sha256` computes it (its parsed
+    content, plus the code fingerprints of the components it names by import path)."""
+    from rollsum_evals.units import canonical_json
+
+    payload = {"spec": spec_raw, "code": codes} if codes else spec_raw
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def _names_a_component(spec: Mapping[str, Any]) -> bool:
+    from rollsum.plugins import is_import_path
+
+    configs = spec.get("configs")
+    return isinstance(configs, list) and any(
+        isinstance(c, dict) and any(is_import_path(v) for v in c.values()) for c in configs)
+
+
+def spec_hash_problem(manifest: Mapping[str, Any]) -> str | None:
+    """Why the manifest's ``spec_sha256`` cannot be the hash of the spec it records (None: it is,
+    or it cannot be checked: a spec that redaction masked before it was written, or an older run
+    that did not record its components' code, ``spec_code``)."""
+    spec, recorded = manifest.get("spec"), manifest.get("spec_sha256")
+    if not isinstance(spec, dict) or not isinstance(recorded, str):
+        return None
+    codes = manifest.get("spec_code")
+    actual = spec_sha256(spec, codes)
+    if actual == recorded:
+        return None
+    from rollsum.redact import MASK
+
+    if MASK in json.dumps(spec, ensure_ascii=False, default=str):
+        return None
+    if codes is None and _names_a_component(spec):
+        return None
+    return (f"key 'spec_sha256': {recorded[:12]}… is not the hash of the spec the manifest records "
+            f"({actual[:12]}…): the manifest was edited")

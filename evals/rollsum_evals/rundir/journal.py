@@ -53,6 +53,7 @@ from rollsum_evals.rundir.integrity import (
     file_digest,
     scan_jsonl,
     size_problem,
+    spec_hash_problem,
 )
 from rollsum_evals.rundir.integrity import (
     read_jsonl as read_jsonl,
@@ -222,7 +223,8 @@ class RunDir:
         return self.file(UNITS_JOURNAL).exists() or self.file(MANIFEST).exists()
 
     def read_manifest(self) -> dict[str, Any]:
-        """The manifest, checked for the shape readers rely on (`integrity.check_manifest`)."""
+        """The manifest, checked for the shape readers rely on (`integrity.check_manifest`) and
+        for a spec hash that is the spec's (`integrity.spec_hash_problem`)."""
         path = self.file(MANIFEST)
         try:
             data = loads(path.read_bytes())
@@ -232,7 +234,7 @@ class RunDir:
             raise ConfigError(f"{path}: is a directory, not a file") from None
         except JSONInputError as err:  # not UTF-8, not JSON, NaN, nested too deeply
             raise DamagedRun(f"{path}: not usable JSON ({err}); the run directory is damaged") from None
-        problem = check_manifest(data)
+        problem = check_manifest(data) or spec_hash_problem(data)
         if problem is not None:
             raise DamagedRun(f"{path}: {problem}; the run directory is damaged")
         manifest: dict[str, Any] = data

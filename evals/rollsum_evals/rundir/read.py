@@ -8,7 +8,6 @@ knows the scorer.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,7 +138,6 @@ def load_run(path: str | Path) -> Run:
     (and line or column) and what to do. A finished run is read from its tables, each checked
     against the manifest's seal; a running or killed run from its journals (committed Units
     only), read strictly (only a torn last line is tolerated)."""
-    import pandas as pd
 
     rd = RunDir(path)
     if not rd.path.is_dir():
@@ -156,7 +154,7 @@ def load_run(path: str | Path) -> Run:
             continue
         data = rd.read_bytes(file)
         try:
-            tables[name] = pd.read_parquet(io.BytesIO(data or b""))
+            tables[name] = read_table_bytes(data or b"")
         except Exception as err:  # pyarrow raises several unrelated types for a bad file
             raise DamagedRun(f"{rd.file(file)}: cannot read the {name} table ({_first_line(err)})"
                              f"{rd.hint(file)}") from None
@@ -173,6 +171,23 @@ def load_run(path: str | Path) -> Run:
         tables = journal_frames(rd, list(units.values()), probes, traces, unit_cols, probe_cols)
     return Run(path=rd.path, manifest=manifest, units=param_columns(tables["units"]), probes=tables["probes"],
                turns=tables["turns"], _rd=rd)
+
+
+def read_table_bytes(data: bytes) -> pd.DataFrame:
+    """A parquet table read on the calling thread only: no Arrow thread pool, no read-ahead
+    (`pyarrow.parquet.read_table` goes through the dataset scanner, which uses both).
+
+    Arrow's pools start native threads that can still be finishing a task when a command exits
+    right after reading (``compare`` with an unknown label: read, one line, exit); the pool's
+    static destructor then meets a joinable thread and the process aborts ("terminate called
+    without an active exception", SIGABRT; apache/arrow#34314). Run tables are small, so one
+    thread costs nothing, and a reader never leaves a thread behind."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.ParquetFile(pa.BufferReader(data), pre_buffer=False).read(use_threads=False)
+    frame: pd.DataFrame = table.to_pandas(use_threads=False)
+    return frame
 
 
 def _first_line(err: BaseException) -> str:

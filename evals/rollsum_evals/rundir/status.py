@@ -58,3 +58,30 @@ def run_banner(path: str | os.PathLike[str]) -> str | None:
     rows = rd.unit_rows()
     errors = sum(1 for r in rows.values() if r.get("status") == STATUS_ERROR)
     return banner(manifest, len(rows), errors, alive=process_alive(manifest.get("pid"), manifest.get("host")))
+
+
+def nothing_finished(path: str | os.PathLike[str]) -> str | None:
+    """One line when not a single Unit of the run finished (stopped on a credential or the
+    network at the first call, killed at once): there is nothing to report, compare or gate, and
+    saying so beats a table with no columns. None otherwise, and for anything that is not a
+    readable run directory (the reader then says what is wrong with it)."""
+    from rollsum.errors import RollsumError
+    from rollsum_evals.rundir.format import MANIFEST
+    from rollsum_evals.rundir.journal import RunDir
+
+    rd = RunDir(Path(path))
+    if not (rd.path / MANIFEST).is_file():
+        return None
+    try:
+        manifest = rd.read_manifest()
+        if rd.unit_rows():
+            return None
+    except (RollsumError, OSError, ValueError):
+        return None
+    status = str(manifest.get("status") or "running")
+    reason = " ".join(str(manifest.get("reason") or "").split())
+    why = f"{status}: {reason}" if reason else status
+    total = int(manifest.get("units_total") or 0)
+    how = f"`rollsum run {manifest.get('spec_path') or 'SPEC'} --out {path} --resume`"
+    return (f"{path}: no unit finished ({why}; 0 of {total} units), so there is nothing to read yet; "
+            f"fix the cause and continue it with {how}")

@@ -138,7 +138,7 @@ def projected_cost(preset: str, model: str, trace: Trace, projected_model: str) 
     and cassette models do), else the usage estimated from the summary records."""
     if components.is_baseline(preset):
         return 0.0
-    if not components.of_config(preset, model).free:
+    if not components.recorded(trace.engine_config.get("capabilities"), preset, model).free:
         return price(model, trace.usage)
     usage = trace.usage if trace.usage.input_tokens > 0 else estimated_usage(trace)
     return price(projected_model, usage)

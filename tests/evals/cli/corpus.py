@@ -699,6 +699,13 @@ RUN_EDITS: dict[str, tuple[RunEdit, tuple[str, ...], tuple[str, ...]]] = {
     "manifest-files-string-report": (_manifest("files", "all of them"), REPORT, ("manifest.json", "files")),
     "manifest-configs-list-compare": (_manifest("configs", [1]), COMPARE, ("manifest.json", "configs")),
     "manifest-deleted-report": (_delete("manifest.json"), REPORT, ("manifest.json",)),
+    # the spec hash edited: no longer the hash of the spec the manifest records (issue #19)
+    "manifest-spec-hash-edited-report": (_manifest("spec_sha256", "0" * 64), REPORT, ("manifest.json", "spec_sha256")),
+    "manifest-spec-hash-edited-compare": (_manifest("spec_sha256", "0" * 64), COMPARE,
+                                          ("manifest.json", "spec_sha256")),
+    "manifest-spec-hash-edited-regress": (_manifest("spec_sha256", "0" * 64), REGRESS,
+                                          ("manifest.json", "spec_sha256")),
+    "manifest-spec-hash-edited-score": (_manifest("spec_sha256", "0" * 64), SCORE, ("manifest.json", "spec_sha256")),
     # no seal to compare with
     "unsealed-traces-jsonl-bad-line-score": (unsealed(_replace_line("traces.jsonl", 1, b"{not json")), SCORE,
                                              ("traces.jsonl", "line 2")),

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
+from rollsum_evals.rundir.format import PROCESS_MANIFEST_KEYS
 
 from tests.evals.cli.corpus import (
     BASELINE_EDITS,
@@ -214,6 +215,14 @@ def test_resume_repairs_a_damaged_run_exactly_and_says_what_it_fixed(finished_ru
         got, want = (pd.read_parquet(d / "run" / f"{table}.parquet") for d in (root, finished_run))
         pd.testing.assert_frame_equal(got.drop(columns=volatile, errors="ignore"),
                                       want.drop(columns=volatile, errors="ignore"))
+    # and so is the manifest, but for what describes the processes (and the copy's data path)
+    manifests = [json.loads((d / "run" / "manifest.json").read_text()) for d in (root, finished_run)]
+    for m in manifests:
+        for key in PROCESS_MANIFEST_KEYS:
+            m.pop(key, None)
+        for d in m["datasets"].values():
+            d.pop("source")
+    assert manifests[0] == manifests[1]
     assert run_cli(["report", "run", "--out", "rep", "--resamples", "200"], root).code == 0
 
 

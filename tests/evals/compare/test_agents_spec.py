@@ -19,8 +19,8 @@ def test_the_agents_spec_compares_clearing_with_every_preset_and_a_dense_truncat
     names = {c.preset for c in spec.configs}
     summarizing = {n for n in presets.names() if not components.is_baseline(n)}
     assert names >= summarizing | {"truncate", "clear-tool-results", "clear+since-last", "full-context"}
-    (grid,) = [c.grid["keep"] for c in spec.configs if c.preset == "truncate"]
+    (grid,) = [c.grid["keep"] for c in spec.configs if c.preset == "truncate" and c.grid]
     assert all(b / a <= 1.1 for a, b in itertools.pairwise(grid))
     assert {d.source.split("?")[0] for d in spec.datasets} == {"synth:agent"}
     # a window where clearing matters: well below a session's full context
-    assert spec.context_windows == (8000,) or list(spec.context_windows) == [8000]
+    assert spec.context_windows == (8000,)

@@ -29,6 +29,7 @@ from rollsum_evals.data.types import Probe
 from rollsum_evals.replay.trace import ContextEncoder, Trace, TurnRecord
 from rollsum_evals.run.unit import encode_replay
 from rollsum_evals.rundir.format import new_manifest, probe_rows, table_columns, unit_row
+from rollsum_evals.rundir.integrity import spec_sha256
 from rollsum_evals.rundir.journal import RunDir, ScoredLines, UnitResult, lines
 from rollsum_evals.scoring.asks import Ask
 from rollsum_evals.scoring.base import Scores, ScoringPlan
@@ -144,7 +145,8 @@ def make_run(path: Path, configs: Mapping[str, float], *, n_conversations: int =
             results.append(UnitResult(unit_id=unit.unit_id, replay=encode_replay(unit, trace),
                                       scored=ScoredLines(probes=lines(prows), units=lines([urow]))))
     manifest = new_manifest(
-        name=name or path.name, spec_raw={"configs": list(configs)}, spec_path="", spec_sha256="s" * 64,
+        name=name or path.name, spec_raw={"configs": list(configs)}, spec_path="",
+        spec_sha256=spec_sha256({"configs": list(configs)}, None),
         datasets={"synthetic": {"sha256": dataset_sha, "source": "fake", "conversations": n_conversations}},
         plan=PLAN, scorer_versions=VERSIONS, unit_columns=unit_cols, probe_columns=probe_cols, seeds=[0],
         replay_fingerprint="f" * 64, scoring_fingerprint="g" * 64, git_sha="abc123",
