@@ -341,7 +341,7 @@ class SyntheticConversation:
         per_kind = max(1, self.n_facts // 4)
         pool = harvest.candidates()
         end = harvest.end()
-        holders: dict[str, list[str]] = {c.answer.lower(): [] for c in (*pool, *end)}
+        holders: dict[str, list[str]] = {c.answer.lower(): [] for c in pool}
         for m in self._stream(None):
             low = m.content.lower()
             for a, held in holders.items():
@@ -354,11 +354,11 @@ class SyntheticConversation:
         for k, c in enumerate(chosen):
             out.append(Probe(id=f"{self.id}:a{k}", question=c.question, answer=c.answer, evidence=c.evidence,
                              category=c.category, meta={"planted_at": c.evidence[0], "channel": "agent", "how": c.how}))
-        # the current task and step: asked at the end; an earlier identical request or command
-        # states the same answer, so every message stating it is evidence (the latest planted it)
+        # the current task and step: asked at the end, answered by the latest request or command
+        # (an earlier identical one states the same task, so it is no leak of another answer)
         for k, c in enumerate(end, start=len(chosen)):
             out.append(Probe(id=f"{self.id}:a{k}", question=c.question, answer=c.answer,
-                             evidence=tuple(holders[c.answer.lower()]), category=c.category,
+                             evidence=c.evidence, category=c.category,
                              meta={"planted_at": c.evidence[0], "channel": "agent", "how": c.how, "ask_at": "end"}))
         return out
 

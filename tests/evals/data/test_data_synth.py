@@ -69,6 +69,9 @@ def test_answers_are_not_leaked_elsewhere(conv: Conversation) -> None:
     """Retention is only a real test if the answer is found only where it was planted."""
     for p in conv.probes:
         holders = {m.id for m in conv.messages if p.answer.lower() in m.content.lower()}
+        if p.category == "current-task":  # the latest request/command; earlier identical ones restate it
+            assert set(p.evidence) <= holders and len(p.evidence) == 1, p
+            continue
         assert holders == set(p.evidence), p
 
 
