@@ -201,3 +201,5 @@ def test_agent_probes_ask_what_the_tools_showed() -> None:
     assert [p.meta.get("ask_at") for p in ends] == ["end", "end"]
     last = max(i for i, m in enumerate(conv.messages) if m.role == "user" and ends[0].answer in m.content)
     assert ends[0].meta["planted_at"] == conv.messages[last].id, "the current task is the latest one asked"
+    calls = [m.id for m in conv.messages if m.role == "assistant" and "Calling execute_bash(" in m.content]
+    assert ends[1].meta["planted_at"] == calls[-1], "the step is the latest command run"
