@@ -17,6 +17,7 @@ WHAT = {
                "no test or lint tools",
     "dev,local": "the dev toolchain plus llama-cpp-python (compiled: about 4 minutes)",
     "dev,browser": "the dev toolchain plus playwright (drives headless Chromium)",
+    "dev,ray": "the dev toolchain plus ray (the Ray executor's tests start a 2-node cluster on loopback)",
 }
 BROWSER_TESTS = ("tests/evals/report/test_report_browser.py", "tests/evals/report/test_drilldown_browser.py")
 
@@ -32,10 +33,12 @@ def _install(session: nox.Session, extras: str) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite, offline. Extra pytest arguments pass through: `nox -s tests -- -k seeds`."""
-    _install(session, "dev")
+    """The test suite, offline. Extra pytest arguments pass through: `nox -s tests -- -k seeds`.
+    With the ray extra, so the Ray executor's cluster tests run too (``loadgroup``: they share
+    one cluster on one xdist worker instead of starting one on each)."""
+    _install(session, "dev,ray")
     workers = "2" if (os.cpu_count() or 1) > 1 else "0"
-    session.run("pytest", "-n", workers, *session.posargs)
+    session.run("pytest", "-n", workers, "--dist", "loadgroup", *session.posargs)
 
 
 @nox.session

@@ -21,7 +21,14 @@ Exit code: 1 on a miss: the main scenario over 1.5× its achievable bound, the -
 the executor ``auto`` picks over 1.3× the critical path, the warm re-run over 5 % of the cold
 run, or cached tables that differ from replayed ones; else 0.
 
+``--executor ray``: instead, the same sweep on the local process pool and on a local Ray (one
+machine, the same cores: Ray's own overhead), interleaved ``--repeats`` times, cold caches each
+time; prints medians and the ratio Ray / process (target ≤ 1.3×; exit 1 above it). Ray is
+started once before timing (as a cluster you join already runs; its start-up is printed
+apart, like the forkserver's).
+
 Usage: .venv/bin/python benchmarks/bench_sweep.py [--jobs 16] [--messages 120] [--latency-ms 50]
+       .venv/bin/python benchmarks/bench_sweep.py --executor ray [--repeats 3]
 """
 
 from __future__ import annotations
@@ -70,6 +77,7 @@ params = {{ trigger_ratio = 0.3, reset_ratio = 0.2, min_messages = 6{extra} }}
 BOUND_LIMIT = 1.5
 CACHE_LIMIT = 0.05
 CRITICAL_TARGET = 1.3
+RAY_TARGET = 1.3
 
 
 @dataclass
@@ -138,8 +146,57 @@ def _start_forkserver() -> float:
     return time.perf_counter() - t
 
 
+def _ray_vs_process(spec: Any, args: argparse.Namespace) -> int:
+    """Ray on one machine beside the process pool, interleaved, medians; tables compared."""
+    import statistics
+
+    from rollsum_evals.run.ray_executor import connect
+
+    pool_start = _start_forkserver()
+    t = time.perf_counter()
+    session = connect(None)
+    ray_start = time.perf_counter() - t
+    walls: dict[str, list[float]] = {"process": [], "ray": []}
+    same = True
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench_sweep_ray_") as tmp_s:
+            tmp = Path(tmp_s)
+            ref = None
+            for i in range(args.repeats):
+                for executor in ("process", "ray"):
+                    sc = Scenario(f"{executor}-{i}", args.jobs, executor)
+                    _run(spec, tmp, sc, args.latency_ms)
+                    walls[executor].append(sc.wall_s)
+                    units = sc.units.drop(columns=_volatile())
+                    ref = units if ref is None else ref
+                    same &= bool(ref.equals(units))
+    finally:
+        session.close()
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    ratio = med["ray"] / med["process"]
+    print(f"{spec.name}: {args.conversations} conversations × 4 configs, {args.latency_ms:.0f} ms a call, "
+          f"--jobs {args.jobs}, {os.cpu_count()} cores; start-up (not in the walls): forkserver "
+          f"{pool_start:.2f} s, local Ray {ray_start:.2f} s ({session.cpus:g} CPUs)")
+    print()
+    print("| executor | walls s (interleaved) | median s |")
+    print("|---|---|---|")
+    for k, v in walls.items():
+        print(f"| {k} | {', '.join(f'{x:.2f}' for x in v)} | {med[k]:.2f} |")
+    print()
+    met = ratio <= RAY_TARGET
+    print(f"ray / process (median wall, target ≤ {RAY_TARGET}×): {ratio:.2f}× {'met' if met else 'NOT met'}; "
+          f"tables identical: {same}")
+    if not (met and same):
+        print("MISS: " + ("tables differ" if not same else f"ray {ratio:.2f}× the process pool"), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--executor", choices=("local", "ray"), default="local",
+                    help="ray: compare Ray on this machine with the process pool (see the docstring)")
+    ap.add_argument("--repeats", type=int, default=3, help="with --executor ray: interleaved runs of each")
     ap.add_argument("--jobs", type=int, default=16)
     ap.add_argument("--all-jobs", type=int, default=64, help="the every-Unit-at-once scenario")
     ap.add_argument("--conversations", type=int, default=16)
@@ -156,6 +213,8 @@ def main() -> int:
                                   messages=args.messages,
                                   extra=f', ledger = "{args.ledger}"' if args.ledger else ""),
                       "bench.toml")
+    if args.executor == "ray":
+        return _ray_vs_process(spec, args)
     cores = os.cpu_count() or 1
     scenarios = [Scenario("main", args.jobs, "auto"),
                  Scenario("thread", args.jobs, "thread"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -41,3 +42,14 @@ def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     monkeypatch.delenv("ROLLSUM_PRICES", raising=False)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_truncate_curve() -> Iterator[None]:
+    """Specs in tests count their Units exactly: the truncate grid `rollsum run` adds to every
+    sweep (issue #18) is off unless a test turns it on (tests/evals/spec/test_truncate_curve.py
+    deletes this variable). Session-scoped so module fixtures that run a sweep see it too;
+    subprocesses inherit it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ROLLSUM_TRUNCATE_CURVE", "0")
+        yield

@@ -41,7 +41,7 @@ def _noxfile() -> Any:
 
 
 @pytest.mark.parametrize(("name", "posargs", "extras"), [
-    ("tests", [], ".[dev]"), ("lint", [], ".[dev]"), ("demo", [], ".[harness]"),
+    ("tests", [], ".[dev,ray]"), ("lint", [], ".[dev]"), ("demo", [], ".[harness]"),
     ("sweep", ["spec.toml"], ".[harness]"), ("ab", ["s", "a", "b"], ".[harness]"),
     ("nightly", [], ".[harness]"), ("bench", [], ".[harness]"), ("browser", [], ".[dev,browser]"),
 ])

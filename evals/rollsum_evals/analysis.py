@@ -24,11 +24,12 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from rollsum.errors import ConfigError
-from rollsum_evals import components
+from rollsum_evals import components, gain
+from rollsum_evals.coverage import coverage_columns
 from rollsum_evals.rundir.read import Run, load_run
 from rollsum_evals.scoring.answer_retention import EXCLUDED
-from rollsum_evals.stats import DEFAULT_RESAMPLES, Interval, cluster_bootstrap
-from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, STATUSES, Health, Thresholds, Verdict, judge
+from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, Interval, cluster_bootstrap
+from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, OK, STATUSES, Health, Thresholds, Verdict, judge
 
 
 def load(run_dir: str | os.PathLike[str]) -> Run:
@@ -335,6 +336,7 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
         row["n_asks"], row["n_probes"] = len(p), len(ans)
         for reason in EXCLUSIONS:
             row[f"n_excluded_{reason}"] = int((p["excluded"] == reason).sum()) if len(p) else 0
+        row.update(coverage_columns(p) if len(p) else {"coverage": math.nan})
         for table_col, unit_col in (("main_tokens", paired_col), ("main_input_tokens", "main_input_tokens")):
             if unit_col in grp.columns:
                 _band(row, table_col, cluster_bootstrap(grp[unit_col].astype(float).to_numpy(),
@@ -358,18 +360,28 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
         if with_qa:
             _qa_columns(row, grp, health)
         verdict = judge(health, thresholds)
-        row.update(status=verdict.status, flags=";".join(verdict.flags), reason=verdict.reason,
-                   ranked=verdict.ranked and not math.isnan(row["retention"]))
+        curve = gain.is_curve(str(cfg))
+        flags, reasons = list(verdict.flags), list(verdict.reasons)
+        if curve:
+            flags.append(CURVE_FLAG)
+            reasons.append("the truncate grid the harness added: gain is measured against it, not a candidate")
+        row.update(status=verdict.status, flags=";".join(flags), reason="; ".join(reasons), curve=curve,
+                   ranked=verdict.ranked and not curve and not math.isnan(row["retention"]))
         rows.append(row)
     table = pd.DataFrame(rows)
     if table.empty:
         return table
+    table = _with_gains(table, done_all, probes, paired_col, n_resamples=n_resamples, seed=seed)
     tokens = token_axis(table).column
     order = {s: i for i, s in enumerate(STATUSES)}
+    # ranked by gain over truncation at the same tokens (issue #18: by retention the ranking was
+    # the token order); a configuration without a gain (no curve, off its range) follows, by retention
     table = table.assign(_unranked=~table["ranked"], _status=table["status"].map(order),
+                         _neg_gain=-table["gain"].astype(float).fillna(-math.inf),
                          _neg_retention=-table["retention"].fillna(-1.0), _tok=table[tokens].fillna(math.inf))
-    table = table.sort_values(["_unranked", "_status", "_neg_retention", "_tok", "config"],
-                              kind="mergesort").drop(columns=["_unranked", "_status", "_neg_retention", "_tok"])
+    table = table.sort_values(["_unranked", "_status", "_neg_gain", "_neg_retention", "_tok", "config"],
+                              kind="mergesort").drop(columns=["_unranked", "_status", "_neg_gain",
+                                                              "_neg_retention", "_tok"])
     table = table.reset_index(drop=True)
     n_ranked = int(table["ranked"].sum())
     table.insert(0, "rank", pd.Series([*range(1, n_ranked + 1), *([None] * (len(table) - n_ranked))],
@@ -378,6 +390,93 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
                                 table["retention"].astype(float).tolist()[:n_ranked]))
     table["pareto"] = [i in front for i in range(len(table))]
     return table
+
+
+CURVE_FLAG = "truncate-curve"
+"""Flag of the configurations of the truncate grid the harness added (`gain.is_curve`)."""
+OUTSIDE_FLAG = "beyond-truncate-curve"
+"""Flag of a configuration some of whose Units lie outside their conversation's curve."""
+
+
+def gain_units(done: pd.DataFrame, probes: pd.DataFrame, tokens: str) -> pd.DataFrame:
+    """The per-unit table `gain.unit_gains` reads (`gain.UNIT_COLUMNS`, plus `fits` and
+    `unit_id`) from the finished Units `with_feasibility` and the `ok_probes`: retention and
+    weight from each Unit's answerable asks (the Unit's own `retention`, weight 1, for a run
+    without a probe table)."""
+    units = done.copy()
+    window = units["context_window"].astype(str) if "context_window" in units.columns else ""
+    seed = units["seed"].astype(str) if "seed" in units.columns else "0"
+    units["key"] = cluster_key(units) + "/" + seed + "/" + window
+    units["cluster"] = cluster_key(units)
+    units["tokens"] = pd.to_numeric(units[tokens], errors="coerce") if tokens in units.columns else math.nan
+    over = units["overflow_turns"] if "overflow_turns" in units.columns else pd.Series(0, index=units.index)
+    units["fits"] = ~(pd.to_numeric(over, errors="coerce").fillna(0) > 0)
+    if len(probes):
+        ans = probes[probes["answerable"]]
+        per = ans.groupby("unit_id")["retained"].agg(["mean", "count"])
+        units["retention"] = units["unit_id"].map(per["mean"])
+        units["weight"] = units["unit_id"].map(per["count"]).fillna(0).astype(float)
+    else:
+        units["retention"] = pd.to_numeric(units["retention"], errors="coerce")
+        units["weight"] = 1.0
+    units["config"] = units["config"].astype(str)
+    return units[["unit_id", *gain.UNIT_COLUMNS, "fits"]]
+
+
+def reference_configs(units: pd.DataFrame) -> list[str]:
+    """Configurations whose Units trace the truncate curve: every truncate configuration (and
+    the added grid, whatever its preset column says)."""
+    labels = units["config"].astype(str)
+    truncate = units["preset"].astype(str) == gain.REFERENCE_PRESET if "preset" in units.columns else False
+    return sorted(set(labels[truncate | labels.map(gain.is_curve)]))
+
+
+def _with_gains(table: pd.DataFrame, done: pd.DataFrame, probes: pd.DataFrame, tokens: str, *,
+                n_resamples: int, seed: int) -> pd.DataFrame:
+    """`table` with `gain.GAIN_COLUMNS`, and — on fewer than `MIN_CONVERSATIONS` conversations —
+    the ask-level `gain_asks*` columns (`gain.ask_level_gains`); a flag for configurations with
+    Units off the curve."""
+    units = gain_units(done, probes, tokens)
+    per_unit = gain.unit_gains(units, reference_configs(done))
+    by_config = gain.config_gains(per_unit, n_resamples=n_resamples, seed=seed)
+    out = table.merge(by_config, left_on="config", right_index=True, how="left")
+    few = 0 < int(units["cluster"].nunique()) < MIN_CONVERSATIONS
+    if few and len(probes) and len(per_unit):
+        keyed = probes[probes["answerable"]].merge(units[["unit_id", "key"]], on="unit_id")
+        keyed = keyed.assign(config=keyed["config"].astype(str))
+        asks = gain.ask_level_gains(gain.ask_gains(per_unit, keyed), n_resamples=n_resamples, seed=seed)
+        out = out.merge(asks, left_on="config", right_index=True, how="left")
+    if not (per_unit["place"] == "on").any():
+        return out  # no truncate curve in this run: nothing is off it
+    outside = (out["gain_outside"].fillna(0) > 0) & (out["status"] == OK) & ~out["curve"].astype(bool)
+    n_off = out["gain_outside"].fillna(0).astype(int)
+    n_all = n_off + out["gain_units"].fillna(0).astype(int)
+    flags, reasons = out["flags"].astype(str).tolist(), out["reason"].astype(str).tolist()
+    for pos, off in enumerate(outside.tolist()):
+        if not off:
+            continue
+        why = (f"{n_off.iloc[pos]} of {n_all.iloc[pos]} unit(s) outside the truncate curve's token range (or no "
+               "truncate unit of their conversation fits the window): no gain for them, none extrapolated")
+        flags[pos] = ";".join(f for f in (flags[pos], OUTSIDE_FLAG) if f)
+        reasons[pos] = "; ".join(r for r in (reasons[pos], why) if r)
+    return out.assign(flags=flags, reason=reasons)
+
+
+def best_by_gain(table: pd.DataFrame, budget: float | None = None) -> pd.Series | None:
+    """The ranked configuration with the highest gain whose interval (conversation-level) excludes
+    0 — within `budget` main-model tokens when given; None when none does."""
+    r = ranked(table)
+    if r.empty or "gain_low" not in r.columns:
+        return None
+    if budget is not None:
+        r = r[r[token_axis(table).column].astype(float) <= budget]
+    beats = r[r["gain_low"].astype(float) > 0]
+    return beats.iloc[0] if len(beats) else None
+
+
+def has_gains(table: pd.DataFrame) -> bool:
+    """The run has a truncate curve some ranked configuration could be placed on."""
+    return "gain" in table.columns and bool(ranked(table)["gain"].notna().any()) if len(table) else False
 
 
 def config_health(run: Run) -> dict[str, Health]:

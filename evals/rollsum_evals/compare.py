@@ -36,6 +36,7 @@ import pandas as pd
 
 from rollsum.errors import ConfigError
 from rollsum_evals import analysis, components
+from rollsum_evals.coverage import summary_line
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_num, fmt_usd, md_escape, md_table, text_table
 from rollsum_evals.rundir.read import Run
@@ -43,7 +44,9 @@ from rollsum_evals.stats import (
     DEFAULT_ALPHA,
     DEFAULT_RESAMPLES,
     MIN_CONVERSATIONS,
+    WITHIN_ONLY,
     Interval,
+    ask_level_bootstrap,
     holm_intervals,
     not_enough,
 )
@@ -132,6 +135,21 @@ class MetricResult:
     n_pairs: int
     withheld: str = ""
     """Why no verdict can be given whatever the numbers (e.g. a prompt-blind summarizer)."""
+    within: Interval | None = None
+    """Retention on fewer than `MIN_CONVERSATIONS` conversations: the ask-level paired interval
+    (`stats.ask_level_bootstrap`), a direction "within these conversations only", never a verdict."""
+
+    @property
+    def direction(self) -> str:
+        """The ask-level direction, labelled (`stats.WITHIN_ONLY`); "" when there is none."""
+        w = self.within
+        if w is None or math.isnan(w.estimate):
+            return ""
+        if not w.enough:
+            return f"ask-level: {w.clusters} paired ask(s), too few for an interval ({WITHIN_ONLY})"
+        side = "A higher" if w.low > 0 else "B higher" if w.high < 0 else "no direction"
+        return (f"ask-level A − B {w.estimate:+.3f} [{w.low:+.3f}, {w.high:+.3f}] over {w.n:,} paired asks: "
+                f"{side} ({WITHIN_ONLY})")
 
     @property
     def verdict(self) -> str:
@@ -189,6 +207,8 @@ class Comparison:
     n_resamples: int = DEFAULT_RESAMPLES
     matches: list[Match] = field(default_factory=list)
     """Filled by `compare_matched`: one per conversation of A."""
+    coverage: list[str] = field(default_factory=list)
+    """One line per side: how many of its asks retention counts, per category (`coverage`)."""
 
     @property
     def verdict(self) -> str:
@@ -263,8 +283,19 @@ def _run(pairs: Sequence[tuple[str, _Side, _Side]], *, alpha: float, n_resamples
     intervals = holm_intervals([((va - vb).to_numpy(), cl) for _, _, va, vb, cl in family], alpha=alpha,
                                n_resamples=n_resamples, seed=seed)
     return [MetricResult(pair, metric, float(va.mean()), float(vb.mean()), iv, len(va),
-                         (withheld or {}).get(pair, ""))
+                         (withheld or {}).get(pair, ""),
+                         _within(metric, va, vb, iv, n_resamples=n_resamples, seed=seed))
             for (pair, metric, va, vb, _), iv in zip(family, intervals)]
+
+
+def _within(metric: str, va: pd.Series, vb: pd.Series, iv: Interval, *, n_resamples: int,
+            seed: int) -> Interval | None:
+    """Issue #18: one chat still gets a direction. With too few conversations for a verdict,
+    retention's paired asks are resampled on their own (95 %, outside the Holm family: it never
+    decides anything)."""
+    if metric != "retention" or iv.enough or not len(va):
+        return None
+    return ask_level_bootstrap((va - vb).to_numpy(dtype=float), n_resamples=n_resamples, seed=seed)
 
 
 def prompt_blind(run_a: Run, config_a: str, run_b: Run, config_b: str) -> str:
@@ -324,6 +355,14 @@ def _summary_diff(pair: str, run_a: Run, cfg_a: str, run_b: Run, cfg_b: str,
     return SummaryDiff(pair, conv, cp.turn, text_a, text_b)
 
 
+def coverage_line(who: str, run: Run, configs: Sequence[str]) -> str:
+    """"A (label): coverage 82 % (…)": the asks behind one side's retention."""
+    probes = analysis.ok_probes(run)
+    if len(probes):
+        probes = probes[probes["config"].astype(str).isin(list(configs))]
+    return f"{who} ({', '.join(configs)}): {summary_line(probes)}"
+
+
 def compare_configs(run: Run, config_a: str, config_b: str, *, alpha: float = DEFAULT_ALPHA,
                     n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Comparison:
     """Two configurations of one run, paired by probe / by conversation."""
@@ -336,7 +375,8 @@ def compare_configs(run: Run, config_a: str, config_b: str, *, alpha: float = DE
     results = _run([(pair, a, b)], alpha=alpha, n_resamples=n_resamples, seed=seed, warnings=warnings,
                    unit_cols=unit_metrics(run), withheld={pair: blind} if blind else None)
     diff = _summary_diff(pair, run, config_a, run, config_b, a, b)
-    return Comparison(config_a, config_b, results, [diff] if diff else [], warnings, n_resamples)
+    return Comparison(config_a, config_b, results, [diff] if diff else [], warnings, n_resamples,
+                      coverage=[coverage_line("A", run, [config_a]), coverage_line("B", run, [config_b])])
 
 
 UNMATCHABLE_FLAGS = frozenset({"error", "broken", "degraded", "thrashing"})
@@ -425,7 +465,9 @@ def compare_matched(run: Run, config_a: str, config_b: str, *, tolerance: float 
     matches = [dataclasses.replace(m, a_retention=per_conv.get(m.conversation, (math.nan, math.nan))[0],
                                    b_retention=per_conv.get(m.conversation, (math.nan, math.nan))[1])
                if m.matched else m for m in matches]
-    return Comparison(config_a, label_b, results, [], warnings, n_resamples, matches)
+    return Comparison(config_a, label_b, results, [], warnings, n_resamples, matches,
+                      coverage=[coverage_line("A", run, [config_a]),
+                                coverage_line("B", run, sorted(set(keys.values())))])
 
 
 def _paired_retention(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, tuple[float, float]]:
@@ -471,7 +513,9 @@ def compare_runs(run_a: Run, run_b: Run, config: str | None = None, *,
     results = _run(sides, alpha=alpha, n_resamples=n_resamples, seed=seed, warnings=warnings,
                    unit_cols=unit_metrics(run_a, run_b))
     diffs = [d for c, a, b in sides if (d := _summary_diff(c, run_a, c, run_b, c, a, b)) is not None]
-    return Comparison(run_a.name, run_b.name, results, diffs[:3], warnings, n_resamples)
+    return Comparison(run_a.name, run_b.name, results, diffs[:3], warnings, n_resamples,
+                      coverage=[coverage_line(f"run A {run_a.name}", run_a, configs),
+                                coverage_line(f"run B {run_b.name}", run_b, configs)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -521,6 +565,8 @@ def verdict_text(comparison: Comparison) -> str:
     if comparison.matches:
         lines += ["", *text_table(MATCH_HEADERS, match_rows(comparison))]
     head = f"A = {comparison.label_a}\nB = {comparison.label_b}\nverdict (retention): {comparison.verdict}"
+    head += "".join(f"\ndirection, {r.pair}: {r.direction}" for r in comparison.results if r.direction)
+    head += "".join(f"\n{c}" for c in comparison.coverage)
     return head + "\n\n" + "\n".join(lines) + "".join(f"\nwarning: {w}" for w in comparison.warnings)
 
 
@@ -534,6 +580,14 @@ def to_markdown(comparison: Comparison) -> str:
           "(family-wise 95 %). A verdict names a winner only when its interval excludes 0; none is "
           f"given on fewer than {MIN_CONVERSATIONS} conversations.", "",
           md_table(TABLE_HEADERS, table_rows(c)), ""]
+    directions = [f"- {md_escape(r.pair)}: {md_escape(r.direction)}" for r in c.results if r.direction]
+    if directions:
+        md += [f"## Within these conversations only ({len(directions)})", "",
+               f"Fewer than {MIN_CONVERSATIONS} conversations: no verdict, but the paired asks, resampled on "
+               "their own, give a direction. It says nothing about other chats.", "", *directions, ""]
+    if c.coverage:
+        md += ["## Coverage", "", "How many asks each side's retention counts (answerable ÷ non-adversarial), "
+               "per category.", "", *(f"- {md_escape(x)}" for x in c.coverage), ""]
     if c.matches:
         md += ["## Matched units", "", "Each conversation of A against B's configuration nearest in "
                "main-model tokens (used only within the tolerance).", "", md_table(MATCH_HEADERS, match_rows(c)), ""]

@@ -121,10 +121,12 @@ def place_labels(fig: Figure, ax: Axes, xs: Sequence[float], ys: Sequence[float]
     return texts
 
 
-def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
+def retention_vs_tokens(table: pd.DataFrame, path: Path, truncation: pd.DataFrame | None = None) -> Path:
     """Ranked configurations as points with their retention interval, the Pareto frontier joined;
     unranked ones (degraded, broken, infeasible, error) as grey crosses; references (baselines
-    that do not fit the window) as dashed horizontal lines, never as candidates.
+    that do not fit the window) as dashed horizontal lines, never as candidates; `truncation`
+    (columns tokens, retention) as a black line: what keeping the newest messages retains at each
+    token figure, the curve a configuration's gain is measured against (`rollsum_evals.gain`).
 
     `table` is `analysis.config_table`: the x axis is its token figure (`token_axis`).
     """
@@ -153,6 +155,9 @@ def retention_vs_tokens(table: pd.DataFrame, path: Path) -> Path:
                     color="#c0392b", ecolor="#e6a39b", capsize=3, label="Pareto frontier (ranked)")
     if len(front) > 1:
         ax.plot(x[front], y[front], "-", color="#c0392b", linewidth=1.2, drawstyle="steps-post")
+    if truncation is not None and len(truncation) >= 2:
+        ax.plot(truncation["tokens"].astype(float), truncation["retention"].astype(float), "-", color="#1d1d1f",
+                linewidth=1.4, marker=".", markersize=4, label="truncation (newest messages) at these tokens")
     if len(other):
         ax.plot(other[tokens].astype(float), other["retention"].astype(float), "x", color="#9b9b9b",
                 markersize=8, label="not ranked (degraded, broken, infeasible, error)")
@@ -418,4 +423,25 @@ def param_heatmap(grid: pd.DataFrame, x: str, y: str, path: Path, title: str) ->
         ax.set_ylabel(f"{y} (value)")
         ax.set_title(f"{name} (colours span this grid's range)", fontsize=10)
     fig.suptitle(title)
+    return _save(fig, path)
+
+
+def tune_convergence(points: Sequence[tuple[int, float]], path: Path, *, grid_units: int) -> Path:
+    """`rollsum tune`: the best feasible gain found so far against the Units evaluated, with the
+    equivalent grid's cost as a vertical line (what the search saved is the distance to it)."""
+    title = "Tune convergence: best gain over truncation vs units evaluated"
+    if not points:
+        return _empty(path, title, "no feasible trial yet")
+    fig = Figure(figsize=(8, 4))
+    ax = fig.add_subplot()
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    ax.step(xs, ys, where="post", marker="o", color="#2c7fb8")
+    if grid_units:
+        ax.axvline(grid_units, color="#7f7f7f", linestyle="--", label=f"equivalent grid: {grid_units:,} units")
+        ax.legend(fontsize=8, loc="lower right")
+    ax.axhline(0, color="#c0392b", alpha=0.4, linewidth=1)
+    ax.set_xlabel("units evaluated (configuration × conversation, distinct)")
+    ax.set_ylabel("best gain over truncation")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title)
     return _save(fig, path)

@@ -54,6 +54,7 @@ from rollsum.errors import ConfigError
 from rollsum.params import Range, check_number
 from rollsum.safejson import JSONInputError, loads
 from rollsum_evals import analysis
+from rollsum_evals.coverage import coverage, low_coverage_line, summary_line
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_num, fmt_usd, text_table
 from rollsum_evals.rundir.read import Run
@@ -456,6 +457,25 @@ def gate_table(result: GateResult) -> str:
     return "\n".join(lines)
 
 
+def coverage_lines(run: Run, table: pd.DataFrame) -> list[str]:
+    """What the gated retention counts, per category (`coverage`): one line when every gated
+    configuration counts the same asks, else one per configuration. Display only: coverage is
+    not gated (the paired-ask check already fails when what counts as answerable changes)."""
+    probes = analysis.ok_probes(run)
+    if probes.empty or table.empty:
+        return []
+    configs = [str(c) for c, curve in zip(table["config"], table.get("curve", [False] * len(table))) if not curve]
+    lines = {c: summary_line(probes[probes["config"].astype(str) == c]) for c in configs}
+    if len(set(lines.values())) == 1:
+        return [f"{next(iter(lines.values()))} (every configuration)", *_low(next(iter(lines)), probes)]
+    return [f"{c}: {line}" for c, line in lines.items()] + _low(configs[0], probes)
+
+
+def _low(config: str, probes: pd.DataFrame) -> list[str]:
+    line = low_coverage_line(coverage(probes[probes["config"].astype(str) == config]))
+    return [f"warning: {line}"] if line else []
+
+
 def history_path(baseline_path: Path) -> Path:
     name = baseline_path.name.removesuffix(".json")
     return baseline_path.with_name(f"{name}.history.jsonl")
@@ -515,6 +535,8 @@ def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[st
     if record_history:
         append_history(history_path(path), history_entry(run, name, result, new, when, promote))
     text = gate_table(result) if result is not None else note + f"no comparable baseline at {path} yet"
+    # what the gated numbers count, above the table: the verdict stays the last line
+    text = "".join(f"{line}\n" for line in coverage_lines(run, table)) + text
     if promote:
         atomic_write_text(path, json.dumps(new, indent=1, sort_keys=True) + "\n")
         text += f"\npromoted: {path} now holds {len(new['configs'])} configuration(s) from run {run.name}"

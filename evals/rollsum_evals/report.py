@@ -25,7 +25,7 @@ import html
 import logging
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,22 +35,27 @@ from rollsum_evals import drilldown, plots, report_publish
 from rollsum_evals.analysis import (
     PER_CALL,
     answerable_probes,
+    best_by_gain,
     config_table,
     dataset_hashes,
+    has_gains,
     load,
     lost_asks,
+    ok_probes,
     ok_units,
     ranked,
     summaries_at_checkpoint,
     token_axis,
 )
+from rollsum_evals.coverage import by_category, coverage, fmt_share, low_coverage_line
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_interval, fmt_num, fmt_usd, html_table, md_escape, md_table
+from rollsum_evals.gain import is_curve as is_curve_label
 from rollsum_evals.report_keys import LEGEND_HEADERS, ConfigKeys, config_keys, config_params, grid_views, legend_rows
 from rollsum_evals.report_qa import QA_CSV_COLUMNS, QA_HEADERS, QA_TEXT, QA_TITLE, has_qa, judge_notes, qa_rows
 from rollsum_evals.rundir.journal import read_jsonl
 from rollsum_evals.rundir.read import Run
-from rollsum_evals.stats import DEFAULT_RESAMPLES
+from rollsum_evals.stats import DEFAULT_RESAMPLES, WITHIN_ONLY, not_enough
 from rollsum_evals.verdicts import (
     BROKEN,
     DEFAULT_THRESHOLDS,
@@ -68,8 +73,11 @@ TOP_CONFIGS = 2
 """How many of the best configurations get their summaries shown side by side."""
 
 
-def rank_headers(tokens: str) -> tuple[str, ...]:
-    return ("#", "config", "key", "retention [95% CI]", tokens, "cost / conversation [95% CI]",
+def rank_headers(tokens: str, asks: bool = False) -> tuple[str, ...]:
+    """`asks`: add the ask-level gain interval (fewer than 5 conversations)."""
+    return ("#", "config", "key", "gain vs truncate [95% CI]",
+            *((f"gain, ask-level [95% CI] ({WITHIN_ONLY})",) if asks else ()),
+            "retention [95% CI]", "coverage", tokens, "cost / conversation [95% CI]",
             "projected summarizer cost", "calls / message", "failed calls", "containment (old)",
             "conversations", "Pareto")
 
@@ -95,9 +103,15 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
     (OK, "Not ranked: nothing to rank by",
      "Healthy and feasible, but without a retention figure (no answerable asks)."),
 )
+CURVE_TEXT = ("The truncate grid the harness adds to every sweep (labels `{label}[keep=…]`, capped at the "
+              "window): on each conversation its Units trace retention over main-model tokens, and each "
+              "configuration's gain is its retention minus this curve's at the configuration's tokens "
+              "(docs/reports.md). It is the yardstick, never a candidate; every point is in configs.csv.")
 EXCLUSION_WORDS = {"adversarial": "adversarial", "uncheckable": "not checkable",
                    "unsupported": "not supported by the conversation"}
 CSV_COLUMNS = ("config", "rank", "status", "flags", "reason", "retention", "retention_low", "retention_high",
+               "gain", "gain_low", "gain_high", "truncate_retention", "gain_units", "gain_outside",
+               "gain_asks", "gain_asks_low", "gain_asks_high", "coverage",
                "retention_containment", "n_conversations", "n_units", "n_units_failed", "n_asks", "n_probes",
                "n_excluded_adversarial", "n_excluded_uncheckable", "n_excluded_unsupported",
                "main_tokens", "main_tokens_low", "main_tokens_high", "main_tokens_basis",
@@ -107,7 +121,8 @@ CSV_COLUMNS = ("config", "rank", "status", "flags", "reason", "retention", "rete
                "summarizer_attempts", "failures", "failure_rate", "summarizer_calls_per_message",
                "fallbacks", "cassette_misses", "clips", "overflow_turns", "max_context_ratio",
                "context_window", "pareto", "preset", "model", "prompt")
-"""configs.csv, in this order (docs/reports.md documents each)."""
+"""configs.csv, in this order (docs/reports.md documents each), then one `coverage_<category>` column
+per category of the run (`coverage.coverage_columns`)."""
 
 
 def _failed(r: Mapping[Any, Any]) -> str:
@@ -130,6 +145,36 @@ def _retention(r: Mapping[Any, Any]) -> str:
     return fmt_interval(r["retention"], r["retention_low"], r["retention_high"], int(r["n_conversations"]))
 
 
+def _signed(v: Any) -> str:
+    return "–" if _missing(v) else f"{float(v):+.3f}"
+
+
+def _gain(r: Mapping[Any, Any]) -> str:
+    """"+0.123 [+0.050, +0.200]"; the reason instead of an interval; "–" without a gain."""
+    g = r.get("gain", math.nan)
+    if _missing(g):
+        return "– (off the truncate curve)" if int(r.get("gain_outside") or 0) and r.get("_curve_run") else "–"
+    low, high = r.get("gain_low", math.nan), r.get("gain_high", math.nan)
+    if _missing(low) or _missing(high):
+        return f"{_signed(g)} ({not_enough(int(r['n_conversations']))})"
+    return f"{_signed(g)} [{_signed(low)}, {_signed(high)}]"
+
+
+def _gain_asks(r: Mapping[Any, Any]) -> str:
+    g = r.get("gain_asks", math.nan)
+    if _missing(g):
+        return "–"
+    low, high = r.get("gain_asks_low", math.nan), r.get("gain_asks_high", math.nan)
+    if _missing(low):
+        return f"{_signed(g)} (too few asks)"
+    return f"{_signed(g)} [{_signed(low)}, {_signed(high)}]"
+
+
+def few_conversations(table: pd.DataFrame) -> bool:
+    """The ask-level gain columns are there: fewer than 5 conversations."""
+    return "gain_asks" in table.columns and bool(ranked(table)["gain_asks"].notna().any()) if len(table) else False
+
+
 def _projected(r: Mapping[Any, Any]) -> str:
     v = r.get("projected_summarizer_cost_usd", math.nan)
     if _missing(v) or r.get("baseline"):
@@ -142,8 +187,13 @@ def ranked_rows(table: pd.DataFrame, keys: ConfigKeys | None = None) -> list[lis
     rows = []
     tokens = token_axis(table).column
     keys = keys or config_keys(table["config"])
+    asks = few_conversations(table)
+    curve_run = has_gains(table)
     for r in ranked(table).to_dict("records"):
-        rows.append([str(r["rank"]), str(r["config"]), keys[str(r["config"])], _retention(r), fmt_num(r[tokens], 0),
+        r["_curve_run"] = curve_run
+        rows.append([str(r["rank"]), str(r["config"]), keys[str(r["config"])], _gain(r),
+                     *([_gain_asks(r)] if asks else []), _retention(r),
+                     fmt_share(r.get("coverage", math.nan)), fmt_num(r[tokens], 0),
                      f"{fmt_usd(r['cost_usd'])} [{fmt_usd(r['cost_usd_low'])}, {fmt_usd(r['cost_usd_high'])}]"
                      if not _missing(r["cost_usd_low"]) else fmt_usd(r["cost_usd"]),
                      _projected(r), _calls(r), _failed(r),
@@ -155,7 +205,8 @@ def ranked_rows(table: pd.DataFrame, keys: ConfigKeys | None = None) -> list[lis
 def unranked_rows(table: pd.DataFrame, status: str) -> list[list[str]]:
     rows = []
     tokens = token_axis(table).column
-    for r in table[(table["status"] == status) & ~table["ranked"]].to_dict("records"):
+    curve = table["curve"].astype(bool) if "curve" in table.columns else pd.Series(False, index=table.index)
+    for r in table[(table["status"] == status) & ~table["ranked"] & ~curve].to_dict("records"):
         ratio = r.get("max_context_ratio", math.nan)
         rows.append([str(r["config"]), str(r["status"]), str(r["reason"]), _retention(r),
                      fmt_num(r[tokens], 0), _calls(r), _failed(r), fmt_num(r.get("overflow_turns", math.nan), 0),
@@ -181,7 +232,7 @@ def headline(table: pd.DataFrame) -> str:
     if table.empty:
         return "No finished units."
     best = ranked(table)
-    left_out = table[~table["ranked"]]
+    left_out = table[~table["ranked"] & ~table.get("curve", pd.Series(False, index=table.index)).astype(bool)]
     groups = left_out["status"].replace({OK: "without answerable asks"}).value_counts().sort_index()
     counts = ", ".join(f"{n} {s}" for s, n in groups.items())
     tail = f" {len(left_out)} configuration(s) not ranked ({counts})." if len(left_out) else ""
@@ -189,15 +240,140 @@ def headline(table: pd.DataFrame) -> str:
         if (table["status"] == OK).any():
             return "Nothing is ranked: no feasible, healthy configuration has answerable asks." + tail
         return "No configuration is both feasible and healthy: nothing is ranked." + tail
-    r = best.iloc[0].to_dict()
     axis = token_axis(table)
-    return (f"Best: {r['config']} — retention {_retention(r)} at {fmt_num(r[axis.column], 0)} "
-            f"{axis.header}; {len(best)} configuration(s) ranked.{tail}")
+    ranked_n = f"{len(best)} configuration(s) ranked"
+    if not has_gains(table):
+        r = best.iloc[0].to_dict()
+        return (f"Best: {r['config']} — retention {_retention(r)} at {fmt_num(r[axis.column], 0)} "
+                f"{axis.header}; {ranked_n} by retention (no truncate curve in this run, so no gain: "
+                f"re-run it to rank at matched tokens).{tail}")
+    return f"{pick_sentence(table)} {ranked_n} by gain over truncation at their tokens.{tail}"
+
+
+def _at(r: Mapping[Any, Any], axis_column: str, header: str) -> str:
+    return (f"retention {fmt_num(r['retention'])} vs truncation's {fmt_num(r.get('truncate_retention'))} at "
+            f"{fmt_num(r[axis_column], 0)} {header}")
+
+
+def pick_sentence(table: pd.DataFrame, budget: float | None = None) -> str:
+    """Which configuration wins at matched tokens and by how much (within `budget` tokens per call
+    when given), or that none beats truncation at its tokens — with the ask-level direction on
+    fewer than 5 conversations, labelled as such."""
+    axis = token_axis(table)
+    within = "" if budget is None else f" within {fmt_num(budget, 0)} {axis.header}"
+    best = best_by_gain(table, budget)
+    if best is not None:
+        r = best.to_dict()
+        return (f"Best{within}: {r['config']} — gain {_gain(r)} over truncation at its tokens "
+                f"({_at(r, axis.column, axis.header)}).")
+    pool = ranked(table)
+    if budget is not None:
+        pool = pool[pool[axis.column].astype(float) <= budget]
+    pool = pool[pool["gain"].notna()]
+    if pool.empty:
+        return f"No configuration{within} has a gain: none lies on the truncate curve." if budget is not None \
+            else "No configuration beats truncation at its tokens: none lies on the truncate curve."
+    r = pool.iloc[0].to_dict()
+    text = (f"No configuration{within} beats truncation at its tokens: the top gain, {r['config']}, is "
+            f"{_gain(r)} ({_at(r, axis.column, axis.header)}).")
+    if not _missing(r.get("gain_asks_low")):
+        direction = ("higher" if r["gain_asks_low"] > 0 else "lower" if r["gain_asks_high"] < 0
+                     else "no different")
+        text += (f" Ask-level ({WITHIN_ONLY}): {_gain_asks(r)}, retention {direction} than truncation's "
+                 "on these asks.")
+    return text
+
+
+def budget_rows(table: pd.DataFrame, budgets: Sequence[float]) -> list[list[str]]:
+    """One row per budget: the pick within it (`pick_sentence`)."""
+    return [[fmt_num(b, 0), pick_sentence(table, b)] for b in budgets]
+
+
+def run_budgets(run: Run) -> list[float]:
+    """``[report] budgets`` of the run's spec (tokens per call), as recorded in its manifest."""
+    spec = run.manifest.get("spec")
+    report = spec.get("report") if isinstance(spec, Mapping) else None
+    budgets = report.get("budgets") if isinstance(report, Mapping) else None
+    if not isinstance(budgets, list):
+        return []
+    return sorted(float(b) for b in budgets if isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0)
+
+
+def first_line(table: pd.DataFrame, probes: pd.DataFrame) -> str:
+    """The report's first line: low coverage, if so, then the pick (`headline`)."""
+    warn = low_coverage_line(coverage(candidate_probes(table, probes)))
+    return f"{warn} {headline(table)}" if warn else headline(table)
+
+
+def candidate_probes(table: pd.DataFrame, probes: pd.DataFrame) -> pd.DataFrame:
+    """The asks of the configurations that are not the added truncate curve (its asks are the
+    same questions again, and would weigh coverage by the grid's size)."""
+    if probes.empty or "config" not in probes.columns or "curve" not in table.columns:
+        return probes
+    curve = set(table.loc[table["curve"].astype(bool), "config"].astype(str))
+    return probes[~probes["config"].astype(str).isin(curve)]
+
+
+COVERAGE_HEADERS = ("category", "asks", "answerable", "counted", "coverage")
+
+
+def coverage_rows(probes: pd.DataFrame) -> list[list[str]]:
+    """Per category: asks, answerable, counted and coverage (`coverage.by_category`)."""
+    return [[str(c), f"{int(r['probes']):,}", f"{int(r['answerable']):,}", f"{int(r['counted']):,}",
+             fmt_share(r["coverage"])] for c, r in by_category(probes).iterrows()]
+
+
+def coverage_section(table: pd.DataFrame, probes: pd.DataFrame) -> tuple[str, list[list[str]]]:
+    """(caption, rows): the per-category counts of the top configuration's asks, and whether every
+    configuration counted the same."""
+    cand = candidate_probes(table, probes)
+    if cand.empty or "config" not in cand.columns:
+        return "", []
+    configs = [c for c in table["config"].astype(str) if c in set(cand["config"].astype(str))]
+    if not configs:
+        return "", []
+    first = configs[0]
+    base = by_category(cand[cand["config"].astype(str) == first])
+    same = all(by_category(cand[cand["config"].astype(str) == c]).equals(base) for c in configs[1:])
+    caption = (f"Asks of {first} by category" + ("; every configuration counted the same asks." if same else
+               "; configurations differ: each one's coverage is in configs.csv (`coverage_<category>`).")
+               + " Coverage = answerable ÷ non-adversarial asks; counted = answerable asks with a score.")
+    return caption, coverage_rows(cand[cand["config"].astype(str) == first])
+
+
+BUDGET_HEADERS = ("budget (main tokens / call)", "pick")
+BUDGET_TEXT = ("The spec's `[report] budgets`: for each, the ranked configuration with the highest gain over "
+               "truncation among those spending at most that many main-model tokens per call.")
+
+
+def truncation_points(table: pd.DataFrame) -> pd.DataFrame:
+    """(tokens, retention) of every truncate configuration that is ok (fits the window), sorted by
+    tokens: the curve the retention plot draws."""
+    if table.empty or "preset" not in table.columns:
+        return pd.DataFrame(columns=["tokens", "retention"])
+    col = token_axis(table).column
+    trunc = (table["preset"].astype(str) == "truncate") | table["config"].astype(str).map(is_curve_label)
+    t = table[trunc & (table["status"] == OK) & table["retention"].notna()]
+    pts = pd.DataFrame({"tokens": t[col].astype(float), "retention": t["retention"].astype(float)})
+    return pts.dropna().groupby("tokens")["retention"].mean().reset_index().sort_values(by="tokens")
+
+
+def curve_section(curve: pd.DataFrame, column: str, header: str) -> str:
+    """What the added truncate grid is, and the token range it covers ("" without one)."""
+    if curve.empty:
+        return ""
+    ok = curve[curve["status"] == OK]
+    span = (f" Its {len(ok)} point(s) that fit span {fmt_num(ok[column].min(), 0)}–{fmt_num(ok[column].max(), 0)} "
+            f"{header}; a configuration outside that range gets no gain (never extrapolated)." if len(ok) else
+            " None of its points fits the window: there is no curve.")
+    label = str(curve["config"].iloc[0]).partition("[")[0]
+    return CURVE_TEXT.format(label=label) + span
 
 
 def write_configs_csv(table: pd.DataFrame, path: Path) -> Path:
     """configs.csv: one row per configuration, every column in docs/reports.md."""
-    out = table.reindex(columns=[*CSV_COLUMNS, *(QA_CSV_COLUMNS if has_qa(table) else ())])
+    per_category = sorted(c for c in table.columns if c.startswith("coverage_"))
+    out = table.reindex(columns=[*CSV_COLUMNS, *(QA_CSV_COLUMNS if has_qa(table) else ()), *per_category])
     atomic_write_text(path, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
     return path
 
@@ -323,9 +499,16 @@ def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str
 
 def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int, thresholds: Thresholds) -> Path:
     """Every file of the report, into `out` (the folder being built)."""
-    table = config_table(run, thresholds=thresholds, n_resamples=n_resamples)
-    write_configs_csv(table, out / "configs.csv")
+    full = config_table(run, thresholds=thresholds, n_resamples=n_resamples)
+    write_configs_csv(full, out / "configs.csv")
+    # the added truncate grid is the yardstick: drawn as a curve, listed in configs.csv, not a row
+    is_curve = full["curve"].astype(bool) if len(full) else pd.Series(dtype=bool)
+    table, curve = (full[~is_curve].reset_index(drop=True), full[is_curve]) if len(full) else (full, full)
+    every_probe = ok_probes(run)
+    curve_labels = set(curve["config"].astype(str)) if len(curve) else set()
     probes = answerable_probes(run)
+    if curve_labels and "config" in probes.columns:
+        probes = probes[~probes["config"].astype(str).isin(curve_labels)]
     best = ranked(table)["config"].tolist() if len(table) else []
     configs = table["config"].tolist() if len(table) else []
     keys = config_keys([*configs, *(probes["config"].astype(str) if "config" in probes.columns else [])])
@@ -340,7 +523,10 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     figures.append(("Retention vs tokens", f"x: {axis_label}. Higher and further left is better; red "
                     "points are on the Pareto frontier (no ranked configuration keeps more facts with "
                     "fewer tokens); grey crosses are not ranked (see their section); dashed lines are "
-                    "references.", plots.retention_vs_tokens(ktable, out / "retention_vs_tokens.png")))
+                    "references; the black line is truncation (keep the newest messages, capped at the window) "
+                    "at each token figure, the curve gain is measured against.",
+                    plots.retention_vs_tokens(ktable, out / "retention_vs_tokens.png",
+                                              truncation=truncation_points(full))))
     figures.append(("Peak context vs the window", "Largest context of any turn divided by the main "
                     "model's window: past 1.0 a real call would not fit.",
                     plots.context_vs_window(ktable, out / "context_vs_window.png")))
@@ -387,21 +573,34 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     notes = _notes(run, table)
     sections = [(title, text, unranked_rows(table, status)) for status, title, text in SECTIONS]
     sections = [s for s in sections if s[2]]
+    first = first_line(table, every_probe)
+    budgets = run_budgets(run)
+    budget_table = budget_rows(table, budgets) if budgets and has_gains(table) else []
+    cov_caption, cov_rows = coverage_section(table, every_probe)
+    heads = rank_headers(tokens, few_conversations(table))
+    curve_text = curve_section(curve, axis.column, tokens)
 
     # ---- Markdown
-    md = [f"# rollsum report: {md_escape(run.name)}", "", md_table(("field", "value"), _manifest_rows(run)), ""]
+    md = [f"# rollsum report: {md_escape(run.name)}", "", f"**{md_escape(first)}**", "",
+          md_table(("field", "value"), _manifest_rows(run)), ""]
     md += [f"**{md_escape(n)}**" for n in notes] + ([""] if notes else [])
-    md += ["## Verdict", "", md_escape(headline(table)), "", "## Ranked configurations", "", reading, ""]
-    md += [md_table(rank_headers(tokens), ranked_rows(table, keys)) if len(best)
-           else "_no configuration is ranked_", ""]
+    md += ["## Verdict", "", md_escape(headline(table)), ""]
+    if budget_table:
+        md += ["## At your budget", "", BUDGET_TEXT, "", md_table(BUDGET_HEADERS, budget_table), ""]
+    md += ["## Ranked configurations", "", reading, ""]
+    md += [md_table(heads, ranked_rows(table, keys)) if len(best) else "_no configuration is ranked_", ""]
     for title, text, rows in sections:
         md += [f"## {title}", "", text, "", md_table(unranked_headers(tokens), rows), ""]
+    if curve_text:
+        md += ["## Truncation curve (the yardstick, not a candidate)", "", md_escape(curve_text), ""]
     if len(table):
         md += ["## Asks counted", "", "Retention counts only answerable asks; the others are excluded, "
                "never counted as lost.", "", md_table(EXCLUSION_HEADERS, exclusion_rows(table)), ""]
     qa = qa_rows(table, keys)
     if qa:
         md += [f"## {QA_TITLE}", "", QA_TEXT, "", md_table(QA_HEADERS, qa), ""]
+    if cov_rows:
+        md += ["## Coverage by category", "", cov_caption, "", md_table(COVERAGE_HEADERS, cov_rows), ""]
     legend = legend_rows(keys, table, params)
     if legend:
         md += ["## Legend", "", LEGEND_TEXT, "", md_table(LEGEND_HEADERS, legend), ""]
@@ -423,16 +622,21 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     e = html.escape
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>rollsum report: {e(run.name)}</title>", f"<style>{CSS}</style></head><body>",
-             f"<h1>rollsum report: {e(run.name)}</h1>",
+             f"<h1>rollsum report: {e(run.name)}</h1>", f'<p class="first"><b>{e(first)}</b></p>',
              html_table(("field", "value"), _manifest_rows(run), "meta")]
     parts += [f'<p class="warn"><b>{e(n)}</b></p>' for n in notes]
     parts.append(f"<h2>Verdict</h2><p><b>{e(headline(table))}</b></p>")
+    if budget_table:
+        parts.append(f"<h2>At your budget</h2><p>{e(BUDGET_TEXT)}</p>")
+        parts.append(html_table(BUDGET_HEADERS, budget_table, "budgets"))
     parts.append(f"<h2>Ranked configurations</h2><p>{e(reading)}</p>")
-    parts.append(html_table(rank_headers(tokens), ranked_rows(table, keys), "ranked") if len(best)
+    parts.append(html_table(heads, ranked_rows(table, keys), "ranked") if len(best)
                  else "<p>No configuration is ranked.</p>")
     for title, text, rows in sections:
         parts.append(f'<h2 class="warn">{e(title)}</h2><p>{e(text)}</p>')
         parts.append(html_table(unranked_headers(tokens), rows, "unranked flagged"))
+    if curve_text:
+        parts.append(f"<h2>Truncation curve (the yardstick, not a candidate)</h2><p>{e(curve_text)}</p>")
     if len(table):
         parts.append("<h2>Asks counted</h2><p>Retention counts only answerable asks; the others are "
                      "excluded, never counted as lost.</p>")
@@ -440,6 +644,9 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     if qa:
         parts.append(f"<h2>{e(QA_TITLE)}</h2><p>{e(QA_TEXT)}</p>")
         parts.append(html_table(QA_HEADERS, qa, "qa"))
+    if cov_rows:
+        parts.append(f"<h2>Coverage by category</h2><p>{e(cov_caption)}</p>")
+        parts.append(html_table(COVERAGE_HEADERS, cov_rows, "coverage"))
     if legend:
         parts.append(f"<h2>Legend</h2><p>{e(LEGEND_TEXT)}</p>")
         parts.append(html_table(LEGEND_HEADERS, legend, "legend"))

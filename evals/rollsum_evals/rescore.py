@@ -24,6 +24,7 @@ from rollsum.errors import ConfigError
 from rollsum.redact import env_secrets, redact
 from rollsum_evals import scoring
 from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
+from rollsum_evals.data.types import Conversation
 from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import MeteredModel, Text, Trace
 from rollsum_evals.run import provenance
@@ -69,26 +70,69 @@ def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
 
 def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing: ProbeTiming | None = None,
             model: str | None = None, loader: Loader = default_loader, models: ModelBuilder | None = None,
-            now: Callable[[], str] = provenance.now) -> RescoreResult:
+            now: Callable[[], str] = provenance.now, executor: str = "local", ray_address: str | None = None,
+            jobs: int = 4) -> RescoreResult:
     """Holds the run directory's lock throughout (a sweep still writing it is refused); a
     file-system fault is one line (`WriteFailed`) and leaves the run as `rewrite_scored`'s
-    order allows (a second `rollsum score` completes it)."""
+    order allows (a second `rollsum score` completes it).
+
+    ``executor="ray"``: each conversation's Units are scored by one Ray task (they share the
+    scorers' per-conversation caches), at most `jobs` at once; the driver alone writes."""
     rd = RunDir(run_dir)
     if not rd.path.is_dir():
         raise ConfigError(f"{rd.path}: not a run directory (expected the --out directory of `rollsum run`)")
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"executor {executor!r}: expected 'local' or 'ray'")
+    if jobs < 1:
+        raise ConfigError(f"--jobs {jobs}: expected at least 1")
+    cluster = None
+    if executor == "ray":
+        from rollsum_evals.run.ray_executor import connect
+
+        cluster = connect(ray_address)
     try:
         with RunLock(rd.path):
             return _rescore(rd, scorers=scorers, timing=timing, model=model, loader=loader, models=models,
-                            now=now)
+                            now=now, cluster=cluster, jobs=jobs)
     except OSError as err:
         if isinstance(err, ConnectionError | TimeoutError):
             raise
         raise WriteFailed(redact(f"{describe_os_error(err)}; re-scoring stopped: run `rollsum score "
                                  f"{rd.path}` again once that is fixed", env_secrets())) from None
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def score_group(items: Sequence[tuple[str, Unit, Trace]], conv: Conversation, plan: ScoringPlan,
+                models: ModelBuilder | None, secrets: Sequence[str]) -> dict[str, tuple[ScoredLines, bool]]:
+    """Score one conversation's Units (they share the scorers' per-conversation caches):
+    their scored lines and whether each is ok, by Unit id. Where it runs (here or in a Ray
+    task) changes nothing in the lines."""
+    guarded = GuardedBuilder(models) if models is not None else None  # a refused key stops at once
+    shared = scoring.Shared()
+    out: dict[str, tuple[ScoredLines, bool]] = {}
+    for uid, unit, trace in items:
+        answerer = metered = grader = None
+        try:
+            if guarded is not None and trace.status == "ok":
+                answerer = guarded(plan.model)
+                metered = MeteredModel(answerer) if answerer is not None else None
+                if plan.judge and plan.judge_model and plan.judge_model != plan.model:
+                    grader = guarded(plan.judge_model)
+            urow, prows = score_trace(unit, conv, trace, plan, metered, shared=shared,
+                                      judge_model=MeteredModel(grader) if grader is not None else None)
+        finally:
+            close_model(answerer)
+            close_model(grader)
+        out[uid] = (ScoredLines(probes=redact_text_lines(lines(prows), secrets),
+                                units=redact_text_lines(lines([urow]), secrets)), urow["status"] == "ok")
+    return out
 
 
 def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming | None, model: str | None,
-             loader: Loader, models: ModelBuilder | None, now: Callable[[], str]) -> RescoreResult:
+             loader: Loader, models: ModelBuilder | None, now: Callable[[], str], cluster: Any = None,
+             jobs: int = 4) -> RescoreResult:
     t0 = time.perf_counter()
     manifest = rd.read_manifest()
     check_format(rd.path, manifest)
@@ -105,46 +149,40 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     events = rd.rows_by_unit(EVENTS, set(records))
     texts = {tid: Text(r["role"], r.get("name"), r["content"]) for tid, r in rd.texts().items()}
     wants_model = "model" in scoring.needs(plan.scorers)
-    factory: ModelBuilder | None = None
-    guarded: ModelBuilder | None = None
-    if wants_model:
-        factory = models or ModelFactory(cache_path=cache_path_for(
-            str((manifest.get("cache") or {}).get("mode") or "user"), rd.path))
-        guarded = GuardedBuilder(factory)  # a refused key stops at the first call, not per Unit
+    groups: dict[tuple[str, str], list[tuple[str, Unit, Trace]]] = {}
+    for uid in sorted(records):
+        rec = records[uid]
+        unit = Unit.from_dict(rec["unit"])
+        conv = convs.get((unit.dataset, unit.conversation_id))
+        if conv is None:
+            raise ConfigError(f"{rd.path}: conversation {unit.conversation_id!r} of dataset "
+                              f"{unit.dataset!r} is not in the pinned dataset")
+        trace = Trace.from_record(rec, conv.messages, texts, summaries.get(uid, []), events.get(uid, []))
+        groups.setdefault((unit.dataset, conv.id), []).append((uid, unit, trace))
+    cache_path = cache_path_for(str((manifest.get("cache") or {}).get("mode") or "user"), rd.path) \
+        if wants_model else None
     secrets = env_secrets()
-    results: list[ScoredLines] = []
-    errors = 0
-    shared: dict[tuple[str, str], scoring.Shared] = {}  # per conversation: its Units share caches
     try:
-        for uid in sorted(records):
-            rec = records[uid]
-            unit = Unit.from_dict(rec["unit"])
-            conv = convs.get((unit.dataset, unit.conversation_id))
-            if conv is None:
-                raise ConfigError(f"{rd.path}: conversation {unit.conversation_id!r} of dataset "
-                                  f"{unit.dataset!r} is not in the pinned dataset")
-            trace = Trace.from_record(rec, conv.messages, texts, summaries.get(uid, []), events.get(uid, []))
-            answerer = metered = grader = None
+        if cluster is not None:
+            from rollsum_evals.run.ray_executor import rescore_on_cluster
+
+            scored = rescore_on_cluster(cluster, groups, convs, plan, jobs=jobs, cache_path=cache_path,
+                                        injected=models if wants_model else None, secrets=secrets)
+        else:
+            factory: ModelBuilder | None = None
+            if wants_model:
+                factory = models or ModelFactory(cache_path=cache_path)
             try:
-                if guarded is not None and trace.status == "ok":
-                    answerer = guarded(plan.model)
-                    metered = MeteredModel(answerer) if answerer is not None else None
-                    if plan.judge and plan.judge_model and plan.judge_model != plan.model:
-                        grader = guarded(plan.judge_model)
-                urow, prows = score_trace(unit, conv, trace, plan, metered,
-                                          shared=shared.setdefault((unit.dataset, conv.id), scoring.Shared()),
-                                          judge_model=MeteredModel(grader) if grader is not None else None)
+                scored = {}
+                for key, items in groups.items():
+                    scored.update(score_group(items, convs[key], plan, factory, secrets))
             finally:
-                close_model(answerer)
-                close_model(grader)
-            errors += urow["status"] != "ok"
-            results.append(ScoredLines(probes=redact_text_lines(lines(prows), secrets),
-                                       units=redact_text_lines(lines([urow]), secrets)))
+                if isinstance(factory, ModelFactory):
+                    factory.close()
     except SweepStop as stop:  # nothing was rewritten yet: the run is as it was
         raise SweepStopped(f"re-scoring stopped: {stop.cause}; {rd.path} is unchanged") from None
-    finally:
-        if isinstance(factory, ModelFactory):
-            factory.close()
+    results = [scored[uid][0] for uid in sorted(scored)]
+    errors = sum(1 for uid in scored if not scored[uid][1])
     versions = scoring.versions(plan.scorers)
     unit_cols, probe_cols = table_columns(*scoring.columns(plan.scorers))
     new = rescored_manifest(manifest, plan, versions, unit_cols, probe_cols,

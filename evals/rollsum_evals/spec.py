@@ -40,13 +40,14 @@ DEFAULT_PROJECTED_MODEL = "claude-haiku-4-5"
 
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
              "context_window", "probes", "seeds", "main_model", "projected_model", "qa", "cache",
-             "unit_cache", "limits"}
+             "unit_cache", "limits", "report", "tune"}
 _DATASET_KEYS = {"name", "source", "format", "limit", "questions"}
 _CONFIG_KEYS = {"preset", "memory", "summarizer", "summarizer_params", "label", "params", "grid", "prompts",
                 "models"}
 _PROBE_KEYS = {"ask", "after_turns", "ages", "end", "draws", "seed"}
 _QA_KEYS = {"model", "judge", "judge_model", "batch"}
 _LIMIT_KEYS = {"requests_per_minute"}
+_REPORT_KEYS = {"budgets", "truncate_curve"}
 MIN_RPM = Range(0.1)
 """At least one request every ten minutes: below that a sweep would wait for hours per call."""
 
@@ -98,6 +99,8 @@ class SweepSpec:
     unit_cache: bool = True
     """Copy finished Units from the Unit-result cache (needs ``cache = "user"``)."""
     requests_per_minute: float | None = None
+    budgets: tuple[float, ...] = ()
+    """``[report] budgets``: main-model tokens per call; the report names the best config within each."""
     description: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict)
     """The parsed TOML (after CLI overrides): goes into the manifest."""
@@ -268,12 +271,17 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise w.error("description", "a string", description)
+    budgets, curve = _report(w, raw.get("report", {}))
+    if curve is None:
+        curve = os.environ.get(CURVE_ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+    if curve:
+        configs = auto_truncate_curve(configs, windows)
     return SweepSpec(name=name, datasets=datasets, configs=configs, prompts=prompts, models=models,
                      scorers=scorers, context_windows=windows, probes=probes, seeds=seeds,
                      main_model=main_model, projected_model=projected_model, qa_model=qa_model,
                      judge=judge, judge_model=judge_model, qa_batch=qa_batch, cache=cache,
                      unit_cache=unit_cache, requests_per_minute=None if rpm is None else float(rpm),
-                     description=description, raw=raw, path=path, skipped=skipped)
+                     budgets=budgets, description=description, raw=raw, path=path, skipped=skipped)
 
 
 def _qa_judge_batch(w: _Where, qa: Mapping[str, Any]) -> tuple[str, bool]:
@@ -292,6 +300,43 @@ def _qa_judge_batch(w: _Where, qa: Mapping[str, Any]) -> tuple[str, bool]:
     if not isinstance(batch, bool):
         raise w.error("qa.batch", "true or false", batch, key="batch")
     return judge_model.strip(), batch
+
+
+CURVE_ENV = "ROLLSUM_TRUNCATE_CURVE"
+"""``0`` turns the added truncate grid off for specs that do not set ``[report] truncate_curve``:
+the test suite sets it (its specs count their Units exactly); a spec's own setting always wins."""
+
+
+def _report(w: _Where, v: Any) -> tuple[tuple[float, ...], bool | None]:
+    """``[report]``: ``budgets`` (main-model tokens per call) and ``truncate_curve`` (None when
+    the spec does not say: on, unless `CURVE_ENV` is ``0``)."""
+    if not isinstance(v, dict):
+        raise w.error("report", "a table with 'budgets' and 'truncate_curve'", v)
+    _check_keys(w, "report.", v, _REPORT_KEYS)
+    budgets = v.get("budgets", [])
+    if (not isinstance(budgets, list)
+            or any(isinstance(b, bool) or not isinstance(b, (int, float)) or b <= 0 for b in budgets)):
+        raise w.error("report.budgets", "a list of positive numbers (main-model tokens per call)", budgets,
+                      key="budgets")
+    curve = v.get("truncate_curve")
+    if curve is not None and not isinstance(curve, bool):
+        raise w.error("report.truncate_curve", "true or false", curve, key="truncate_curve")
+    return tuple(float(b) for b in sorted(budgets)), curve
+
+
+def auto_truncate_curve(configs: tuple[ConfigSpec, ...], windows: Sequence[int]) -> tuple[ConfigSpec, ...]:
+    """`configs` plus the truncate grid gain is measured against (`rollsum_evals.gain`), labelled
+    `gain.CURVE_LABEL`, unless a truncate config already sweeps `keep` over enough values (the
+    spec's grid is then the curve). Capped at the window (`max_tokens`) when the spec has one
+    window, so every point fits: a truncation a team would ship."""
+    from rollsum_evals.gain import CURVE_KEEPS, CURVE_LABEL, MIN_CURVE_POINTS, REFERENCE_PRESET
+
+    for c in configs:
+        if c.preset == REFERENCE_PRESET and len(c.grid.get("keep", ())) >= MIN_CURVE_POINTS:
+            return configs
+    params: dict[str, Any] = {"max_tokens": int(windows[0])} if len(windows) == 1 else {}
+    return (*configs, ConfigSpec(preset=REFERENCE_PRESET, params=params, grid={"keep": CURVE_KEEPS},
+                                 label=CURVE_LABEL))
 
 
 def _check_models(w: _Where, key: str, models: Sequence[str], override: str | None) -> None:

@@ -78,22 +78,26 @@ def _cluster_index(clusters: Sequence[Hashable]) -> tuple[npt.NDArray[np.int64],
 
 def bootstrap_distribution(values: Sequence[float] | npt.ArrayLike, clusters: Sequence[Hashable], *,
                            n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                           weights: Sequence[float] | npt.ArrayLike | None = None,
                            ) -> tuple[float, npt.NDArray[np.float64]]:
     """The pooled mean and its cluster-bootstrap distribution.
 
+    `weights` (default 1 each): a value that stands for several items (a conversation's mean
+    over its asks, weighted by their count) so the pooled mean equals the mean over the items.
     Resamples are drawn with a seeded generator so a report is reproducible byte for byte.
     """
     vals = np.asarray(values, dtype=np.float64)
     if vals.shape[0] != len(clusters):
         raise ValueError(f"{vals.shape[0]} values but {len(clusters)} cluster labels")
-    keep = ~np.isnan(vals)
-    vals = vals[keep]
+    w = np.ones_like(vals) if weights is None else np.asarray(weights, dtype=np.float64)
+    keep = ~np.isnan(vals) & ~np.isnan(w) & (w > 0)
+    vals, w = vals[keep], w[keep]
     cl = [c for c, k in zip(clusters, keep.tolist()) if k]
     if vals.size == 0:
         return float("nan"), np.full(1, np.nan)
     idx, k = _cluster_index(cl)
-    sums = np.bincount(idx, weights=vals, minlength=k)
-    counts = np.bincount(idx, minlength=k).astype(np.float64)
+    sums = np.bincount(idx, weights=vals * w, minlength=k)
+    counts = np.bincount(idx, weights=w, minlength=k).astype(np.float64)
     estimate = float(sums.sum() / counts.sum())
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, k, size=(n_resamples, k))
@@ -124,11 +128,35 @@ def _clusters_with_values(values: Sequence[float] | npt.ArrayLike, clusters: Seq
 
 def cluster_bootstrap(values: Sequence[float] | npt.ArrayLike, clusters: Sequence[Hashable], *,
                       alpha: float = DEFAULT_ALPHA, n_resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = 0, min_clusters: int = MIN_CONVERSATIONS) -> Interval:
-    """Mean of `values` with an interval from resampling whole clusters (conversations)."""
-    estimate, boot = bootstrap_distribution(values, clusters, n_resamples=n_resamples, seed=seed)
+                      seed: int = 0, min_clusters: int = MIN_CONVERSATIONS,
+                      weights: Sequence[float] | npt.ArrayLike | None = None) -> Interval:
+    """Mean of `values` (weighted by `weights`, default 1 each) with an interval from
+    resampling whole clusters (conversations)."""
+    estimate, boot = bootstrap_distribution(values, clusters, n_resamples=n_resamples, seed=seed, weights=weights)
     return _interval_from(estimate, boot, alpha, len(clusters), _clusters_with_values(values, clusters),
                           min_clusters)
+
+
+WITHIN_ONLY = "within these conversations only: says nothing about other chats"
+"""The label of every ask-level interval (`ask_level_bootstrap`)."""
+
+MIN_ASKS = 20
+"""An ask-level interval on fewer paired asks than this is not shown: it would be the spread of a
+handful of 0/1 values."""
+
+
+def ask_level_bootstrap(values: Sequence[float] | npt.ArrayLike, *, alpha: float = DEFAULT_ALPHA,
+                        n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Interval:
+    """Mean of per-ask (paired) values with an interval that resamples asks, not conversations.
+
+    With fewer than `MIN_CONVERSATIONS` conversations there is no conversation-level interval,
+    but a user with one exported chat still wants a direction. Resampling the asks of these
+    conversations answers "would another draw of questions about *these* chats agree?" — it
+    treats asks as independent, which they are not across chats, so it is always shown with
+    `WITHIN_ONLY` and never turns into a verdict. Its `clusters` is the number of asks."""
+    vals = np.asarray(values, dtype=np.float64)
+    return cluster_bootstrap(vals, list(range(vals.shape[0])), alpha=alpha, n_resamples=n_resamples,
+                             seed=seed, min_clusters=MIN_ASKS)
 
 
 def paired_bootstrap(a: Sequence[float] | npt.ArrayLike, b: Sequence[float] | npt.ArrayLike,

@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
-from rollsum.errors import ConfigError
+from rollsum.errors import ConfigError, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.tokens import CLAUDE_CALIBRATION, HeuristicCounter
 
@@ -31,6 +32,17 @@ class _Bucket:
 
     def wait_for(self, amount: float) -> float:
         return 0.0 if self.level >= amount else (amount - self.level) / self.rate
+
+
+class Limiter(Protocol):
+    """What `LimitedModel` needs of a limiter: a local `RateLimiter`, or a handle on one shared
+    by a whole cluster (the harness's Ray executor keeps it in one actor)."""
+
+    def acquire(self, tokens: int = 0) -> float: ...
+
+    def settle(self, reserved: int, actual: int) -> None: ...
+
+    def pause(self, seconds: float) -> None: ...
 
 
 class RateLimiter:
@@ -54,6 +66,9 @@ class RateLimiter:
         self._requests = _Bucket(requests_per_min, now) if requests_per_min else None
         self._tokens = _Bucket(tokens_per_min, now) if tokens_per_min else None
         self._lock = threading.Lock()
+        self._paused_until = -float("inf")
+        self.requests_per_min = requests_per_min
+        self.tokens_per_min = tokens_per_min
         self.waited_s = 0.0
         self.acquired = 0
 
@@ -61,27 +76,45 @@ class RateLimiter:
         """Take one request and `tokens` tokens; returns how long it waited (seconds)."""
         waited = 0.0
         while True:
-            with self._lock:
-                now = self._clock()
-                wait = 0.0
-                need_tokens = 0.0
-                if self._requests is not None:
-                    self._requests.refill(now)
-                    wait = max(wait, self._requests.wait_for(1.0))
-                if self._tokens is not None:
-                    self._tokens.refill(now)
-                    need_tokens = min(float(tokens), self._tokens.capacity)
-                    wait = max(wait, self._tokens.wait_for(need_tokens))
-                if wait <= 0.0:
-                    if self._requests is not None:
-                        self._requests.level -= 1.0
-                    if self._tokens is not None:
-                        self._tokens.level -= need_tokens
-                    self.acquired += 1
+            wait = self.try_acquire(tokens)
+            if wait <= 0.0:
+                with self._lock:
                     self.waited_s += waited
-                    return waited
+                return waited
             self._sleep(wait)
             waited += wait
+
+    def try_acquire(self, tokens: int = 0) -> float:
+        """Take one request and `tokens` tokens if they are there now (returns 0.0), else take
+        nothing and return how long to wait before asking again. The non-blocking half of
+        `acquire`, for a limiter that lives in another process (a cluster's one limiter: its
+        callers wait on their side, so the limiter never blocks one caller behind another)."""
+        with self._lock:
+            now = self._clock()
+            wait = max(0.0, self._paused_until - now)
+            need_tokens = 0.0
+            if self._requests is not None:
+                self._requests.refill(now)
+                wait = max(wait, self._requests.wait_for(1.0))
+            if self._tokens is not None:
+                self._tokens.refill(now)
+                need_tokens = min(float(tokens), self._tokens.capacity)
+                wait = max(wait, self._tokens.wait_for(need_tokens))
+            if wait > 0.0:
+                return wait
+            if self._requests is not None:
+                self._requests.level -= 1.0
+            if self._tokens is not None:
+                self._tokens.level -= need_tokens
+            self.acquired += 1
+            return 0.0
+
+    def pause(self, seconds: float) -> None:
+        """The provider said ``retry-after``: nobody sharing this limiter sends before then
+        (not only the caller that was told), so N callers back off as one would."""
+        if seconds > 0:
+            with self._lock:
+                self._paused_until = max(self._paused_until, self._clock() + seconds)
 
     def settle(self, reserved: int, actual: int) -> None:
         """Correct the token bucket once real usage is known (refund or extra charge)."""
@@ -100,7 +133,7 @@ class LimitedModel(ModelWrapper):
     (and the same `semaphore`) to every model that shares a provider account.
     """
 
-    def __init__(self, inner: Model, limiter: RateLimiter | None = None, max_concurrency: int | None = None,
+    def __init__(self, inner: Model, limiter: Limiter | None = None, max_concurrency: int | None = None,
                  *, semaphore: threading.Semaphore | None = None) -> None:
         if max_concurrency is not None and max_concurrency < 1:
             raise ConfigError(f"max_concurrency={max_concurrency}: expected at least 1")
@@ -135,6 +168,10 @@ class LimitedModel(ModelWrapper):
                 completion = self.inner.complete(request)
                 actual = completion.input_tokens + completion.output_tokens
                 return completion
+            except ModelError as err:
+                if err.retry_after and self.limiter is not None:
+                    self.limiter.pause(err.retry_after)
+                raise
             finally:
                 with self._lock:
                     self.in_flight -= 1

@@ -29,6 +29,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "rollsum_evals.cli.report_cmd",
     "rollsum_evals.cli.init_cmd",
     "rollsum_evals.cli.list_cmd",
+    "rollsum_evals.cli.tune_cmd",
 )
 HARNESS_EXTRA = "harness"
 HARNESS_MODULES: frozenset[str] = frozenset({

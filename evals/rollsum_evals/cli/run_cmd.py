@@ -49,9 +49,13 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                      dest="overrides",
                      help="fix a parameter of every config with that preset (or label), "
                      "replacing any grid over it; repeatable, e.g. --set since-last.keep_last=2")
-    run.add_argument("--executor", choices=("auto", "thread", "process"), default="auto",
+    run.add_argument("--executor", choices=("auto", "thread", "process", "ray"), default="auto",
                      help="auto (default): processes for large CPU-heavy sweeps, else threads; "
-                     "threads suit API-bound models, processes CPU-bound replay")
+                     "threads suit API-bound models, processes CPU-bound replay; ray: Units as tasks "
+                     "on a Ray cluster (the ray extra; docs/scale.md)")
+    run.add_argument("--ray-address", metavar="HOST:PORT",
+                     help="with --executor ray: join the cluster whose head is there (default: start a "
+                     "private local Ray)")
     run.add_argument("--max-units", type=POSITIVE_INT, default=None, metavar="N",
                      help="refuse a sweep that expands to more than N units, counted before any is built "
                      "(default 10,000; docs/sweeps.md)")
@@ -129,7 +133,7 @@ def _out_for(spec_name: str, args: argparse.Namespace, continuing: str | None) -
 
 def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = None, resume: bool = False,
          retry_errors: bool = False, model: str | None = None, max_cost: float | None = None,
-         executor: str = "auto") -> Any:
+         executor: str = "auto", ray_address: str | None = None) -> Any:
     from rollsum_evals.run import run_sweep
     from rollsum_evals.run.sweep import DEFAULT_MAX_UNITS
     from rollsum_evals.spec import ReadOptions, load_spec
@@ -151,7 +155,7 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
     result = run_sweep(spec, out, jobs=args.jobs, resume=resume or retry_errors, executor=executor,
                        max_cost_usd=max_cost, progress=not args.no_progress and sys.stderr.isatty(),
                        unit_cache=False if getattr(args, "no_unit_cache", False) else None,
-                       max_units=getattr(args, "max_units", None) or DEFAULT_MAX_UNITS)
+                       max_units=getattr(args, "max_units", None) or DEFAULT_MAX_UNITS, ray_address=ray_address)
     if result.skipped_records:
         print(f"warning: {result.skipped_records} bad dataset record(s) left out (--skip-bad-records; counted "
               f"per dataset in {Path(result.run_dir) / 'manifest.json'})", file=sys.stderr)
@@ -188,7 +192,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rollsum_evals.bundled import find_spec
 
     result = _run(find_spec(args.spec), args, resume=args.resume, retry_errors=args.retry_errors,
-                  model=args.model, max_cost=args.max_cost_usd, executor=args.executor)
+                  model=args.model, max_cost=args.max_cost_usd, executor=args.executor,
+                  ray_address=args.ray_address)
     print(Path(result.run_dir).resolve())
     return int(result.exit_code_for(_threshold(args)))
 

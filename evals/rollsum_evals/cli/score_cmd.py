@@ -27,6 +27,13 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     timing.add_argument("--at-end", action="store_true", help="ask each probe once, at the end")
     p.add_argument("--no-end", action="store_true", help="with --ages: do not also ask at the end")
     p.add_argument("--model", metavar="SPEC", help="model for scorers that need one (default: the run's [qa] model)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="ray: score each conversation's Units as a task on a Ray cluster (the ray extra; "
+                   "docs/scale.md)")
+    p.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="with --executor ray: join that cluster (default: start a private local Ray)")
+    p.add_argument("--jobs", type=POSITIVE_INT, default=4, metavar="N",
+                   help="with --executor ray: conversations scored at once (default 4)")
     p.set_defaults(func=cmd_score)
 
 
@@ -65,7 +72,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         if unknown or not scorers:
             raise ConfigError(f"--scorers {args.scorers!r}: expected scorer names from {', '.join(names())}"
                               + (f", got {', '.join(unknown)}" if unknown else ""))
-    result = rescore(args.run, scorers=scorers, timing=_timing(args), model=args.model)
+    if args.ray_address and args.executor != "ray":
+        raise ConfigError("--ray-address: only with --executor ray")
+    result = rescore(args.run, scorers=scorers, timing=_timing(args), model=args.model, executor=args.executor,
+                     ray_address=args.ray_address, jobs=args.jobs)
     plan = result.plan
     print(f"{result.units} units re-scored in {result.run_dir} ({', '.join(plan.scorers)}; probes "
           f"{plan.timing.key}; {result.errors} errors, {result.wall_s:.1f}s, no replay)")

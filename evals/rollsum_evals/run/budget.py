@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.tokens import HeuristicCounter
@@ -50,12 +51,21 @@ per-process."""
 
 @dataclass(frozen=True, slots=True)
 class BudgetSpec:
-    """What a worker (thread or process) needs to reach the run's ledger: plain, picklable."""
+    """What a worker (thread or process) needs to reach the run's ledger: plain, picklable.
+
+    With ``--executor ray`` the ledger is a Ray actor (`actor`, a handle) that every worker on
+    every node reaches, instead of the run directory's file: workers need no shared file
+    system, and the driver alone writes ``budget.json`` (`rollsum_evals.run.ray_executor`)."""
 
     path: str
     cap: float
+    actor: Any = None
 
-    def ledger(self) -> SpendLedger:
+    def ledger(self) -> Ledger:
+        if self.actor is not None:
+            from rollsum_evals.run.ray_executor import ActorLedger
+
+            return ActorLedger(self.actor)
         return SpendLedger(Path(self.path))
 
 
@@ -65,6 +75,50 @@ class LedgerState:
     spent: float = 0.0
     reserved: float = 0.0
     stopped: bool = False
+
+
+class Ledger(Protocol):
+    """What `BudgetedModel` and the dispatcher need of a ledger: a file (`SpendLedger`), or
+    the in-memory one (`MemoryLedger`) a Ray actor holds for a whole cluster."""
+
+    def state(self) -> LedgerState: ...
+
+    def reserve(self, usd: float) -> bool: ...
+
+    def settle(self, reserved: float, actual: float) -> None: ...
+
+
+def reserved_state(s: LedgerState, usd: float) -> tuple[LedgerState, bool]:
+    """The ledger after asking to reserve `usd`: refused (and stopped) when it could pass the cap."""
+    if s.stopped or s.spent + s.reserved + usd > s.cap:
+        return LedgerState(s.cap, s.spent, s.reserved, stopped=True), False
+    return LedgerState(s.cap, s.spent, s.reserved + usd, s.stopped), True
+
+
+def settled_state(s: LedgerState, reserved: float, actual: float) -> LedgerState:
+    return LedgerState(s.cap, s.spent + actual, max(0.0, s.reserved - reserved), s.stopped)
+
+
+class MemoryLedger:
+    """The ledger's rules on a state in memory, behind one lock: what the cluster's ledger
+    actor holds (one process, so one lock is all it needs)."""
+
+    def __init__(self, state: LedgerState) -> None:
+        self._state = state
+        self._lock = threading.Lock()
+
+    def state(self) -> LedgerState:
+        with self._lock:
+            return self._state
+
+    def reserve(self, usd: float) -> bool:
+        with self._lock:
+            self._state, ok = reserved_state(self._state, usd)
+            return ok
+
+    def settle(self, reserved: float, actual: float) -> None:
+        with self._lock:
+            self._state = settled_state(self._state, reserved, actual)
 
 
 class SpendLedger:
@@ -113,18 +167,20 @@ class SpendLedger:
         """Set `usd` aside for a call about to be sent; False (and the ledger stopped) when that
         could pass the cap or the ledger is already stopped."""
         with self._locked():
-            s = self._read()
-            if s.stopped or s.spent + s.reserved + usd > s.cap:
-                self._write(LedgerState(s.cap, s.spent, s.reserved, stopped=True))
-                return False
-            self._write(LedgerState(s.cap, s.spent, s.reserved + usd, s.stopped))
-            return True
+            s, ok = reserved_state(self._read(), usd)
+            self._write(s)
+            return ok
 
     def settle(self, reserved: float, actual: float) -> None:
         """A reserved call finished: release its reservation, add what it actually cost."""
         with self._locked():
-            s = self._read()
-            self._write(LedgerState(s.cap, s.spent + actual, max(0.0, s.reserved - reserved), s.stopped))
+            self._write(settled_state(self._read(), reserved, actual))
+
+    def record(self, state: LedgerState) -> None:
+        """Replace the file's state with one kept elsewhere (the cluster's ledger actor, at the
+        end of a Ray run): what the manifest's ``spent_usd`` is then read from."""
+        with self._locked():
+            self._write(state)
 
 
 class BudgetedModel(ModelWrapper):
@@ -133,7 +189,7 @@ class BudgetedModel(ModelWrapper):
     `spec` is the model spec whose prices apply (the Unit's summarizer model or the plan's QA
     model): the same prices the reported cost uses."""
 
-    def __init__(self, inner: Model, ledger: SpendLedger, spec: str,
+    def __init__(self, inner: Model, ledger: Ledger, spec: str,
                  counter: HeuristicCounter | None = None) -> None:
         super().__init__(inner)
         self.ledger = ledger

@@ -1,5 +1,6 @@
 """Dispatching a sweep's jobs: longest expected first, as many in flight as ``--jobs``, none
-started once the budget has refused a call, on threads or worker processes; every result
+started once the budget has refused a call, on threads, worker processes or Ray tasks
+(`rollsum_evals.run.ray_executor`); every result
 handed back in one thread.
 
 The callback runs in the caller's thread, in Unit-id order among Units that finish together, so
@@ -13,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rollsum_evals.replay import EngineFactory
 from rollsum_evals.run.budget import BudgetSpec
@@ -27,7 +29,7 @@ from rollsum_evals.rundir.journal import UnitResult
 class Dispatcher:
     def __init__(self, jobs: Sequence[Job], *, concurrency: int, executor: str, budget: BudgetSpec | None,
                  engine_factory: EngineFactory, models: ModelBuilder, injected_models: ModelBuilder | None,
-                 cache_path: Path | None, secrets: Sequence[str]) -> None:
+                 cache_path: Path | None, secrets: Sequence[str], ray: Any = None, limiter: Any = None) -> None:
         self.jobs = {j.unit.unit_id: j for j in jobs}
         self.concurrency = concurrency
         self.executor = executor
@@ -41,8 +43,14 @@ class Dispatcher:
         self.secrets = list(secrets)
         self.queue = Scheduler([j.unit for j in jobs], lambda u: len(self.jobs[u.unit_id].conversation.messages))
         self.stopped_for_budget = False
+        self.ray = ray
+        """`rollsum_evals.run.ray_executor.RaySession` for ``--executor ray``."""
+        self.limiter = limiter
+        """The run's `RateLimiter` (for Ray: its limits go to the cluster's one limiter actor)."""
 
-    def _submit(self, pool: cf.Executor, job: Job) -> cf.Future[UnitResult]:
+    def _submit(self, pool: Any, job: Job) -> cf.Future[Any]:
+        if self.executor == "ray":
+            return pool.submit(job)
         if self.executor == "process":
             return pool.submit(process_worker, job, str(self.cache_path) if self.cache_path else None,
                                self.engine_factory, self.injected_models, self.secrets, self.budget)
@@ -52,9 +60,31 @@ class Dispatcher:
         if not self.jobs:
             return
         workers = min(self.concurrency, len(self.jobs))
+        if self.executor == "ray":
+            self._run_ray(on_result, workers)
+            return
         pool: cf.Executor = (process_pool(workers) if self.executor == "process"
                              else cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit"))
-        in_flight: dict[cf.Future[UnitResult], Job] = {}
+        self._loop(pool, on_result, lambda fut: fut.result())
+
+    def _run_ray(self, on_result: Callable[[Job, UnitResult], None], workers: int) -> None:
+        """Units as Ray tasks: the cluster's cache reader, limiter and ledger serve them; the
+        ledger's last state is written back to the run's ledger file, whatever happens."""
+        from rollsum_evals.run.ray_executor import ClusterServices, RayPool
+
+        services = ClusterServices(self.ray, cache_path=self.cache_path, limiter=self.limiter, budget=self.budget)
+        try:
+            if services.services.budget is not None:
+                self.ledger = services.services.budget.ledger()
+            pool = RayPool(self.ray, services, concurrency=workers, engine_factory=self.engine_factory,
+                           injected=self.injected_models, secrets=self.secrets)
+            self._loop(pool, on_result, pool.result)
+        finally:
+            services.close()
+
+    def _loop(self, pool: Any, on_result: Callable[[Job, UnitResult], None],
+              result_of: Callable[[cf.Future[Any]], UnitResult]) -> None:
+        in_flight: dict[cf.Future[Any], Job] = {}
         try:
             while self.queue or in_flight:
                 self._fill(pool, in_flight)
@@ -63,7 +93,7 @@ class Dispatcher:
                 finished, _ = cf.wait(in_flight, return_when=cf.FIRST_COMPLETED)
                 for fut in sorted(finished, key=lambda f: in_flight[f].unit.unit_id):
                     job = in_flight.pop(fut)
-                    result = fut.result()
+                    result = result_of(fut)
                     self.queue.observe(job.unit, result.wall_s)
                     self.stopped_for_budget |= result.status == STATUS_STOPPED
                     on_result(job, result)
@@ -74,7 +104,7 @@ class Dispatcher:
             raise
         pool.shutdown(wait=True)
 
-    def _fill(self, pool: cf.Executor, in_flight: dict[cf.Future[UnitResult], Job]) -> None:
+    def _fill(self, pool: Any, in_flight: dict[cf.Future[Any], Job]) -> None:
         while self.queue and len(in_flight) < self.concurrency and not self.stopped_for_budget:
             if self.ledger is not None and self.ledger.state().stopped:
                 self.stopped_for_budget = True  # a call was refused: no further Unit starts

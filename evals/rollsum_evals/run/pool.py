@@ -28,7 +28,8 @@ from typing import Any
 
 from rollsum.redact import redact_process_output
 
-EXECUTORS = ("auto", "thread", "process")
+EXECUTORS = ("auto", "thread", "process", "ray")
+"""``ray``: Units as tasks on a Ray cluster (`rollsum_evals.run.ray_executor`; the ``ray`` extra)."""
 _PRELOAD = ["rollsum_evals.run.unit", "rollsum_evals.scoring", "rollsum.models"]
 _AUTO_MIN_MESSAGES = 4000
 """Below this many replayed messages the replay CPU (~0.6 ms a message) is smaller than what

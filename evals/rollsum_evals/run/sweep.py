@@ -32,7 +32,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -244,7 +244,7 @@ def _check_args(jobs: int, executor: str, max_cost_usd: float | None) -> None:
     if jobs < 1:
         raise ConfigError(f"--jobs {jobs}: expected at least 1")
     if executor not in EXECUTORS:
-        raise ConfigError(f"executor {executor!r}: expected 'auto', 'thread' or 'process'")
+        raise ConfigError(f"executor {executor!r}: expected 'auto', 'thread', 'process' or 'ray'")
     check_cap(max_cost_usd)
 
 
@@ -253,7 +253,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
               loader: Loader = default_loader, engine_factory: EngineFactory = default_engine,
               models: ModelBuilder | None = None, progress: bool = True,
               now: Callable[[], str] = provenance.now, unit_cache: bool | None = None,
-              max_units: int | None = DEFAULT_MAX_UNITS) -> RunResult:
+              max_units: int | None = DEFAULT_MAX_UNITS,
+              only: Mapping[str, Collection[str]] | None = None, ray_address: str | None = None) -> RunResult:
     """``max_units``: refuse (`ConfigError`, nothing written) a sweep of more Units, counted from
     the spec and the datasets' sizes before any Unit is built (None: no limit).
 
@@ -267,20 +268,35 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, jobs: int = 1, resume: bool =
     The run directory's lock (`rundir.lock`) is held from before anything in it is read until
     the end: a second writer is refused (`RunInProgress`). A file-system fault (read-only
     directory, disk full) ends the run with `WriteFailed`, one line, and the manifest says
-    ``interrupted`` with the reason."""
+    ``interrupted`` with the reason.
+
+    ``only`` (dataset name -> conversation ids) runs just those conversations' Units of the
+    full datasets: unlike ``--limit``, which pins a smaller dataset (and so other Unit ids), the
+    Units keep the ids a full run gives them, so they are shared with it through the Unit cache
+    (`rollsum tune` evaluates its rungs this way)."""
     _check_args(jobs, executor, max_cost_usd)
+    cluster = None
+    if executor == "ray":  # before anything is read or made: an unreachable cluster is one line
+        from rollsum_evals.run.ray_executor import connect
+
+        cluster = connect(ray_address)
+    elif ray_address:
+        raise ConfigError("--ray-address: only with --executor ray")
     lock = RunLock(out)
     state = _Progress()
     try:
         return _run_sweep(spec, RunDir(out), lock, state, jobs=jobs, resume=resume, executor=executor,
                           max_cost_usd=max_cost_usd, loader=loader, engine_factory=engine_factory,
-                          models=models, progress=progress, now=now, unit_cache=unit_cache, max_units=max_units)
+                          models=models, progress=progress, now=now, unit_cache=unit_cache, max_units=max_units,
+                          only=only, cluster=cluster)
     except OSError as err:
         if isinstance(err, ConnectionError | TimeoutError):
             raise
         raise _fs_fault(RunDir(out), err, state, now) from None
     finally:
         lock.release()
+        if cluster is not None:
+            cluster.close()
 
 
 @dataclass(slots=True)
@@ -311,7 +327,8 @@ def _fs_fault(rd: RunDir, err: OSError, state: _Progress, now: Callable[[], str]
 def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, jobs: int, resume: bool,
                executor: str, max_cost_usd: float | None, loader: Loader, engine_factory: EngineFactory,
                models: ModelBuilder | None, progress: bool, now: Callable[[], str],
-               unit_cache: bool | None, max_units: int | None) -> RunResult:
+               unit_cache: bool | None, max_units: int | None,
+               only: Mapping[str, Collection[str]] | None = None, cluster: Any = None) -> RunResult:
     t0 = time.perf_counter()
     if rd.path.exists() and not rd.path.is_dir():
         raise ConfigError(f"{rd.path}: exists and is not a directory (expected a run directory: --out DIR)")
@@ -328,6 +345,8 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     datasets = load_datasets(spec, loader, previous)
     _check_size(spec, datasets, max_units)
     units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
+    if only is not None:
+        units = [u for u in units if u.conversation_id in only.get(u.dataset, ())]
     convs = {(n, c.id): c for n, d in datasets.items() for c in d.conversations}
     checked: dict[str, dict[str, Any]] | None = None
     if not rd.path.exists():  # a new run: every configuration is checked before its directory exists
@@ -388,6 +407,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         components.FACTS_KEY: components.recorded_facts(units),
         "executor": chosen, "executor_requested": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
         "pid": os.getpid(), "host": socket.gethostname(),  # tells a killed run from a running one
+        **({"cluster": cluster.describe()} if cluster is not None else {}),
         "repairs": [*previous.get("repairs", []), *repair.notes],
         "cache": {"mode": spec.cache, "path": str(cache_path) if cache_path else None},
         "unit_cache": {"enabled": cache.cache is not None, "path": str(ucache_path) if cache.cache else None,
@@ -406,7 +426,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     tally = _Tally(errors=sum(1 for r in cache.copied.values() if r.status == STATUS_ERROR))
     dispatcher = Dispatcher(job_list, concurrency=jobs, executor=chosen, budget=budget,
                             engine_factory=engine_factory, models=GuardedBuilder(factory), injected_models=models,
-                            cache_path=cache_path, secrets=env_secrets())
+                            cache_path=cache_path, secrets=env_secrets(), ray=cluster, limiter=limiter)
 
     from tqdm import tqdm
 

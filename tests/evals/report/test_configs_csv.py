@@ -54,7 +54,8 @@ def test_configs_csv_has_every_column_and_leaves_unranked_ranks_empty(run_dir: P
     write_report(run_dir, tmp_path, n_resamples=N)
     with (tmp_path / "configs.csv").open(newline="") as fh:
         header = next(csv.reader(fh))
-    assert header == list(CSV_COLUMNS)
+    # then one coverage column per category of the run (issue #18), after every fixed column
+    assert header == [*CSV_COLUMNS, "coverage_date", "coverage_fact", "coverage_identifier", "coverage_number"]
     rows = _csv(tmp_path / "configs.csv")
     assert next(iter(rows)) == "healthy"
     assert rows["healthy"]["rank"] == "1" and rows["healthy"]["status"] == "ok"

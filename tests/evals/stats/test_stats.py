@@ -73,3 +73,13 @@ def test_holm_intervals_widen_with_more_comparisons() -> None:
     widths = [iv.high - iv.low for iv in many]
     assert max(widths) > single.high - single.low
     assert min(widths) >= single.high - single.low - 1e-12
+
+
+def test_weights_stand_for_repeated_values() -> None:
+    # a conversation's mean over its asks, weighted by their count, is the pooled mean over the asks
+    vals, clusters, weights = [1.0, 0.0, 0.5], ["a", "b", "c"], [3, 1, 2]
+    expanded = [1.0] * 3 + [0.0] + [0.5] * 2
+    weighted = cluster_bootstrap(vals, clusters, weights=weights, n_resamples=500, min_clusters=1)
+    plain = cluster_bootstrap(expanded, ["a"] * 3 + ["b"] + ["c"] * 2, n_resamples=500, min_clusters=1)
+    assert weighted.estimate == pytest.approx(4 / 6)
+    assert (weighted.low, weighted.high) == pytest.approx((plain.low, plain.high))

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rollsum.errors import ConfigError
+from rollsum.errors import ConfigError, ModelError
 from rollsum.models import CompletionRequest, FakeModel, LimitedModel, RateLimiter
 from rollsum.types import Message
 
@@ -80,8 +80,36 @@ def test_concurrency_cap_holds_across_threads() -> None:
 
 def test_limited_model_is_transparent() -> None:
     inner = FakeModel("echo")
-    model = LimitedModel(inner, RateLimiter(requests_per_min=100, tokens_per_min=100_000))
+    limiter = RateLimiter(requests_per_min=100, tokens_per_min=100_000)
+    model = LimitedModel(inner, limiter)
     req = CompletionRequest(system="s", messages=[Message("user", "hello")], max_tokens=10)
     assert model.complete(req).text == "hello"
     assert model.name == inner.name and model.context_window == inner.context_window
-    assert model.limiter is not None and model.limiter.acquired == 1
+    assert model.limiter is limiter and limiter.acquired == 1
+
+
+def test_try_acquire_takes_nothing_when_it_says_wait() -> None:
+    """The non-blocking half a cluster's one limiter serves: a caller told to wait has taken
+    nothing, so N callers asking in turn get exactly the limiter's rate between them."""
+    clock = VirtualClock()
+    limiter = RateLimiter(requests_per_min=2, clock=clock, sleep=clock.sleep)
+    assert limiter.try_acquire() == 0.0 and limiter.try_acquire() == 0.0
+    assert limiter.try_acquire() == pytest.approx(30.0)
+    assert limiter.try_acquire() == pytest.approx(30.0)  # asking again took nothing either
+    clock.sleep(30.0)
+    assert limiter.try_acquire() == 0.0 and limiter.try_acquire() == pytest.approx(30.0)
+    assert limiter.acquired == 3
+
+
+def test_retry_after_pauses_everyone_sharing_the_limiter() -> None:
+    """One caller told ``retry-after: 7`` stops every caller of the same limiter for 7 s (on a
+    cluster: every worker), not only itself."""
+    clock = VirtualClock()
+    limiter = RateLimiter(requests_per_min=600, clock=clock, sleep=clock.sleep)
+    told = LimitedModel(FakeModel("echo", fail_first=1, fail_kind="429", retry_after=7.0), limiter)
+    other = LimitedModel(FakeModel("echo"), limiter)
+    req = CompletionRequest(system="s", messages=[Message("user", "hi")], max_tokens=5)
+    with pytest.raises(ModelError):
+        told.complete(req)
+    assert other.complete(req).text == "hi"
+    assert clock.now == pytest.approx(7.0)

@@ -1,0 +1,109 @@
+"""Coverage: how many of the questions asked a retention figure actually speaks for.
+
+Retention is a mean over *answerable* asks; an ask that is not answerable is excluded, never
+counted lost. That is honest only when the reader sees how much was excluded: issue #18 found a
+headline counting 39 % of LoCoMo's probes, 1.4 % of its open-domain ones. So every number comes
+with its coverage, per category (LoCoMo's five named categories; a sidecar's `category`):
+
+- `probes`: asks (a probe at one asking turn) of the category;
+- `answerable`: those answerable (the probe table's `answerable`, decided by the scorer);
+- `counted`: answerable asks with a `retained` value (what retention averages);
+- `coverage` = answerable ÷ non-adversarial asks (adversarial asks are unanswerable by design,
+  so they do not lower it; NaN for the adversarial category itself).
+
+Computed from the probe table's existing columns `category`, `answerable`, `excluded`,
+`retained` only (`analysis.ok_probes` fills `answerable`/`excluded` for older runs).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pandas as pd
+
+LOW_COVERAGE = 0.60
+"""Below this share of non-adversarial asks counted, a run's first line says so: its retention
+speaks for a minority of what was asked."""
+ADVERSARIAL = "adversarial"
+COUNT_COLUMNS = ("probes", "answerable", "counted", "coverage")
+
+
+def _non_adversarial(probes: pd.DataFrame) -> pd.Series:
+    adv = pd.Series(False, index=probes.index)
+    if "excluded" in probes.columns:
+        adv |= probes["excluded"].astype(str) == ADVERSARIAL
+    if "category" in probes.columns:
+        adv |= probes["category"].astype(str) == ADVERSARIAL
+    return ~adv
+
+
+def _counts(probes: pd.DataFrame) -> dict[str, float]:
+    ans = probes["answerable"].astype(bool) if "answerable" in probes.columns else pd.Series(False, index=probes.index)
+    counted = ans & probes["retained"].notna() if "retained" in probes.columns else ans
+    non_adv = int(_non_adversarial(probes).sum())
+    n_ans = int(ans.sum())
+    return {"probes": len(probes), "answerable": n_ans, "counted": int(counted.sum()),
+            "coverage": n_ans / non_adv if non_adv else math.nan, "non_adversarial": non_adv}
+
+
+def coverage(probes: pd.DataFrame) -> float:
+    """Answerable share of the non-adversarial asks (NaN without any)."""
+    return _counts(probes)["coverage"] if len(probes) else math.nan
+
+
+def by_category(probes: pd.DataFrame) -> pd.DataFrame:
+    """One row per category (sorted; "(none)" for asks without one) and an "all" row:
+    `COUNT_COLUMNS` and `non_adversarial` (the coverage's denominator)."""
+    if probes.empty:
+        return pd.DataFrame(columns=[*COUNT_COLUMNS, "non_adversarial"])
+    cats = (probes["category"].fillna("").astype(str).replace("", "(none)") if "category" in probes.columns
+            else pd.Series("(none)", index=probes.index))
+    rows = {str(c): _counts(g) for c, g in probes.groupby(cats, sort=True)}
+    rows["all"] = _counts(probes)
+    return pd.DataFrame.from_dict(rows, orient="index", columns=[*COUNT_COLUMNS, "non_adversarial"])
+
+
+def column_name(category: str) -> str:
+    """`coverage_<category>` with anything but letters, digits, `-` and `_` made `_`."""
+    return "coverage_" + re.sub(r"[^A-Za-z0-9_-]+", "_", category.strip()).strip("_").lower()
+
+
+def coverage_columns(probes: pd.DataFrame) -> dict[str, Any]:
+    """configs.csv's `coverage` and one `coverage_<category>` per non-adversarial category."""
+    out: dict[str, Any] = {"coverage": coverage(probes)}
+    table = by_category(probes)
+    for cat, r in table.iterrows():
+        if cat not in ("all", ADVERSARIAL, "(none)"):
+            out[column_name(str(cat))] = r["coverage"]
+    return out
+
+
+def fmt_share(v: Any) -> str:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return "–"
+    return "–" if math.isnan(x) else f"{100 * x:.0f} %"
+
+
+def low_coverage_line(cov: float, threshold: float = LOW_COVERAGE) -> str:
+    """The first-line warning of a run counting too few of its asks ("" when it counts enough)."""
+    if math.isnan(cov) or cov >= threshold:
+        return ""
+    return (f"Low coverage: only {fmt_share(cov)} of non-adversarial asks are answerable and counted "
+            f"(below {fmt_share(threshold)}): retention speaks for a minority of what was asked.")
+
+
+def summary_line(probes: pd.DataFrame) -> str:
+    """"coverage 82 % (single-hop 90 %, temporal 40 %, …)": the short form for compare and regress."""
+    table = by_category(probes)
+    if table.empty:
+        return "coverage –"
+    parts = [f"{c} {fmt_share(r['coverage'])}" for c, r in table.iterrows()
+             if c not in ("all", ADVERSARIAL) and not math.isnan(float(r["coverage"]))]
+    total = _counts(probes)
+    head = (f"coverage {fmt_share(total['coverage'])} ({int(total['answerable']):,} answerable of "
+            f"{int(total['non_adversarial']):,} non-adversarial asks")
+    return head + (f"; {', '.join(parts)})" if parts else ")")

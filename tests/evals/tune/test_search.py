@@ -1,0 +1,178 @@
+"""`rollsum tune` end to end on small synthetic data: it finds a feasible configuration with
+fewer units than the grid, survives a kill, is deterministic, and respects its constraints."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rollsum_evals.rundir.read import load_run
+from rollsum_evals.tune.search import TuneOptions, TuneResult, run_tune, rungs
+from rollsum_evals.tune.trials import TrialRecord, best_of, pareto_of
+
+from rollsum.errors import ConfigError
+
+SPEC = """
+name = "tiny-tune"
+models = ["extractive"]
+scorers = ["answer_retention", "cost", "health"]
+context_window = 4000
+seeds = [0]
+
+[[datasets]]
+name = "chat"
+source = "synth:chat?conversations=4&messages=100&seed=7"
+
+[tune]
+trials = 5
+seed = 3
+min_conversations = 1
+reduction_factor = 2
+{constraints}
+
+[tune.params.since-last]
+keep_last = {{ low = 2, high = 12, step = 2 }}
+messages_per_summary = {{ low = 10, high = 30, step = 10 }}
+{extra}
+"""
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One Unit cache for the module (as a user's is shared between tunes), never the user's."""
+    path = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ROLLSUM_CACHE_DIR", str(path))
+        yield path
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROLLSUM_CACHE_DIR", str(cache_dir))
+
+
+def _spec(tmp_path: Path, constraints: str = "", extra: str = "") -> Path:
+    p = tmp_path / "tune.toml"
+    p.write_text(SPEC.format(constraints=constraints, extra=extra), encoding="utf-8")
+    return p
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> TuneResult:
+    """An uninterrupted tune: what the other tests compare with."""
+    base = tmp_path_factory.mktemp("reference")
+    return run_tune(_spec(base), base / "t", TuneOptions(jobs=2, executor="thread"))
+
+
+def _summary(out: Path) -> dict[str, object]:
+    data: dict[str, object] = json.loads((out / "tune.json").read_text(encoding="utf-8"))
+    return data
+
+
+def test_rungs_double_up_to_every_conversation() -> None:
+    assert rungs(2, 2, 16) == [2, 4, 8, 16]
+    assert rungs(2, 3, 10) == [2, 6, 10]
+    assert rungs(5, 2, 3) == [3]
+
+
+def test_a_tune_finds_a_feasible_config_for_less_than_the_grid_and_leaves_a_reportable_run(
+        reference: TuneResult) -> None:
+    out, result = reference.out, reference
+    data = _summary(out)
+    assert result.best is not None and data["best"] == result.best.label
+    assert result.best.state == "complete" and result.best.status == "ok"
+    assert data["best_params"] == result.best.params and set(result.best.params) == {"keep_last",
+                                                                                     "messages_per_summary"}
+    assert isinstance(data["units_evaluated"], int) and isinstance(data["units_full_grid"], int)
+    assert 0 < data["units_evaluated"] < data["units_full_grid"]
+    assert data["grid_configs"] == 6 * 3
+    assert len(data["trials"]) == 5  # type: ignore[arg-type]
+    assert {t.conversations for t in result.trials} <= {1, 2, 4} and result.rungs == [1, 2, 4]
+    # the final run is an ordinary run directory with the best configuration on every conversation
+    run = load_run(out / "run")
+    assert result.best.label in set(run.units["config"])
+    assert run.units[run.units["config"] == result.best.label]["conversation_id"].nunique() == 4
+    md = (out / "tune.md").read_text(encoding="utf-8")
+    assert f"**Best: `{result.best.label}`**" in md and "[[configs]]" in md and "units evaluated" in md
+    assert (out / "convergence.png").stat().st_size > 1000
+    grid = (out / "grid.toml").read_text(encoding="utf-8")
+    assert "keep_last = [" in grid and "[tune" not in grid
+
+
+def test_later_rungs_and_the_final_run_replay_nothing_twice(reference: TuneResult) -> None:
+    """A rung's Units keep the ids a full run gives them, so the next rung replays only the new
+    conversations (a `--limit` per rung would pin other datasets and replay everything again)."""
+    lines = [json.loads(x) for x in (reference.out / "evaluations.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sum(int(x["replayed"]) for x in lines) == sum(int(x["new_units"]) for x in lines)
+
+
+def test_the_same_seed_on_the_same_data_proposes_the_same_trials_and_best(tmp_path: Path,
+                                                                          reference: TuneResult) -> None:
+    b = run_tune(_spec(tmp_path), tmp_path / "b", TuneOptions(jobs=1, executor="thread"))
+    assert [t.params for t in b.trials] == [t.params for t in reference.trials]
+    assert reference.best is not None and b.best is not None and reference.best.label == b.best.label
+    c = run_tune(_spec(tmp_path), tmp_path / "c", TuneOptions(seed=11, executor="thread", trials=3))
+    assert [t.params for t in c.trials] != [t.params for t in reference.trials[:3]]
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL: nothing in the tune catches it, so the study is left as a kill leaves it."""
+
+
+def test_a_killed_tune_resumes_to_the_same_best_without_repeating_a_finished_trial(
+        tmp_path: Path, reference: TuneResult) -> None:
+    def kill(trial: int, conversations: int) -> None:
+        if trial == 3:
+            raise _Killed
+
+    out = tmp_path / "killed"
+    with pytest.raises(_Killed):
+        run_tune(_spec(tmp_path), out, TuneOptions(executor="thread", on_rung=kill))
+    assert not (out / "tune.json").exists()
+    with pytest.raises(ConfigError, match="--resume"):
+        run_tune(_spec(tmp_path), out, TuneOptions(executor="thread"))
+    resumed = run_tune(_spec(tmp_path), out, TuneOptions(executor="thread", resume=True))
+    assert [t.params for t in resumed.trials] == [t.params for t in reference.trials]
+    assert [t.state for t in resumed.trials] == [t.state for t in reference.trials]
+    assert resumed.best is not None and reference.best is not None and resumed.best.label == reference.best.label
+    lines = [json.loads(x) for x in (out / "evaluations.jsonl").read_text(encoding="utf-8").splitlines()]
+    seen = [(x["trial"], x["conversations"]) for x in lines]
+    # trials 0-2 were finished before the kill: each of their rungs was evaluated once; trial 3's
+    # first rung was evaluated when the kill came, and again (from the Unit cache) on resume
+    for pair in set(seen):
+        assert seen.count(pair) == (2 if pair == (3, 1) else 1), pair
+    assert [x["replayed"] for x in lines if (x["trial"], x["conversations"]) == (3, 1)][-1] == 0
+    with pytest.raises(ConfigError, match="another spec, seed"):
+        run_tune(_spec(tmp_path), out, TuneOptions(executor="thread", resume=True, seed=99))
+
+
+def test_constraints_no_feasible_trial_is_never_a_best(tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    result = run_tune(_spec(tmp_path, constraints="[tune.constraints]\nmax_tokens_per_call = 5"), out,
+                      TuneOptions(executor="thread", trials=3))
+    assert result.best is None and _summary(out)["best"] is None
+    assert all(t.state == "infeasible" and "tokens per call" in t.reason for t in result.trials)
+    assert "No trial beat the constraints" in (out / "tune.md").read_text(encoding="utf-8")
+
+
+def test_prompts_are_not_tuned_for_a_model_that_reads_none(tmp_path: Path) -> None:
+    result = run_tune(_spec(tmp_path, extra='prompt = { choices = ["since-last/v1", "count-and-tokens/v1"] }'),
+                      tmp_path / "t", TuneOptions(executor="thread", trials=2))
+    assert any("prompt not tuned" in n for n in result.notes)
+    assert all(t.prompt == "" for t in result.trials)
+
+
+def _rec(n: int, gain: float, tokens: float, retention: float, state: str = "complete") -> TrialRecord:
+    return TrialRecord(number=n, preset="since-last", params={"keep_last": n}, label=f"c{n}", state=state,
+                       gain=gain, retention=retention, tokens_per_call=tokens, status="ok")
+
+
+def test_the_best_is_the_highest_gain_among_complete_trials_not_the_highest_retention() -> None:
+    trials = [_rec(0, 0.05, 4000, 0.9), _rec(1, 0.10, 1000, 0.5), _rec(2, 0.30, 900, 0.6, state="pruned"),
+              _rec(3, 0.50, 500, 0.95, state="infeasible"), _rec(4, math.nan, 300, 0.2)]
+    best = best_of(trials)
+    assert best is not None and best.number == 1
+    assert [t.number for t in pareto_of(trials)] == [4, 1, 0]
