@@ -38,7 +38,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from rollsum import clearing
 from rollsum import ledger as fact_ledger
+from rollsum.clearing import ClearSettings
 from rollsum.context import (
     CLIP_MARKER,
     OMITTED_SUMMARY,
@@ -210,6 +212,11 @@ class RollingSummarizer:
         on_event: Callable[[SummaryEvent], None] | None = None,
         preset: str = "",
         takeover: bool = False,
+        clear_tool_results: bool = False,
+        clear_trigger: int | None = None,
+        clear_keep: int = 3,
+        clear_at_least: int = 0,
+        clear_exclude_tools: Sequence[str] = (),
     ) -> None:
         if context_window <= 0:
             raise ConfigError("context_window must be a positive number of tokens")
@@ -273,6 +280,11 @@ class RollingSummarizer:
         self.rebuild_from_raw = rebuild_from_raw
         self.on_event = on_event
         self.preset = preset
+        # tool-result clearing (rollsum.clearing): display versions of cleared results, by id
+        self.clear_tool_results = bool(clear_tool_results)
+        self.clearing = ClearSettings.make(context_window, clear_trigger, clear_keep, clear_at_least,
+                                           clear_exclude_tools)
+        self._cleared: dict[str, Message] = {}
 
         # the window: pinned system messages, active messages, pending (evicted) messages;
         # token lists hold what each message takes *in the context* (clipped or not)
@@ -454,7 +466,7 @@ class RollingSummarizer:
     def messages(self) -> list[Message]:
         """The verbatim (active) messages as they appear in the context: a message the window
         guard had to clip carries its marker here too (the stored one is intact)."""
-        if not self._clips:
+        if not (self._clips or self._cleared):
             return list(self._active)
         return [self._display(m) for m in self._active]
 
@@ -511,7 +523,7 @@ class RollingSummarizer:
             return with_timestamps(self.context(system=system), timestamps)
         pinned: Sequence[Message] = self._pinned
         active: Sequence[Message] = self._active
-        if self._clips or self._omitted:
+        if self._clips or self._omitted or self._cleared:
             pinned = [self._display(m) for m in self._pinned if m.id not in self._omitted]
             active = [self._display(m) for m in self._active]
         summary = None if self._summary_hidden else self._summary_msg
@@ -582,6 +594,9 @@ class RollingSummarizer:
             "min_messages_per_attempt": self.min_messages_per_attempt,
             "rebuild_from_raw": self.rebuild_from_raw,
             "depth_cap_merge": self.depth_cap_merge,
+            **({"clear_tool_results": True, "clear_trigger": self.clearing.trigger, "clear_keep": self.clearing.keep,
+                "clear_at_least": self.clearing.clear_at_least,
+                "clear_exclude_tools": sorted(self.clearing.exclude_tools)} if self.clear_tool_results else {}),
         }
 
     # ------------------------------------------------------------------ internals: window
@@ -602,7 +617,9 @@ class RollingSummarizer:
         return int(end(self._active)) if callable(end) else int(getattr(self.policy, "head", 0))
 
     def _display(self, m: Message) -> Message:
-        return self._clips.get(m.id, m) if m.id is not None else m
+        if m.id is None:
+            return m
+        return self._clips.get(m.id) or self._cleared.get(m.id, m)
 
     def _append(self, message: Message) -> Message:
         if message.id is None:
@@ -676,6 +693,7 @@ class RollingSummarizer:
             if m.id in ids:
                 removed.append((s, m))
                 self._clips.pop(m.id, None)
+                self._cleared.pop(m.id, None)
             else:
                 kept.append(m)
                 kept_seq.append(s)
@@ -691,6 +709,7 @@ class RollingSummarizer:
         for _, m in removed:
             if m.id is not None:
                 self._clips.pop(m.id, None)
+                self._cleared.pop(m.id, None)
         freed = 0
         k = len(positions)
         while k > 0:
@@ -792,7 +811,9 @@ class RollingSummarizer:
         """
         events: list[SummaryEvent] = []
         self._unclip()
-        if not system and not busy():
+        if self.clear_tool_results:
+            self._clear()
+        if not system and not busy() and self._summary_due():
             for decision in self._summary_decisions(events):
                 if self._in_backoff() or not self._rate_allows():
                     break
@@ -806,6 +827,21 @@ class RollingSummarizer:
         self._observe()
         self._persist_cadence()
         return events
+
+    def _clear(self) -> None:
+        """Replace old tool results by placeholders in the context (`rollsum.clearing`)."""
+        found = clearing.plan(self._active, self._tokens, self._cleared, self.context_tokens(), self.clearing,
+                              self.counter.count_message)
+        for i, shown in found.items():
+            self._cleared[shown.id] = shown  # type: ignore[index]
+            n = self.counter.count_message(shown)
+            self._active_tokens += n - self._tokens[i]
+            self._tokens[i] = n
+
+    def _summary_due(self) -> bool:
+        """With clearing on, the policy is asked only while the cleared context is still over
+        the clearing trigger: clear first, summarize only if that was not enough."""
+        return not self.clear_tool_results or self.context_tokens() > self.clearing.trigger
 
     def _launch(self, job: _Job) -> SummaryEvent | None:
         outcome = self._run(job)
@@ -950,7 +986,7 @@ class RollingSummarizer:
         for m, n in zip(self._pinned, self._pinned_n):
             items.append(("pinned", m, n))
         for m, n in zip(self._active, self._tokens):
-            items.append(("active", m, n))
+            items.append(("active", self._cleared.get(m.id, m) if m.id is not None else m, n))
         floor = {m.id: self._clip_floor(m) for _, m, _ in items}
         omitted: list[str] = []
 

@@ -72,7 +72,7 @@ RANGES: Mapping[str, Range] = {
     "cooldown_messages": AT_LEAST_0, "rearm_messages": AT_LEAST_0, "head": AT_LEAST_0, "tail": AT_LEAST_0,
     "min_evicted": AT_LEAST_1, "keep": AT_LEAST_1, "guard_min_tail": AT_LEAST_1, "lag_turns": AT_LEAST_0,
     "failure_cooldown": AT_LEAST_0, "max_failure_backoff": AT_LEAST_0, "ledger_max_facts": AT_LEAST_0,
-    "min_messages_per_attempt": AT_LEAST_0,
+    "min_messages_per_attempt": AT_LEAST_0, "clear_keep": AT_LEAST_0,
     # summaries and passes
     "max_depth": AT_LEAST_1, "max_passes": AT_LEAST_1, "retries": Range(0, 100),
     # tokens and characters
@@ -80,6 +80,7 @@ RANGES: Mapping[str, Range] = {
     "token_threshold": AT_LEAST_0, "reserved_output_tokens": AT_LEAST_0, "max_summary_tokens": AT_LEAST_1,
     "min_summary_tokens": AT_LEAST_0, "max_request_tokens": AT_LEAST_1, "max_output_tokens": AT_LEAST_1,
     "transcript_budget": AT_LEAST_1, "max_message_chars": AT_LEAST_1,
+    "clear_trigger": AT_LEAST_0, "clear_at_least": AT_LEAST_0,
     # ratios of the window
     "trigger_ratio": Range(0, low_open=True), "reset_ratio": Range(0, low_open=True),
     "emergency_ratio": Range(0, low_open=True), "low_water": SHARE, "summary_share": SHARE,

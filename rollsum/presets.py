@@ -102,6 +102,18 @@ PRESETS: dict[str, Preset] = {
                "head + tail window; the evicted middle is summarized once >= 10 messages were "
                "evicted since the last summary; '[Conversation Summary]' between head and tail",
                "evict-window", "head-summary-tail", "evict-window/v1", "prompted", max_output_tokens=1024),
+        Preset("clear-tool-results", "-",
+               "baseline: Anthropic-style context editing run locally: over half the window, tool "
+               "results older than the newest 3 become a placeholder (the call stays); no summary, "
+               "the oldest messages dropped only if still over the window",
+               "fit-window", "plain", None, "extractive", baseline=True,
+               engine={"clear_tool_results": True}),
+        Preset("clear+since-last", "001",
+               "clear-tool-results first, then since-last (its summary and verbatim window) only "
+               "while the cleared context is still over the clearing trigger",
+               "since-last", "earlier-heading", "since-last/v1", "prompted",
+               engine={"max_summary_tokens": 600, "clear_tool_results": True}, max_output_tokens=500,
+               guard_when_given=True),
         Preset("full-context", "-", "baseline: never summarize, never drop",
                "full-context", "plain", None, "extractive", baseline=True),
         Preset("truncate", "-", "baseline: keep only the newest N messages (keep=20)",

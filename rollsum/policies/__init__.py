@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rollsum.errors import ConfigError
 from rollsum.policies.base import Action, Decision, Policy, WindowState, policy_params
-from rollsum.policies.baselines import FullContext, Truncate
+from rollsum.policies.baselines import FitWindow, FullContext, Truncate
 from rollsum.policies.budget_trim import BudgetTrim
 from rollsum.policies.count_and_tokens import CountAndTokens
 from rollsum.policies.eviction_window import EvictionWindow
@@ -13,7 +13,8 @@ from rollsum.policies.token_ratio import TokenRatio
 
 POLICIES: dict[str, type] = {
     cls.name: cls
-    for cls in (CountAndTokens, SinceLast, BudgetTrim, TokenRatio, EvictionWindow, FullContext, Truncate)
+    for cls in (CountAndTokens, SinceLast, BudgetTrim, TokenRatio, EvictionWindow, FullContext, Truncate,
+                FitWindow)
 }
 """What presets (`Preset.policy`) and the ``policy=`` override read: a policy registered here is
 reachable by name from `RollingSummarizer.from_preset` and from a sweep's ``params``."""
@@ -28,6 +29,6 @@ def get(name: str) -> type:
 
 
 __all__ = [
-    "POLICIES", "Action", "BudgetTrim", "CountAndTokens", "Decision", "EvictionWindow", "FullContext",
+    "POLICIES", "Action", "BudgetTrim", "CountAndTokens", "Decision", "EvictionWindow", "FitWindow", "FullContext",
     "Policy", "SinceLast", "TokenRatio", "Truncate", "WindowState", "get", "policy_params",
 ]

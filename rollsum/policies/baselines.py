@@ -44,3 +44,28 @@ class Truncate:
         if n <= 0:
             return None
         return Decision.span("drop", 0, n, f"kept the newest {state.count - n} messages")
+
+
+@dataclass(frozen=True)
+class FitWindow:
+    """Drops the oldest messages only when the context is over the window, never summarizing:
+    the fallback of the `clear-tool-results` preset (clearing alone, what a team gets from the
+    API's context editing without compaction). Whole tool groups are dropped together (the
+    engine's rule), so what stays is never a result without its call."""
+
+    windowed: ClassVar[bool] = True
+    name: ClassVar[str] = "fit-window"
+
+    def may_summarize(self, state: WindowState) -> bool:
+        return False
+
+    def decide(self, state: WindowState) -> Decision | None:
+        over = state.context_tokens - state.context_window
+        n = freed = 0
+        while freed < over and n < state.count - 1:
+            freed += state.tokens[n]
+            n += 1
+        if n <= 0:
+            return None
+        return Decision.span("drop", 0, n, f"context {state.context_tokens} > window {state.context_window}: "
+                                            f"dropped the oldest {n} messages")

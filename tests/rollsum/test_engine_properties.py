@@ -13,6 +13,10 @@
    most once per `messages_per_summary` messages added, evict-window once per `min_evicted`
    evictions, the window guard once per ``(1 - guard_low_water) × window`` tokens added, and
    (issue #19) every preset: the k-th attempt needs k × `min_messages_per_attempt` messages.
+
+The tool-result clearing presets (issue #23: `clear-tool-results`, `clear+since-last`) are held
+to the same three, and a cleared result is only ever a placeholder in the context: its call
+stays, the newest `clear_keep` results are never cleared, the stored message is intact.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rollsum import Message, RollingSummarizer
+from rollsum.clearing import PLACEHOLDER
 from rollsum.context import CLIP_MARKER
 from rollsum.errors import ErrorKind, SummarizeError
 from rollsum.store.memory import MemoryStore
@@ -37,8 +42,11 @@ from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from rollsum.summarizers.extractive import ExtractiveSummarizer
 from rollsum.types import SummaryEvent
 
-DROPPING = {"truncate", "evict-window", "budget-rule-based"}
-WINDOWED = ("token-ratio", "budget-rule-based", "evict-window", "since-last", "count-and-tokens")
+DROPPING = {"truncate", "evict-window", "budget-rule-based", "clear-tool-results"}
+WINDOWED = ("token-ratio", "budget-rule-based", "evict-window", "since-last", "count-and-tokens",
+            "clear-tool-results", "clear+since-last")
+CLEARING = ("clear-tool-results", "clear+since-last")
+TOOLS = ("execute_bash", "read_file")
 EXAMPLES_PER_PRESET = 200
 FAILURES = ("ok", "ok", "ok", "transport", "validation", "empty", "timeout", "reset", "value", "locked", "bug")
 
@@ -79,7 +87,7 @@ class Flaky:
 roles = st.sampled_from(["user", "assistant", "assistant", "tool", "system"])
 messages = st.lists(st.tuples(roles, st.integers(1, 120)), min_size=1, max_size=120)
 presets = st.sampled_from(["count-and-tokens", "since-last", "budget-rule-based", "token-ratio",
-                           "evict-window", "full-context", "truncate"])
+                           "evict-window", "full-context", "truncate", *CLEARING])
 
 
 def params_for(preset: str, data: st.DataObject) -> dict[str, Any]:
@@ -91,7 +99,12 @@ def params_for(preset: str, data: st.DataObject) -> dict[str, Any]:
               "messages_to_summarize": data.draw(st.integers(1, 10)),
               "recent_messages_to_keep": data.draw(st.integers(0, 6)),
               "token_threshold": data.draw(st.integers(0, 300))}
-    elif preset == "since-last":
+    if preset in CLEARING:
+        d |= {"clear_trigger": data.draw(st.sampled_from([None, 0, 100, 600]), label="clear_trigger"),
+              "clear_keep": data.draw(st.integers(0, 4), label="clear_keep"),
+              "clear_at_least": data.draw(st.sampled_from([0, 0, 50, 400]), label="clear_at_least"),
+              "clear_exclude_tools": data.draw(st.sampled_from([(), ("read_file",)]), label="exclude")}
+    if preset in ("since-last", "clear+since-last"):
         d |= {"messages_per_summary": data.draw(st.integers(1, 15)), "keep_last": data.draw(st.integers(0, 8)),
               "count_since": data.draw(st.sampled_from(["covered", "event"]))}
     elif preset == "token-ratio":
@@ -149,7 +162,7 @@ def test_no_message_is_lost_or_duplicated(stream: list[tuple[str, int]], preset:
     added = []
     for i, (role, words) in enumerate(stream):
         m = Message(role, f"m{i} " + " ".join(f"w{j}" for j in range(words)),  # type: ignore[arg-type]
-                    name="execute_bash" if role == "tool" else None)
+                    name=TOOLS[i % 2] if role == "tool" else None)
         rs.add(m)
         added.append(rs.store.messages(rs.conversation_id)[-1].message)
     check(rs, added, preset, failures)
@@ -195,7 +208,8 @@ window_streams = st.lists(st.tuples(roles, sizes), min_size=1, max_size=45)
 def window_params(preset: str, data: st.DataObject) -> dict[str, Any]:
     d = params_for(preset, data)
     d["guard_low_water"] = data.draw(st.sampled_from([0.5, 0.6, 0.75]), label="low_water")
-    if preset == "since-last":  # degenerate combinations included: keep_last >= messages_per_summary - 1
+    if preset in ("since-last", "clear+since-last"):
+        # degenerate combinations included: keep_last >= messages_per_summary - 1
         d["keep_last"] = data.draw(st.integers(0, 25), label="keep_last")
     if preset == "budget-rule-based":
         d["reserved_output_tokens"] = min(d["reserved_output_tokens"], d["context_window"] // 2)
@@ -204,6 +218,26 @@ def window_params(preset: str, data: st.DataObject) -> dict[str, Any]:
     d["max_request_tokens"] = data.draw(st.sampled_from([None, None, 150, 600]), label="request cap")
     d["min_messages_per_attempt"] = data.draw(st.sampled_from([10, 10, 3, 0]), label="attempt cap")
     return d
+
+
+def check_cleared(rs: RollingSummarizer, added: list[Message], context: list[Message],
+                  params: dict[str, Any]) -> None:
+    """A cleared result is its placeholder in place (its call and every other message as
+    they were), never one of the newest `clear_keep` results, never an excluded tool's."""
+    stored = {m.id: m for m in added}
+    results = [x for x in context if x.role == "tool"]
+    keep = params["clear_keep"]
+    for k, x in enumerate(results):
+        original = stored[x.id]
+        if x.meta.get("cleared_chars") is None:
+            assert x.content == original.content or x.meta.get("clipped_chars"), "only clearing/clipping alter"
+            continue
+        assert x.content.startswith(PLACEHOLDER.split("{")[0])
+        assert x.meta["cleared_chars"] == len(original.content)
+        assert k < len(results) - keep, f"one of the newest {keep} results was cleared"
+        assert x.name not in params["clear_exclude_tools"], "an excluded tool's result was cleared"
+    assert all(r.message.content == stored[r.message.id].content
+               for r in rs.store.messages(rs.conversation_id)), "the store holds every original"
 
 
 def attempts(events: list[SummaryEvent]) -> list[SummaryEvent]:
@@ -228,7 +262,7 @@ def check_cadence(rs: RollingSummarizer, preset: str, added: list[Message], even
     cap = rs.min_messages_per_attempt  # issue #19: under every policy, at every prefix of any stream
     for k, e in enumerate(tried, start=1):
         assert k * cap <= nonsystem_upto[e.turn], f"attempt {k} at turn {e.turn}: over the attempt cap {cap}"
-    if preset == "since-last":
+    if preset in ("since-last", "clear+since-last"):
         every = params.get("messages_per_summary", 20)
         for k, e in enumerate(tried, start=1):
             assert k * every <= nonsystem_upto[e.turn], f"attempt {k} at turn {e.turn}: rate limit broken"
@@ -259,7 +293,7 @@ def test_every_windowed_preset_keeps_its_window_on_every_turn(
     added: list[Message] = []
     for i, (role, words) in enumerate(stream):
         m = Message(role, f"m{i} " + " ".join(f"w{j}" for j in range(words)),  # type: ignore[arg-type]
-                    name="execute_bash" if role == "tool" else None)
+                    name=TOOLS[i % 2] if role == "tool" else None)
         rs.add(m)
         added.append(rs.store.messages(rs.conversation_id)[-1].message)
         context = rs.context()
@@ -272,5 +306,7 @@ def test_every_windowed_preset_keeps_its_window_on_every_turn(
         if clipped:
             assert all(CLIP_MARKER.split("{")[0] in x.content for x in clipped)
             assert len(rs.messages) <= 1, "clipping is the last resort: everything else moved out first"
+        if preset in CLEARING:
+            check_cleared(rs, added, context, params)
     check(rs, added, preset, failures)
     check_cadence(rs, preset, added, events, params)

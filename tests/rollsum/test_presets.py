@@ -18,9 +18,9 @@ from tests.seeds.helpers import chat, fake
 # (preset, max_summary_tokens, reserved_output_tokens) at the preset's defaults
 DEFAULTS = {"count-and-tokens": (1024, 0), "since-last": (600, 0), "budget-rule-based": (500, 1024),
             "token-ratio": (1024, 0), "evict-window": (1024, 0), "full-context": (1024, 0),
-            "truncate": (1024, 0)}
-WINDOWED_ALWAYS = {"token-ratio", "budget-rule-based", "evict-window"}
-WINDOWED_WHEN_GIVEN = {"since-last", "count-and-tokens"}
+            "truncate": (1024, 0), "clear-tool-results": (1024, 0), "clear+since-last": (600, 0)}
+WINDOWED_ALWAYS = {"token-ratio", "budget-rule-based", "evict-window", "clear-tool-results"}
+WINDOWED_WHEN_GIVEN = {"since-last", "count-and-tokens", "clear+since-last"}
 
 
 def test_every_preset_is_covered() -> None:

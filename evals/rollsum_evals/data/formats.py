@@ -60,7 +60,9 @@ LOADERS: dict[str, Loader] = {"jsonl": _jsonl, "chat": _chat, "locomo": _locomo,
 def parse_synth_spec(spec: str) -> Iterator[Any]:
     """`synth:FLAVOR?conversations=4&messages=300&seed=1&facts=10` -> SyntheticConversation items.
 
-    `messages` may be a range `200-400` (each conversation gets a seeded length in it).
+    `messages` may be a range `200-400` (each conversation gets a seeded length in it);
+    `agent_probes=0` leaves out the agent flavor's post-compaction probes (issue #23), e.g. to
+    compare with numbers pinned before they existed.
     """
     from rollsum_evals.data import synth
 
@@ -69,7 +71,7 @@ def parse_synth_spec(spec: str) -> Iterator[Any]:
     if flavor not in synth.FLAVORS:
         raise ConfigError(f"{spec}: flavor: expected one of {', '.join(synth.FLAVORS)}, got {flavor!r}")
     params = {"conversations": "1", "messages": "300", "seed": "0"}
-    allowed = (*params, "facts")
+    allowed = (*params, "facts", "agent_probes")
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
         if key not in allowed:
             raise ConfigError(f"{spec}: unknown parameter {key!r} (expected {', '.join(allowed)})")
@@ -80,9 +82,12 @@ def parse_synth_spec(spec: str) -> Iterator[Any]:
         messages: int | tuple[int, int] = (int(low), int(high)) if high else int(low)
         seed = int(params["seed"])
         facts = int(params["facts"]) if "facts" in params else None
+        agent_probes = params.get("agent_probes", "1")
+        if agent_probes not in ("0", "1"):
+            raise ValueError
     except ValueError:
         raise ConfigError(f"{spec}: expected integers for conversations, messages (or LOW-HIGH), seed, "
-                          "facts") from None
+                          "facts; 0 or 1 for agent_probes") from None
     if conversations < 1:
         raise ConfigError(f"{spec}: conversations: expected at least 1")
     lengths = messages if isinstance(messages, tuple) else (messages,)
@@ -91,7 +96,8 @@ def parse_synth_spec(spec: str) -> Iterator[Any]:
                           f"1 <= LOW <= HIGH, got {params['messages']!r}")
     if facts is not None and facts < 0:
         raise ConfigError(f"{spec}: facts: expected a non-negative number of facts, got {facts}")
-    return synth.dataset(flavor, conversations=conversations, n_messages=messages, seed=seed, facts=facts)
+    return synth.dataset(flavor, conversations=conversations, n_messages=messages, seed=seed, facts=facts,
+                         agent_probes=agent_probes == "1")
 
 
 def guess_format(path_or_name: str) -> str:

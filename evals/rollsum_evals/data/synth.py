@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -37,6 +37,8 @@ from rollsum_evals.data.types import Conversation, Probe
 GENERATOR_VERSION = "1"
 FLAVORS = ("chat", "agent", "mixed")
 CATEGORIES = ("fact", "number", "identifier", "date", "decision", "superseded")
+AGENT_CATEGORIES = ("file-changed", "failed-approach", "current-task", "tool-identifier")
+"""Agent probes read off the generated tool traffic (`_Harvest`), after the planted facts."""
 BASE_TIME = datetime(2024, 3, 4, 9, 0, 0, tzinfo=UTC)
 DEFAULT_DEPTH = (0.02, 0.7)
 
@@ -298,7 +300,7 @@ class SyntheticConversation:
 
     def __init__(self, flavor: str, *, n_messages: int, seed: int | str,
                  conversation_id: str | None = None, facts: int | None = None,
-                 depth: tuple[float, float] = DEFAULT_DEPTH) -> None:
+                 depth: tuple[float, float] = DEFAULT_DEPTH, agent_probes: bool = True) -> None:
         if flavor not in FLAVORS:
             raise ConfigError(f"flavor: expected one of {', '.join(FLAVORS)}, got {flavor!r}")
         if n_messages < 1:
@@ -311,6 +313,7 @@ class SyntheticConversation:
         self.id = conversation_id or f"synth-{flavor}-{seed}"
         self.n_facts = default_facts(n_messages) if facts is None else max(0, min(facts, n_messages // 8))
         self.depth = depth
+        self.agent_probes = agent_probes
         self._probes: tuple[Probe, ...] | None = None
 
     @property
@@ -319,6 +322,47 @@ class SyntheticConversation:
                 "generator_version": GENERATOR_VERSION, "n_messages": self.n_messages}
 
     def messages(self) -> Iterator[Message]:
+        harvest = _Harvest() if self.flavor == "agent" and self.agent_probes else None
+        facts = yield from self._stream(harvest)
+        probes = [_probe(self.id, f) for f in facts if f.evidence and (not f.stale or len(f.evidence) == 2)]
+        if harvest is not None:
+            probes += self._agent_probes(harvest)
+        self._probes = tuple(probes)
+
+    def _agent_probes(self, harvest: _Harvest) -> list[Probe]:
+        """The agent's questions after a compaction, from what its tools showed (`_Harvest`).
+
+        Read off the messages already generated, with their own seeded choice, so the messages
+        and the planted probes are the same bytes as before they existed. A candidate is kept
+        only when its answer is in no message but its evidence (a second, identical pass over
+        the stream counts them) and its question is asked once, so the answer is unambiguous.
+        """
+        rng = random.Random(f"rollsum-synth/{GENERATOR_VERSION}/{self.flavor}/{self.seed}/agent-probes")
+        per_kind = max(1, self.n_facts // 4)
+        pool = harvest.candidates()
+        end = harvest.end()
+        holders: dict[str, list[str]] = {c.answer.lower(): [] for c in pool}
+        for m in self._stream(None):
+            low = m.content.lower()
+            for a, held in holders.items():
+                if a in low:
+                    held.append(m.id or "")
+        unique = [c for c in pool if set(holders[c.answer.lower()]) <= set(c.evidence)]
+        chosen = [c for kind in ("file-changed", "failed-approach", "tool-identifier")
+                  for c in _pick([c for c in unique if c.category == kind], per_kind, rng)]
+        out: list[Probe] = []
+        for k, c in enumerate(chosen):
+            out.append(Probe(id=f"{self.id}:a{k}", question=c.question, answer=c.answer, evidence=c.evidence,
+                             category=c.category, meta={"planted_at": c.evidence[0], "channel": "agent", "how": c.how}))
+        # the current task and step: asked at the end, answered by the latest request or command
+        # (an earlier identical one states the same task, so it is no leak of another answer)
+        for k, c in enumerate(end, start=len(chosen)):
+            out.append(Probe(id=f"{self.id}:a{k}", question=c.question, answer=c.answer,
+                             evidence=c.evidence, category=c.category,
+                             meta={"planted_at": c.evidence[0], "channel": "agent", "how": c.how, "ask_at": "end"}))
+        return out
+
+    def _stream(self, harvest: _Harvest | None) -> Generator[Message, None, list[_Fact]]:
         rng = random.Random(f"rollsum-synth/{GENERATOR_VERSION}/{self.flavor}/{self.seed}")
         facts = _plan(self.flavor, self.n_messages, self.n_facts, rng, self.depth)
         events = sorted([(f.at, f.index, 0) for f in facts] + [(f.update_at, f.index, 1) for f in facts
@@ -353,13 +397,15 @@ class SyntheticConversation:
                 if d.evidence_of is not None:
                     d.evidence_of.evidence.append(mid)
                 stamp = (BASE_TIME + timedelta(seconds=clock)).strftime("%Y-%m-%dT%H:%M:%SZ")
-                yield Message(role=d.role, content=d.content, id=mid, name=d.name, created_at=stamp,  # type: ignore[arg-type]
-                              meta=d.meta)
+                m = Message(role=d.role, content=d.content, id=mid, name=d.name, created_at=stamp,  # type: ignore[arg-type]
+                            meta=d.meta)
+                if harvest is not None:
+                    harvest.see(m)
+                yield m
                 clock += rng.randint(3, 45)
                 i += 1
                 segment_left -= 1
-        self._probes = tuple(_probe(self.id, f) for f in facts
-                             if f.evidence and (not f.stale or len(f.evidence) == 2))
+        return facts
 
     def probes(self) -> tuple[Probe, ...]:
         if self._probes is None:
@@ -371,6 +417,100 @@ class SyntheticConversation:
     def conversation(self) -> Conversation:
         msgs = tuple(self.messages())
         return Conversation(id=self.id, messages=msgs, probes=self.probes(), meta=self.meta)
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    category: str
+    how: str
+    question: str
+    answer: str
+    evidence: tuple[str, ...]
+
+
+_EDIT = re.compile(r"^Edited (\S+): 1 replacement\n@@ def (\w+) @@")
+_CREATED = re.compile(r"^Created (\S+) \((\d+) lines\)")
+_TEST_FAILED = re.compile(r"^E {7}(ValueError: empty \w+ in \w+)$.*^FAILED (tests/\w+)/\w+\.py::(\w+) ",
+                          re.M | re.S)
+_NO_MODULE = re.compile(r"ModuleNotFoundError: (No module named '[\w.]+')")
+_COMMIT = re.compile(r"^([0-9a-f]{7}) (\w+ \w+ handling in \w+)$", re.M)
+_CALL = re.compile(r"Calling execute_bash\(command='([^']+)'\)\.$")
+
+
+class _Harvest:
+    """Collects agent-probe candidates while the stream is generated (flat memory: a bounded
+    reservoir per kind, plus the latest task and command)."""
+
+    CAP = 64
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[_Candidate]] = {}
+        self.n: dict[str, int] = {}
+        self.questions: dict[str, int] = {}
+        self.task: _Candidate | None = None
+        self.command: _Candidate | None = None
+        self.call: list[str] = []
+        self._rng = random.Random("rollsum-synth/harvest")
+
+    def _add(self, c: _Candidate) -> None:
+        self.questions[c.question] = self.questions.get(c.question, 0) + 1
+        pool = self.seen.setdefault(c.category, [])
+        n = self.n[c.category] = self.n.get(c.category, 0) + 1
+        if len(pool) < self.CAP:
+            pool.append(c)
+        elif (j := self._rng.randrange(n)) < self.CAP:
+            pool[j] = c
+
+    def see(self, m: Message) -> None:
+        mid, text = m.id or "", m.content
+        if m.role == "user":
+            task = next((t for t in T.AGENT_TASKS if text.startswith(t)), None)
+            if task is not None:
+                self.task = _Candidate("current-task", "task", "What is the task the user asked for last?",
+                                       task, (mid,))
+            return
+        if m.role == "assistant":
+            self.call = [mid] if m.meta.get("tool_calls") else []
+            call = _CALL.search(text)
+            if call:
+                self.command = _Candidate("current-task", "step", "Which command did the agent run last?",
+                                          call.group(1), (mid,))
+            return
+        if m.role != "tool":
+            return
+        if (e := _EDIT.match(text)) is not None:
+            self._add(_Candidate("file-changed", "edit", f"Which function in {e.group(1)} did the agent edit "
+                                 "to drop None results?", e.group(2), (*self.call[-1:], mid)))
+        elif (c := _CREATED.match(text)) is not None:
+            module = c.group(1).split("/")[1]
+            self._add(_Candidate("file-changed", "create", f"Which test file did the agent create for {module}?",
+                                 c.group(1), (*self.call[-1:], mid)))
+        elif (f := _TEST_FAILED.search(text)) is not None:
+            self._add(_Candidate("failed-approach", "test", f"Why did {f.group(3)} in {f.group(2)} fail?",
+                                 f.group(1), (mid,)))
+        elif (n := _NO_MODULE.search(text)) is not None and m.meta.get("command"):
+            self._add(_Candidate("failed-approach", "command", f"Why did `{m.meta['command']}` fail?",
+                                 n.group(1), (mid,)))
+        for h in _COMMIT.finditer(text):
+            self._add(_Candidate("tool-identifier", "git", f"What is the hash of the commit '{h.group(2)}'?",
+                                 h.group(1), (mid,)))
+
+    def candidates(self) -> list[_Candidate]:
+        """Every kept candidate whose question is asked once (unambiguous)."""
+        return [c for pool in self.seen.values() for c in pool if self.questions[c.question] == 1]
+
+    def end(self) -> list[_Candidate]:
+        """The questions asked at the end: the current task and the agent's latest step."""
+        return [c for c in (self.task, self.command) if c is not None]
+
+
+def _pick(pool: list[_Candidate], k: int, rng: random.Random) -> list[_Candidate]:
+    """Up to `k` of `pool`, seeded, in conversation order."""
+    return sorted(rng.sample(pool, min(k, len(pool))), key=lambda c: _position(c.evidence[0]))
+
+
+def _position(mid: str) -> int:
+    return int(mid.rsplit(":", 1)[1])
 
 
 def _probe(cid: str, f: _Fact) -> Probe:
@@ -571,10 +711,11 @@ def make_conversation(flavor: str, *, n_messages: int, seed: int | str, conversa
 
 
 def dataset(flavor: str, *, conversations: int, n_messages: int | tuple[int, int], seed: int,
-            facts: int | None = None) -> Iterator[SyntheticConversation]:
+            facts: int | None = None, agent_probes: bool = True) -> Iterator[SyntheticConversation]:
     """`conversations` generators; with a (low, high) range each gets a seeded length in it."""
     lengths = random.Random(f"rollsum-synth-lengths/{flavor}/{seed}")
     for k in range(conversations):
         n = n_messages if isinstance(n_messages, int) else lengths.randint(*n_messages)
         yield SyntheticConversation(flavor, n_messages=n, seed=f"{seed}.{k}",
-                                    conversation_id=f"synth-{flavor}-{seed}-{k}", facts=facts)
+                                    conversation_id=f"synth-{flavor}-{seed}-{k}", facts=facts,
+                                    agent_probes=agent_probes)

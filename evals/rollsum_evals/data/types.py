@@ -16,6 +16,8 @@ from rollsum.types import Message
 PROBE_CATEGORIES: tuple[str, ...] = (
     # synthetic kinds
     "fact", "number", "identifier", "date", "decision", "superseded",
+    # synthetic agent kinds (what an agent asks after a compaction; issue #23)
+    "file-changed", "failed-approach", "current-task", "tool-identifier",
     # LoCoMo categories 1-5
     "multi-hop", "temporal", "open-domain", "single-hop", "adversarial",
 )

@@ -5,7 +5,13 @@ from pathlib import Path
 
 import pytest
 from rollsum_evals.data import load, parse_synth_spec, write_jsonl, write_streamed
-from rollsum_evals.data.synth import CATEGORIES, SyntheticConversation, generate, make_conversation
+from rollsum_evals.data.synth import (
+    AGENT_CATEGORIES,
+    CATEGORIES,
+    SyntheticConversation,
+    generate,
+    make_conversation,
+)
 from rollsum_evals.data.types import Conversation
 
 from rollsum.errors import ConfigError
@@ -47,7 +53,9 @@ def test_timestamps_never_go_backwards(conv: Conversation) -> None:
 
 
 def test_every_category_is_probed(conv: Conversation) -> None:
-    assert {p.category for p in conv.probes} == set(CATEGORIES)
+    # the agent flavor also asks what an agent needs after a compaction (issue #23)
+    agent = set(AGENT_CATEGORIES) if conv.meta["flavor"] == "agent" else set()
+    assert {p.category for p in conv.probes} == set(CATEGORIES) | agent
 
 
 def test_answers_appear_verbatim_in_their_evidence(conv: Conversation) -> None:
@@ -61,6 +69,9 @@ def test_answers_are_not_leaked_elsewhere(conv: Conversation) -> None:
     """Retention is only a real test if the answer is found only where it was planted."""
     for p in conv.probes:
         holders = {m.id for m in conv.messages if p.answer.lower() in m.content.lower()}
+        if p.category == "current-task":  # the latest request/command; earlier identical ones restate it
+            assert set(p.evidence) <= holders and len(p.evidence) == 1, p
+            continue
         assert holders == set(p.evidence), p
 
 
@@ -79,7 +90,8 @@ def test_superseded_probes_answer_the_latest_value(conv: Conversation) -> None:
 def test_facts_are_planted_in_the_first_70_percent_by_default(conv: Conversation) -> None:
     n = len(conv.messages)
     index = {m.id: i for i, m in enumerate(conv.messages)}
-    planted = [index[p.meta["planted_at"]] for p in conv.probes]
+    # planted facts only: the agent probes are read off tool traffic anywhere in the session
+    planted = [index[p.meta["planted_at"]] for p in conv.probes if p.category in CATEGORIES]
     assert max(planted) <= 0.75 * n and min(planted) < 0.2 * n
 
 
@@ -161,3 +173,33 @@ def test_output_is_plain_json_without_platform_dependent_values(tmp_path: Path) 
     json.loads(raw)
     assert hashlib.sha256(raw).hexdigest() == hashlib.sha256(
         (tmp_path / "x.jsonl").read_bytes()).hexdigest()
+
+
+def test_agent_probes_leave_the_messages_and_planted_probes_as_they_were() -> None:
+    """Issue #23's agent probes are read off the traffic: adding them changed no byte of the
+    messages nor any planted probe, and `agent_probes=0` leaves them out (pinned numbers)."""
+    (with_,) = load("synth:agent?conversations=1&messages=400&seed=9")
+    (without,) = load("synth:agent?conversations=1&messages=400&seed=9&agent_probes=0")
+    assert with_.messages == without.messages
+    planted = [p for p in with_.probes if p.category in CATEGORIES]
+    assert planted == list(without.probes) and len(with_.probes) > len(planted)
+    assert {p.category for p in with_.probes} - set(CATEGORIES) <= set(AGENT_CATEGORIES)
+    with pytest.raises(ConfigError, match="agent_probes"):
+        list(parse_synth_spec("synth:agent?agent_probes=yes"))
+
+
+def test_agent_probes_ask_what_the_tools_showed() -> None:
+    conv = make_conversation("agent", n_messages=450, seed=42)
+    by_id = {m.id: m for m in conv.messages}
+    agent = [p for p in conv.probes if p.category in AGENT_CATEGORIES]
+    assert {p.category for p in agent} == set(AGENT_CATEGORIES)
+    for p in agent:
+        assert p.meta["channel"] == "agent" and p.meta["planted_at"] in p.evidence
+        if p.category in ("failed-approach", "tool-identifier"):  # read off a tool's output
+            assert by_id[p.evidence[-1]].role == "tool"
+    ends = [p for p in agent if p.category == "current-task"]
+    assert [p.meta.get("ask_at") for p in ends] == ["end", "end"]
+    last = max(i for i, m in enumerate(conv.messages) if m.role == "user" and ends[0].answer in m.content)
+    assert ends[0].meta["planted_at"] == conv.messages[last].id, "the current task is the latest one asked"
+    calls = [m.id for m in conv.messages if m.role == "assistant" and "Calling execute_bash(" in m.content]
+    assert ends[1].meta["planted_at"] == calls[-1], "the step is the latest command run"

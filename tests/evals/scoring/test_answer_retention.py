@@ -282,3 +282,26 @@ def test_rows_do_not_depend_on_sharing_the_index_between_units() -> None:
 
 def _rows(s: scoring.Scores) -> Any:
     return {k: v for k, v in s.unit.items() if not (isinstance(v, float) and math.isnan(v))}, s.probes
+
+
+def test_a_fact_only_in_a_cleared_tool_result_is_not_retained() -> None:
+    """Tool-result clearing (issue #23) shows a placeholder: the trace must record that text, not
+    the result it replaced, so the fact it carried is gone from the context."""
+    big = " ".join(f"row {i} ok" for i in range(80))
+    msgs: list[Message] = [Message("user", "Find the failing build.", id="x0")]
+    for k in range(6):
+        ident = "BUILD-48213 failed on the linker step" if k == 0 else "nothing relevant"
+        msgs += [Message("assistant", f"Calling execute_bash(command='ci log {k}').", id=f"x{2 * k + 1}"),
+                 Message("tool", f"{ident}\n{big}", id=f"x{2 * k + 2}", name="execute_bash")]
+    conv = Conversation("cl", tuple(msgs), (Probe("build", "Which build failed?", "BUILD-48213", evidence=("x2",)),))
+    plan = ScoringPlan(scorers=("answer_retention",), timing=parse_timing("end"))
+    got = {}
+    for preset, params in (("full-context", "{}"), ("clear-tool-results", '{"clear_trigger": 500, "clear_keep": 2}')):
+        unit = Unit(unit_id="u", dataset="d", conversation_id="cl", dataset_hash="h", config=preset, preset=preset,
+                    params_json=params, prompt="", model="extractive", seed=0, context_window=8000)
+        trace = replay(unit, conv)
+        items = trace.context_at(len(msgs) - 1)
+        got[preset] = scoring.score(plan, unit, conv, trace)[1].probes["build"]["retained"]
+        cleared = next(i for i in items if i.message_index == 2)
+        assert cleared.verbatim == (preset == "full-context"), "a cleared result is a text made from its message"
+    assert got == {"full-context": True, "clear-tool-results": False}

@@ -13,7 +13,7 @@ support the answer; "containment" = the v2 check on the same summary items):
 | data | asks | from summary: real | bag | containment: real | bag |
 |---|---:|---:|---:|---:|---:|
 | chat-small.jsonl, first 4 conversations | 134 | 0.881 | 0.000 | 0.881 | 0.000 |
-| agent-small.jsonl, first 4 conversations | 112 | 0.321 | 0.000 | 0.313 | 0.027 |
+| agent-small.jsonl, first 4 conversations | 186 | 0.263 | 0.000 | 0.242 | 0.032 |
 | LoCoMo dev, 3 conversations | 774 | 0.076 | 0.000 | 0.143 | 0.068 |
 
 On the synthetic sets the bag rarely even contains an answer (their answers are rare codes and
@@ -99,7 +99,8 @@ def _rates(convs: list[Conversation]) -> dict[str, float]:
 
 @pytest.mark.parametrize(("source", "want"), [
     ("chat-small.jsonl", {"n": 134, "summary_real": 0.881, "containment_bag": 0.0}),
-    ("agent-small.jsonl", {"n": 112, "summary_real": 0.393, "containment_bag": 0.027}),
+    # issue #23's agent probes (files changed, failures, task, identifiers) added 74 asks: was 112 / 0.393 / 0.027
+    ("agent-small.jsonl", {"n": 186, "summary_real": 0.263, "containment_bag": 0.032}),
 ])
 def test_a_bag_of_frequent_words_scores_far_below_the_real_summary_on_synthetic_sets(
         source: str, want: dict[str, float]) -> None:
