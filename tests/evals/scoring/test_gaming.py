@@ -9,7 +9,7 @@ same tokens) — same turns, same verbatim tail, same asks:
 - **entities**: a comma list of the names, numbers and capitalised words of those messages;
 - **and-glued**: the same entities joined with " and ";
 - **swapped**: the real summary with the speakers' names swapped (``Caroline:`` <-> ``Melanie:``,
-  in the text too; ``User:`` <-> ``Assistant:`` on the synthetic chats);
+  in the text too; ``User:`` <-> ``Assistant:`` on the synthetic chats and agents);
 - **negated**: every line of the real summary prefixed "It is not true that" (cut to the length).
 
 Summary-only credit = share of answerable asks the summary items alone support (`in_summary`).
@@ -19,7 +19,10 @@ below truncation's at the same main-model tokens per turn (truncate replayed ove
 
 Checked against wrong matchers (monkeypatched, share of the real summary's credit): without
 attribution (`support.attributed` always true) swapped keeps 100 % (chat) / 97 % (LoCoMo);
-without negation cues (`support.NEGATION` empty) negated keeps 89 % / 75 %. The lists are held
+without negation cues (`support.NEGATION` empty) negated keeps 89 % / 75 %; without the
+evidence-speaker rule (`support.by_source` always true) swapped beats truncate on chat-small
+(0.112 vs 0.074: questions that name nobody, "What is the current pickup time for the airport
+shuttle?"). The lists are held
 down mostly by the anchor rule (the question's words must stand near the answer in a
 statement); without the `LINK` rule they rise only to 2 % / 3-5 %, so the unit tests below pin
 that rule directly.
