@@ -1,4 +1,4 @@
-"""answer_retention v4: support, answerability (from evidence; the matcher only without it) and its
+"""answer_retention v5: support, answerability (from evidence; the matcher only without it) and its
 exclusions, on traces built by hand; and
 the per-conversation index that makes it fast gives exactly the direct matcher's verdicts."""
 
