@@ -24,8 +24,10 @@ Method, exclusions and blind spots: docs/scoring.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
+from rollsum.types import Message
 from rollsum_evals.replay.trace import TextRef, Trace
 from rollsum_evals.scoring.answerability import EXCLUDED, UNANSWERABLE, evidence_positions, is_date_answer, judge
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
@@ -33,12 +35,12 @@ from rollsum_evals.scoring.evidence import SupportIndex
 from rollsum_evals.scoring.text import contains
 from rollsum_evals.scoring.views import ContextViews, Shared
 
-__all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention"]
+__all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention", "evidence_speaker"]
 
 
 class AnswerRetention:
     name = "answer_retention"
-    version = "4"
+    version = "5"
     needs = frozenset({"contexts"})
     unit_columns = (
         Column("retention", "float", math.nan, "mean `retained` over answerable asks"),
@@ -124,18 +126,36 @@ class AnswerRetention:
             cols["excluded"] = verdict.excluded
             return cols
         cols.update(answerable=True, answerable_by=verdict.by)
-        found = index.at(inp.trace, turn, probe.question, probe.answer) if checkable else None
+        source = evidence_speaker(inp.trace.messages, evidence)
+        found = index.at(inp.trace, turn, probe.question, probe.answer, source) if checkable else None
         whole = bool(evidence) and _verbatim(inp.trace, turn, evidence) and (
             not is_date_answer(probe) or _day_shown(inp.trace, evidence))
         matched = found is not None and found.retained
         stale = (not whole and not matched) and any(
-            (s := index.at(inp.trace, turn, probe.question, a)) is not None and s.retained
+            (s := index.at(inp.trace, turn, probe.question, a, source)) is not None and s.retained
             for a in probe.stale_answers)
         at = found.at if found is not None and matched else (f"m:{evidence[0]}" if whole else "")
         cols.update(retained=whole or matched, in_summary=matched and found is not None and found.in_summary,
                     in_verbatim=whole or (matched and found is not None and found.in_verbatim),
                     support_at=at, stale=stale)
         return cols
+
+
+def evidence_speaker(messages: Sequence[Message], evidence: Sequence[int]) -> str:
+    """The one person who said every evidence message, or "" (several people, or any of them
+    said by the assistant as a tool-using agent, a tool or the system). A person is a user (their
+    name, else "user") or a named speaker (LoCoMo's two people are user and assistant by role,
+    each with a name): a fact they said is theirs, and a summary must not put it in another
+    mouth (`support.by_source`). An unnamed assistant is left out: what it says is often what a
+    tool returned, and the synthetic agents' facts are not attributed to it by the questions."""
+    people = {_person(messages[e]) for e in evidence}
+    return people.pop() if len(people) == 1 and "" not in people else ""
+
+
+def _person(m: Message) -> str:
+    if m.role == "user":
+        return m.name or "user"
+    return m.name if m.role == "assistant" and m.name else ""
 
 
 def _verbatim(trace: Trace, turn: int, evidence: tuple[int, ...]) -> bool:

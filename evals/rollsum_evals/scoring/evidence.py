@@ -20,6 +20,7 @@ context (a test checks it against the direct call on real replays).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -156,13 +157,20 @@ class SupportIndex:
 
     # -- one context ------------------------------------------------------------------------
 
-    def at(self, trace: Trace, turn: int, question: str, answer: str) -> Found | None:
-        """What the context of `trace` at `turn` says about the answer; None if not checkable."""
+    def at(self, trace: Trace, turn: int, question: str, answer: str, source: str = "") -> Found | None:
+        """What the context of `trace` at `turn` says about the answer; None if not checkable.
+
+        `source`: the one person who said every evidence message ("" when none is): what is not
+        verbatim must be attributed to them (`support.by_source`); verbatim messages are judged
+        as before (the evidence rule counts them)."""
         c = self.claim(question, answer)
         if c is None:
             return None
         key = (question, answer)
         by_msg = self._messages(key, c)
+        if source:
+            c = dataclasses.replace(c, source=frozenset(sp.stem(w) for w in sp.words(source)))
+            key = (question, answer + "\x00" + source)  # the texts' memo: judged with the source
         zero = tuple(0 for _ in c.items)
         verbatim, summary = zero, zero
         first: tuple[int, str] | None = None  # (strength, where) of the first item that states one

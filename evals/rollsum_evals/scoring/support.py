@@ -23,7 +23,10 @@ more, the way a reader would check it:
 
 4. **It is about the person asked about, and not negated** (v4). When the question names a
    speaker (or "the user" / "the assistant"), the unit must be spoken by that person or name
-   them (`attributed`); a negation cue before the answer or its anchor within their sentence
+   them (`attributed`; a name only used to address someone, "Thanks, Melanie!", does not name
+   them: `named`, v5); when the evidence was all said by one person, a summary line or clipped
+   text spoken by someone else, or naming only others, does not state it (`by_source`, v5);
+   a negation cue before the answer or its anchor within their sentence
    kills the support (`NEGATION`, `clauses(scope=True)`); and the clauses from the anchor to
    the answer must hold a `LINK` word (a list of entities glued by commas or "and" states
    nothing).
@@ -161,6 +164,8 @@ def words(text: str) -> tuple[str, ...]:
 _CLAUSE_BREAK = re.compile(r"[,;:.!?\n]")
 _SCOPE_BREAK = re.compile(r"[.!?](?=\s|$)|[;\n]")
 _SCOPE_WORDS = frozenset({"but", "however", "although", "though"})
+_SENTENCE_BREAK = re.compile(r"[.!?](?=\s|$)|[;\n\]]")
+"""Ends a sentence for `named` (a ``]`` too: "[7 May 2023] Hey Caroline, ..." starts after it)."""
 
 
 def clauses(text: str, *, scope: bool = False) -> tuple[int, ...]:
@@ -176,6 +181,19 @@ def clauses(text: str, *, scope: bool = False) -> tuple[int, ...]:
     pattern = _SCOPE_BREAK if scope else _CLAUSE_BREAK
     for m in _WORD.finditer(s):
         if out and (pattern.search(s, prev, m.start()) or (scope and m[0] in _SCOPE_WORDS)):
+            k += 1
+        out.append(k)
+        prev = m.end()
+    return tuple(out)
+
+
+def _sentences(text: str) -> tuple[int, ...]:
+    """For each word of `words(text)`, the index of its sentence (`_SENTENCE_BREAK`)."""
+    s = _normalised(text)
+    out: list[int] = []
+    k, prev = 0, 0
+    for m in _WORD.finditer(s):
+        if out and _SENTENCE_BREAK.search(s, prev, m.start()):
             k += 1
         out.append(k)
         prev = m.end()
@@ -224,6 +242,9 @@ class Claim:
     people: frozenset[str] = frozenset()
     """Stems of everyone who can be named (speakers' names, role names): a unit with no speaker
     that names only others is about them."""
+    source: frozenset[str] = frozenset()
+    """Stems of the one person who said every evidence message (empty: several people, the
+    assistant, a tool, or no evidence). Set only for what is not verbatim (`by_source`)."""
 
     @property
     def is_list(self) -> bool:
@@ -294,6 +315,8 @@ class _Prepared:
     """Per word: a `NEGATION` cue (or the ``t`` of a split ``n't``)."""
     scope_lo: tuple[int, ...] = ()
     """Per word: the first word a negation before it could reach from (`clauses` with scope)."""
+    sentence: tuple[int, ...] = ()
+    """Per word: its sentence (`_sentences`)."""
 
 
 @lru_cache(maxsize=65_536)
@@ -313,7 +336,7 @@ def _prepare(text: str) -> _Prepared:
     neg = tuple(w in NEGATION or (w == "t" and i > 0 and ws[i - 1].endswith("n")) for i, w in enumerate(ws))
     return _Prepared(stems, tuple(w in STOP for w in ws), {k: tuple(v) for k, v in positions.items()},
                      bool(_CODE_LIKE.search(text)), proper, lo, tuple(hi),
-                     tuple(w in LINK for w in ws), neg, _starts(clauses(text, scope=True)))
+                     tuple(w in LINK for w in ws), neg, _starts(clauses(text, scope=True)), _sentences(text))
 
 
 def summary_units(text: str) -> list[Unit]:
@@ -343,14 +366,56 @@ def _linked(p: _Prepared, a: int, b: int) -> tuple[bool, bool]:
     return stated, any(p.negation[p.scope_lo[min(a, b)]:max(a, b)])
 
 
+ADDRESS_WORDS = frozenset(stem(w) for w in """hey hi hello dear oh ah thanks thank you congrats
+congratulations wow woah whoa aw aww yes yeah no ok okay well sorry bye goodbye good morning night great awesome
+cool nice haha lol omg gosh""".split())
+"""Words that go with a name used to address someone ("Hey Caroline", "Thanks, Melanie")."""
+
+
+def named(p: _Prepared, stems: Iterable[str], people: frozenset[str]) -> bool:
+    """Whether the unit names one of `stems` as someone it talks *about*. A name used only to
+    address someone is a vocative, not a subject: its clause holds nothing but names and
+    greeting words (`ADDRESS_WORDS`), and so does everything from it to one end of its
+    sentence — "Hey Caroline, ...", "Woah, Evan, that ...", "Caroline, did you ...", "Thanks,
+    Melanie!". An opening run followed by "and" or another name is a list ("Jon, Gina and
+    Caroline went"), not an address. `people`: every nameable stem."""
+    def plain(k: int) -> bool:
+        return p.stems[k] in people or p.stems[k] in ADDRESS_WORDS
+
+    n = len(p.stems)
+    for t in stems:
+        for i in p.positions.get(t, ()):
+            first = next(k for k in range(i, -1, -1) if k == 0 or p.sentence[k - 1] != p.sentence[i])
+            last = next(k for k in range(i, n) if k == n - 1 or p.sentence[k + 1] != p.sentence[i])
+            lo, hi = max(p.clause_lo[i], first), min(p.clause_hi[i], last)
+            after = hi + 1 if hi < last else None
+            opening = all(plain(k) for k in range(first, hi + 1)) and (
+                after is None or (p.stems[after] not in people and p.stems[after] not in ("and", "or")))
+            closing = all(plain(k) for k in range(lo, last + 1))
+            if not (opening or closing):
+                return True
+    return False
+
+
 def attributed(c: Claim, p: _Prepared, speaker: frozenset[str]) -> bool:
     """A unit can state something about the people the question names only when one of them
     speaks it or is named in it (a question naming nobody: any unit). A unit nobody speaks (a
     summary line without ``Name:``) that names nobody cannot be attributed either way and
     counts; one that names only others is about them."""
-    if not c.persons or c.persons & speaker or any(t in p.positions for t in c.persons):
+    if not c.persons or c.persons & speaker or named(p, c.persons, c.people):
         return True
-    return not speaker and not any(t in p.positions for t in c.people)
+    return not speaker and not named(p, c.people, c.people)
+
+
+def by_source(c: Claim, p: _Prepared, speaker: frozenset[str]) -> bool:
+    """A unit that is not verbatim (a summary line, clipped text) states the evidence's fact only
+    when it is attributed to the person who said the evidence (`Claim.source`): spoken by them,
+    or naming them; a unit spoken by someone else, or nobody's unit naming only others, puts the
+    fact in another mouth ("Assistant: my pickup time is 7:30" when the user said it), even when
+    the question names nobody. A unit nobody speaks that names nobody still counts."""
+    if not c.source or c.source & speaker or named(p, c.source, c.people):
+        return True
+    return not speaker and not named(p, c.people, c.people)
 
 
 def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[str]) -> int:
@@ -358,7 +423,7 @@ def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[s
     (enough for one item of a list); 2: stated and anchored by a strong keyword."""
     present = [t for t in item if t in p.positions]
     need = _need(len(item))
-    if not attributed(c, p, speaker):
+    if not attributed(c, p, speaker) or not by_source(c, p, speaker):
         return 0
     if len(present) < need:
         return 0

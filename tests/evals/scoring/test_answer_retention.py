@@ -1,4 +1,4 @@
-"""answer_retention v4: support, answerability (from evidence; the matcher only without it) and its
+"""answer_retention v5: support, answerability (from evidence; the matcher only without it) and its
 exclusions, on traces built by hand; and
 the per-conversation index that makes it fast gives exactly the direct matcher's verdicts."""
 
@@ -14,6 +14,7 @@ from rollsum_evals.data.types import Conversation, Probe
 from rollsum_evals.replay import replay
 from rollsum_evals.replay.trace import Text, TextRef, Trace, TurnRecord
 from rollsum_evals.scoring import support as sp
+from rollsum_evals.scoring.answer_retention import evidence_speaker
 from rollsum_evals.scoring.asks import parse_timing
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.scoring.evidence import SupportIndex
@@ -305,3 +306,17 @@ def test_a_fact_only_in_a_cleared_tool_result_is_not_retained() -> None:
         cleared = next(i for i in items if i.message_index == 2)
         assert cleared.verbatim == (preset == "full-context"), "a cleared result is a text made from its message"
     assert got == {"full-context": True, "clear-tool-results": False}
+
+
+def test_the_evidence_speaker_is_one_person_or_nobody() -> None:
+    msgs = [Message(role="user", content="a"), Message(role="assistant", content="b"),
+            Message(role="user", content="c", name="Caroline"), Message(role="assistant", content="d", name="Melanie"),
+            Message(role="tool", content="e", name="grep"), Message(role="user", content="f")]
+    assert evidence_speaker(msgs, (0, 5)) == "user"
+    assert evidence_speaker(msgs, (2,)) == "Caroline"
+    assert evidence_speaker(msgs, (3,)) == "Melanie"                 # a named speaker in the assistant role
+    assert evidence_speaker(msgs, (1,)) == ""                        # the assistant (often a tool's words)
+    assert evidence_speaker(msgs, (4,)) == ""                        # tool output
+    assert evidence_speaker(msgs, (2, 3)) == ""                      # two people
+    assert evidence_speaker(msgs, (0, 1)) == ""
+    assert evidence_speaker(msgs, ()) == ""

@@ -9,7 +9,7 @@ same tokens) — same turns, same verbatim tail, same asks:
 - **entities**: a comma list of the names, numbers and capitalised words of those messages;
 - **and-glued**: the same entities joined with " and ";
 - **swapped**: the real summary with the speakers' names swapped (``Caroline:`` <-> ``Melanie:``,
-  in the text too; ``User:`` <-> ``Assistant:`` on the synthetic chats);
+  in the text too; ``User:`` <-> ``Assistant:`` on the synthetic chats and agents);
 - **negated**: every line of the real summary prefixed "It is not true that" (cut to the length).
 
 Summary-only credit = share of answerable asks the summary items alone support (`in_summary`).
@@ -19,7 +19,10 @@ below truncation's at the same main-model tokens per turn (truncate replayed ove
 
 Checked against wrong matchers (monkeypatched, share of the real summary's credit): without
 attribution (`support.attributed` always true) swapped keeps 100 % (chat) / 97 % (LoCoMo);
-without negation cues (`support.NEGATION` empty) negated keeps 89 % / 75 %. The lists are held
+without negation cues (`support.NEGATION` empty) negated keeps 89 % / 75 %; without the
+evidence-speaker rule (`support.by_source` always true) swapped beats truncate on chat-small
+(0.112 vs 0.074: questions that name nobody, "What is the current pickup time for the airport
+shuttle?"). The lists are held
 down mostly by the anchor rule (the question's words must stand near the answer in a
 statement); without the `LINK` rule they rise only to 2 % / 3-5 %, so the unit tests below pin
 that rule directly.
@@ -41,7 +44,7 @@ from rollsum_evals.replay import replay
 from rollsum_evals.replay.trace import Text, TextRef, Trace
 from rollsum_evals.scoring.asks import parse_timing
 from rollsum_evals.scoring.base import ScoringPlan
-from rollsum_evals.scoring.support import STOP, Unit, claim, support, words
+from rollsum_evals.scoring.support import STOP, Unit, claim, stem, support, words
 from rollsum_evals.units import Unit as RunUnit
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -112,7 +115,9 @@ def degenerate(trace: Trace, kind: str, speakers: tuple[str, str]) -> Trace:
 
 
 def _speakers(conv: Conversation) -> tuple[str, str]:
-    names = sorted({m.name for m in conv.messages if m.name})
+    """The two people of the chat: named speakers, else the user and the assistant (a tool's
+    name, ``read_file``, is not a speaker)."""
+    names = sorted({m.name for m in conv.messages if m.name and m.role in ("user", "assistant")})
     return (names[0], names[1]) if len(names) >= 2 else ("User", "Assistant")
 
 
@@ -185,10 +190,10 @@ def chat_small() -> dict[str, dict[str, float]]:
 
 def test_degenerate_summaries_earn_at_most_a_quarter_on_the_synthetic_chats(
         chat_small: dict[str, dict[str, float]]) -> None:
-    # swapped keeps the asks whose question names nobody ("What is the current pickup time for the
-    # airport shuttle?"): swapping who said it does not make that statement false, so it may beat
-    # truncation here (docs/scoring.md, gaming table); on LoCoMo every question names a person
-    _check(chat_small, vs_truncate=("bag", "entities", "and-glued", "negated"))
+    # swapped must not beat truncation either: a question that names nobody ("What is the current
+    # pickup time for the airport shuttle?") is still about what the user said (its evidence), and
+    # "Assistant: ..." puts that in another mouth (`support.by_source`, answer_retention v5)
+    _check(chat_small)
 
 
 @pytest.mark.locomo
@@ -218,10 +223,42 @@ Measure = Callable[[list[Conversation]], dict[str, dict[str, float]]]
 NAMES = ("Caroline", "Melanie")
 
 
-def _supports(question: str, answer: str, text: str, speaker: str = "") -> bool:
+def _supports(question: str, answer: str, text: str, speaker: str = "", source: str = "") -> bool:
     c = claim(question, answer, NAMES)
     assert c is not None
+    if source:
+        c = dataclasses.replace(c, source=frozenset({stem(source.lower())}))
     return support(c, [Unit(text, speaker)]) is not None
+
+
+def test_a_summary_line_must_put_the_fact_in_the_mouth_of_whoever_said_the_evidence() -> None:
+    # the question names nobody: only the evidence's speaker (the user) says whose fact it is
+    q, a = "What is the current pickup time for the airport shuttle?", "7:30"
+    line = "The airport shuttle pickup time is now 7:30."
+    assert _supports(q, a, line, "User", source="user")
+    assert not _supports(q, a, line, "Assistant", source="user")       # in another mouth
+    assert _supports(q, a, line, "Assistant")                          # no single speaker: no rule
+    assert _supports(q, a, line, source="user")                        # nobody's line, nobody named
+    assert _supports(q, a, "The user's airport shuttle pickup time is now 7:30.", "Assistant", source="user")
+    # a named speaker the same way, and a line that names only the other one is about them
+    q, a = "Which book is being read for the club?", "The Wheel of Time"
+    assert _supports(q, a, "We are reading The Wheel of Time for the club.", "Caroline", source="Caroline")
+    assert not _supports(q, a, "We are reading The Wheel of Time for the club.", "Melanie", source="Caroline")
+    assert not _supports(q, a, "Melanie is reading The Wheel of Time for the club.", source="Caroline")
+
+
+def test_a_name_used_to_address_someone_does_not_name_them() -> None:
+    q, a = "When did Caroline go to the LGBTQ support group?", "7 May 2023"
+    for text in ("Hey Caroline, I went to the LGBTQ support group on 7 May 2023.",
+                 "Caroline, I went to the LGBTQ support group on 7 May 2023.",
+                 "Wow, Caroline, I went to the LGBTQ support group on 7 May 2023.",
+                 "I went to the LGBTQ support group on 7 May 2023. Thanks, Caroline!",
+                 "[8 May 2023] Hey Caroline, I went to the LGBTQ support group on 7 May 2023."):
+        assert not _supports(q, a, text, "Melanie"), text                # Melanie went, talking to Caroline
+    for text in ("Caroline went to the LGBTQ support group on 7 May 2023.",
+                 "Hey, Caroline went to the LGBTQ support group on 7 May 2023.",
+                 "Caroline, Melanie and Jon went to the LGBTQ support group on 7 May 2023."):
+        assert _supports(q, a, text, "Melanie"), text                    # about Caroline
 
 
 def test_a_statement_about_a_person_must_be_spoken_by_them_or_name_them() -> None:
