@@ -10,7 +10,7 @@ from rollsum.capabilities import Capabilities
 from rollsum.engine import RollingSummarizer
 from rollsum.errors import ConfigError
 from rollsum.tokens import TokenCounter
-from rollsum.types import SummaryEvent, SummaryRecord
+from rollsum.types import Message, Role, SummaryEvent, SummaryRecord
 
 SUMMARY_SHARE: float = inspect.signature(RollingSummarizer).parameters["summary_share"].default
 """The presets' share of the window for the summary: what a peer's summary may take too."""
@@ -85,3 +85,24 @@ class SummaryLog:
         if self.on_event is not None:
             self.on_event(SummaryEvent(kind="summary", turn=turn, reason=f"{self.prefix} summarized",
                                        record=record, messages=len(covered)))
+
+
+def rebuild(buffer: Iterable[tuple[str | None, str]], by_id: dict[str, Message], added: Sequence[str],
+            log: SummaryLog, summary_role: Role) -> list[Message]:
+    """The context a peer sends, from its buffer as (message id or None, content) pairs: a message
+    it still holds word for word is the conversation's own (same id, so scorers see it verbatim);
+    anything else is the peer's summary, as one `summary_role` message. Reports a new summary to
+    `log`. Shared by every peer whose buffer mixes kept messages with its own summary text."""
+    out: list[Message] = []
+    summary = ""
+    for mid, content in buffer:
+        original = by_id.get(str(mid)) if mid is not None else None
+        if original is not None and original.content == content:
+            out.append(original)
+        else:
+            summary = str(content)
+            out.append(Message(summary_role, summary))
+    kept = [m.id for m in out if m.id is not None]
+    log.update(summary, added, kept, len(added) - 1)
+    return out
+

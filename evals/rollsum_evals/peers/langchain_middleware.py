@@ -36,6 +36,7 @@ from rollsum_evals.peers.base import (
     SUMMARY_SHARE,
     SummaryLog,
     answer_tokens,
+    rebuild,
     split_budget,
     versions,
 )
@@ -155,18 +156,7 @@ class SummarizationMiddlewareMemory:
         update = self.middleware.before_model(cast(Any, {"messages": self.state}), cast(Any, None))
         if update is not None:
             self.state = [m for m in update["messages"] if not isinstance(m, RemoveMessage)]
-        out: list[Message] = []
-        summary = ""
-        for m in self.state:
-            original = self._by_id.get(str(m.id)) if m.id is not None else None
-            if original is not None and original.content == m.content:
-                out.append(original)
-            else:
-                summary = str(m.content)
-                out.append(Message("user", summary))
-        kept = [m.id for m in out if m.id is not None]
-        self.log.update(summary, self._order, kept, len(self._order) - 1)
-        return out
+        return rebuild(((m.id, str(m.content)) for m in self.state), self._by_id, self._order, self.log, "user")
 
     def config(self) -> dict[str, Any]:
         return {"peer": "langchain.agents.middleware.SummarizationMiddleware", "versions": self.version,

@@ -17,7 +17,7 @@ answer. Only the LLM and the tokenizer are rollsum's:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from rollsum.models.base import CompletionRequest, Model
@@ -29,6 +29,7 @@ from rollsum_evals.peers.base import (
     SUMMARY_SHARE,
     SummaryLog,
     answer_tokens,
+    rebuild,
     split_budget,
     versions,
 )
@@ -130,18 +131,7 @@ class ChatSummaryMemory:
     def context(self) -> list[Message]:
         """``get()``: summarizes what no longer fits, returns the summary and the buffer."""
         history = self.memory.get()
-        out: list[Message] = []
-        summary = ""
-        for m in history:
-            original = self._by_id.get(str(m.additional_kwargs.get(ID_KEY)))
-            if original is not None and original.content == m.content:
-                out.append(original)
-            else:
-                summary = str(m.content)
-                out.append(Message("system", summary))
-        kept = [m.id for m in out if m.id is not None]
-        self.log.update(summary, self._order, kept, len(self._order) - 1)
-        return out
+        return rebuild(_pairs(history), self._by_id, self._order, self.log, "system")
 
     def config(self) -> dict[str, Any]:
         return {"peer": "llama_index.core.memory.ChatSummaryMemoryBuffer", "versions": self.version,
@@ -197,18 +187,7 @@ class LlamaMemory:
 
     def context(self) -> list[Message]:
         """``get()``: the memory blocks' content (a system message), then the recent history."""
-        out: list[Message] = []
-        summary = ""
-        for m in self.memory.get():
-            original = self._by_id.get(str(m.additional_kwargs.get(ID_KEY)))
-            if original is not None and original.content == m.content:
-                out.append(original)
-            else:
-                summary = str(m.content)
-                out.append(Message("system", summary))
-        kept = [m.id for m in out if m.id is not None]
-        self.log.update(summary, self._order, kept, len(self._order) - 1)
-        return out
+        return rebuild(_pairs(self.memory.get()), self._by_id, self._order, self.log, "system")
 
     def close(self) -> None:
         """Release the in-memory chat store's connection on the loop that opened it (left to the
@@ -221,3 +200,11 @@ class LlamaMemory:
         return {"peer": "llama_index.core.memory.Memory + FactExtractionMemoryBlock", "versions": self.version,
                 "token_limit": self.token_limit, "chat_history_token_ratio": self.ratio,
                 "token_flush_size": self.flush, "summary_max_tokens": self.summary_tokens}
+
+
+def _pairs(history: Iterable[Any]) -> Iterator[tuple[str | None, str]]:
+    """LlamaIndex chat messages as (the id we stored with each, its content)."""
+    for m in history:
+        mid = m.additional_kwargs.get(ID_KEY)
+        yield (None if mid is None else str(mid)), str(m.content)
+
