@@ -414,11 +414,13 @@ class UnitRunner:
                                    secrets, services)
 
 
-RUNNERS_PER_CPU = 2
-"""As the local process pool (`pool._PROCESSES_PER_CORE`). One Ray worker process per Unit in
-flight (plain tasks with fractional CPUs) cost 2.83× the process pool's wall on bench_sweep
-(16 processes starting and competing on 2 cores); runner actors with threads are the same
-shape as the process pool."""
+RUNNERS_PER_CPU = 1
+"""One runner actor (a process whose threads run Units) per CPU: the process gives the CPU
+parallelism, its threads overlap model latency, so a second runner per CPU only adds its start-up
+(each imports the harness cold, where the process pool forks from a preloaded forkserver). On
+bench_sweep (64 Units, 2 cores, quiet machine, interleaved medians): 2 runners a CPU 1.36× the
+process pool's wall, 1 a CPU 1.23×–1.28×. One Ray worker process per Unit in flight (plain tasks
+with fractional CPUs) cost 2.83×."""
 
 
 class RayPool:
