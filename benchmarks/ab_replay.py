@@ -21,13 +21,12 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 
 def worker(stream: str, preset: str, n: int, window: str, after_eviction: bool) -> float:
     import gc
 
-    from bench_replay import STREAMS
+    from bench_replay import STREAMS, per_message_cpu
 
     from rollsum import RollingSummarizer
 
@@ -35,18 +34,8 @@ def worker(stream: str, preset: str, n: int, window: str, after_eviction: bool) 
     gc.freeze()
     kw = {} if window == "default" else {"context_window": int(window)}
     rs = RollingSummarizer.from_preset(preset, **kw)
-    add = rs.add
-    start = 0
-    while after_eviction and start < len(msgs):
-        add(msgs[start])
-        start += 1
-        if any(ev.kind == "evict" for ev in rs.last_events):
-            break
-    rest = msgs[start:]
-    t0 = time.process_time()
-    for m in rest:
-        add(m)
-    return (time.process_time() - t0) / max(1, len(rest))
+    per_message, timed = per_message_cpu(rs, msgs, after_eviction=after_eviction)
+    return per_message if timed else 0.0
 
 
 def main() -> int:

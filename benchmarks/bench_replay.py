@@ -122,14 +122,12 @@ def throughput(args: argparse.Namespace) -> bool:
     return ok
 
 
-def evicting_time(msgs: list[Message], window: int | None) -> tuple[float, int, int]:
-    """(CPU seconds per message after the first eviction, messages timed, active at the end)."""
-    gc.collect()
-    kw: dict[str, Any] = {} if window is None else {"context_window": window}
-    rs = RollingSummarizer.from_preset("evict-window", **kw)
+def per_message_cpu(rs: RollingSummarizer, msgs: Sequence[Message], *, after_eviction: bool) -> tuple[float, int]:
+    """(CPU seconds per `add()`, messages timed): over all of `msgs`, or only over those after the
+    first eviction (the messages before it are added untimed). NaN when nothing was timed."""
     add = rs.add
     start = 0
-    while start < len(msgs):
+    while after_eviction and start < len(msgs):
         add(msgs[start])
         start += 1
         if any(ev.kind == "evict" for ev in rs.last_events):
@@ -139,7 +137,16 @@ def evicting_time(msgs: list[Message], window: int | None) -> tuple[float, int, 
     for m in rest:
         add(m)
     secs = time.process_time() - t0
-    return (secs / len(rest) if rest else float("nan")), len(rest), len(rs.history)
+    return (secs / len(rest) if rest else float("nan")), len(rest)
+
+
+def evicting_time(msgs: list[Message], window: int | None) -> tuple[float, int, int]:
+    """(CPU seconds per message after the first eviction, messages timed, active at the end)."""
+    gc.collect()
+    kw: dict[str, Any] = {} if window is None else {"context_window": window}
+    rs = RollingSummarizer.from_preset("evict-window", **kw)
+    per_message, timed = per_message_cpu(rs, msgs, after_eviction=True)
+    return per_message, timed, len(rs.history)
 
 
 def eviction(args: argparse.Namespace) -> bool:
