@@ -121,12 +121,8 @@ class ChatSummaryMemory:
         self._order: list[str] = []
 
     def add(self, message: Message) -> None:
-        if message.id is None:
-            message = message.with_id(f"li{len(self._order)}")
-        self._by_id[message.id or ""] = message
-        self._order.append(message.id or "")
-        self.memory.put(ChatMessage(role=_ROLES[message.role], content=message.content,
-                                    additional_kwargs={ID_KEY: message.id}))
+        _put(self.memory, message.with_id(f"li{len(self._order)}") if message.id is None else message,
+             self._by_id, self._order)
 
     def context(self) -> list[Message]:
         """``get()``: summarizes what no longer fits, returns the summary and the buffer."""
@@ -178,12 +174,8 @@ class LlamaMemory:
         self._order: list[str] = []
 
     def add(self, message: Message) -> None:
-        if message.id is None:
-            message = message.with_id(f"lm{len(self._order)}")
-        self._by_id[message.id or ""] = message
-        self._order.append(message.id or "")
-        self.memory.put(ChatMessage(role=_ROLES[message.role], content=message.content,
-                                    additional_kwargs={ID_KEY: message.id}))
+        _put(self.memory, message.with_id(f"lm{len(self._order)}") if message.id is None else message,
+             self._by_id, self._order)
 
     def context(self) -> list[Message]:
         """``get()``: the memory blocks' content (a system message), then the recent history."""
@@ -207,4 +199,12 @@ def _pairs(history: Iterable[Any]) -> Iterator[tuple[str | None, str]]:
     for m in history:
         mid = m.additional_kwargs.get(ID_KEY)
         yield (None if mid is None else str(mid)), str(m.content)
+
+
+def _put(memory: Any, message: Message, by_id: dict[str, Message], order: list[str]) -> None:
+    """Hand `message` (with an id) to a LlamaIndex memory, tagged with its id so `_pairs` can tell
+    it back from the memory's own summary text; remember it for `rebuild`."""
+    by_id[message.id or ""] = message
+    order.append(message.id or "")
+    memory.put(ChatMessage(role=_ROLES[message.role], content=message.content, additional_kwargs={ID_KEY: message.id}))
 
