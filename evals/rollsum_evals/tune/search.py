@@ -55,7 +55,7 @@ from rollsum_evals.spec import DEFAULT_CONTEXT_WINDOW, SweepSpec, parse_spec
 from rollsum_evals.tune.evaluate import Measured, measure, sub_spec, unit_ids
 from rollsum_evals.tune.space import CATEGORICAL_KEYS, PresetSpace, TuneSpec, parse_tune
 from rollsum_evals.tune.trials import TrialRecord, best_of, fill, final_configs, jsonable, pareto_of, records
-from rollsum_evals.units import canonical_json
+from rollsum_evals.units import canonical_json, variants
 
 log = logging.getLogger(__name__)
 
@@ -100,14 +100,6 @@ class TuneOptions:
 
 # ----------------------------------------------------------------------------------------------
 # set-up
-
-
-def _is_toml(text: str) -> bool:
-    try:
-        tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return False
-    return True
 
 
 def _window(raw: Mapping[str, Any]) -> int:
@@ -237,7 +229,7 @@ class _Tuner:
     def _where(self, number: int, config: Mapping[str, Any], conversations: int) -> tuple[SweepSpec, str, Path]:
         spec = sub_spec(self.raw, self.path, [config], locomo=self.opts.locomo,
                         name=f"{self.base.name}-trial-{number}")
-        label = next(u.label for u in _variants(spec) if u.preset == config["preset"])
+        label = next(u.label for u in variants(spec) if u.preset == config["preset"])
         return spec, label, self.out / TRIALS_DIR / f"{number:04d}" / f"c{conversations}"
 
     def _reread(self, number: int, config: Mapping[str, Any], conversations: int) -> tuple[str, Measured]:
@@ -354,12 +346,6 @@ class _Tuner:
             self.opts.on_trial(record, self.tune.trials)
 
 
-def _variants(spec: SweepSpec) -> list[Any]:
-    from rollsum_evals.units import variants
-
-    return variants(spec)
-
-
 def _constrain(trial: Any, violations: Mapping[str, float]) -> None:
     """Tell TPE how far the trial is from feasible (> 0: violated), once, when it ends: Optuna
     keeps the first value set, so a rung's value would stand for the whole trial."""
@@ -388,11 +374,14 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
         raise ConfigError(f"{path}: cannot read the tune spec ({err})") from None
     # the sweep part first, by the sweep's parser on the user's own text (so a mistake names its
     # line); a spec that only tunes has no [[configs]] of its own: one is added after its last line
-    raw = tomllib.loads(text) if _is_toml(text) else {}
-    base = parse_spec(text if raw.get("configs") else text + '\n[[configs]]\npreset = "truncate"\n', path,
+    try:
+        own = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        own = {}  # parse_spec below says what is wrong, and where
+    base = parse_spec(text if own.get("configs") else text + '\n[[configs]]\npreset = "truncate"\n', path,
                       locomo=opts.locomo)
     raw = {k: v for k, v in base.raw.items() if k not in ("configs", "locomo")}
-    raw["configs"] = tomllib.loads(text).get("configs", [])
+    raw["configs"] = own.get("configs", [])
     configured = [str(c.get("preset")) for c in raw["configs"] if isinstance(c, dict)]
     tune = parse_tune(raw, path, context_window=_window(raw), configured=configured)
     if opts.seed is not None:
