@@ -3,6 +3,7 @@ fewer units than the grid, survives a kill, is deterministic, and respects its c
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Iterator
@@ -107,6 +108,12 @@ def test_later_rungs_and_the_final_run_replay_nothing_twice(reference: TuneResul
     conversations (a `--limit` per rung would pin other datasets and replay everything again)."""
     lines = [json.loads(x) for x in (reference.out / "evaluations.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sum(int(x["replayed"]) for x in lines) == sum(int(x["new_units"]) for x in lines)
+    # the first trial (nothing cached before it) replays at each rung exactly the Units the rung
+    # adds: the previous rung's come from the cache (with other ids per rung it would replay all)
+    first = sorted((x for x in lines if x["trial"] == 0), key=lambda x: x["conversations"])
+    assert len(first) >= 2, "the first trial is never pruned: it reaches the later rungs"
+    for before, after in itertools.pairwise(first):
+        assert after["replayed"] == after["units"] - before["units"], (before, after)
 
 
 def test_the_same_seed_on_the_same_data_proposes_the_same_trials_and_best(tmp_path: Path,
