@@ -118,7 +118,7 @@ def _slowest_alone(spec: Any, units: Any, candidates: int = 3) -> float:
     from rollsum_evals.data.pinned import load_dataset
     from rollsum_evals.run.models import ModelFactory
     from rollsum_evals.run.unit import Job, run_job
-    from rollsum_evals.units import expand
+    from rollsum_evals.spec.expand import expand
 
     ds = {d.name: load_dataset(d) for d in spec.datasets}
     all_units = {u.unit_id: u for u in expand(spec, {n: (d.sha256, [c.id for c in d.conversations])
@@ -207,7 +207,7 @@ def main() -> int:
 
     from rollsum_evals.run import run_sweep
     from rollsum_evals.rundir import load_run
-    from rollsum_evals.spec import parse_spec
+    from rollsum_evals.spec.parse import parse_spec
 
     spec = parse_spec(SPEC.format(latency=args.latency_ms, conversations=args.conversations,
                                   messages=args.messages,

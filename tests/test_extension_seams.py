@@ -24,7 +24,7 @@ from rollsum_evals.data.types import Conversation
 from rollsum_evals.run import run_sweep
 from rollsum_evals.rundir import Run, load_run
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
-from rollsum_evals.spec import parse_spec
+from rollsum_evals.spec.parse import parse_spec
 
 from rollsum import summarizers
 from rollsum.capabilities import OFFLINE_SCRIPTED

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from rollsum_evals.rescore import RescoreResult, rescore
     from rollsum_evals.run import RunResult, run_sweep
     from rollsum_evals.rundir import Run, load_run
-    from rollsum_evals.spec import SweepSpec, load_spec
+    from rollsum_evals.spec.parse import load_spec
+    from rollsum_evals.spec.schema import SweepSpec
     from rollsum_evals.units import Unit
 
 __all__ = ["RescoreResult", "Run", "RunResult", "SweepSpec", "Unit", "load_run", "load_spec", "rescore",
@@ -22,7 +23,7 @@ _LAZY = {
     "Run": "rollsum_evals.rundir", "load_run": "rollsum_evals.rundir",
     "RunResult": "rollsum_evals.run", "run_sweep": "rollsum_evals.run",
     "RescoreResult": "rollsum_evals.rescore", "rescore": "rollsum_evals.rescore",
-    "SweepSpec": "rollsum_evals.spec", "load_spec": "rollsum_evals.spec", "Unit": "rollsum_evals.units",
+    "SweepSpec": "rollsum_evals.spec.schema", "load_spec": "rollsum_evals.spec.parse", "Unit": "rollsum_evals.units",
 }
 
 

@@ -24,10 +24,11 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from rollsum.errors import ConfigError
-from rollsum_evals import components, gain
+from rollsum_evals import gain
 from rollsum_evals.coverage import coverage_columns
 from rollsum_evals.rundir.read import Run, load_run
 from rollsum_evals.scoring.answer_retention import EXCLUDED
+from rollsum_evals.spec import components
 from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, Interval, cluster_bootstrap
 from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, OK, STATUSES, Health, Thresholds, Verdict, judge
 

@@ -35,11 +35,12 @@ from pathlib import Path
 import pandas as pd
 
 from rollsum.errors import ConfigError
-from rollsum_evals import analysis, components
+from rollsum_evals import analysis
 from rollsum_evals.coverage import summary_line
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_num, fmt_usd, md_escape, md_table, text_table
 from rollsum_evals.rundir.read import Run
+from rollsum_evals.spec import components
 from rollsum_evals.stats import (
     DEFAULT_ALPHA,
     DEFAULT_RESAMPLES,

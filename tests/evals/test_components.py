@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rollsum_evals import components
+from rollsum_evals.spec import components
 
 from rollsum.summarizers.extractive import ExtractiveSummarizer
 

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from rollsum_evals import plugins
 from rollsum_evals.cli import main
 from rollsum_evals.rundir import load_run
-from rollsum_evals.spec import parse_spec
-from rollsum_evals.units import expand, variants
+from rollsum_evals.spec import imports
+from rollsum_evals.spec.expand import expand, variants
+from rollsum_evals.spec.parse import parse_spec
 
 from rollsum.errors import ConfigError
 
@@ -147,7 +147,7 @@ def test_component_mistakes_are_one_line_at_the_spec_line(config: str, needle: s
 
 
 def test_labels_are_the_components_names() -> None:
-    assert plugins.base_label(f"{HERE}:MarkMemory") == "MarkMemory"
-    assert plugins.base_label("since-last") == "since-last"
-    assert plugins.label_value("summarizer", f"{HERE}:MarkSummarizer") == "MarkSummarizer"
-    assert plugins.label_value("summarizer", "structured") == "structured"
+    assert imports.base_label(f"{HERE}:MarkMemory") == "MarkMemory"
+    assert imports.base_label("since-last") == "since-last"
+    assert imports.label_value("summarizer", f"{HERE}:MarkSummarizer") == "MarkSummarizer"
+    assert imports.label_value("summarizer", "structured") == "structured"

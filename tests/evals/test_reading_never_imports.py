@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from rollsum_evals import analysis, components
+from rollsum_evals import analysis
 from rollsum_evals.cli import main
 from rollsum_evals.rundir import load_run
 from rollsum_evals.rundir.integrity import spec_sha256
+from rollsum_evals.spec import components
 
 MODULE = "rollsum_sidefx_plugin"
 MEMORY = "Mem[mark=M1]"

@@ -13,7 +13,7 @@ from rollsum_evals.rescore import rescore
 from rollsum_evals.run import run_sweep
 from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
 from rollsum_evals.scoring.asks import parse_timing
-from rollsum_evals.spec import parse_spec
+from rollsum_evals.spec.parse import parse_spec
 
 from rollsum import RollingSummarizer
 from rollsum.models.base import Completion, CompletionRequest

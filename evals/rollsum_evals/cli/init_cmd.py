@@ -179,7 +179,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     from rollsum_evals.cli.data_cmd import unfindable_answers
     from rollsum_evals.data import load
     from rollsum_evals.data.sidecar import attach
-    from rollsum_evals.spec import load_spec
+    from rollsum_evals.spec.parse import load_spec
 
     if not os.path.isfile(args.chat):
         raise ConfigError(f"{args.chat}: no such file (expected a chat export: docs/datasets.md)")
@@ -207,7 +207,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     atomic_write_text(spec_path, text)
     spec = load_spec(spec_path)  # what we wrote must be a valid spec; a failure here is our bug
-    from rollsum_evals.units import expand
+    from rollsum_evals.spec.expand import expand
 
     units = expand(spec, {d.name: ("-", [c.id for c in convs]) for d in spec.datasets})
     print(f"wrote {spec_path}: {shape.conversations} conversation(s), median {shape.messages} messages "

@@ -136,7 +136,8 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
          executor: str = "auto", ray_address: str | None = None) -> Any:
     from rollsum_evals.run import run_sweep
     from rollsum_evals.run.sweep import DEFAULT_MAX_UNITS
-    from rollsum_evals.spec import ReadOptions, load_spec
+    from rollsum_evals.spec.parse import load_spec
+    from rollsum_evals.spec.schema import ReadOptions
 
     if args.locomo and not Path(args.locomo).is_file():
         raise ConfigError(f"--locomo {args.locomo}: no such file (expected LoCoMo's locomo10.json)")

@@ -26,7 +26,7 @@ from rollsum.memory import Memory
 from rollsum.models.base import Model
 from rollsum.tokens import HeuristicCounter, TokenCounter
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
-from rollsum_evals import components
+from rollsum_evals.spec import components
 from rollsum_evals.units import Unit
 
 

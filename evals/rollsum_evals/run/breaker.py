@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from rollsum.errors import ConfigError, ErrorKind, classify_exception
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
-from rollsum_evals import components
+from rollsum_evals.spec import components
 
 CONNECTION_FAILURES = 2
 """Connection failures, with no success before them, that stop the sweep (the engine's default

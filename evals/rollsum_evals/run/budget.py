@@ -32,9 +32,9 @@ from typing import Any, Protocol
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.tokens import HeuristicCounter
 from rollsum.types import Usage
-from rollsum_evals import components
 from rollsum_evals.replay import BudgetRefused
 from rollsum_evals.scoring.cost import price
+from rollsum_evals.spec import components
 
 LEDGER_FILE = "budget.json"
 ESTIMATE_CALIBRATION = 1.5

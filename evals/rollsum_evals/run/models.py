@@ -12,8 +12,8 @@ from typing import Any
 
 from rollsum.errors import RollsumError
 from rollsum.models.base import Model
-from rollsum_evals import components
 from rollsum_evals.rundir.unit_cache import UNIT_CACHE_FILE
+from rollsum_evals.spec import components
 
 CACHE_ENV = "ROLLSUM_CACHE_DIR"
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from rollsum_evals.run import provenance
 from rollsum_evals.rundir.format import EVENTS, FORMAT_VERSION, SUMMARIES
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, lines
 from rollsum_evals.scoring.base import ScoringPlan
-from rollsum_evals.spec import SweepSpec
+from rollsum_evals.spec.schema import SweepSpec
 
 
 def check_resume(rd: RunDir, previous: Mapping[str, Any], spec: SweepSpec, plan: ScoringPlan) -> None:

@@ -20,7 +20,7 @@ from rollsum_evals.run.resume import check_resume
 from rollsum_evals.rundir.format import STATUS_ERROR
 from rollsum_evals.rundir.journal import RunDir
 from rollsum_evals.rundir.lock import RunLock
-from rollsum_evals.spec import SweepSpec
+from rollsum_evals.spec.schema import SweepSpec
 
 
 def is_failed(row: Mapping[str, Any]) -> bool:

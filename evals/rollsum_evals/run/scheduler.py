@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from rollsum_evals import components
+from rollsum_evals.spec import components
 from rollsum_evals.units import Unit
 
 

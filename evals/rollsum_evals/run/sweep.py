@@ -40,7 +40,7 @@ from typing import Any
 from rollsum.errors import ConfigError, RollsumError
 from rollsum.models.base import Model
 from rollsum.redact import env_secrets, redact
-from rollsum_evals import components, scoring
+from rollsum_evals import scoring
 from rollsum_evals.data.pinned import Dataset, Loader, default_loader
 from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import EngineFactory, default_engine
@@ -65,8 +65,10 @@ from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.redaction import redact_manifest
 from rollsum_evals.rundir.unit_cache import UnitCache
 from rollsum_evals.scoring.base import ScoringPlan
-from rollsum_evals.spec import SweepSpec
-from rollsum_evals.units import Unit, canonical_json, count_units, count_variants, expand
+from rollsum_evals.spec import components
+from rollsum_evals.spec.expand import count_units, count_variants, expand
+from rollsum_evals.spec.schema import SweepSpec
+from rollsum_evals.units import Unit, canonical_json
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ import math
 
 from rollsum.models.spec import BACKENDS
 from rollsum.types import Usage
-from rollsum_evals import components
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
+from rollsum_evals.spec import components
 
 
 def price(model: str, usage: Usage) -> float:

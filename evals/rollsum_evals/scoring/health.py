@@ -25,10 +25,10 @@ from typing import Any
 
 from rollsum.tokens import HeuristicCounter
 from rollsum.types import Message, Usage
-from rollsum_evals import components
 from rollsum_evals.replay.trace import Trace
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
 from rollsum_evals.scoring.cost import price
+from rollsum_evals.spec import components
 
 DEFAULT_PROJECTED_MODEL = "claude-haiku-4-5"
 

@@ -23,7 +23,8 @@ from typing import Any
 import tomli_w
 
 from rollsum.errors import ConfigError
-from rollsum_evals.spec import SweepSpec, parse_spec
+from rollsum_evals.spec.parse import parse_spec
+from rollsum_evals.spec.schema import SweepSpec
 
 log = logging.getLogger(__name__)
 

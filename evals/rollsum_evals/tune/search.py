@@ -48,14 +48,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rollsum.errors import ConfigError
-from rollsum_evals import components
+from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.rundir.lock import RunLock
-from rollsum_evals.spec import DEFAULT_CONTEXT_WINDOW, SweepSpec, parse_spec
+from rollsum_evals.spec import components
+from rollsum_evals.spec.expand import variants
+from rollsum_evals.spec.parse import parse_spec
+from rollsum_evals.spec.schema import SweepSpec
 from rollsum_evals.tune.evaluate import Measured, measure, sub_spec, unit_ids
 from rollsum_evals.tune.space import CATEGORICAL_KEYS, PresetSpace, TuneSpec, parse_tune
 from rollsum_evals.tune.trials import TrialRecord, best_of, fill, final_configs, jsonable, pareto_of, records
-from rollsum_evals.units import canonical_json, variants
+from rollsum_evals.units import canonical_json
 
 log = logging.getLogger(__name__)
 

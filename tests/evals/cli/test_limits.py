@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from rollsum_evals import plugins, units
 from rollsum_evals.run import run_sweep
 from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
-from rollsum_evals.spec import load_spec, parse_spec
-from rollsum_evals.units import count_units, expand
+from rollsum_evals.spec import expand as expansion
+from rollsum_evals.spec import imports
+from rollsum_evals.spec.expand import count_units, expand
+from rollsum_evals.spec.parse import load_spec, parse_spec
 
 from tests.evals.cli.corpus import GOOD, spec
 from tests.evals.cli.malformed import refused, run_cli
@@ -61,8 +62,8 @@ def test_a_sweep_over_the_limit_is_refused_in_one_line_before_any_unit_is_built(
     def built(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the grid was built before it was counted")
 
-    monkeypatch.setattr(units, "variants", built)
-    monkeypatch.setattr(plugins, "combinations", built)
+    monkeypatch.setattr(expansion, "variants", built)
+    monkeypatch.setattr(imports, "combinations", built)
     out = refused(["run", "s.toml", "--out", "out", "--no-progress"], tmp_path,
                   needle=("s.toml", "2,000,000 units", "--max-units 10,000"))
     assert "1,000,000 configurations" in out.lines[0]

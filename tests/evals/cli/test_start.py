@@ -17,7 +17,7 @@ from rollsum_evals.cli import main
 from rollsum_evals.cli.init_cmd import ChatShape, suggest_window
 from rollsum_evals.data import load
 from rollsum_evals.rundir.status import banner, run_banner
-from rollsum_evals.spec import load_spec
+from rollsum_evals.spec.parse import load_spec
 
 
 @pytest.fixture

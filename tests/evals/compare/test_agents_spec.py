@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from rollsum_evals import components
-from rollsum_evals.spec import load_spec
+from rollsum_evals.spec import components
+from rollsum_evals.spec.parse import load_spec
 
 from rollsum import presets
 

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-from rollsum_evals import components
 from rollsum_evals.cli import main
-from rollsum_evals.spec import load_spec
+from rollsum_evals.spec import components
+from rollsum_evals.spec.parse import load_spec
 
 from rollsum import presets
 

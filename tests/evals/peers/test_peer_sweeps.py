@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from rollsum_evals.cli import main
-from rollsum_evals.spec import load_spec, parse_spec
+from rollsum_evals.spec.parse import load_spec, parse_spec
 
 from rollsum import plugins
 

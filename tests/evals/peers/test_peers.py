@@ -16,7 +16,7 @@ import pytest
 from rollsum_evals.replay import replay
 from rollsum_evals.run import run_sweep
 from rollsum_evals.rundir import load_run
-from rollsum_evals.spec import load_spec, parse_spec
+from rollsum_evals.spec.parse import load_spec, parse_spec
 from rollsum_evals.units import Unit
 
 from rollsum import plugins

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollsum_evals import components
 from rollsum_evals.cli import main
-from rollsum_evals.spec import load_spec
+from rollsum_evals.spec import components
+from rollsum_evals.spec.parse import load_spec
 
 from rollsum.engine import RollingSummarizer
 from rollsum.summarizers.extractive import ExtractiveSummarizer

@@ -77,7 +77,7 @@ def wait_nodes(address: str, nodes: int, timeout: float) -> dict[str, Any]:
 
 def sweep(cfg: dict[str, Any]) -> dict[str, Any]:
     from rollsum_evals.run import run_sweep
-    from rollsum_evals.spec import parse_spec
+    from rollsum_evals.spec.parse import parse_spec
 
     if cfg.get("cache_dir"):
         os.environ["ROLLSUM_CACHE_DIR"] = cfg["cache_dir"]

@@ -25,8 +25,8 @@ from rollsum_evals.run.budget import LEDGER_FILE, BudgetedModel, BudgetSpec, Spe
 from rollsum_evals.run.dispatch import Dispatcher
 from rollsum_evals.run.pool import process_pool
 from rollsum_evals.run.unit import Job
-from rollsum_evals.spec import parse_spec
-from rollsum_evals.units import expand
+from rollsum_evals.spec.expand import expand
+from rollsum_evals.spec.parse import parse_spec
 
 from rollsum.errors import ConfigError
 from rollsum.models.base import Completion, CompletionRequest

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from rollsum_evals.run import run_sweep
-from rollsum_evals.spec import parse_spec
+from rollsum_evals.spec.parse import parse_spec
 
 SPEC = """
 name = "kill"

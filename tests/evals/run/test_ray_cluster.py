@@ -210,7 +210,7 @@ def _assert_same_tables(a: Path, b: Path) -> None:
 
 def _reference(tmp: Path, spec: str, name: str, *, executor: str = "process", models: Any = None) -> Path:
     from rollsum_evals.run import run_sweep
-    from rollsum_evals.spec import parse_spec
+    from rollsum_evals.spec.parse import parse_spec
 
     out = tmp / name
     run_sweep(parse_spec(spec, "s.toml"), out, jobs=2, executor=executor, models=models, progress=False,

@@ -9,7 +9,7 @@ import pytest
 import rollsum_evals
 from rollsum_evals.run import run_sweep
 from rollsum_evals.rundir import FORMAT_VERSION, NON_DETERMINISTIC_UNIT_COLUMNS
-from rollsum_evals.spec import parse_spec
+from rollsum_evals.spec.parse import parse_spec
 
 from rollsum.errors import ConfigError, ErrorKind, ModelError
 from rollsum.models.fake import FakeModel

@@ -8,7 +8,7 @@ from rollsum_evals.run import run_sweep
 from rollsum_evals.run.pool import choose_executor
 from rollsum_evals.run.scheduler import Scheduler
 from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
-from rollsum_evals.spec import parse_spec
+from rollsum_evals.spec.parse import parse_spec
 from rollsum_evals.units import Unit
 
 SPEC = """

@@ -13,7 +13,7 @@ from rollsum_evals import scoring
 from rollsum_evals.run import run_sweep
 from rollsum_evals.rundir.format import BASE_UNIT_COLUMNS, frame
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
-from rollsum_evals.spec import parse_spec
+from rollsum_evals.spec.parse import parse_spec
 
 
 class AnswerLength:

@@ -20,7 +20,7 @@ import pytest
 from rollsum_evals.run import run_sweep
 from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS
 from rollsum_evals.rundir.lock import RunInProgress, RunLock
-from rollsum_evals.spec import load_spec
+from rollsum_evals.spec.parse import load_spec
 
 from rollsum.errors import ConfigError
 from tests.evals.gate import Gate, subprocess_env

@@ -15,8 +15,10 @@ from rollsum_evals.run.provenance import replay_fingerprint
 from rollsum_evals.run.sweep import replay_cache_key
 from rollsum_evals.rundir.journal import ReplayLines, ScoredLines
 from rollsum_evals.rundir.unit_cache import UnitCache
-from rollsum_evals.spec import SweepSpec, parse_spec
-from rollsum_evals.units import Unit, expand
+from rollsum_evals.spec.expand import expand
+from rollsum_evals.spec.parse import parse_spec
+from rollsum_evals.spec.schema import SweepSpec
+from rollsum_evals.units import Unit
 
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.fake import FakeModel

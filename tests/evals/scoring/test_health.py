@@ -22,7 +22,7 @@ from rollsum_evals.scoring.asks import parse_timing
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.scoring.cost import price
 from rollsum_evals.scoring.health import estimated_usage, failed_attempts, prompt_overhead_tokens
-from rollsum_evals.spec import parse_spec
+from rollsum_evals.spec.parse import parse_spec
 from rollsum_evals.units import Unit
 
 from rollsum.tokens import HeuristicCounter

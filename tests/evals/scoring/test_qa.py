@@ -22,7 +22,7 @@ from rollsum_evals.run import run_sweep
 from rollsum_evals.scoring import qa
 from rollsum_evals.scoring.asks import parse_timing
 from rollsum_evals.scoring.base import Scores, ScoringPlan
-from rollsum_evals.spec import parse_spec
+from rollsum_evals.spec.parse import parse_spec
 from rollsum_evals.units import Unit
 from rollsum_evals.verdicts import Health, judge
 

@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 import rollsum_evals
 from rollsum_evals.run import run_sweep
-from rollsum_evals.spec import SweepSpec, parse_spec
+from rollsum_evals.spec.parse import parse_spec
+from rollsum_evals.spec.schema import SweepSpec
 
 from tests.evals.stand_in import QA_SPEC, stand_in_engine, stand_in_models, write_parity_dataset
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rollsum_evals.spec import load_spec
+from rollsum_evals.spec.parse import load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 NIGHTLY = ROOT / "evals" / "sweeps" / "nightly.toml"

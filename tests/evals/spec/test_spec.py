@@ -4,8 +4,9 @@ import re
 from pathlib import Path
 
 import pytest
-from rollsum_evals.spec import parse_spec
-from rollsum_evals.units import Unit, expand, variants
+from rollsum_evals.spec.expand import expand, variants
+from rollsum_evals.spec.parse import parse_spec
+from rollsum_evals.units import Unit
 
 from rollsum.errors import ConfigError
 
@@ -162,7 +163,7 @@ def test_set_mistakes_are_config_errors(item: str, needle: str) -> None:
 
 
 def test_unit_cache_switch_is_a_checked_boolean(tmp_path: Path) -> None:
-    from rollsum_evals.spec import load_spec
+    from rollsum_evals.spec.parse import load_spec
 
     p = tmp_path / "s.toml"
     p.write_text('name = "x"\nunit_cache = false\n[[datasets]]\nname = "d"\n'
@@ -175,7 +176,7 @@ def test_unit_cache_switch_is_a_checked_boolean(tmp_path: Path) -> None:
 
 def test_dataset_paths_are_relative_to_the_spec_and_locomo_to_the_cwd(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rollsum_evals.spec import load_spec
+    from rollsum_evals.spec.parse import load_spec
 
     (tmp_path / "project" / "data").mkdir(parents=True)
     spec = tmp_path / "project" / "s.toml"
@@ -194,7 +195,7 @@ def test_dataset_paths_are_relative_to_the_spec_and_locomo_to_the_cwd(
 
 def test_a_missing_dataset_file_names_the_rule(tmp_path: Path) -> None:
     from rollsum_evals.data.pinned import load_dataset
-    from rollsum_evals.spec import load_spec
+    from rollsum_evals.spec.parse import load_spec
 
     spec = tmp_path / "s.toml"
     spec.write_text('[[datasets]]\nname = "mine"\nsource = "chat.json"\n[[configs]]\npreset = "truncate"\n')

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rollsum_evals.spec import parse_spec
+from rollsum_evals.spec.parse import parse_spec
 
 from rollsum import RollingSummarizer
 from rollsum.errors import ConfigError

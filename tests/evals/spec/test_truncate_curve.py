@@ -7,8 +7,8 @@ import re
 
 import pytest
 from rollsum_evals.gain import CURVE_KEEPS, CURVE_LABEL
-from rollsum_evals.spec import parse_spec
-from rollsum_evals.units import variants
+from rollsum_evals.spec.expand import variants
+from rollsum_evals.spec.parse import parse_spec
 
 from rollsum.errors import ConfigError
 

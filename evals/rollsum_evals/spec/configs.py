@@ -1,26 +1,25 @@
 """The parts of a sweep spec's ``[[configs]]`` that name components: a preset or a memory, a
-summarizer override, and the check of everything named by import path (`rollsum_evals.plugins`).
+summarizer override, and the check of everything named by import path (`rollsum_evals.spec.imports`).
 
-Split from `rollsum_evals.spec` (which calls these while it parses) so that the parser stays one
-job: every mistake here is still one line at the config's key, through the parser's `_Where`.
+Split from `rollsum_evals.spec.parse` (which calls these while it parses) so that the parser stays one
+job: every mistake here is still one line at the config's key, through the parser's `Where`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rollsum import presets
 from rollsum.errors import ConfigError
 from rollsum.plugins import is_import_path
-from rollsum_evals import plugins
+from rollsum_evals.spec import imports
+from rollsum_evals.spec.schema import ConfigSpec
+from rollsum_evals.spec.where import Where
 
-if TYPE_CHECKING:
-    from rollsum_evals.spec import ConfigSpec, _Where
 
-
-def preset_or_memory(w: _Where, configs: Sequence[Mapping[str, Any]], i: int) -> str:
+def preset_or_memory(w: Where, configs: Sequence[Mapping[str, Any]], i: int) -> str:
     """A config replays a preset or a memory (by import path): exactly one of them."""
     c = configs[i]
     memory = c.get("memory")
@@ -50,7 +49,7 @@ def nth(configs: Sequence[Mapping[str, Any]], i: int, key: str) -> int:
     return sum(1 for other in configs[:i] if key in other)
 
 
-def summarizer_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int,
+def summarizer_params(w: Where, configs: Sequence[Mapping[str, Any]], i: int,
                        params: dict[str, Any]) -> dict[str, Any]:
     """``summarizer`` and ``summarizer_params`` are preset overrides like any other (the library
     takes them: `rollsum.presets.build`); the config-level keys are the documented spelling."""
@@ -75,7 +74,7 @@ def summarizer_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int,
     return params
 
 
-def _check_builtin_params(w: _Where, kind: str, given: Mapping[str, Any], field_name: str, occ: int) -> None:
+def _check_builtin_params(w: Where, kind: str, given: Mapping[str, Any], field_name: str, occ: int) -> None:
     """A built-in summarizer's ``summarizer_params``: names its constructor takes (the model and
     the engine's conventions are given by the preset, not here)."""
     from rollsum import plugins as library_plugins
@@ -90,7 +89,7 @@ def _check_builtin_params(w: _Where, kind: str, given: Mapping[str, Any], field_
                       ", ".join(unknown), key="summarizer_params", occurrence=occ)
 
 
-def with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Mapping[str, Any]],
+def with_components(w: Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Mapping[str, Any]],
                      models: tuple[str, ...], windows: tuple[int, ...]) -> tuple[ConfigSpec, ...]:
     """Check every component a config names (import, construct, protocol) and fingerprint the
     code of those named by import path. A mistake is one line at the config's key."""
@@ -100,19 +99,19 @@ def with_components(w: _Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Ma
         key = next((k for k in ("memory", "summarizer") if k in c), "configs")
         field_name = key if key != "configs" else "params.summarizer"
         try:
-            plugged = key == "memory" or any(plugins.is_plugged(s) for s in (
+            plugged = key == "memory" or any(imports.is_plugged(s) for s in (
                 cfg.params.get("summarizer"), *cfg.grid.get("summarizer", ())))
             # only a component needs each combination built; a preset grid stays a product
             # (counted, not made, by `units.count_variants`, so a huge grid is refused in a second)
-            combos = plugins.combinations(cfg.params, cfg.grid) if plugged else []
+            combos = imports.combinations(cfg.params, cfg.grid) if plugged else []
             cfg_models = cfg.models or models
             if key == "memory":
-                plugins.check_memory(cfg.preset, combos, models=cfg_models, window=windows[0])
-            for name in sorted({str(p["summarizer"]) for p in combos if plugins.is_plugged(p.get("summarizer"))}):
-                plugins.check_summarizer(name, [dict(p.get("summarizer_params") or {}) for p in combos
+                imports.check_memory(cfg.preset, combos, models=cfg_models, window=windows[0])
+            for name in sorted({str(p["summarizer"]) for p in combos if imports.is_plugged(p.get("summarizer"))}):
+                imports.check_summarizer(name, [dict(p.get("summarizer_params") or {}) for p in combos
                                                 if p.get("summarizer") == name], models=cfg_models,
                                          window=windows[0])
-            code = plugins.code_fingerprint(plugins.import_paths(cfg.preset, cfg.params, cfg.grid))
+            code = imports.code_fingerprint(imports.import_paths(cfg.preset, cfg.params, cfg.grid))
         except ConfigError as err:
             loc = w.location(key, i if key == "configs" else nth(raw, i, key))
             raise ConfigError(f"{loc}: field 'configs[{i}].{field_name}': {err}") from None
@@ -135,13 +134,13 @@ def runnable(configs: tuple[ConfigSpec, ...], environ: Mapping[str, str]
              ) -> tuple[tuple[ConfigSpec, ...], tuple[str, ...]]:
     """(configs that can run here, one line per config left out and why). A config whose memory
     needs an unset variable (an API key) is skipped, not failed: an offline run of a sweep that
-    names the API peers runs everything else and says what it left out (docs/plugins.md)."""
+    names the API peers runs everything else and says what it left out (docs/imports.md)."""
     keep: list[ConfigSpec] = []
     skipped: list[str] = []
     for cfg in configs:
         missing = [v for v in needs_env(cfg.preset) if not environ.get(v)]
         if missing:
-            label = cfg.label or plugins.base_label(cfg.preset)
+            label = cfg.label or imports.base_label(cfg.preset)
             skipped.append(f"config '{label}' skipped: needs {' and '.join(missing)} (not set)")
         else:
             keep.append(cfg)

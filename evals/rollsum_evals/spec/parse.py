@@ -1,42 +1,43 @@
-"""Sweep specs: a TOML file that names datasets, configurations, grids and how to score them.
+"""Sweep specs: TOML -> `SweepSpec` (`rollsum_evals.spec.schema`), every field checked at its line.
 
-`load_spec` validates a spec into a `SweepSpec`; `rollsum_evals.units.expand` turns it into
-Units (what is replayed), and `SweepSpec.scoring` is the `ScoringPlan` (how every replay is
-scored). Every mistake is one `ConfigError` naming file, line and field. The format is
+`load_spec` validates a spec into a `SweepSpec`; `rollsum_evals.spec.expand.expand` turns it
+into Units (what is replayed), and `SweepSpec.scoring` is the `ScoringPlan` (how every replay is
+scored). Every mistake is one `ConfigError` naming file, line and field (`spec.where.Where`).
+A preset config's parameters are checked here, once, by `rollsum_evals.spec.params` against the
+library's own ranges; components are checked by `rollsum_evals.spec.configs`. The format is
 documented in ``docs/sweeps.md``.
 
 Over ~400 lines because a sweep spec is validated field by field at its TOML line (numbers as
-numbers, ranges, components by name or import path) before any unit runs; one module so every
+numbers, ranges, datasets, probes, models, scorers) before any unit runs; one module so every
 error has the same file:line form.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollsum import presets
 from rollsum.errors import ConfigError
-from rollsum.params import DEFAULT_CONTEXT_WINDOW, WIRING, Range, check_number
+from rollsum.params import DEFAULT_CONTEXT_WINDOW, Range, check_number
 from rollsum.plugins import is_import_path as plugins_is_import_path
 from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.pinned import DatasetSpec
 from rollsum_evals.scoring.asks import ProbeTiming
-from rollsum_evals.scoring.base import ScoringPlan
-from rollsum_evals.spec_components import nth, preset_or_memory, runnable, summarizer_params, with_components
-from rollsum_evals.units import canonical_json
-
-LOCOMO_PLACEHOLDER = "@locomo"
-"""A dataset whose source is this placeholder is only included when ``--locomo PATH`` is given."""
-
-DEFAULT_MAIN_MODEL = "claude-haiku-4-5"
-DEFAULT_PROJECTED_MODEL = "claude-haiku-4-5"
+from rollsum_evals.spec.configs import nth, preset_or_memory, runnable, summarizer_params, with_components
+from rollsum_evals.spec.params import check_params
+from rollsum_evals.spec.schema import (
+    DEFAULT_MAIN_MODEL,
+    DEFAULT_PROJECTED_MODEL,
+    LOCOMO_PLACEHOLDER,
+    ConfigSpec,
+    ReadOptions,
+    SweepSpec,
+)
+from rollsum_evals.spec.where import Where
 
 _TOP_KEYS = {"name", "description", "datasets", "configs", "prompts", "models", "scorers",
              "context_window", "probes", "seeds", "main_model", "projected_model", "qa", "cache",
@@ -50,109 +51,6 @@ _LIMIT_KEYS = {"requests_per_minute"}
 _REPORT_KEYS = {"budgets", "truncate_curve"}
 MIN_RPM = Range(0.1)
 """At least one request every ten minutes: below that a sweep would wait for hours per call."""
-
-
-@dataclass(frozen=True, slots=True)
-class ReadOptions:
-    """How a run reads its dataset files (command-line options, not part of the spec)."""
-
-    skip_bad_records: bool = False
-    max_line_bytes: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigSpec:
-    preset: str
-    """A preset name, or a memory's import path (``memory = "pkg.mod:MyMemory"``); a
-    ``summarizer`` override travels in `params` (see `rollsum_evals.plugins`)."""
-    params: Mapping[str, Any] = field(default_factory=dict)
-    grid: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    label: str | None = None
-    prompts: tuple[str, ...] | None = None
-    models: tuple[str, ...] | None = None
-    code: str = ""
-    """Fingerprint of the components the config names by import path ("" for none)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SweepSpec:
-    name: str
-    datasets: tuple[DatasetSpec, ...]
-    configs: tuple[ConfigSpec, ...]
-    prompts: tuple[str, ...] = ("",)
-    models: tuple[str, ...] = ("extractive",)
-    scorers: tuple[str, ...] = ("answer_retention", "fact_survival", "cost", "health")
-    context_windows: tuple[int, ...] = (DEFAULT_CONTEXT_WINDOW,)
-    probes: ProbeTiming = field(default_factory=ProbeTiming)
-    seeds: tuple[int, ...] = (0,)
-    main_model: str = DEFAULT_MAIN_MODEL
-    projected_model: str = DEFAULT_PROJECTED_MODEL
-    """Whose prices offline summarizer calls are projected at (the health scorer)."""
-    qa_model: str | None = None
-    judge: bool = False
-    judge_model: str = ""
-    """``[qa] judge_model``: who grades the answers ("" = the answering model)."""
-    qa_batch: bool = False
-    """``[qa] batch``: QA and judge calls go through the Message Batches API (half price)."""
-    cache: str = "user"
-    """``user`` (~/.cache/rollsum, shared between runs), ``run`` (inside the run dir) or ``off``."""
-    unit_cache: bool = True
-    """Copy finished Units from the Unit-result cache (needs ``cache = "user"``)."""
-    requests_per_minute: float | None = None
-    budgets: tuple[float, ...] = ()
-    """``[report] budgets``: main-model tokens per call; the report names the best config within each."""
-    description: str = ""
-    raw: Mapping[str, Any] = field(default_factory=dict)
-    """The parsed TOML (after CLI overrides): goes into the manifest."""
-    path: str = ""
-    skipped: tuple[str, ...] = ()
-    """One line per config left out because it cannot run here (a memory whose ``needs_env``
-    is unset, e.g. an API peer without ``ANTHROPIC_API_KEY``): said, not failed."""
-
-    def sha256(self) -> str:
-        """The spec's identity for resume: its content, and the code of the components it names
-        by import path (a run is not continued by an edited memory or summarizer)."""
-        codes = [c.code for c in self.configs if c.code]
-        payload = {"spec": self.raw, "code": codes} if codes else self.raw
-        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
-
-    @property
-    def scoring(self) -> ScoringPlan:
-        return ScoringPlan(scorers=self.scorers, timing=self.probes, main_model=self.main_model,
-                           model=self.qa_model or "", judge=self.judge, projected_model=self.projected_model,
-                           judge_model=self.judge_model, batch=self.qa_batch)
-
-
-# ----------------------------------------------------------------------------------------------
-# parsing
-
-
-class _Where:
-    """Turns a field path into ``file:line`` for error messages (tomllib keeps no positions)."""
-
-    def __init__(self, path: str, text: str) -> None:
-        self.path = path
-        self.lines = text.splitlines()
-
-    def line_of(self, key: str, occurrence: int = 0) -> int | None:
-        pat = re.compile(rf"^\s*(\[\[?\s*)?[\w.\-\"]*\b{re.escape(key)}\b")
-        seen = 0
-        for i, line in enumerate(self.lines, 1):
-            if pat.match(line):
-                if seen == occurrence:
-                    return i
-                seen += 1
-        return None
-
-    def location(self, key: str, occurrence: int = 0) -> str:
-        line = self.line_of(key, occurrence)
-        return f"{self.path}:{line}" if line else self.path
-
-    def error(self, fieldname: str, expected: str, got: Any = None, *, key: str | None = None,
-              occurrence: int = 0) -> ConfigError:
-        loc = self.location(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence)
-        got_s = "" if got is None else f", got {got!r}"
-        return ConfigError(f"{loc}: field '{fieldname}': expected {expected}{got_s}")
 
 
 def load_spec(path: str | Path, *, model_override: str | None = None,
@@ -187,7 +85,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: not valid TOML: {err}") from None
-    w = _Where(path, text)
+    w = Where(path, text)
     _check_keys(w, "", raw, _TOP_KEYS)
 
     if model_override is not None and not model_override.strip():
@@ -284,7 +182,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
                      budgets=budgets, description=description, raw=raw, path=path, skipped=skipped)
 
 
-def _qa_judge_batch(w: _Where, qa: Mapping[str, Any]) -> tuple[str, bool]:
+def _qa_judge_batch(w: Where, qa: Mapping[str, Any]) -> tuple[str, bool]:
     """``[qa] judge_model`` (a model spec, checked by form) and ``[qa] batch`` (true/false)."""
     judge_model = qa.get("judge_model", "")
     if not isinstance(judge_model, str):
@@ -307,7 +205,7 @@ CURVE_ENV = "ROLLSUM_TRUNCATE_CURVE"
 the test suite sets it (its specs count their Units exactly); a spec's own setting always wins."""
 
 
-def _report(w: _Where, v: Any) -> tuple[tuple[float, ...], bool | None]:
+def _report(w: Where, v: Any) -> tuple[tuple[float, ...], bool | None]:
     """``[report]``: ``budgets`` (main-model tokens per call) and ``truncate_curve`` (None when
     the spec does not say: on, unless `CURVE_ENV` is ``0``)."""
     if not isinstance(v, dict):
@@ -339,11 +237,11 @@ def auto_truncate_curve(configs: tuple[ConfigSpec, ...], windows: Sequence[int])
                                  label=CURVE_LABEL))
 
 
-def _check_models(w: _Where, key: str, models: Sequence[str], override: str | None) -> None:
+def _check_models(w: Where, key: str, models: Sequence[str], override: str | None) -> None:
     """Every model spec is one the library knows (checked by form, without building it: that
     may need a key), even where only baselines would use it: a typo is never silently unused."""
     from rollsum.models.spec import capabilities
-    from rollsum_evals import components
+    from rollsum_evals.spec import components
 
     for m in models:
         if components.is_builtin(m):
@@ -356,7 +254,7 @@ def _check_models(w: _Where, key: str, models: Sequence[str], override: str | No
             raise w.error(key, f"a model spec ({err})", m, key=key.rsplit(".", 1)[-1]) from None
 
 
-def _check_priced(w: _Where, key: str, model: str) -> None:
+def _check_priced(w: Where, key: str, model: str) -> None:
     """A model a cost is computed at must be in the price table: an unknown one would price at 0."""
     from rollsum.models.pricing import default_table
 
@@ -431,7 +329,7 @@ def data_path(value: str, spec_path: str) -> str:
     return os.path.normpath(os.path.abspath(base / path))
 
 
-def _check_keys(w: _Where, prefix: str, table: Mapping[str, Any], allowed: set[str],
+def _check_keys(w: Where, prefix: str, table: Mapping[str, Any], allowed: set[str],
                 occurrence: int = 0) -> None:
     for k in table:
         if k not in allowed:
@@ -439,7 +337,7 @@ def _check_keys(w: _Where, prefix: str, table: Mapping[str, Any], allowed: set[s
                           key=k, occurrence=occurrence)
 
 
-def _numbers(w: _Where, table: Mapping[str, Any], key: str, default: int, *, integer: bool,
+def _numbers(w: Where, table: Mapping[str, Any], key: str, default: int, *, integer: bool,
              range: Range | None = None, what: str) -> tuple[Any, ...]:
     """A number or a non-empty list of them (a grid axis): each checked as a number."""
     v = table.get(key, default)
@@ -452,14 +350,14 @@ def _numbers(w: _Where, table: Mapping[str, Any], key: str, default: int, *, int
     return values
 
 
-def _str(w: _Where, table: Mapping[str, Any], key: str, *, default: str) -> str:
+def _str(w: Where, table: Mapping[str, Any], key: str, *, default: str) -> str:
     v = table.get(key, default)
     if not isinstance(v, str):
         raise w.error(key, "a string", v)
     return v
 
 
-def _str_list(w: _Where, table: Mapping[str, Any], key: str, *, default: tuple[str, ...],
+def _str_list(w: Where, table: Mapping[str, Any], key: str, *, default: tuple[str, ...],
               prefix: str = "") -> tuple[str, ...]:
     v = table.get(key)
     if v is None:
@@ -471,7 +369,7 @@ def _str_list(w: _Where, table: Mapping[str, Any], key: str, *, default: tuple[s
     return tuple(v)
 
 
-def _datasets(w: _Where, v: Any, locomo: str | None, read: ReadOptions) -> tuple[DatasetSpec, ...]:
+def _datasets(w: Where, v: Any, locomo: str | None, read: ReadOptions) -> tuple[DatasetSpec, ...]:
     if not isinstance(v, list) or not v:
         raise w.error("datasets", "at least one [[datasets]] table with name and source", v)
     out: list[DatasetSpec] = []
@@ -515,7 +413,7 @@ def _datasets(w: _Where, v: Any, locomo: str | None, read: ReadOptions) -> tuple
     return tuple(out)
 
 
-def _configs(w: _Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[ConfigSpec, ...]:
+def _configs(w: Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[ConfigSpec, ...]:
     if not isinstance(v, list) or not v:
         raise w.error("configs", "at least one [[configs]] table with a preset", v)
     out: list[ConfigSpec] = []
@@ -541,7 +439,7 @@ def _configs(w: _Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[
                 raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, key="grid", occurrence=grid_at)
             g[k] = tuple(vals)
         if not plugins_is_import_path(preset):
-            _check_params(w, v, i, preset, params, g, set_by)
+            check_params(w, v, i, preset, params, g, set_by)
         label = c.get("label")
         if label is not None and (not isinstance(label, str) or not label.strip() or not label.isprintable()):
             raise w.error(f"configs[{i}].label", "a printable, non-empty string", label, key="label")
@@ -557,7 +455,7 @@ def _configs(w: _Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[
 _AUTO_SUFFIX = re.compile(r"#\d+$")
 
 
-def _check_label(w: _Where, configs: Sequence[Mapping[str, Any]], i: int, label: str | None) -> None:
+def _check_label(w: Where, configs: Sequence[Mapping[str, Any]], i: int, label: str | None) -> None:
     """A label names one configuration's rows: two configs with one label would be merged or
     silently renamed, so a second use is refused, and so is a ``#N`` ending (what the harness
     appends to tell two generated labels apart, `units._unique`)."""
@@ -573,88 +471,14 @@ def _check_label(w: _Where, configs: Sequence[Mapping[str, Any]], i: int, label:
                       key="label", occurrence=at)
 
 
-_SUMMARY_BOUNDS = ("min_summary_tokens", "max_summary_tokens")
-
-
-def _summary_bounds(preset: str, params: Mapping[str, Any], grid: Mapping[str, tuple[Any, ...]]
-                    ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """Every value each bound takes in this config: its own, the preset's, else the engine's."""
-    import inspect
-
-    from rollsum.engine import RollingSummarizer
-
-    out = []
-    for key in _SUMMARY_BOUNDS:
-        if key in params:
-            out.append((params[key],))
-        elif key in grid:
-            out.append(tuple(grid[key]))
-        elif key in presets.get(preset).engine:
-            out.append((presets.get(preset).engine[key],))
-        else:
-            out.append((inspect.signature(RollingSummarizer).parameters[key].default,))
-    return out[0], out[1]
-
-
-def _check_params(w: _Where, configs: Sequence[Mapping[str, Any]], i: int, preset: str, params: Mapping[str, Any],
-                  grid: Mapping[str, tuple[Any, ...]], set_by: Mapping[tuple[int, str], str]) -> None:
-    """Every value a preset config gives a parameter, checked before anything runs by the
-    library's own check (`rollsum.presets.param_problem`: the owners' types, the range), so a
-    spec and `from_preset` refuse the same values with the same words."""
-    from rollsum import policies
-
-    def fail(key: str, where: str, expected: str, got: Any = None) -> ConfigError:
-        origin = set_by.get((i, key))
-        if origin is not None:  # the value came from the command line, not the file
-            return ConfigError(f"--set {origin}: expected {expected}" + ("" if got is None else f", got {got!r}"))
-        return w.error(f"configs[{i}].{where}.{key}", expected, got, key=where, occurrence=nth(configs, i, where))
-
-    values = [("params", k, (x,)) for k, x in params.items()] + [("grid", k, xs) for k, xs in grid.items()]
-    chosen = [x for where, k, xs in values if k == "policy" for x in xs] or [presets.get(preset).policy]
-    for where, key, xs in values:
-        if key == "policy":
-            for x in xs:
-                if not isinstance(x, str) or x not in policies.POLICIES:
-                    raise fail(key, where, f"a policy name, one of {', '.join(policies.POLICIES)}", x)
-    for where, key, xs in values:
-        if key == "timestamps":  # how the context shows times: the replay's, not the engine's
-            from rollsum.context import TIMESTAMPS
-
-            for x in xs:
-                if x not in TIMESTAMPS:
-                    raise fail(key, where, f"one of {', '.join(TIMESTAMPS)}", x)
-            continue
-        if key in WIRING:
-            raise fail(key, where, f"a setting of the configuration, not '{key}' (it connects the engine to its "
-                       "surroundings: the harness sets it for every replay)")
-        for policy in chosen:
-            valid = [k for k in presets.valid_params(policies.get(policy)) if k not in WIRING]
-            if key not in valid:
-                raise fail(key, where, f"a parameter of preset {preset} (one of {', '.join(valid)})", key)
-            for x in xs:
-                found = presets.param_problem(preset, key, x, policy=policy)
-                if found is not None:
-                    raise fail(key, where, found, x)
-    if any(k in _SUMMARY_BOUNDS for _where, k, _xs in values):  # each valid alone; together?
-        lows, highs = _summary_bounds(preset, params, grid)
-        for hi in highs:
-            for lo in lows:
-                if hi < lo:
-                    where = "params" if "max_summary_tokens" in params else "grid"
-                    if "max_summary_tokens" not in params and "max_summary_tokens" not in grid:
-                        raise fail("min_summary_tokens", "params" if "min_summary_tokens" in params else "grid",
-                                   f"a value <= max_summary_tokens ({hi})", lo)
-                    raise fail("max_summary_tokens", where, f"a value >= min_summary_tokens ({lo})", hi)
-
-
-def _int(w: _Where, v: Mapping[str, Any], key: str, default: int, expected: str, *, minimum: int) -> int:
+def _int(w: Where, v: Mapping[str, Any], key: str, default: int, expected: str, *, minimum: int) -> int:
     x = v.get(key, default)
     if check_number(x, integer=True, range=Range(minimum)) is not None:
         raise w.error(f"probes.{key}", expected, x, key=key)
     return x
 
 
-def _probes(w: _Where, v: Any) -> ProbeTiming:
+def _probes(w: Where, v: Any) -> ProbeTiming:
     if not isinstance(v, dict):
         raise w.error("probes", "a table with 'ask' (sampled, end, after) or 'ages'", v)
     _check_keys(w, "probes.", v, _PROBE_KEYS)

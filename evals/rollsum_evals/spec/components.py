@@ -21,16 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rollsum import plugins, presets
 from rollsum.capabilities import Capabilities
 from rollsum.errors import ConfigError
 from rollsum.models.spec import capabilities as model_capabilities
 from rollsum.summarizers.extractive import ExtractiveSummarizer
-
-if TYPE_CHECKING:
-    from rollsum_evals.units import Unit
+from rollsum_evals.units import Unit
 
 BUILTIN_SUMMARIZERS: frozenset[str] = frozenset({"", "extractive"})
 """Model settings that name the built-in offline summarizer rather than a model to build."""

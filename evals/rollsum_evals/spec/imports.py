@@ -29,7 +29,7 @@ from rollsum.memory import Memory
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.tokens import HeuristicCounter
-from rollsum_evals import components
+from rollsum_evals.spec import components
 
 
 class _SpecCheckModel:
