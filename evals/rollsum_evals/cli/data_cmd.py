@@ -168,8 +168,8 @@ def question_issues(chat: str, questions: str, fmt: str | None, limits: Any, *, 
     """Every problem of a questions sidecar against its chat, plus a warning for each answer the
     scorers could never find (not in the chat, as answer_retention normalises text)."""
     from rollsum_evals.data import load
+    from rollsum_evals.data.checks import Issue
     from rollsum_evals.data.sidecar import check, read_rows
-    from rollsum_evals.data.validate import Issue
 
     convs, issues = check(load(chat, fmt, limits=limits), read_rows(questions, limits=limits))
     issues += unfindable_answers(convs, questions)
@@ -182,7 +182,7 @@ def unfindable_answers(convs: Any, file: str) -> list[Any]:
     """A warning per probe answer_retention will not count, or will count but cannot find even
     in full context, saying exactly what it will do: the scorer's own rule
     (`rollsum_evals.scoring.answerability.at_end`), so validator and run cannot disagree."""
-    from rollsum_evals.data.validate import Issue
+    from rollsum_evals.data.checks import Issue
     from rollsum_evals.replay.trace import DEFAULT_TIMESTAMPS, with_ids
     from rollsum_evals.scoring.answerability import at_end, describe
 

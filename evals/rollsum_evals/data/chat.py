@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from rollsum.errors import ConfigError
 from rollsum.safejson import JSONInputError, loads
+from rollsum_evals.data.checks import Issue, RecordError, check_record, json_problem
 from rollsum_evals.data.exports import (
     EXPECTED_SHAPES,
     ExportError,
@@ -44,7 +45,6 @@ from rollsum_evals.data.reader import (
     read_json_bytes,
 )
 from rollsum_evals.data.types import Conversation
-from rollsum_evals.data.validate import Issue, RecordError, check_record, json_problem
 
 log = logging.getLogger(__name__)
 

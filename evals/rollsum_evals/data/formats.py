@@ -204,7 +204,7 @@ def _takes(fn: Callable[..., Any], name: str) -> bool:
 
 def _checked(convs: Iterator[Conversation], file: str, *, strict: bool, limits: Limits,
              skips: SkipLog | None) -> Iterator[Conversation]:
-    from rollsum_evals.data.validate import RecordError, check_record
+    from rollsum_evals.data.checks import RecordError, check_record
 
     log_skips = skips if skips is not None else SkipLog(file, log)
     seen: set[str] = set()

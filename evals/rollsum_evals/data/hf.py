@@ -16,9 +16,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum_evals.data.checks import Issue, RecordError, check_record
 from rollsum_evals.data.reader import SkipLog
 from rollsum_evals.data.types import Conversation
-from rollsum_evals.data.validate import Issue, RecordError, check_record
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from rollsum.types import Message
+from rollsum_evals.data.checks import RecordError, iter_checked
 from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, SkipLog
 from rollsum_evals.data.types import Conversation, Probe
-from rollsum_evals.data.validate import RecordError, iter_checked
 from rollsum_evals.fileio import atomic_writer
 
 log = logging.getLogger(__name__)

@@ -18,9 +18,9 @@ from typing import Any, cast
 from rollsum.errors import ConfigError
 from rollsum.safejson import JSONInputError, loads
 from rollsum.types import Message, Role
+from rollsum_evals.data.checks import Issue, RecordError
 from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, SkipLog, read_json_bytes
 from rollsum_evals.data.types import Conversation, Probe, Reference
-from rollsum_evals.data.validate import Issue, RecordError
 
 log = logging.getLogger(__name__)
 

@@ -37,10 +37,10 @@ from typing import Any
 
 from rollsum.errors import ConfigError
 from rollsum.safejson import JSONInputError, loads
+from rollsum_evals.data.checks import Issue, RecordError, Severity, json_problem
 from rollsum_evals.data.exports import SYSTEM_SUFFIX, describe, message_index
 from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, iter_lines, read_json_bytes
 from rollsum_evals.data.types import PROBE_CATEGORIES, Conversation, Probe
-from rollsum_evals.data.validate import Issue, RecordError, Severity, json_problem
 
 FIELDS: tuple[str, ...] = ("question", "answer", "evidence", "ask_at", "id", "category", "conversation",
                            "stale_answers")

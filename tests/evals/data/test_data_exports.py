@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from rollsum_evals.cli import main
 from rollsum_evals.data import guess_format, load, validate
+from rollsum_evals.data.checks import RecordError
 from rollsum_evals.data.convert import write_export
 from rollsum_evals.data.sidecar import attach
-from rollsum_evals.data.validate import RecordError
 
 CHAT = [{"role": "system", "content": "Be brief."},
         {"role": "user", "content": "My locker code is 4417."},

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from rollsum_evals.data import load
+from rollsum_evals.data.checks import RecordError
 from rollsum_evals.data.sidecar import attach, check, read_rows
 from rollsum_evals.data.types import Probe
-from rollsum_evals.data.validate import RecordError
 from rollsum_evals.scoring.asks import ProbeTiming, schedule_asks
 
 from rollsum.errors import ConfigError
