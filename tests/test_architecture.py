@@ -83,3 +83,153 @@ def test_a_harness_module_over_400_lines_says_why_in_its_docstring() -> None:
         if len(text.splitlines()) > 400 and "Over ~400 lines because" not in (ast.get_docstring(ast.parse(text)) or ""):
             long.append(f"{f.relative_to(ROOT)}: {len(text.splitlines())} lines")
     assert not long, "modules over 400 lines without a note on why: " + "; ".join(long)
+
+
+# ----------------------------------------------------------------------------------------------
+# no import cycles (issue #20)
+
+PACKAGES = {"rollsum": ROOT / "rollsum", "rollsum_evals": ROOT / "evals" / "rollsum_evals"}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run, at module level or inside a function; the body of
+    an ``if TYPE_CHECKING:`` block never runs, so it is left out (its ``else`` is kept)."""
+    out: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out.append(node)
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def module_graph(packages: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the modules of `packages` it imports (edges to the packages' own modules only).
+
+    ``from a.b import c`` points at ``a.b.c`` when that is a module, else at ``a.b``; a relative
+    import is resolved against the importing module's package. A submodule that imports its own
+    package (``from rollsum import X`` inside ``rollsum.engine``) points at the package's
+    ``__init__``: when that ``__init__`` re-exports the submodule, that is a cycle like any other.
+    The implicit import of a parent package (Python runs ``a/__init__`` before ``a.b``) is not
+    an edge: it is the same for every module and says nothing about the design."""
+    files: dict[str, Path] = {}
+    for top, base in packages.items():
+        for f in base.rglob("*.py"):
+            if "__pycache__" in f.parts:
+                continue
+            parts = [top, *f.relative_to(base).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            files[".".join(parts)] = f
+
+    def resolve(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for mod, f in files.items():
+        package = mod if f.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in _runtime_imports(ast.parse(f.read_text(encoding="utf-8"), filename=str(f))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                if node.level:
+                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1])
+                    source = f"{base}.{node.module}" if node.module else base
+                else:
+                    source = node.module or ""
+                targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in files else source for a in node.names]
+            for t in targets:
+                if t.split(".")[0] in packages:
+                    found = resolve(t)
+                    if found is not None and found != mod:
+                        graph[mod].add(found)
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[v] = min(low[v], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return sorted(out)
+
+
+def test_no_import_cycles_in_the_library_or_the_harness() -> None:
+    """Each module sits above the ones it imports, function-local imports included (a local
+    import that only exists to dodge a cycle is still the cycle). ``if TYPE_CHECKING:`` imports
+    are exempt: they never run, so they cannot leave a module half-initialised or make the
+    import order matter, and a type named in an annotation is not a call into that module."""
+    cycles = import_cycles(module_graph(PACKAGES))
+    assert cycles == [["rollsum.engine", "rollsum.presets"]]  # engine20 breaks this
+
+
+def test_the_cycle_scan_sees_every_import_form(tmp_path: Path) -> None:
+    """The check above would pass vacuously if the scanner missed an import form: a package
+    with one cycle per form (module level, function-local, relative, a package ``__init__``
+    re-exporting a submodule that imports the package back) and one TYPE_CHECKING-only loop."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "a.py": "from pkg import b\n",
+        "b.py": "def f():\n    import pkg.a\n",
+        "c.py": "from . import d\n",
+        "d.py": "from .c import x\n",
+        "sub/__init__.py": "from pkg.sub.e import y\n",
+        "sub/e.py": "from pkg.sub import z\n",
+        "t1.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import t2\n",
+        "t2.py": "import pkg.t1\n",
+        "free.py": "import pkg.a\nfrom pkg.sub import e\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    assert import_cycles(module_graph({"pkg": pkg})) == [
+        ["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.sub", "pkg.sub.e"]]

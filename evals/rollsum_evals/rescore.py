@@ -24,15 +24,14 @@ from rollsum.errors import ConfigError
 from rollsum.redact import env_secrets, redact
 from rollsum_evals import scoring
 from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
-from rollsum_evals.data.types import Conversation
 from rollsum_evals.fsfaults import WriteFailed, describe_os_error
-from rollsum_evals.replay import MeteredModel, Text, Trace
+from rollsum_evals.replay import Text, Trace
 from rollsum_evals.run import provenance
-from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
-from rollsum_evals.run.models import ModelBuilder, ModelFactory, cache_path_for, close_model
-from rollsum_evals.run.unit import redact_text_lines, score_trace
+from rollsum_evals.run.breaker import SweepStop, SweepStopped
+from rollsum_evals.run.models import ModelBuilder, ModelFactory, cache_path_for
+from rollsum_evals.run.unit import score_group
 from rollsum_evals.rundir.format import EVENTS, SUMMARIES, rescored_manifest, table_columns
-from rollsum_evals.rundir.journal import RunDir, ScoredLines, lines
+from rollsum_evals.rundir.journal import RunDir
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.read import check_format
 from rollsum_evals.scoring.asks import ProbeTiming
@@ -102,32 +101,6 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
     finally:
         if cluster is not None:
             cluster.close()
-
-
-def score_group(items: Sequence[tuple[str, Unit, Trace]], conv: Conversation, plan: ScoringPlan,
-                models: ModelBuilder | None, secrets: Sequence[str]) -> dict[str, tuple[ScoredLines, bool]]:
-    """Score one conversation's Units (they share the scorers' per-conversation caches):
-    their scored lines and whether each is ok, by Unit id. Where it runs (here or in a Ray
-    task) changes nothing in the lines."""
-    guarded = GuardedBuilder(models) if models is not None else None  # a refused key stops at once
-    shared = scoring.Shared()
-    out: dict[str, tuple[ScoredLines, bool]] = {}
-    for uid, unit, trace in items:
-        answerer = metered = grader = None
-        try:
-            if guarded is not None and trace.status == "ok":
-                answerer = guarded(plan.model)
-                metered = MeteredModel(answerer) if answerer is not None else None
-                if plan.judge and plan.judge_model and plan.judge_model != plan.model:
-                    grader = guarded(plan.judge_model)
-            urow, prows = score_trace(unit, conv, trace, plan, metered, shared=shared,
-                                      judge_model=MeteredModel(grader) if grader is not None else None)
-        finally:
-            close_model(answerer)
-            close_model(grader)
-        out[uid] = (ScoredLines(probes=redact_text_lines(lines(prows), secrets),
-                                units=redact_text_lines(lines([urow]), secrets)), urow["status"] == "ok")
-    return out
 
 
 def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming | None, model: str | None,

@@ -63,8 +63,6 @@ class BudgetSpec:
 
     def ledger(self) -> Ledger:
         if self.actor is not None:
-            from rollsum_evals.run.ray_executor import ActorLedger
-
             return ActorLedger(self.actor)
         return SpendLedger(Path(self.path))
 
@@ -86,6 +84,30 @@ class Ledger(Protocol):
     def reserve(self, usd: float) -> bool: ...
 
     def settle(self, reserved: float, actual: float) -> None: ...
+
+
+class ActorLedger:
+    """A worker's view of the cluster's ledger actor (the `Ledger` protocol; the actor itself is
+    `rollsum_evals.run.ray_executor.LedgerActor`). Here, not there, so that reaching a ledger
+    never imports the Ray executor (the executor imports this module)."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def _call(self, method: str, *args: Any) -> Any:
+        import ray
+
+        return ray.get(getattr(self.actor, method).remote(*args))
+
+    def state(self) -> LedgerState:
+        state: LedgerState = self._call("state")
+        return state
+
+    def reserve(self, usd: float) -> bool:
+        return bool(self._call("reserve", usd))
+
+    def settle(self, reserved: float, actual: float) -> None:
+        self._call("settle", reserved, actual)
 
 
 def reserved_state(s: LedgerState, usd: float) -> tuple[LedgerState, bool]:

@@ -54,7 +54,7 @@ from rollsum_evals.replay import EngineFactory
 from rollsum_evals.run.breaker import GuardedBuilder
 from rollsum_evals.run.budget import BudgetSpec, LedgerState, MemoryLedger, SpendLedger
 from rollsum_evals.run.models import ModelBuilder, ModelFactory
-from rollsum_evals.run.unit import Job, run_job
+from rollsum_evals.run.unit import Job, run_job, score_group
 from rollsum_evals.rundir.journal import UnitResult
 
 log = logging.getLogger(__name__)
@@ -200,28 +200,6 @@ class LimiterActor:
 
     def pause(self, seconds: float) -> None:
         self.limiter.pause(seconds)
-
-
-class ActorLedger:
-    """A worker's view of the ledger actor (the `Ledger` protocol)."""
-
-    def __init__(self, actor: Any) -> None:
-        self.actor = actor
-
-    def _call(self, method: str, *args: Any) -> Any:
-        import ray
-
-        return ray.get(getattr(self.actor, method).remote(*args))
-
-    def state(self) -> LedgerState:
-        state: LedgerState = self._call("state")
-        return state
-
-    def reserve(self, usd: float) -> bool:
-        return bool(self._call("reserve", usd))
-
-    def settle(self, reserved: float, actual: float) -> None:
-        self._call("settle", reserved, actual)
 
 
 class ActorLimiter:
@@ -509,9 +487,7 @@ def unwrap(err: BaseException) -> BaseException:
 def _score_task(items: Sequence[Any], conversation: Any, plan: Any, injected: ModelBuilder | None,
                 wants_model: bool, secrets: Sequence[str],
                 services: Services) -> tuple[dict[str, Any], list[CacheEntry]]:
-    """One conversation's Units scored on a worker (`rollsum_evals.rescore.score_group`)."""
-    from rollsum_evals.rescore import score_group
-
+    """One conversation's Units scored on a worker (`rollsum_evals.run.unit.score_group`)."""
     redact_process_output()
     factory, remote = task_factory(services)
     try:

@@ -259,3 +259,29 @@ def process_worker(job: Job, cache_path: str | None, engine_factory: EngineFacto
         factory.close()
     result.cache_stats = factory.stats()
     return result
+
+
+def score_group(items: Sequence[tuple[str, Unit, Trace]], conv: Conversation, plan: ScoringPlan,
+                models: ModelBuilder | None, secrets: Sequence[str]) -> dict[str, tuple[ScoredLines, bool]]:
+    """Score one conversation's Units (they share the scorers' per-conversation caches):
+    their scored lines and whether each is ok, by Unit id. Where it runs (here or in a Ray
+    task) changes nothing in the lines."""
+    guarded = GuardedBuilder(models) if models is not None else None  # a refused key stops at once
+    shared = scoring.Shared()
+    out: dict[str, tuple[ScoredLines, bool]] = {}
+    for uid, unit, trace in items:
+        answerer = metered = grader = None
+        try:
+            if guarded is not None and trace.status == "ok":
+                answerer = guarded(plan.model)
+                metered = MeteredModel(answerer) if answerer is not None else None
+                if plan.judge and plan.judge_model and plan.judge_model != plan.model:
+                    grader = guarded(plan.judge_model)
+            urow, prows = score_trace(unit, conv, trace, plan, metered, shared=shared,
+                                      judge_model=MeteredModel(grader) if grader is not None else None)
+        finally:
+            close_model(answerer)
+            close_model(grader)
+        out[uid] = (ScoredLines(probes=redact_text_lines(lines(prows), secrets),
+                                units=redact_text_lines(lines([urow]), secrets)), urow["status"] == "ok")
+    return out

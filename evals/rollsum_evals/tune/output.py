@@ -17,9 +17,8 @@ from typing import Any
 import tomli_w
 
 from rollsum_evals.fileio import atomic_write_text
-from rollsum_evals.tune.search import FINAL_RUN, TuneResult
 from rollsum_evals.tune.space import CATEGORICAL_KEYS, TuneSpec
-from rollsum_evals.tune.trials import TrialRecord
+from rollsum_evals.tune.trials import FINAL_RUN, TrialRecord, TuneResult
 
 TUNE_JSON = "tune.json"
 TUNE_MD = "tune.md"

@@ -43,7 +43,7 @@ import time
 import tomllib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,8 +56,19 @@ from rollsum_evals.spec.expand import variants
 from rollsum_evals.spec.parse import parse_spec
 from rollsum_evals.spec.schema import SweepSpec
 from rollsum_evals.tune.evaluate import Measured, measure, sub_spec, unit_ids
+from rollsum_evals.tune.output import equivalent_grid, write_outputs
 from rollsum_evals.tune.space import CATEGORICAL_KEYS, PresetSpace, TuneSpec, parse_tune
-from rollsum_evals.tune.trials import TrialRecord, best_of, fill, final_configs, jsonable, pareto_of, records
+from rollsum_evals.tune.trials import (
+    FINAL_RUN,
+    TrialRecord,
+    TuneResult,
+    best_of,
+    fill,
+    final_configs,
+    jsonable,
+    pareto_of,
+    records,
+)
 from rollsum_evals.units import canonical_json
 
 log = logging.getLogger(__name__)
@@ -66,23 +77,7 @@ STUDY = "study.journal"
 STATE = "tune-state.json"
 EVALUATIONS = "evaluations.jsonl"
 TRIALS_DIR = "trials"
-FINAL_RUN = "run"
 STUDY_NAME = "rollsum-tune"
-
-
-@dataclass(slots=True)
-class TuneResult:
-    out: Path
-    best: TrialRecord | None
-    pareto: list[TrialRecord]
-    trials: list[TrialRecord]
-    units_evaluated: int
-    units_full_grid: int
-    grid_configs: int
-    final: dict[str, Measured] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    wall_s: float = 0.0
-    rungs: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -429,8 +424,6 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
                             units_full_grid=tune.grid_configs() * total_conversations * seeds + curve_units,
                             grid_configs=tune.grid_configs(), final=final, notes=tuner.notes,
                             wall_s=time.perf_counter() - t0, rungs=tuner.rungs)
-        from rollsum_evals.tune.output import equivalent_grid, write_outputs
-
         atomic_write_text(target / "grid.toml", equivalent_grid(raw, tune))
         write_outputs(result, tune, raw)
         return result

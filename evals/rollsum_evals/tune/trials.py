@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rollsum_evals.tune.evaluate import Measured
+
+FINAL_RUN = "run"
+"""The tuned configurations' final run, a directory under the tuning output."""
 
 
 @dataclass(slots=True)
@@ -108,3 +112,20 @@ def final_configs(trials: Sequence[TrialRecord], top: int) -> list[TrialRecord]:
 
 
 __all__ = ["TrialRecord", "best_of", "fill", "final_configs", "jsonable", "pareto_of", "records"]
+
+
+@dataclass(slots=True)
+class TuneResult:
+    """What `rollsum tune` found (`tune.search.run_tune`), written out by `tune.output`."""
+
+    out: Path
+    best: TrialRecord | None
+    pareto: list[TrialRecord]
+    trials: list[TrialRecord]
+    units_evaluated: int
+    units_full_grid: int
+    grid_configs: int
+    final: dict[str, Measured] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    rungs: list[int] = field(default_factory=list)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from rollsum_evals.rundir.read import load_run
-from rollsum_evals.tune.search import TuneOptions, TuneResult, run_tune, rungs
-from rollsum_evals.tune.trials import TrialRecord, best_of, pareto_of
+from rollsum_evals.tune.search import TuneOptions, run_tune, rungs
+from rollsum_evals.tune.trials import TrialRecord, TuneResult, best_of, pareto_of
 
 from rollsum.errors import ConfigError
 
