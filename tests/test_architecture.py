@@ -105,8 +105,8 @@ def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
         if isinstance(node, ast.Import | ast.ImportFrom):
             out.append(node)
         if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
+            for branch in node.orelse:
+                visit(branch)
             return
         for child in ast.iter_child_nodes(node):
             visit(child)
@@ -147,8 +147,8 @@ def module_graph(packages: dict[str, Path]) -> dict[str, set[str]]:
                 targets = [a.name for a in node.names]
             else:
                 if node.level:
-                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1])
-                    source = f"{base}.{node.module}" if node.module else base
+                    anchor = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1])
+                    source = f"{anchor}.{node.module}" if node.module else anchor
                 else:
                     source = node.module or ""
                 targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in files else source for a in node.names]
