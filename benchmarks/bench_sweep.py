@@ -116,7 +116,7 @@ def _run(spec: Any, tmp: Path, sc: Scenario, latency_ms: float) -> None:
 def _slowest_alone(spec: Any, units: Any, candidates: int = 3) -> float:
     """Time the heaviest Units one at a time, uncached, with nothing else running."""
     from rollsum_evals.data.pinned import load_dataset
-    from rollsum_evals.run.models import ModelFactory
+    from rollsum_evals.run.model_factory import ModelFactory
     from rollsum_evals.run.unit import Job, run_job
     from rollsum_evals.spec.expand import expand
 

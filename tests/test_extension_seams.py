@@ -29,6 +29,7 @@ from rollsum_evals.spec.parse import parse_spec
 from rollsum import summarizers
 from rollsum.capabilities import OFFLINE_SCRIPTED
 from rollsum.context import FORMATS, ContextFormat
+from rollsum.errors import ConfigError
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.spec import BACKENDS, Backend
 from rollsum.policies import POLICIES, Decision, WindowState
@@ -85,9 +86,10 @@ class Shout:
         return SummaryDraft(text="!" * self.volume + " " + request.messages[-1].content[:80].upper())
 
 
-def test_a_registered_summarizer_is_reachable_from_a_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(summarizers._REGISTRY, "shout", (Shout, False))
-    run = sweep(tmp_path, 'preset = "since-last"\nsummarizer = "shout"\nsummarizer_params = { volume = 3 }')
+def test_a_registered_summarizer_is_reachable_from_a_sweep(tmp_path: Path) -> None:
+    with summarizers.REGISTRY.registered("shout", (Shout, False)):
+        run = sweep(tmp_path, 'preset = "since-last"\nsummarizer = "shout"\nsummarizer_params = { volume = 3 }')
+    assert "shout" not in summarizers.names()  # the block put the registry back
     texts = [r["record"]["text"] for r in run.summaries()]
     assert texts and all(t.startswith("!!! ") and t[4:] == t[4:].upper() for t in texts)
 
@@ -149,11 +151,45 @@ class LongestMessage:
         return Scores(unit={"longest_message_chars": max(len(m.content) for m in inp.trace.messages)})
 
 
-def test_a_registered_scorer_is_reachable_from_a_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(scoring._REGISTRY, LongestMessage.name, LongestMessage)
-    run = sweep(tmp_path, 'preset = "truncate"', head='scorers = ["cost", "longest_message"]')
+def test_a_registered_scorer_is_reachable_from_a_sweep(tmp_path: Path) -> None:
+    with scoring.REGISTRY.registered(LongestMessage.name, LongestMessage):
+        run = sweep(tmp_path, 'preset = "truncate"', head='scorers = ["cost", "longest_message"]')
     assert int(run.units["longest_message_chars"].iloc[0]) > 20
     assert "longest_message@1" in run.units["scorers"].iloc[0]
+
+
+def test_a_scorer_named_by_import_path_is_reachable_from_a_sweep(tmp_path: Path) -> None:
+    """No registration at all: ``scorers = ["package.module:Class"]``, like a summarizer or a
+    memory; the version the run records carries the scorer's code fingerprint."""
+    path = f"{__name__}:LongestMessage"
+    run = sweep(tmp_path, 'preset = "truncate"', head=f'scorers = ["cost", "{path}"]')
+    assert int(run.units["longest_message_chars"].iloc[0]) > 20
+    assert path not in scoring.names()
+    recorded = json.loads((run.path / "manifest.json").read_text())["scoring"]["versions"]
+    assert recorded[path].startswith("1+code:")
+
+
+def test_a_scorer_import_path_that_is_not_a_scorer_is_one_line_at_the_spec(tmp_path: Path) -> None:
+    expected = r"s\.toml:\d+: field 'scorers\[1\]': scorer .*Shout.* does not make a Scorer"
+    with pytest.raises(ConfigError, match=expected):
+        parse_spec(f'scorers = ["cost", "{__name__}:Shout"]\n[[datasets]]\n{DATASET}\n[[configs]]\n'
+                   'preset = "truncate"\n', "s.toml")
+
+
+@pytest.mark.parametrize("seam", ["summarizer", "scorer"])
+def test_the_registry_the_docs_name_is_the_one_the_code_reads(seam: str) -> None:
+    """Registering through the object docs/architecture.md names makes the component
+    reachable by the code that builds it (a registry that is a copy would not)."""
+    row = next(r for r in _table() if r[0].split(" ")[0] == seam)
+    dotted = re.findall(r"`((?:rollsum|rollsum_evals)\.[\w.]+)`", row[2])[0]
+    module_name, _, attr = dotted.rpartition(".")
+    registry = getattr(importlib.import_module(module_name), attr)
+    if seam == "summarizer":
+        with registry.registered("shout", (Shout, False)):
+            assert isinstance(summarizers.create("shout", volume=2), Shout)
+    else:
+        with registry.registered(LongestMessage.name, LongestMessage):
+            assert isinstance(scoring.get(LongestMessage.name), LongestMessage)
 
 
 def test_a_registered_context_format_and_preset_are_reachable_from_a_sweep(

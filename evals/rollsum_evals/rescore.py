@@ -28,7 +28,7 @@ from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import Text, Trace
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import SweepStop, SweepStopped
-from rollsum_evals.run.models import ModelBuilder, ModelFactory, cache_path_for
+from rollsum_evals.run.model_factory import ModelBuilder, ModelFactory, cache_path_for
 from rollsum_evals.run.unit import score_group
 from rollsum_evals.rundir.format import EVENTS, SUMMARIES, rescored_manifest, table_columns
 from rollsum_evals.rundir.journal import RunDir

@@ -1,6 +1,6 @@
 """Summarizers and their registry.
 
-A new summarizer is one class plus one line in `_REGISTRY`. `create` turns a name and
+A new summarizer is one class plus one line in `REGISTRY` (or `register(name, cls)`). `create` turns a name and
 parameters from a preset or sweep spec into an instance, rejecting unknown parameters with a
 message that lists the accepted ones (a typo in a sweep must not silently use a default).
 """
@@ -13,6 +13,7 @@ from typing import Any
 from rollsum import plugins
 from rollsum.errors import ConfigError
 from rollsum.models.base import Model
+from rollsum.registry import Registry
 from rollsum.summarizers.base import Summarizer, SummaryDraft, SummaryRequest
 from rollsum.summarizers.extractive import ExtractiveSummarizer
 from rollsum.summarizers.prompted import PromptedSummarizer
@@ -35,30 +36,38 @@ __all__ = [
     "create",
     "format_tool_summary",
     "names",
+    "register",
     "resolve",
     "summarize_dropped",
     "summarize_tool_result",
 ]
 
-_REGISTRY: dict[str, tuple[Callable[..., Any], bool]] = {
+REGISTRY: Registry[tuple[Callable[..., Any], bool]] = Registry("summarizer", {
     # name: (class, needs a model)
     "prompted": (PromptedSummarizer, True),
     "structured": (StructuredSummarizer, True),
     "extractive": (ExtractiveSummarizer, False),
-}
+})
 """What `create` (and through it presets and sweep specs) reads: a summarizer registered here is
 reachable as ``summarizer = "NAME"`` everywhere."""
 
 
+def register(name: str, cls: Callable[..., Any], *, needs_model: bool | None = None, replace: bool = False) -> None:
+    """Register a summarizer class as `name` (it needs a model when its constructor requires
+    ``model``, unless `needs_model` says otherwise)."""
+    needs = plugins.requires(cls, "model") if needs_model is None else needs_model
+    REGISTRY.register(name, (cls, needs), replace=replace)
+
+
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(REGISTRY)
 
 
 def resolve(name: str) -> tuple[Callable[..., Any], bool]:
     """(factory, needs a model) for a registry name or an import path ``"pkg.mod:Class"`` (which
     needs a model when its constructor requires ``model``)."""
-    if name in _REGISTRY:
-        return _REGISTRY[name]
+    if name in REGISTRY:
+        return REGISTRY[name]
     if plugins.is_import_path(name):
         factory = plugins.load(name)
         if not callable(factory):

@@ -27,6 +27,8 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "rollsum_evals.cli.score_cmd",
     "rollsum_evals.cli.data_cmd",
     "rollsum_evals.cli.report_cmd",
+    "rollsum_evals.cli.compare_cmd",
+    "rollsum_evals.cli.regress_cmd",
     "rollsum_evals.cli.init_cmd",
     "rollsum_evals.cli.list_cmd",
     "rollsum_evals.cli.tune_cmd",

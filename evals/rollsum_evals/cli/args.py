@@ -47,6 +47,9 @@ def number(*, integer: bool, range: Range | None = None, what: str = "") -> Call
 POSITIVE_INT = number(integer=True, range=Range(1), what="a positive integer")
 NON_NEGATIVE_INT = number(integer=True, range=Range(0), what="a non-negative integer")
 INT = number(integer=True)
+POSITIVE = number(integer=False, range=Range(0, low_open=True), what="a number > 0")
+NON_NEGATIVE = number(integer=False, range=Range(0), what="a number >= 0")
+SHARE = number(integer=False, range=Range(0, 1), what="a share between 0 and 1")
 
 
 def message_count(text: str) -> str:

@@ -1,6 +1,7 @@
 """Replays: an engine fed a conversation, recorded as a `Trace` (no scoring here)."""
 
-from rollsum_evals.replay.engine import (
+from rollsum_evals.replay.replay import replay
+from rollsum_evals.replay.seam import (
     BudgetRefused,
     BudgetStopped,
     Engine,
@@ -8,7 +9,6 @@ from rollsum_evals.replay.engine import (
     MeteredModel,
     default_engine,
 )
-from rollsum_evals.replay.replay import replay
 from rollsum_evals.replay.trace import ContextItem, Text, TextRef, Trace, TurnRecord, with_ids
 
 __all__ = ["BudgetRefused", "BudgetStopped", "ContextItem", "Engine", "EngineFactory", "MeteredModel", "Text",

@@ -15,7 +15,7 @@ from rollsum.context import TIMESTAMPS
 from rollsum.models.base import Model
 from rollsum.types import Message, SummaryEvent
 from rollsum_evals.data.types import Conversation
-from rollsum_evals.replay.engine import BudgetStopped, Engine, EngineFactory, MeteredModel, default_engine
+from rollsum_evals.replay.seam import BudgetStopped, Engine, EngineFactory, MeteredModel, default_engine
 from rollsum_evals.replay.trace import DEFAULT_TIMESTAMPS, ContextEncoder, Trace, TurnRecord, with_ids
 from rollsum_evals.units import Unit
 

@@ -10,10 +10,13 @@ spent + reserved + this call would pass the cap. After the call the reservation 
 what the call actually cost (nothing for a cache hit or a failed call). Spent therefore never
 passes the cap, whatever the number of threads or worker processes.
 
-The ledger is shared through the run directory (`SpendLedger`: a small JSON file guarded by an
+The account is shared through the run directory (`FileAccount`: a small JSON file guarded by an
 ``flock`` on a lock file), which is what makes it hold across worker processes as well as
-threads. The first refusal marks the ledger stopped: no further paid call is sent, the Unit
+threads. The first refusal marks the account stopped: no further paid call is sent, the Unit
 that was refused ends as ``stopped: budget``, and no further Unit starts.
+
+An *account*, not a "ledger": in this project the ledger is the library's fact ledger
+(`rollsum.ledger`, what a summary pins); the file is still ``budget.json``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from rollsum_evals.replay import BudgetRefused
 from rollsum_evals.scoring.cost import price
 from rollsum_evals.spec import components
 
-LEDGER_FILE = "budget.json"
+ACCOUNT_FILE = "budget.json"
 ESTIMATE_CALIBRATION = 1.5
 """Request tokens are estimated at chars/4 × this: above Claude's tokenizer on English text
 (× 1.15, docs/models.md) with room to spare, so a reservation is an upper bound unless a text
@@ -51,9 +54,9 @@ per-process."""
 
 @dataclass(frozen=True, slots=True)
 class BudgetSpec:
-    """What a worker (thread or process) needs to reach the run's ledger: plain, picklable.
+    """What a worker (thread or process) needs to reach the run's account: plain, picklable.
 
-    With ``--executor ray`` the ledger is a Ray actor (`actor`, a handle) that every worker on
+    With ``--executor ray`` the account is a Ray actor (`actor`, a handle) that every worker on
     every node reaches, instead of the run directory's file: workers need no shared file
     system, and the driver alone writes ``budget.json`` (`rollsum_evals.run.ray_executor`)."""
 
@@ -61,34 +64,34 @@ class BudgetSpec:
     cap: float
     actor: Any = None
 
-    def ledger(self) -> Ledger:
+    def account(self) -> Account:
         if self.actor is not None:
-            return ActorLedger(self.actor)
-        return SpendLedger(Path(self.path))
+            return ActorAccount(self.actor)
+        return FileAccount(Path(self.path))
 
 
 @dataclass(frozen=True, slots=True)
-class LedgerState:
+class AccountState:
     cap: float
     spent: float = 0.0
     reserved: float = 0.0
     stopped: bool = False
 
 
-class Ledger(Protocol):
-    """What `BudgetedModel` and the dispatcher need of a ledger: a file (`SpendLedger`), or
-    the in-memory one (`MemoryLedger`) a Ray actor holds for a whole cluster."""
+class Account(Protocol):
+    """What `BudgetedModel` and the dispatcher need of a account: a file (`FileAccount`), or
+    the in-memory one (`LocalAccount`) a Ray actor holds for a whole cluster."""
 
-    def state(self) -> LedgerState: ...
+    def state(self) -> AccountState: ...
 
     def reserve(self, usd: float) -> bool: ...
 
     def settle(self, reserved: float, actual: float) -> None: ...
 
 
-class ActorLedger:
-    """A worker's view of the cluster's ledger actor (the `Ledger` protocol; the actor itself is
-    `rollsum_evals.run.ray_executor.LedgerActor`). Here, not there, so that reaching a ledger
+class ActorAccount:
+    """A worker's view of the cluster's account actor (the `Account` protocol; the actor itself is
+    `rollsum_evals.run.ray_executor.AccountActor`). Here, not there, so that reaching a account
     never imports the Ray executor (the executor imports this module)."""
 
     def __init__(self, actor: Any) -> None:
@@ -99,8 +102,8 @@ class ActorLedger:
 
         return ray.get(getattr(self.actor, method).remote(*args))
 
-    def state(self) -> LedgerState:
-        state: LedgerState = self._call("state")
+    def state(self) -> AccountState:
+        state: AccountState = self._call("state")
         return state
 
     def reserve(self, usd: float) -> bool:
@@ -110,26 +113,26 @@ class ActorLedger:
         self._call("settle", reserved, actual)
 
 
-def reserved_state(s: LedgerState, usd: float) -> tuple[LedgerState, bool]:
-    """The ledger after asking to reserve `usd`: refused (and stopped) when it could pass the cap."""
+def reserved_state(s: AccountState, usd: float) -> tuple[AccountState, bool]:
+    """The account after asking to reserve `usd`: refused (and stopped) when it could pass the cap."""
     if s.stopped or s.spent + s.reserved + usd > s.cap:
-        return LedgerState(s.cap, s.spent, s.reserved, stopped=True), False
-    return LedgerState(s.cap, s.spent, s.reserved + usd, s.stopped), True
+        return AccountState(s.cap, s.spent, s.reserved, stopped=True), False
+    return AccountState(s.cap, s.spent, s.reserved + usd, s.stopped), True
 
 
-def settled_state(s: LedgerState, reserved: float, actual: float) -> LedgerState:
-    return LedgerState(s.cap, s.spent + actual, max(0.0, s.reserved - reserved), s.stopped)
+def settled_state(s: AccountState, reserved: float, actual: float) -> AccountState:
+    return AccountState(s.cap, s.spent + actual, max(0.0, s.reserved - reserved), s.stopped)
 
 
-class MemoryLedger:
-    """The ledger's rules on a state in memory, behind one lock: what the cluster's ledger
+class LocalAccount:
+    """The account's rules on a state in memory, behind one lock: what the cluster's account
     actor holds (one process, so one lock is all it needs)."""
 
-    def __init__(self, state: LedgerState) -> None:
+    def __init__(self, state: AccountState) -> None:
         self._state = state
         self._lock = threading.Lock()
 
-    def state(self) -> LedgerState:
+    def state(self) -> AccountState:
         with self._lock:
             return self._state
 
@@ -143,7 +146,7 @@ class MemoryLedger:
             self._state = settled_state(self._state, reserved, actual)
 
 
-class SpendLedger:
+class FileAccount:
     """Spent and reserved dollars of one run, in ``<run dir>/budget.json``."""
 
     def __init__(self, path: Path) -> None:
@@ -151,13 +154,13 @@ class SpendLedger:
         self.lock_path = path.with_name(path.name + ".lock")
 
     @classmethod
-    def start(cls, run_dir: Path, cap: float, spent: float = 0.0) -> SpendLedger:
-        """A fresh ledger for this invocation (a resume carries the run's earlier spend; what a
+    def start(cls, run_dir: Path, cap: float, spent: float = 0.0) -> FileAccount:
+        """A fresh account for this invocation (a resume carries the run's earlier spend; what a
         killed run had reserved is gone with its calls)."""
-        ledger = cls(run_dir / LEDGER_FILE)
-        with ledger._locked():
-            ledger._write(LedgerState(cap=cap, spent=spent))
-        return ledger
+        account = cls(run_dir / ACCOUNT_FILE)
+        with account._locked():
+            account._write(AccountState(cap=cap, spent=spent))
+        return account
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -170,24 +173,24 @@ class SpendLedger:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
 
-    def _read(self) -> LedgerState:
+    def _read(self) -> AccountState:
         d = json.loads(self.path.read_text(encoding="utf-8"))
-        return LedgerState(cap=float(d["cap"]), spent=float(d["spent"]), reserved=float(d["reserved"]),
+        return AccountState(cap=float(d["cap"]), spent=float(d["spent"]), reserved=float(d["reserved"]),
                            stopped=bool(d["stopped"]))
 
-    def _write(self, s: LedgerState) -> None:
+    def _write(self, s: AccountState) -> None:
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps({"cap": s.cap, "spent": s.spent, "reserved": s.reserved,
                                    "stopped": s.stopped}), encoding="utf-8")
         os.replace(tmp, self.path)
 
-    def state(self) -> LedgerState:
+    def state(self) -> AccountState:
         with self._locked():
             return self._read()
 
     def reserve(self, usd: float) -> bool:
-        """Set `usd` aside for a call about to be sent; False (and the ledger stopped) when that
-        could pass the cap or the ledger is already stopped."""
+        """Set `usd` aside for a call about to be sent; False (and the account stopped) when that
+        could pass the cap or the account is already stopped."""
         with self._locked():
             s, ok = reserved_state(self._read(), usd)
             self._write(s)
@@ -198,23 +201,23 @@ class SpendLedger:
         with self._locked():
             self._write(settled_state(self._read(), reserved, actual))
 
-    def record(self, state: LedgerState) -> None:
-        """Replace the file's state with one kept elsewhere (the cluster's ledger actor, at the
+    def record(self, state: AccountState) -> None:
+        """Replace the file's state with one kept elsewhere (the cluster's account actor, at the
         end of a Ray run): what the manifest's ``spent_usd`` is then read from."""
         with self._locked():
             self._write(state)
 
 
 class BudgetedModel(ModelWrapper):
-    """Sends a call only when its worst-case cost fits in the ledger (see the module docstring).
+    """Sends a call only when its worst-case cost fits in the account (see the module docstring).
 
     `spec` is the model spec whose prices apply (the Unit's summarizer model or the plan's QA
     model): the same prices the reported cost uses."""
 
-    def __init__(self, inner: Model, ledger: Ledger, spec: str,
+    def __init__(self, inner: Model, account: Account, spec: str,
                  counter: HeuristicCounter | None = None) -> None:
         super().__init__(inner)
-        self.ledger = ledger
+        self.account = account
         self.spec = spec
         self.counter = counter or HeuristicCounter(calibration=ESTIMATE_CALIBRATION)
 
@@ -224,7 +227,7 @@ class BudgetedModel(ModelWrapper):
 
     def complete(self, request: CompletionRequest) -> Completion:
         reserved = self.worst_case(request)
-        if not self.ledger.reserve(reserved):
+        if not self.account.reserve(reserved):
             raise BudgetRefused(f"model call refused: it could pass --max-cost-usd (up to ${reserved:.4f})")
         actual = 0.0
         try:
@@ -232,7 +235,7 @@ class BudgetedModel(ModelWrapper):
             actual = 0.0 if c.cached else price(self.spec, c.usage)
             return c
         finally:
-            self.ledger.settle(reserved, actual)
+            self.account.settle(reserved, actual)
 
 
 def needs_budget(spec: str) -> bool:
@@ -241,10 +244,10 @@ def needs_budget(spec: str) -> bool:
 
 
 def budgeted(model: Model | None, spec: str, budget: BudgetSpec | None) -> Model | None:
-    """`model` behind the run's ledger when there is a cap and the model costs money."""
+    """`model` behind the run's account when there is a cap and the model costs money."""
     if model is None or budget is None or not needs_budget(spec):
         return model
-    return BudgetedModel(model, budget.ledger(), spec)
+    return BudgetedModel(model, budget.account(), spec)
 
 
 def check_cap(max_cost_usd: float | None) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from rollsum_evals.replay import EngineFactory
 from rollsum_evals.run.budget import BudgetSpec
-from rollsum_evals.run.models import ModelBuilder
+from rollsum_evals.run.model_factory import ModelBuilder
 from rollsum_evals.run.pool import process_pool
 from rollsum_evals.run.scheduler import Scheduler
 from rollsum_evals.run.unit import Job, process_worker, thread_worker
@@ -34,7 +34,7 @@ class Dispatcher:
         self.concurrency = concurrency
         self.executor = executor
         self.budget = budget
-        self.ledger = budget.ledger() if budget is not None else None
+        self.account = budget.account() if budget is not None else None
         self.engine_factory = engine_factory
         self.models = models
         self.injected_models = injected_models
@@ -68,14 +68,14 @@ class Dispatcher:
         self._loop(pool, on_result, lambda fut: fut.result())
 
     def _run_ray(self, on_result: Callable[[Job, UnitResult], None], workers: int) -> None:
-        """Units as Ray tasks: the cluster's cache reader, limiter and ledger serve them; the
-        ledger's last state is written back to the run's ledger file, whatever happens."""
+        """Units as Ray tasks: the cluster's cache reader, limiter and account serve them; the
+        account's last state is written back to the run's account file, whatever happens."""
         from rollsum_evals.run.ray_executor import ClusterServices, RayPool
 
         services = ClusterServices(self.ray, cache_path=self.cache_path, limiter=self.limiter, budget=self.budget)
         try:
             if services.services.budget is not None:
-                self.ledger = services.services.budget.ledger()
+                self.account = services.services.budget.account()
             pool = RayPool(self.ray, services, concurrency=workers, engine_factory=self.engine_factory,
                            injected=self.injected_models, secrets=self.secrets)
             self._loop(pool, on_result, pool.result)
@@ -106,7 +106,7 @@ class Dispatcher:
 
     def _fill(self, pool: Any, in_flight: dict[cf.Future[Any], Job]) -> None:
         while self.queue and len(in_flight) < self.concurrency and not self.stopped_for_budget:
-            if self.ledger is not None and self.ledger.state().stopped:
+            if self.account is not None and self.account.state().stopped:
                 self.stopped_for_budget = True  # a call was refused: no further Unit starts
                 return
             nxt = self.queue.pop()

@@ -16,12 +16,12 @@ Design (docs/architecture.md, "Running on a Ray cluster"):
   node (read-only SQLite there), and the answers a task had to fetch come back with its
   result; the driver stores them. A re-run therefore makes no model call and no replay.
 - **Limits cluster-wide.** One rate-limiter actor (requests and tokens per minute, and the
-  provider's ``retry-after`` pausing everyone) and one spend-ledger actor (`MemoryLedger`)
+  provider's ``retry-after`` pausing everyone) and one spend-account actor (`LocalAccount`)
   serve every worker, so ``requests_per_minute`` and ``--max-cost-usd`` hold with N workers as
-  with one. The driver writes the ledger's final state to ``budget.json``.
+  with one. The driver writes the account's final state to ``budget.json``.
 - **Faults.** A Unit whose runner or node dies is run again by Ray elsewhere (the runner
   actor is restarted on a live node and its calls retried); its paid calls stay reserved in
-  the ledger (conservative) and its model answers, never returned, are fetched again. A
+  the account (conservative) and its model answers, never returned, are fetched again. A
   killed driver takes its actors with it; ``--resume`` continues from the journal like any
   other run.
 
@@ -52,8 +52,8 @@ from rollsum.models.limits import RateLimiter
 from rollsum.redact import redact_process_output
 from rollsum_evals.replay import EngineFactory
 from rollsum_evals.run.breaker import GuardedBuilder
-from rollsum_evals.run.budget import BudgetSpec, LedgerState, MemoryLedger, SpendLedger
-from rollsum_evals.run.models import ModelBuilder, ModelFactory
+from rollsum_evals.run.budget import AccountState, BudgetSpec, FileAccount, LocalAccount
+from rollsum_evals.run.model_factory import ModelBuilder, ModelFactory
 from rollsum_evals.run.unit import Job, run_job, score_group
 from rollsum_evals.rundir.journal import UnitResult
 
@@ -170,20 +170,20 @@ class CacheReader:
         return None if hit is None else hit.to_dict()
 
 
-class LedgerActor:
-    """The cluster's one spend ledger (`MemoryLedger`)."""
+class AccountActor:
+    """The cluster's one spend account (`LocalAccount`)."""
 
-    def __init__(self, state: LedgerState) -> None:
-        self.ledger = MemoryLedger(state)
+    def __init__(self, state: AccountState) -> None:
+        self.account = LocalAccount(state)
 
-    def state(self) -> LedgerState:
-        return self.ledger.state()
+    def state(self) -> AccountState:
+        return self.account.state()
 
     def reserve(self, usd: float) -> bool:
-        return self.ledger.reserve(usd)
+        return self.account.reserve(usd)
 
     def settle(self, reserved: float, actual: float) -> None:
-        self.ledger.settle(reserved, actual)
+        self.account.settle(reserved, actual)
 
 
 class LimiterActor:
@@ -287,7 +287,7 @@ class Services:
 
 
 def task_factory(services: Services) -> tuple[ModelFactory, RemoteCacheFile | None]:
-    """A worker's model factory: the cluster's cache, limiter and ledger."""
+    """A worker's model factory: the cluster's cache, limiter and account."""
     remote = (RemoteCacheFile(services.cache_reader, services.cache_path)
               if services.cache_reader is not None and services.cache_path else None)
     factory = ModelFactory(cache_path=Path(services.cache_path) if remote is not None and services.cache_path
@@ -322,7 +322,7 @@ def _unit_task_unpacked(unit: Any, conversation: Any, plan: Any, stored: Any, st
 
 class ClusterServices:
     """The actors of one command on the cluster, and the driver's side of them: the model
-    cache it writes and the ledger file it keeps."""
+    cache it writes and the account file it keeps."""
 
     def __init__(self, session: RaySession, *, cache_path: Path | None, limiter: RateLimiter | None,
                  budget: BudgetSpec | None) -> None:
@@ -342,12 +342,12 @@ class ClusterServices:
         if limiter is not None:
             limiter_actor = ray.remote(LimiterActor).options(num_cpus=0, scheduling_strategy=pin).remote(
                 limiter.requests_per_min, limiter.tokens_per_min)
-        self.ledger_file: SpendLedger | None = None
+        self.account_file: FileAccount | None = None
         shared_budget = None
         if budget is not None:
-            self.ledger_file = SpendLedger(Path(budget.path))
-            actor = ray.remote(LedgerActor).options(num_cpus=0, max_concurrency=1, scheduling_strategy=pin).remote(
-                self.ledger_file.state())
+            self.account_file = FileAccount(Path(budget.path))
+            actor = ray.remote(AccountActor).options(num_cpus=0, max_concurrency=1, scheduling_strategy=pin).remote(
+                self.account_file.state())
             shared_budget = BudgetSpec(budget.path, budget.cap, actor=actor)
         self._actors = [a for a in (reader, limiter_actor, shared_budget.actor if shared_budget else None)
                         if a is not None]
@@ -359,13 +359,13 @@ class ClusterServices:
         self.written += store_entries(self.cache_file, entries)
 
     def close(self) -> None:
-        """The ledger actor's last state goes to ``budget.json`` (read for the manifest's spend)."""
+        """The account actor's last state goes to ``budget.json`` (read for the manifest's spend)."""
         budget = self.services.budget
-        if budget is not None and self.ledger_file is not None:
+        if budget is not None and self.account_file is not None:
             try:
-                self.ledger_file.record(budget.ledger().state())
+                self.account_file.record(budget.account().state())
             except Exception as err:  # the actor is gone with a dying cluster: keep what the file has
-                log.warning("spend ledger: the cluster's last state could not be read (%s)", err)
+                log.warning("spend account: the cluster's last state could not be read (%s)", err)
         if self.cache_file is not None:
             self.cache_file.close()
         for actor in self._actors:  # now, not when Ray shuts down under an open SQLite file

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
-from rollsum_evals.run.models import deterministic
+from rollsum_evals.run.model_factory import deterministic
 from rollsum_evals.run.resume import check_resume
 from rollsum_evals.rundir.format import STATUS_ERROR
 from rollsum_evals.rundir.journal import RunDir

@@ -46,10 +46,10 @@ from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import EngineFactory, default_engine
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
-from rollsum_evals.run.budget import BudgetSpec, SpendLedger, check_cap
+from rollsum_evals.run.budget import BudgetSpec, FileAccount, check_cap
 from rollsum_evals.run.dispatch import Dispatcher
 from rollsum_evals.run.interrupt import Interrupted, signal_name
-from rollsum_evals.run.models import (
+from rollsum_evals.run.model_factory import (
     ModelBuilder,
     ModelFactory,
     cache_path_for,
@@ -387,7 +387,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
 
         limiter = RateLimiter(requests_per_min=spec.requests_per_minute)
     previous_spent = float(previous.get("spent_usd", 0.0))
-    ledger = SpendLedger.start(rd.path, max_cost_usd, previous_spent) if max_cost_usd is not None else None
+    ledger = FileAccount.start(rd.path, max_cost_usd, previous_spent) if max_cost_usd is not None else None
     budget = BudgetSpec(str(ledger.path), max_cost_usd) if ledger is not None and max_cost_usd is not None else None
     factory: ModelBuilder = models or ModelFactory(cache_path=cache_path, limiter=limiter, budget=budget)
     configs: dict[str, dict[str, Any]] = dict(previous.get("configs") or {})
@@ -514,7 +514,7 @@ def _reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
-def _spent(ledger: SpendLedger | None, previous: float, tally: _Tally) -> float:
+def _spent(ledger: FileAccount | None, previous: float, tally: _Tally) -> float:
     """Real spend of the run so far: the ledger's when there is a cap (it saw every paid call),
     else what the Units reported."""
     return ledger.state().spent if ledger is not None else previous + tally.paid_usd

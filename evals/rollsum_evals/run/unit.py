@@ -33,7 +33,7 @@ from rollsum_evals.replay import (
 )
 from rollsum_evals.run.breaker import GuardedBuilder
 from rollsum_evals.run.budget import BudgetSpec, budgeted
-from rollsum_evals.run.models import ModelBuilder, ModelFactory, close_model, deterministic
+from rollsum_evals.run.model_factory import ModelBuilder, ModelFactory, close_model, deterministic
 from rollsum_evals.rundir.format import (
     EVENTS,
     STATUS_ERROR,
@@ -166,7 +166,7 @@ def _redact_lines(replay_lines: ReplayLines, secrets: Sequence[str]) -> ReplayLi
 
 
 def _metered_builder(models: ModelBuilder, budget: BudgetSpec | None) -> ModelBuilder:
-    """`models` with paid models behind the run's ledger. A `ModelFactory` given the budget
+    """`models` with paid models behind the run's account. A `ModelFactory` given the budget
     already puts it inside its cache (a cache hit is never refused); any other builder (an
     injected one) gets it here."""
     if budget is None or (isinstance(models, ModelFactory) and models.budget is not None):
@@ -250,7 +250,7 @@ def process_worker(job: Job, cache_path: str | None, engine_factory: EngineFacto
                    models: ModelBuilder | None = None, secrets: Sequence[str] = (),
                    budget: BudgetSpec | None = None) -> UnitResult:
     """Entry point in a worker process: builds its own models (a limiter cannot be shared; the
-    budget can: its ledger is a file in the run directory)."""
+    budget can: its account is a file in the run directory)."""
     factory = ModelFactory(cache_path=Path(cache_path) if cache_path else None, budget=budget)
     try:
         result = run_job(job, engine_factory=engine_factory, models=GuardedBuilder(models or factory),

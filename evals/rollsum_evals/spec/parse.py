@@ -114,12 +114,20 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     models = _str_list(w, raw, "models", default=("extractive",))
     _check_models(w, "models", models, model_override)
     scorers = _str_list(w, raw, "scorers", default=("answer_retention", "fact_survival", "cost"))
+    from rollsum_evals.scoring import get as get_scorer
     from rollsum_evals.scoring import names as scorer_names
     from rollsum_evals.scoring import with_always
 
     for i, s in enumerate(scorers):
-        if s not in scorer_names():
-            raise w.error(f"scorers[{i}]", f"one of {', '.join(scorer_names())}", s, key="scorers")
+        if s in scorer_names():
+            continue
+        if not plugins_is_import_path(s):
+            raise w.error(f"scorers[{i}]", f"one of {', '.join(scorer_names())} or an import path "
+                          "'package.module:Class'", s, key="scorers")
+        try:
+            get_scorer(s)  # a scorer by import path: imported and constructed once, here
+        except ConfigError as err:
+            raise ConfigError(f"{w.location('scorers')}: field 'scorers[{i}]': {err}") from None
     if len(set(scorers)) != len(scorers):
         raise w.error("scorers", "each scorer listed once", list(scorers))
     scorers = with_always(scorers)

@@ -21,7 +21,7 @@ from rollsum_evals.cli import main
 from rollsum_evals.data import load
 from rollsum_evals.replay import BudgetRefused, default_engine
 from rollsum_evals.run import run_sweep
-from rollsum_evals.run.budget import LEDGER_FILE, BudgetedModel, BudgetSpec, SpendLedger
+from rollsum_evals.run.budget import ACCOUNT_FILE, BudgetedModel, BudgetSpec, FileAccount
 from rollsum_evals.run.dispatch import Dispatcher
 from rollsum_evals.run.pool import process_pool
 from rollsum_evals.run.unit import Job
@@ -57,47 +57,47 @@ def priced(spec: str) -> FakeModel | None:
     return None if spec == "extractive" else FakeModel("extractive", model="claude-haiku-4-5")
 
 
-# -- the ledger -----------------------------------------------------------------------------------
+# -- the account -----------------------------------------------------------------------------------
 
 
 def _hammer(path: str, seed: int, n: int) -> float:
     """Reserve random worst cases, settle each at a random fraction of it; the spend it settled."""
-    ledger = SpendLedger(Path(path))
+    account = FileAccount(Path(path))
     rng = random.Random(seed)
     spent = 0.0
     for _ in range(n):
         worst = rng.uniform(0.001, 0.02)
-        if ledger.reserve(worst):
+        if account.reserve(worst):
             actual = worst * rng.uniform(0.3, 1.0)
-            ledger.settle(worst, actual)
+            account.settle(worst, actual)
             spent += actual
     return spent
 
 
 def test_the_ledger_holds_across_threads(tmp_path: Path) -> None:
-    ledger = SpendLedger.start(tmp_path, CAP)
+    account = FileAccount.start(tmp_path, CAP)
     results: list[float] = []
-    threads = [threading.Thread(target=lambda k=k: results.append(_hammer(str(ledger.path), k, 200)))
+    threads = [threading.Thread(target=lambda k=k: results.append(_hammer(str(account.path), k, 200)))
                for k in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    state = ledger.state()
+    state = account.state()
     assert state.spent <= CAP and state.reserved == pytest.approx(0, abs=1e-12) and state.stopped
     assert state.spent == pytest.approx(sum(results))  # no update lost to a race
     assert state.spent > 0.5 * CAP  # it did fill up (8 threads in flight stop it a little early)
 
 
 def test_the_ledger_holds_across_processes(tmp_path: Path) -> None:
-    ledger = SpendLedger.start(tmp_path, CAP)
+    account = FileAccount.start(tmp_path, CAP)
     pool = process_pool(4, cpus=2)  # the sweep's own executor: 4 processes
     try:
-        futures = [pool.submit(_hammer, str(ledger.path), k, 150) for k in range(4)]
+        futures = [pool.submit(_hammer, str(account.path), k, 150) for k in range(4)]
         results = [f.result(timeout=120) for f in futures]
     finally:
         pool.shutdown()
-    state = ledger.state()
+    state = account.state()
     assert state.spent <= CAP and state.stopped
     assert state.spent == pytest.approx(sum(results))
 
@@ -110,28 +110,28 @@ class _Cached(FakeModel):
 
 def test_a_call_that_could_pass_the_cap_is_never_sent(tmp_path: Path) -> None:
     inner = FakeModel("extractive", model="claude-haiku-4-5")
-    model = BudgetedModel(inner, SpendLedger.start(tmp_path, 0.001), "anthropic:claude-haiku-4-5")
+    model = BudgetedModel(inner, FileAccount.start(tmp_path, 0.001), "anthropic:claude-haiku-4-5")
     small = CompletionRequest(system="s", messages=[Message("user", "hello " * 50)], max_tokens=100)
     model.complete(small)
-    assert inner.calls == 1 and 0 < model.ledger.state().spent < 0.001
+    assert inner.calls == 1 and 0 < model.account.state().spent < 0.001
     big = CompletionRequest(system="s", messages=[Message("user", "hello " * 2000)], max_tokens=100)
     with pytest.raises(BudgetRefused):
         model.complete(big)
     assert inner.calls == 1  # refused before sending
     with pytest.raises(BudgetRefused):  # once stopped, nothing more is sent, however small
         model.complete(small)
-    assert inner.calls == 1 and model.ledger.state().reserved == 0
+    assert inner.calls == 1 and model.account.state().reserved == 0
 
 
 def test_a_cached_answer_costs_nothing_and_a_failed_call_releases_its_reservation(tmp_path: Path) -> None:
-    ledger = SpendLedger.start(tmp_path, 1.0)
+    account = FileAccount.start(tmp_path, 1.0)
     req = CompletionRequest(system="s", messages=[Message("user", "hello " * 50)], max_tokens=100)
-    BudgetedModel(_Cached("extractive"), ledger, "anthropic:claude-haiku-4-5").complete(req)
-    assert ledger.state().spent == 0
-    failing = BudgetedModel(FakeModel("extractive", fail_rate=1.0), ledger, "anthropic:claude-haiku-4-5")
+    BudgetedModel(_Cached("extractive"), account, "anthropic:claude-haiku-4-5").complete(req)
+    assert account.state().spent == 0
+    failing = BudgetedModel(FakeModel("extractive", fail_rate=1.0), account, "anthropic:claude-haiku-4-5")
     with pytest.raises(Exception, match="injected failure"):
         failing.complete(req)
-    assert ledger.state().spent == 0 and ledger.state().reserved == 0 and not ledger.state().stopped
+    assert account.state().spent == 0 and account.state().reserved == 0 and not account.state().stopped
 
 
 # -- a sweep --------------------------------------------------------------------------------------
@@ -153,8 +153,8 @@ def test_a_sweep_never_spends_more_than_the_cap_and_stops(tmp_path: Path, execut
     stopped = run.units[run.units["status"] == "stopped: budget"]
     assert stopped["error"].str.contains("--max-cost-usd").all()
     assert not set(stopped["unit_id"]) & set(run.probes["unit_id"])  # never scored
-    ledger = json.loads((out / LEDGER_FILE).read_text())
-    assert ledger["stopped"] and ledger["spent"] <= CAP
+    account = json.loads((out / ACCOUNT_FILE).read_text())
+    assert account["stopped"] and account["spent"] <= CAP
 
     if executor == "process":
         return
@@ -174,22 +174,22 @@ def _jobs() -> list[Job]:
     return [Job(u, convs[u.conversation_id], spec.scoring) for u in units]
 
 
-def _dispatcher(jobs: list[Job], ledger: SpendLedger) -> Dispatcher:
-    return Dispatcher(jobs, concurrency=1, executor="thread", budget=BudgetSpec(str(ledger.path), CAP),
+def _dispatcher(jobs: list[Job], account: FileAccount) -> Dispatcher:
+    return Dispatcher(jobs, concurrency=1, executor="thread", budget=BudgetSpec(str(account.path), CAP),
                       engine_factory=default_engine, models=priced, injected_models=priced, cache_path=None,
                       secrets=[])
 
 
 def test_the_dispatcher_starts_no_unit_once_the_ledger_has_refused_a_call(tmp_path: Path) -> None:
     jobs = _jobs()
-    ledger = SpendLedger.start(tmp_path, CAP)
+    account = FileAccount.start(tmp_path, CAP)
     seen: list[str] = []
 
     def refuse_after_first(job: Job, result: object) -> None:
         seen.append(job.unit.unit_id)
-        assert not ledger.reserve(2 * CAP)  # a call elsewhere was refused: the ledger is stopped
+        assert not account.reserve(2 * CAP)  # a call elsewhere was refused: the account is stopped
 
-    d = _dispatcher(jobs, ledger)
+    d = _dispatcher(jobs, account)
     d.run(refuse_after_first)
     assert len(seen) == 1 < len(jobs) and d.stopped_for_budget
 

@@ -7,7 +7,6 @@ import json
 import math
 from pathlib import Path
 
-import pytest
 import rollsum_evals
 from rollsum_evals import scoring
 from rollsum_evals.run import run_sweep
@@ -48,9 +47,15 @@ preset = "since-last"
 """
 
 
-def test_a_new_scorers_columns_reach_load_run_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(scoring._REGISTRY, "answer_length", AnswerLength)
-    run_sweep(parse_spec(SPEC, "cols.toml"), tmp_path / "r", progress=False)
+def test_a_new_scorers_columns_reach_load_run_typed(tmp_path: Path) -> None:
+    with scoring.REGISTRY.registered("answer_length", AnswerLength):
+        run_sweep(parse_spec(SPEC, "cols.toml"), tmp_path / "r", progress=False)
+        _read_columns(tmp_path)
+    # another process that has never heard of the scorer still reads every column
+    assert "mean_answer_chars" in rollsum_evals.load_run(tmp_path / "r").units.columns
+
+
+def _read_columns(tmp_path: Path) -> None:
     for journal_only in (False, True):
         if journal_only:  # a killed run is read from its journals: same columns
             for name in ("units.parquet", "probes.parquet", "turns.parquet"):
@@ -63,9 +68,6 @@ def test_a_new_scorers_columns_reach_load_run_typed(tmp_path: Path, monkeypatch:
         assert str(run.probes["answer_chars"].dtype) == "int64" and (run.probes["answer_chars"] > 0).all()
         assert str(run.probes["answer_in_last_item"].dtype) == "boolean"
         assert "retained" in run.probes.columns and "answer_length@1" in run.units["scorers"].iloc[0]
-    monkeypatch.delitem(scoring._REGISTRY, "answer_length")
-    # another process that has never heard of the scorer still reads every column
-    assert "mean_answer_chars" in rollsum_evals.load_run(tmp_path / "r").units.columns
 
 
 def test_frame_keeps_columns_nobody_declared() -> None:

@@ -208,7 +208,7 @@ def test_a_configs_own_context_window_is_the_one_its_units_and_engine_use() -> N
     """Issue #19: spec ``context_window = 8000`` with a config's ``params = { context_window =
     4000 }`` ran the engine at 4,000 while the Unit, the trace and the health scorer used 8,000.
     A config's own value (params, grid, or seed 002's ``max_context_tokens``) is its one window."""
-    from rollsum_evals.replay.engine import default_engine
+    from rollsum_evals.replay.seam import default_engine
 
     text = SPEC.replace("context_window = 4000", "context_window = [8000, 16000]") + """
 [[configs]]

@@ -1,7 +1,7 @@
 """The seam between the harness and whatever keeps the conversation: an `Engine`.
 
 The default builds `rollsum.RollingSummarizer` from the Unit's preset, or, when the Unit names
-a memory by import path, adapts that `rollsum.memory.Memory` (`rollsum_evals.replay.memory`);
+a memory by import path, adapts that `rollsum.memory.Memory` (`rollsum_evals.replay.adapter`);
 tests inject stand-ins.
 A replay only needs to add messages and read the context back, plus a few numbers the trace
 records; `pending` and `summary` are optional (an engine without them records 0).
@@ -51,9 +51,9 @@ def default_engine(unit: Unit, model: Model | None,
     from rollsum import RollingSummarizer, plugins
 
     if plugins.is_import_path(unit.preset):
-        from rollsum_evals.replay.memory import memory_engine
+        from rollsum_evals.replay.adapter import adapt_memory
 
-        return memory_engine(unit, model, on_event)
+        return adapt_memory(unit, model, on_event)
 
     overrides: dict[str, Any] = dict(unit.params)
     overrides.pop("timestamps", None)  # how the context shows times: the replay's (`replay.timestamps_of`)

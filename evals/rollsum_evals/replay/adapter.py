@@ -30,7 +30,7 @@ from rollsum_evals.spec import components
 from rollsum_evals.units import Unit
 
 
-class MemoryEngine:
+class MemoryAdapter:
     """Adapts a `Memory` to `rollsum_evals.replay.Engine`."""
 
     def __init__(self, memory: Memory, *, path: str, params: dict[str, Any], context_window: int,
@@ -109,12 +109,12 @@ class MemoryEngine:
             close()
 
 
-def memory_engine(unit: Unit, model: Model | None, on_event: Callable[[SummaryEvent], None]) -> MemoryEngine:
+def adapt_memory(unit: Unit, model: Model | None, on_event: Callable[[SummaryEvent], None]) -> MemoryAdapter:
     """Build the memory a Unit names (its `preset` is the import path; its params go to the
     constructor with the conventions of `rollsum.plugins`)."""
     factory = plugins.load(unit.preset)
     counter = HeuristicCounter()
-    engine: MemoryEngine | None = None
+    engine: MemoryAdapter | None = None
 
     def report(event: SummaryEvent) -> None:
         if engine is not None:
@@ -128,6 +128,6 @@ def memory_engine(unit: Unit, model: Model | None, on_event: Callable[[SummaryEv
         raise ConfigError(f"memory {unit.preset}: {type(memory).__name__} is not a rollsum Memory "
                           "(expected add(message) and context() -> list[Message])")
     caps = asdict(components.of_config(unit.preset, unit.model, unit.params, imports=True))
-    engine = MemoryEngine(memory, path=unit.preset, params=unit.params, context_window=unit.context_window,
+    engine = MemoryAdapter(memory, path=unit.preset, params=unit.params, context_window=unit.context_window,
                           counter=counter, model=model, capabilities=caps)
     return engine

@@ -10,7 +10,7 @@ import pytest
 from rollsum_evals.data.formats import parse_synth_spec
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.replay import replay
-from rollsum_evals.replay.memory import MemoryEngine, memory_engine
+from rollsum_evals.replay.adapter import MemoryAdapter, adapt_memory
 from rollsum_evals.units import Unit
 
 from rollsum.errors import ConfigError
@@ -33,16 +33,16 @@ def unit(preset: str = MARK, params: str = "{}", window: int = 1200) -> Unit:
                 params_json=params, prompt="", model="fake:mode=extractive", seed=0, context_window=window)
 
 
-def capture(into: list[MemoryEngine]) -> Callable[[Unit, Model | None, Callable[[SummaryEvent], None]], Any]:
-    def factory(u: Unit, model: Model | None, on_event: Callable[[SummaryEvent], None]) -> MemoryEngine:
-        engine = memory_engine(u, model, on_event)
+def capture(into: list[MemoryAdapter]) -> Callable[[Unit, Model | None, Callable[[SummaryEvent], None]], Any]:
+    def factory(u: Unit, model: Model | None, on_event: Callable[[SummaryEvent], None]) -> MemoryAdapter:
+        engine = adapt_memory(u, model, on_event)
         into.append(engine)
         return engine
     return factory
 
 
 def test_a_memory_is_measured_with_the_librarys_counter_and_closed() -> None:
-    engines: list[MemoryEngine] = []
+    engines: list[MemoryAdapter] = []
     conv = conversation()
     model = fake("extractive")
     trace = replay(unit(params='{"mark": "Q"}'), conv, engine_factory=capture(engines), model=model)
