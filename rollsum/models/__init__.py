@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from rollsum.models.base import Completion, CompletionRequest, Model
 from rollsum.models.cache import CachedModel, CacheMissError, CacheStats
+from rollsum.models.cassette import RecordingModel, ReplayMissError, ReplayModel
 from rollsum.models.fake import FakeModel
 from rollsum.models.limits import LimitedModel, RateLimiter
 from rollsum.models.pricing import Price, PriceTable, cost_usd, price_for
-from rollsum.models.replay import RecordingModel, ReplayMissError, ReplayModel
 from rollsum.models.retrying import RetryingModel
 from rollsum.models.spec import BACKENDS, SPEC_FORMS, Backend, capabilities, from_spec
 

@@ -44,7 +44,7 @@ def _fake(rest: str, **kw: Any) -> Model:
 
 
 def _replay(rest: str, **kw: Any) -> Model:
-    from rollsum.models.replay import ReplayModel
+    from rollsum.models.cassette import ReplayModel
     return ReplayModel(rest, **kw)
 
 
@@ -53,7 +53,7 @@ def _record(rest: str, **kw: Any) -> Model:
     if not sep or not path or not inner:
         raise ConfigError(f"model spec 'record:{rest}': expected record:PATH:INNER_SPEC, e.g. "
                           "record:cassettes/run.jsonl:anthropic:claude-haiku-4-5")
-    from rollsum.models.replay import RecordingModel
+    from rollsum.models.cassette import RecordingModel
     return RecordingModel(from_spec(inner, **kw), path)
 
 

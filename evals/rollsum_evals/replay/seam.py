@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from rollsum.errors import ErrorKind, ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
-from rollsum.models.replay import ReplayMissError
+from rollsum.models.cassette import ReplayMissError
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
 from rollsum_evals.spec import components
 from rollsum_evals.units import Unit

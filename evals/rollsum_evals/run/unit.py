@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.models.base import Model
-from rollsum.models.replay import ReplayMissError, replay_miss
+from rollsum.models.cassette import ReplayMissError, replay_miss
 from rollsum.redact import contains_secret, env_secrets, redact, redact_obj
 from rollsum_evals import scoring
 from rollsum_evals.data.types import Conversation
