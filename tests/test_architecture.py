@@ -233,3 +233,28 @@ def test_the_cycle_scan_sees_every_import_form(tmp_path: Path) -> None:
         (pkg / name).write_text(text)
     assert import_cycles(module_graph({"pkg": pkg})) == [
         ["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.sub", "pkg.sub.e"]]
+
+
+def _dotted_imports(path: Path) -> set[str]:
+    """Every absolute module name `path` imports, in full (``from a.b import c`` -> a.b, a.b.c)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def test_library_tests_and_shared_helpers_never_import_the_harness_or_its_tests() -> None:
+    """The library's tests run without the harness: they and the helpers in tests/support (which
+    both test trees share) import neither `rollsum_evals` nor anything under tests/evals."""
+    offenders = {}
+    for folder in ("tests/rollsum", "tests/seeds", "tests/support"):
+        for f in sorted((ROOT / folder).rglob("*.py")):
+            bad = sorted(m for m in _dotted_imports(f)
+                         if m.split(".")[0] == "rollsum_evals" or m == "tests.evals" or m.startswith("tests.evals."))
+            if bad:
+                offenders[str(f.relative_to(ROOT))] = bad
+    assert offenders == {}

@@ -15,7 +15,7 @@ from rollsum_evals.spec.parse import parse_spec
 
 from rollsum.errors import ConfigError
 
-HERE = "tests.evals.plugin_components"
+HERE = "tests.support.plugin_components"
 
 SPEC = f"""
 name = "plugins"

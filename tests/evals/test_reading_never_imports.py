@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 
 from rollsum.capabilities import Capabilities
-from tests.evals.plugin_components import MarkMemory
+from tests.support.plugin_components import MarkMemory
 
 Path(os.environ["SIDEFX_MARKER"]).write_text("imported")  # the side effect a reader must never cause
 

@@ -12,7 +12,7 @@ from rollsum import ConfigError, Message, RollingSummarizer, presets
 from rollsum.errors import ErrorKind, SummarizeError
 from rollsum.store import SQLiteStore
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
-from tests.seeds.helpers import chat, fake
+from tests.support.helpers import chat, fake
 
 
 class Scripted:

@@ -28,7 +28,7 @@ from rollsum.models.fake import FakeModel
 from rollsum.store.memory import MemoryStore
 from rollsum.store.sqlite import SQLiteStore
 from rollsum.types import SummaryEvent
-from tests.seeds.helpers import chat
+from tests.support.helpers import chat
 
 WINDOWED = ("count-and-tokens", "since-last", "budget-rule-based", "token-ratio", "evict-window")
 ATTEMPT = ("summary", "failure")

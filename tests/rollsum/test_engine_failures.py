@@ -19,7 +19,7 @@ from rollsum import Message, RollingSummarizer
 from rollsum.errors import ErrorKind, ModelError
 from rollsum.models import CachedModel, FakeModel
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
-from tests.seeds.helpers import Recording, chat
+from tests.support.helpers import Recording, chat
 
 TRANSIENT = [TimeoutError("read timed out"), ConnectionResetError(104, "Connection reset by peer"),
              sqlite3.OperationalError("database is locked"), OSError(101, "Network is unreachable")]

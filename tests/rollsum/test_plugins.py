@@ -13,7 +13,7 @@ from rollsum.capabilities import OFFLINE_SCRIPTED
 from rollsum.errors import ConfigError
 from rollsum.memory import Memory
 from rollsum.types import Message
-from tests.seeds.helpers import chat
+from tests.support.helpers import chat
 
 HERE = "tests.rollsum.test_plugins"
 

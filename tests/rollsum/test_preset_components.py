@@ -11,10 +11,10 @@ from rollsum import ConfigError, RollingSummarizer, presets
 from rollsum.policies import EvictionWindow, SinceLast, TokenRatio
 from rollsum.store import MemoryStore, SQLiteStore
 from rollsum.summarizers import ExtractiveSummarizer, StructuredSummarizer
-from tests.evals.plugin_components import MarkSummarizer
-from tests.seeds.helpers import chat, fake
+from tests.support.helpers import chat, fake
+from tests.support.plugin_components import MarkSummarizer
 
-MARK = "tests.evals.plugin_components:MarkSummarizer"
+MARK = "tests.support.plugin_components:MarkSummarizer"
 
 
 def test_presets_name_their_policy_through_the_registry() -> None:

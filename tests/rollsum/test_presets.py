@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rollsum import ConfigError, RollingSummarizer, presets
-from tests.seeds.helpers import chat, fake
+from tests.support.helpers import chat, fake
 
 # (preset, max_summary_tokens, reserved_output_tokens) at the preset's defaults
 DEFAULTS = {"count-and-tokens": (1024, 0), "since-last": (600, 0), "budget-rule-based": (500, 1024),

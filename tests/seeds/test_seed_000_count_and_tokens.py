@@ -5,7 +5,7 @@ from __future__ import annotations
 from rollsum import Message, RollingSummarizer
 from rollsum.policies import CountAndTokens, WindowState
 from rollsum.prompts import get as get_prompt
-from tests.seeds.helpers import chat, fake
+from tests.support.helpers import chat, fake
 
 SMALL = dict(message_count_threshold=10, messages_to_summarize=5, recent_messages_to_keep=3,
              token_threshold=100, max_summary_tokens=512)

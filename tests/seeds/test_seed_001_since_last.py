@@ -18,7 +18,7 @@ from rollsum.models.fake import FakeModel
 from rollsum.policies import SinceLast, WindowState
 from rollsum.prompts import get as get_prompt
 from rollsum.store.sqlite import SQLiteStore
-from tests.seeds.helpers import Recording, chat, fake
+from tests.support.helpers import Recording, chat, fake
 
 
 def state(total: int, covered: int, active: int | None = None, since: int | None = None) -> WindowState:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rollsum import Message, RollingSummarizer
 from rollsum.context import budget_summary
 from rollsum.summarizers.tools import ToolSummary, format_tool_summary, summarize_dropped, summarize_tool_result
-from tests.seeds.helpers import fake
+from tests.support.helpers import fake
 
 
 def tool(name: str, content: str, **meta: object) -> Message:

@@ -8,7 +8,7 @@ from rollsum import Message, RollingSummarizer
 from rollsum.engine import SELECTED_AT_CAP
 from rollsum.policies import TokenRatio, WindowState
 from rollsum.types import SummaryRecord
-from tests.seeds.helpers import chat, fake
+from tests.support.helpers import chat, fake
 
 
 def st(tokens: int, count: int = 20, *, window: int = 1000, summary_depth: int | None = None,

@@ -13,7 +13,7 @@ import pytest
 
 from rollsum import Message, RollingSummarizer
 from rollsum.prompts import get as get_prompt
-from tests.seeds.helpers import agent, chat, fake
+from tests.support.helpers import agent, chat, fake
 
 FLAVORS = ("chat", "agent")
 TASK = "Task: migrate the billing service to Postgres 16. Keep the API stable."

@@ -22,7 +22,7 @@ from rollsum_evals.spec.parse import load_spec, parse_spec
 
 from tests.evals.cli.corpus import GOOD, spec
 from tests.evals.cli.malformed import refused, run_cli
-from tests.evals.gate import Gate, subprocess_env
+from tests.support.gate import Gate, subprocess_env
 
 BIG_GRID = ("grid = { keep_last = [1,2,3,4,5,6,7,8,9,10], messages_per_summary = [2,3,4,5,6,7,8,9,10,11], "
             "max_passes = [1,2,3,4,5,6,7,8,9,10], retries = [0,1,2,3,4,5,6,7,8,9], "
@@ -41,7 +41,7 @@ SPECS = {
     '[[configs]]\npreset = "since-last"\nmodels = ["fake"]\nprompts = ["default/v1", "default/v2"]\n'
     "grid = { keep_last = [2, 4] }\n",
     "summarizer-grid": spec(preset="since-last", top='models = ["fake", "extractive"]\nprompts = ["default/v1", '
-                            '"default/v2"]', config='grid = { summarizer = ["extractive", "tests.evals.gate:'
+                            '"default/v2"]', config='grid = { summarizer = ["extractive", "tests.support.gate:'
                             'GatedSummarizer", "prompted"], keep_last = [1, 2] }'),
 }
 
@@ -96,7 +96,7 @@ preset = "truncate"
 
 [[configs]]
 preset = "since-last"
-summarizer = "tests.evals.gate:GatedSummarizer"
+summarizer = "tests.support.gate:GatedSummarizer"
 params = { messages_per_summary = 6, keep_last = 2 }
 """
 """Two Units on two jobs: the baseline's is journaled at once, the other waits at the gate."""

@@ -27,7 +27,7 @@ from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.cache import CachedModel, CacheFile
 from rollsum.tokens import HeuristicCounter
 from rollsum.types import Message, SummaryEvent
-from tests.seeds.helpers import fake
+from tests.support.helpers import fake
 
 Handler = Callable[[httpx2.Request], httpx2.Response]
 

@@ -24,7 +24,7 @@ from rollsum.errors import ConfigError
 from rollsum.memory import Memory
 from rollsum.tokens import HeuristicCounter
 from rollsum.types import Message, SummaryEvent
-from tests.seeds.helpers import Recording, chat, fake
+from tests.support.helpers import Recording, chat, fake
 
 ROOT = Path(__file__).resolve().parents[3]
 PEERS = {"langchain": ("langchain_classic", "rollsum_evals.peers.langchain:SummaryBufferMemory"),

@@ -17,9 +17,9 @@ from rollsum.errors import ConfigError
 from rollsum.models.base import Model
 from rollsum.tokens import HeuristicCounter
 from rollsum.types import SummaryEvent
-from tests.seeds.helpers import fake
+from tests.support.helpers import fake
 
-MARK = "tests.evals.plugin_components:MarkMemory"
+MARK = "tests.support.plugin_components:MarkMemory"
 
 
 def conversation(messages: int = 80) -> Conversation:
@@ -62,7 +62,7 @@ def test_a_memory_is_measured_with_the_librarys_counter_and_closed() -> None:
 
 
 def test_a_memory_that_returns_something_else_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.evals import plugin_components
+    from tests.support import plugin_components
 
     monkeypatch.setattr(plugin_components.MarkMemory, "context", lambda self: [{"role": "user", "content": "x"}])
     with pytest.raises(ConfigError, match=f"memory {MARK}: context\\(\\) must return a list of rollsum Message, "

@@ -109,7 +109,7 @@ def test_no_connection_stops_the_sweep_with_one_line(
 def test_a_connection_failure_after_successes_is_left_to_the_engine(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], served: Callable[[Handler], list[httpx2.Request]]) -> None:
     """A blip in a sweep that has been working is transient: the sweep finishes."""
-    from tests.rollsum.models.conftest import message_json
+    from tests.support.anthropic import message_json
 
     n = [0]
 

@@ -23,7 +23,7 @@ from rollsum_evals.rundir.lock import RunInProgress, RunLock
 from rollsum_evals.spec.parse import load_spec
 
 from rollsum.errors import ConfigError
-from tests.evals.gate import Gate, subprocess_env
+from tests.support.gate import Gate, subprocess_env
 
 SPEC = """
 name = "lock"
@@ -36,7 +36,7 @@ source = "synth:chat?conversations=3&messages=40&seed=5"
 
 [[configs]]
 preset = "since-last"
-summarizer = "tests.evals.gate:GatedSummarizer"
+summarizer = "tests.support.gate:GatedSummarizer"
 params = { messages_per_summary = 6, keep_last = 2 }
 """
 """The summarizer waits on the test's `Gate`: the first run cannot finish while the test holds

@@ -31,7 +31,7 @@ from rollsum.models import FakeModel
 from rollsum.models.anthropic_model import AnthropicModel
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.types import Message, Usage
-from tests.batch_server import BatchServer, message_json
+from tests.support.batch_server import BatchServer, message_json
 
 UNIT = Unit(unit_id="u", dataset="d", conversation_id="c", dataset_hash="h", config="cfg",
             preset="since-last", params_json="{}", prompt="", model="extractive", seed=0, context_window=1000)

@@ -237,7 +237,7 @@ def test_a_persistent_500_costs_exactly_the_engines_retries(
     """One retry policy end to end (issue #14): the SDK's retries (here a client built with 2)
     never multiply the engine's, so one trigger costs `retries + 1` HTTP calls, no more."""
     from rollsum import RollingSummarizer
-    from tests.seeds.helpers import chat
+    from tests.support.helpers import chat
 
     rec = recorder(httpx2.Response(500, headers={"retry-after-ms": "1"},
                                    json={"type": "error", "error": {"type": "api_error", "message": "boom"}}))

@@ -15,7 +15,7 @@ from rollsum.models import CachedModel, CompletionRequest
 from rollsum.models.anthropic_model import AnthropicModel
 from rollsum.models.batch import BatchRunner, BatchStore, prefetch
 from rollsum.types import Message
-from tests.batch_server import BatchServer, succeeded
+from tests.support.batch_server import BatchServer, succeeded
 
 MakeClient = Callable[..., anthropic.Anthropic]
 def _req(question: str) -> CompletionRequest:

@@ -20,7 +20,7 @@ from rollsum import Message, RollingSummarizer
 from rollsum.errors import ConfigError
 from rollsum.store import MemoryStore, SQLiteStore
 from rollsum.store.sqlite import process_alive, process_start
-from tests.seeds.helpers import chat
+from tests.support.helpers import chat
 
 ROOT = Path(__file__).resolve().parents[3]
 CHILD = """

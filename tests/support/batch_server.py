@@ -9,19 +9,14 @@ from typing import Any
 
 import httpx2
 
-
-def message_json(text: str, *, input_tokens: int = 100, output_tokens: int = 4) -> dict[str, Any]:
-    return {"id": "msg_test", "type": "message", "role": "assistant", "model": "claude-haiku-4-5-20251001",
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}
-
+from tests.support.anthropic import message_json
 
 Outcome = Callable[[str, int], dict[str, Any]]
 """(custom_id, how many batches have held it so far) -> the result object for that request."""
 
 
 def succeeded(custom_id: str, _n: int) -> dict[str, Any]:
-    return {"type": "succeeded", "message": message_json(f"answer {custom_id[:6]}")}
+    return {"type": "succeeded", "message": message_json(f"answer {custom_id[:6]}", input_tokens=100, output_tokens=4)}
 
 
 class BatchServer:

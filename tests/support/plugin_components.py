@@ -1,5 +1,5 @@
 """A user's own summarizer and memory, referenced by import path from sweep specs in the tests
-(``tests.evals.plugin_components:MarkSummarizer``). Each leaves a mark where it acts, so a test
+(``tests.support.plugin_components:MarkSummarizer``). Each leaves a mark where it acts, so a test
 can tell that it, and not a built-in, made the summaries and contexts that were scored."""
 
 from __future__ import annotations

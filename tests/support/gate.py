@@ -7,7 +7,7 @@ cannot finish until the test lets it: with ``ROLLSUM_TEST_GATE`` naming a FIFO, 
 without writing. Closing the test's end opens the gate for good (end of file). Without the
 variable (the in-process reference run) it is an ordinary summarizer.
 
-Referenced from specs as ``tests.evals.gate:GatedSummarizer``; `Gate` is the test's end.
+Referenced from specs as ``tests.support.gate:GatedSummarizer``; `Gate` is the test's end.
 """
 
 from __future__ import annotations
