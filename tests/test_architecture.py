@@ -4,6 +4,7 @@ and nothing anywhere imports a top-level ``evals`` (a different package on PyPI)
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,25 @@ def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return out
 
 
+def _imported_by_name(tree: ast.AST) -> set[str]:
+    """Modules imported at run time by name: ``importlib.import_module("a.b")`` /
+    ``__import__("a.b")``, and a table of dotted module names (a lazy ``__getattr__``'s dict, the
+    CLI's tuple of command modules: every string in it a dotted name). A stray string that
+    happens to be a package's name (a logger, a distribution) is neither."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", ""))
+                in ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
+            out.add(node.args[0].value)
+        items = (node.values if isinstance(node, ast.Dict)
+                 else node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [])
+        names = [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+        if names and len(names) == len(items) and all(re.fullmatch(r"[a-z_]+(\.[a-z_]+)+", n) for n in names):
+            out.update(names)
+    return out
+
+
 def module_graph(packages: dict[str, Path]) -> dict[str, set[str]]:
     """Module -> the modules of `packages` it imports (edges to the packages' own modules only).
 
@@ -122,8 +142,10 @@ def module_graph(packages: dict[str, Path]) -> dict[str, set[str]]:
     import is resolved against the importing module's package. A submodule that imports its own
     package (``from rollsum import X`` inside ``rollsum.engine``) points at the package's
     ``__init__``: when that ``__init__`` re-exports the submodule, that is a cycle like any other.
-    The implicit import of a parent package (Python runs ``a/__init__`` before ``a.b``) is not
-    an edge: it is the same for every module and says nothing about the design."""
+    A module imported by name (`_imported_by_name`: ``importlib.import_module("a.b")``, a
+    lazy-import table) is an edge too. The implicit import of a parent package (Python runs
+    ``a/__init__`` before ``a.b``) is not an edge: it is the same for every module and says
+    nothing about the design."""
     files: dict[str, Path] = {}
     for top, base in packages.items():
         for f in base.rglob("*.py"):
@@ -142,7 +164,9 @@ def module_graph(packages: dict[str, Path]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in files}
     for mod, f in files.items():
         package = mod if f.name == "__init__.py" else mod.rpartition(".")[0]
-        for node in _runtime_imports(ast.parse(f.read_text(encoding="utf-8"), filename=str(f))):
+        tree = ast.parse(f.read_text(encoding="utf-8"), filename=str(f))
+        graph[mod].update(m for m in _imported_by_name(tree) if m in files and m != mod)
+        for node in _runtime_imports(tree):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
@@ -214,9 +238,11 @@ def test_no_import_cycles_in_the_library_or_the_harness() -> None:
 def test_the_cycle_scan_sees_every_import_form(tmp_path: Path) -> None:
     """The check above would pass vacuously if the scanner missed an import form: a package
     with one cycle per form (module level, function-local, relative, a package ``__init__``
-    re-exporting a submodule that imports the package back) and one TYPE_CHECKING-only loop."""
+    re-exporting a submodule that imports the package back, a lazy import by name) and one
+    TYPE_CHECKING-only loop."""
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
+    (pkg / "lazy").mkdir()
     files = {
         "__init__.py": "",
         "a.py": "from pkg import b\n",
@@ -228,11 +254,13 @@ def test_the_cycle_scan_sees_every_import_form(tmp_path: Path) -> None:
         "t1.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import t2\n",
         "t2.py": "import pkg.t1\n",
         "free.py": "import pkg.a\nfrom pkg.sub import e\n",
+        "lazy/__init__.py": "_LAZY = {'g': 'pkg.lazy.f'}\ndef __getattr__(name):\n    return _LAZY[name]\n",
+        "lazy/f.py": "from pkg.lazy import shared\n",
     }
     for name, text in files.items():
         (pkg / name).write_text(text)
     assert import_cycles(module_graph({"pkg": pkg})) == [
-        ["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.sub", "pkg.sub.e"]]
+        ["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.lazy", "pkg.lazy.f"], ["pkg.sub", "pkg.sub.e"]]
 
 
 def _dotted_imports(path: Path) -> set[str]:
