@@ -4,7 +4,7 @@ Retention alone follows token spend: a configuration that sends more of the conv
 more of it, so ranking by retention recommends whatever is most expensive (issue #18: on unseen
 LoCoMo chats the ranking was exactly the token order). What a summary has to beat is the cheapest
 thing a team can ship — keeping the newest messages — *at the same cost*. So every sweep carries a
-truncate grid (the spec's own, or one `spec.py` adds: labels `truncate-curve[keep=…]`), and on
+truncate grid (the spec's own, or one `spec/parse.py` adds: labels `truncate-curve[keep=…]`), and on
 each conversation the truncate Units that fit the window trace a curve of retention over
 main-model tokens per call. A configuration's Unit is placed on that curve at its own tokens
 (linear interpolation between the two neighbouring grid points) and

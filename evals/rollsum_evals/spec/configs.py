@@ -102,7 +102,7 @@ def with_components(w: Where, configs: tuple[ConfigSpec, ...], raw: Sequence[Map
             plugged = key == "memory" or any(imports.is_plugged(s) for s in (
                 cfg.params.get("summarizer"), *cfg.grid.get("summarizer", ())))
             # only a component needs each combination built; a preset grid stays a product
-            # (counted, not made, by `units.count_variants`, so a huge grid is refused in a second)
+            # (counted, not made, by `expand.count_variants`, so a huge grid is refused in a second)
             combos = imports.combinations(cfg.params, cfg.grid) if plugged else []
             cfg_models = cfg.models or models
             if key == "memory":

@@ -466,7 +466,7 @@ _AUTO_SUFFIX = re.compile(r"#\d+$")
 def _check_label(w: Where, configs: Sequence[Mapping[str, Any]], i: int, label: str | None) -> None:
     """A label names one configuration's rows: two configs with one label would be merged or
     silently renamed, so a second use is refused, and so is a ``#N`` ending (what the harness
-    appends to tell two generated labels apart, `units._unique`)."""
+    appends to tell two generated labels apart, `spec.expand._unique`)."""
     if label is None:
         return
     at = nth(configs, i, "label")
