@@ -517,8 +517,8 @@ class ExtractiveSummarizer:
             else:
                 if speaker:
                     speakers.add(speaker)
-                for text in parts:
-                    out.append(_Piece(text, speaker, line_day, group, source=line))
+                for part in parts:
+                    out.append(_Piece(part, speaker, line_day, group, source=line))
             if out and out[-1].group == group:
                 lines[group] = line
             group += 1
