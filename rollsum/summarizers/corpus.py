@@ -89,33 +89,6 @@ class Counts:
             name_of[k] = (rec if rec < 1.5 else 1.5) * sqrt(spec)
         return spec_of, name_of
 
-    def marked_factors(self, keys: Iterable[str], mark: str) -> dict[str, float]:
-        """`factors` when each key says which one it needs: a key starting with `mark` gets the
-        multiplier of a name or number of the key after the mark, any other its specificity.
-        The same floats as `factors`, at half the work (each key needs one of the two)."""
-        out: dict[str, float] = {}
-        if self.n <= 1:
-            return dict.fromkeys(keys, 1.0)
-        log_n1 = math.log(self.n + 1)
-        inv = 1.0 / log_n1
-        sqrt, get = math.sqrt, self.df.get
-        logs = _LOGS
-        cut = len(mark)
-        for k in keys:
-            if k.startswith(mark):
-                d = get(k[cut:]) or 1
-                ld = logs[d] if d < _N_LOGS else math.log(d)
-                spec = (log_n1 - ld) * inv
-                if spec < 0.0:
-                    spec = 0.0
-                rec = 1.0 + 0.15 * ld
-                out[k] = (rec if rec < 1.5 else 1.5) * sqrt(spec)
-            else:
-                d = get(k) or 1
-                spec = (log_n1 - (logs[d] if d < _N_LOGS else math.log(d))) * inv
-                out[k] = spec if spec > 0.0 else 0.0
-        return out
-
     def specificity(self, key: str) -> float:
         """1 for a word seen in one sentence, falling to 0 for a word in every sentence:
         ``ln((n + 1) / df) / ln(n + 1)``, an inverse document frequency scaled to [0, 1]."""

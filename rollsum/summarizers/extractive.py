@@ -47,8 +47,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
-from itertools import groupby, pairwise
-from operator import mul
+from itertools import groupby, pairwise, repeat
+from operator import add
 from typing import Any, Literal, NamedTuple
 
 from rollsum.capabilities import OFFLINE_SCRIPTED
@@ -108,20 +108,10 @@ class _Text(NamedTuple):
     """Tokens of the body as a line's text (and the space or newline before it)."""
     content: bool
     """Names something beyond common words (else it is never worth a line, unless a bonus)."""
-    kinds: tuple[str, ...]
-    """The feature keys, those of names, numbers and dates prefixed with `_NAME_MARK`: their
-    factor is not a plain word's (`_key_factors`)."""
-    fw: tuple[float, ...]
-    """Each key's base weight × the sentence factor (the call multiplies in the key's factor)."""
-
-
-_NAME_MARK = "\x01"
 
 
 def _text(body: str, feat: salience.Features, cost: int) -> _Text:
-    f = feat.factor
-    kinds = tuple([k if w < _SPECIFIC else _NAME_MARK + k for k, w in zip(feat.keys, feat.weights)])
-    return _Text(body, feat, cost, _content(feat), kinds, tuple([w * f for w in feat.weights]))
+    return _Text(body, feat, cost, _content(feat))
 
 
 @dataclass(slots=True)
@@ -607,36 +597,30 @@ class ExtractiveSummarizer:
                 same.append(text.body)
             pieces.append(piece)
         # the words' factors only for candidates that can be chosen (no work for the rest)
-        factor = self._key_factors(set().union(*[p.text.kinds for p in pieces]), counts, participants).__getitem__
+        word_f, name_f = self._key_factors(set().union(*seen), counts, participants)
         known_pos = counts.positions.get
-        cols = Columns()
-        keys_col, weights_col, cost_col, join_col = cols.keys, cols.weights, cols.cost, cols.join_cost
-        group_col, pos_col, bonus_col, priority_col = cols.group, cols.pos, cols.bonus, cols.priority
-        for piece in pieces:
-            text = piece.text
-            group = piece.group
-            if group < 0:
-                pos = p0 - group - 0.5
-            else:
-                known = known_pos(text.body)
-                pos = known if known is not None else (rank[group] + 0.5) * p0 / n_old
-            pk = (piece.day if per_line else "", piece.speaker)
-            pc = prefix_cost.get(pk)
-            if pc is None:
-                prefix = (f"[{pk[0]}] " if pk[0] else "") + (f"{pk[1]}: " if pk[1] else "")
-                pc = prefix_cost[pk] = count(prefix) if prefix else 0
-            bonus = piece.bonus
-            if must_keep:
-                bonus += MUST_KEEP_BONUS * sum(1 for f in must_keep if f in text.body)
-            keys_col.append(text.feat.keys)
-            # (base weight × sentence factor) × the key's factor, as one product per key
-            weights_col.append(tuple(map(mul, text.fw, map(factor, text.kinds))))
-            cost_col.append(text.cost + pc)
-            join_col.append(text.cost)
-            group_col.append(group)
-            pos_col.append(pos)
-            bonus_col.append(bonus)
-            priority_col.append(TOOL_PRIORITY if piece.tool else 1.0)
+        texts = [p.text for p in pieces]
+        groups = [p.group for p in pieces]
+        pos = [p0 - g - 0.5 if g < 0 else (known if (known := known_pos(t.body)) is not None
+                                          else (rank[g] + 0.5) * p0 / n_old)
+               for g, t in zip(groups, texts)]
+        # a line's prefix ("[8 May 2023] Caroline: ") costs the same for every piece that shares it
+        prefixes = list(zip([p.day for p in pieces] if per_line else repeat("", len(pieces)),
+                            [p.speaker for p in pieces]))
+        for day, speaker in set(prefixes):
+            prefix = (f"[{day}] " if day else "") + (f"{speaker}: " if speaker else "")
+            prefix_cost[day, speaker] = count(prefix) if prefix else 0
+        join = [t.cost for t in texts]
+        cost = list(map(add, join, map(prefix_cost.__getitem__, prefixes)))
+        bonus = [p.bonus for p in pieces]
+        if must_keep:
+            bonus = [b + MUST_KEEP_BONUS * sum(1 for f in must_keep if f in t.body) for b, t in zip(bonus, texts)]
+        specific = _SPECIFIC
+        feats = [t.feat for t in texts]
+        weights = [tuple([w * f * (name_f[k] if w >= specific else word_f[k]) for k, w in zip(keys, ws)])
+                   for keys, ws, f in feats]
+        cols = Columns([f.keys for f in feats], weights, cost, join, groups, pos, bonus,
+                       [TOOL_PRIORITY if p.tool else 1.0 for p in pieces])
         return _Pool(pieces, cols, header_cost, prior.lines), p0 + len(request.messages)
 
     def _norm(self, body: str) -> str:
@@ -649,33 +633,25 @@ class ExtractiveSummarizer:
         return hit
 
     @staticmethod
-    def _key_factors(kinds: set[str], counts: Counts, participants: tuple[set[str], set[str]]) -> dict[str, float]:
-        """The multiplier of each key's base weight: as a word (a plain key), or as a name,
-        number or date (a key marked `_NAME_MARK`).
+    def _key_factors(keys: set[str], counts: Counts,
+                     participants: tuple[set[str], set[str]]) -> tuple[dict[str, float], dict[str, float]]:
+        """Multipliers of each word's base weight: as a word, and as a name/number/date.
 
         Words weigh by how specific they are to the conversation (inverse document frequency);
         names, numbers and dates keep their weight, gain a little when they recur and lose some
         when they are everywhere (boilerplate paths, tool names). A participant's own name
         counts as a common word ("Thanks, Caroline!" says nothing about Caroline).
         """
-        factor = counts.marked_factors(kinds, _NAME_MARK)
         full, short = participants
-        if full or short:
-            low = salience.W_COMMON / salience.W_NAME
-            for k in full | short:
-                marked = _NAME_MARK + k
-                in_plain, in_marked = k in kinds, marked in kinds
-                if not (in_plain or in_marked):
-                    continue
-                spec = factor[k] if in_plain else counts.marked_factors((k,), _NAME_MARK)[k]
-                if k in full:
-                    if in_plain:
-                        factor[k] = salience.W_COMMON * spec
-                    if in_marked:
-                        factor[marked] = low * spec
-                elif in_marked:
-                    factor[marked] = low * spec
-        return factor
+        word, name = counts.factors(keys)
+        low = salience.W_COMMON / salience.W_NAME
+        for k in full & keys:
+            spec = word[k]
+            word[k] = salience.W_COMMON * spec
+            name[k] = low * spec
+        for k in (short & keys) - full:
+            name[k] = low * word[k]
+        return word, name
 
     # -- selection and rendering -----------------------------------------------------------
 

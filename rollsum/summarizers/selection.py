@@ -129,10 +129,13 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
     chosen: list[int] = []
     used = 0
     pop, push = heapq.heappop, heapq.heappush
+    smallest = min(min(join_cost_of), min(costs))
     while heap:
         _, i = pop(heap)
         cost = join_cost_of[i] if group_of[i] in groups else costs[i]
         if used + cost > budget:
+            if used + smallest > budget:
+                break  # not even the cheapest candidate (as a joined sentence) fits any more
             continue
         words = 0.0
         for k, w in zip(keys_of[i], weights_of[i]):
