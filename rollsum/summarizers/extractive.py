@@ -85,6 +85,9 @@ The punctuation is captured (and given back to its sentence) rather than looked 
 pattern that starts with a character class lets the regex engine skip to the candidates, 2.5×
 faster than testing a lookbehind at every position."""
 _ABBREVIATION_RE = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|vs|etc|No|Fig|approx)\.|\b[A-Z]\.)$")
+_ABBREVIATION_LAST = frozenset("rstfocgxABCDEFGHIJKLMNOPQRSTUVWXYZ")
+"""The letter before the full stop of every abbreviation `_ABBREVIATION_RE` knows (Mr, Mrs, Ms,
+Dr, St, Jr, Sr, Prof, vs, etc, No, Fig, approx, and single capitals)."""
 _CLAUSE_RE = re.compile(r"[,;:]\s|\s[-–—]\s")
 _HEADER_LINE_RE = re.compile(
     r"^(?:\[Update \d+\]|\[Condensed history\]|--- Summarized Context .*---|\[\d+ messages with no "
@@ -225,9 +228,10 @@ def split_sentences(text: str) -> list[str]:
                 continue
             if out:
                 last = out[-1]
-                # an abbreviation ends with "." and is at most 7 characters (and the one before
-                # them, for its word boundary): search only the end
-                if last[-1] == "." and abbreviation(last, max(0, len(last) - 8)):
+                # an abbreviation ends with "." after a capital or one of its own last letters,
+                # and is at most 7 characters (and the one before them, for its word boundary):
+                # search only the end
+                if last[-1] == "." and last[-2:-1] in _ABBREVIATION_LAST and abbreviation(last, max(0, len(last) - 8)):
                     out[-1] = f"{last} {piece}"
                     continue
             out.append(piece)
@@ -323,6 +327,7 @@ class ExtractiveSummarizer:
         self._tokens: salience.TokenCache = {}
         self._days: dict[str, tuple[str, date | None]] = {}
         self._ordinals: dict[str, int] = {}
+        self._day_names: dict[date, str] = {}
         self._corpus = Corpus()
         self._old_memo: dict[str, _Old] = {}
         self._norms: dict[str, str] = {}
@@ -402,7 +407,16 @@ class ExtractiveSummarizer:
             if len(self._days) > _CACHE_LIMIT:
                 self._days.clear()
             d = dates.parse_day(timestamp)
-            hit = self._days[timestamp] = (dates.format_date(d) if d else "", d)
+            if d is None:
+                hit = ("", None)
+            else:  # timestamps are often unique, days are not: the day's name is kept by date
+                name = self._day_names.get(d)
+                if name is None:
+                    if len(self._day_names) > _CACHE_LIMIT:
+                        self._day_names.clear()
+                    name = self._day_names[d] = dates.format_date(d)
+                hit = (name, d)
+            self._days[timestamp] = hit
         return hit
 
     def _new_pieces(self, messages: Sequence[Message], speakers: set[str]) -> list[_Piece]:
