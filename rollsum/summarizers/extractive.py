@@ -111,10 +111,15 @@ class _Text(NamedTuple):
     """Tokens of the body as a line's text (and the space or newline before it)."""
     content: bool
     """Names something beyond common words (else it is never worth a line, unless a bonus)."""
+    names: tuple[str, ...]
+    """The keys it holds as a name, number or date (their factor is not a plain word's)."""
 
 
 def _text(body: str, feat: salience.Features, cost: int) -> _Text:
-    return _Text(body, feat, cost, _content(feat))
+    keys, weights, _ = feat
+    top = max(weights) if weights else 0.0
+    names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC]) if top >= _SPECIFIC else ()
+    return _Text(body, feat, cost, top >= salience.W_CONTENT, names)
 
 
 @dataclass(slots=True)
@@ -611,9 +616,10 @@ class ExtractiveSummarizer:
                 same.append(text.body)
             pieces.append(piece)
         # the words' factors only for candidates that can be chosen (no work for the rest)
-        word_f, name_f = self._key_factors(set().union(*seen), counts, participants)
-        known_pos = counts.positions.get
         texts = [p.text for p in pieces]
+        word_f, name_f = self._key_factors(set().union(*seen), set().union(*[t.names for t in texts]), counts,
+                                           participants)
+        known_pos = counts.positions.get
         groups = [p.group for p in pieces]
         pos = [p0 - g - 0.5 if g < 0 else (known if (known := known_pos(t.body)) is not None
                                           else (rank[g] + 0.5) * p0 / n_old)
@@ -647,17 +653,18 @@ class ExtractiveSummarizer:
         return hit
 
     @staticmethod
-    def _key_factors(keys: set[str], counts: Counts,
+    def _key_factors(keys: set[str], names: set[str], counts: Counts,
                      participants: tuple[set[str], set[str]]) -> tuple[dict[str, float], dict[str, float]]:
         """Multipliers of each word's base weight: as a word, and as a name/number/date.
 
         Words weigh by how specific they are to the conversation (inverse document frequency);
         names, numbers and dates keep their weight, gain a little when they recur and lose some
         when they are everywhere (boilerplate paths, tool names). A participant's own name
-        counts as a common word ("Thanks, Caroline!" says nothing about Caroline).
+        counts as a common word ("Thanks, Caroline!" says nothing about Caroline). The name
+        multiplier is computed only for `names`, the keys some candidate holds as one.
         """
         full, short = participants
-        word, name = counts.factors(keys)
+        word, name = counts.factors(keys, names)
         low = salience.W_COMMON / salience.W_NAME
         for k in full & keys:
             spec = word[k]

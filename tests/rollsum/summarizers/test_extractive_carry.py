@@ -251,3 +251,4 @@ def test_every_cached_sentence_holds_what_its_own_text_gives() -> None:
             assert t.feat == salience.features(t.body)
             assert t.cost == s.counter.count(t.body) + 1
             assert t.content == _content(t.feat)
+            assert t.names == tuple(k for k, w in zip(t.feat.keys, t.feat.weights) if w >= salience.W_NUMBER)
