@@ -29,6 +29,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import add
 
 DECAY = 0.3
 REDUNDANT = 0.4
@@ -122,6 +124,7 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
     bucket_of = [(b if b < last else last) if p > 0 else 0 for p in cands.pos for b in (int(p / width),)]
     covered: dict[str, int] = {}
     covered_get = covered.get
+    covered_keys = covered.keys()
     decay = _DECAY_POW
     rho = _RHO_POW
     in_bucket = [0] * buckets
@@ -137,9 +140,16 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
             if used + smallest > budget:
                 break  # not even the cheapest candidate (as a joined sentence) fits any more
             continue
-        words = 0.0
-        for k, w in zip(keys_of[i], weights_of[i]):
-            words += w * decay[covered_get(k, 0)]
+        keys = keys_of[i]
+        if covered_keys.isdisjoint(keys):
+            # nothing kept says any of its words yet: each weighs in full (w × DECAY⁰ is w),
+            # added left to right as the loop below would (not `sum`, whose rounding differs
+            # between Python versions)
+            words = reduce(add, weights_of[i], 0.0)
+        else:
+            words = 0.0
+            for k, w in zip(keys, weights_of[i]):
+                words += w * decay[covered_get(k, 0)]
         bonus = bonus_of[i]
         base = v0[i] - bonus
         if (base > 0.0 and words < REDUNDANT * base) or words + bonus < MIN_VALUE:
