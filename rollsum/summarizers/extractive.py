@@ -113,13 +113,18 @@ class _Text(NamedTuple):
     """Names something beyond common words (else it is never worth a line, unless a bonus)."""
     names: tuple[str, ...]
     """The keys it holds as a name, number or date (their factor is not a plain word's)."""
+    short: str = ""
+    """A said sentence: itself cut to a line's length, before dates are anchored (the
+    per-sentence cache's entries are these texts: one object per sentence, not two)."""
+    relative: bool | None = None
+    """A said sentence: whether anchoring dates changes it (None: not asked yet)."""
 
 
-def _text(body: str, feat: salience.Features, cost: int) -> _Text:
+def _text(body: str, feat: salience.Features, cost: int, short: str = "", relative: bool | None = None) -> _Text:
     keys, weights, _ = feat
     top = max(weights) if weights else 0.0
     names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC]) if top >= _SPECIFIC else ()
-    return _Text(body, feat, cost, top >= salience.W_CONTENT, names)
+    return _Text(body, feat, cost, top >= salience.W_CONTENT, names, short, relative)
 
 
 @dataclass(slots=True)
@@ -145,16 +150,6 @@ class _Piece:
     @property
     def feat(self) -> salience.Features:
         return self.text.feat
-
-
-class _Said(NamedTuple):
-    """One said sentence processed (the per-sentence cache's entry)."""
-
-    short: str
-    """The sentence cut to a line's length, before dates are anchored."""
-    relative: bool | None
-    """Whether it may hold a relative date (None: not asked yet)."""
-    text: _Text
 
 
 @dataclass(slots=True)
@@ -332,12 +327,12 @@ class ExtractiveSummarizer:
         self._tokens: salience.TokenCache = {}
         self._days: dict[str, tuple[str, date | None]] = {}
         self._ordinals: dict[str, int] = {}
-        self._day_names: dict[date, str] = {}
+        self._day_names: dict[date, tuple[str, date]] = {}
         self._corpus = Corpus()
         self._old_memo: dict[str, _Old] = {}
         self._norms: dict[str, str] = {}
         self._old_lines: dict[str, tuple[str, tuple[_Text, ...], bool]] = {}
-        self._sentences: dict[str | tuple[str, date], _Said] = {}
+        self._sentences: dict[str | tuple[str, date], _Text] = {}
 
     def params(self) -> dict[str, Any]:
         return {"max_tokens": self.max_tokens, "merge": self.merge, "conversational": self.conversational}
@@ -415,12 +410,12 @@ class ExtractiveSummarizer:
             if d is None:
                 hit = ("", None)
             else:  # timestamps are often unique, days are not: the day's name is kept by date
-                name = self._day_names.get(d)
-                if name is None:
+                named = self._day_names.get(d)
+                if named is None:
                     if len(self._day_names) > _CACHE_LIMIT:
                         self._day_names.clear()
-                    name = self._day_names[d] = dates.format_date(d)
-                hit = (name, d)
+                    named = self._day_names[d] = (dates.format_date(d), d)
+                hit = named
             self._days[timestamp] = hit
         return hit
 
@@ -456,12 +451,11 @@ class ExtractiveSummarizer:
                 hit = said.get(sentence)
                 if hit is None or (anchor is not None and hit.relative is not False):
                     hit = self._sentence(sentence, anchor)
-                text = hit.text
-                feats[text.body] = text
-                append(_Piece(text, speaker, day, group))
+                feats[hit.body] = hit
+                append(_Piece(hit, speaker, day, group))
         return out
 
-    def _sentence(self, sentence: str, anchor: date | None) -> _Said:
+    def _sentence(self, sentence: str, anchor: date | None) -> _Text:
         """A said sentence as a candidate's body (shortened, dates anchored, empty tail trimmed)
         with its features and cost: one pass per distinct sentence, then a lookup.
 
@@ -492,8 +486,8 @@ class ExtractiveSummarizer:
             cache[key] = dated
         return dated
 
-    def _said(self, short: str, relative: bool | None, body: str) -> _Said:
-        return _Said(short, relative, _text(body, salience.features(body, self._tokens), self.counter.count(body) + 1))
+    def _said(self, short: str, relative: bool | None, body: str) -> _Text:
+        return _text(body, salience.features(body, self._tokens), self.counter.count(body) + 1, short, relative)
 
     def _old_pieces(self, text: str) -> _Old:
         """The previous summary read back into pieces (one group per line, sentences split),

@@ -1,7 +1,7 @@
 """What the extractive summarizer carries from call to call never changes a summary (issue #20).
 
 A replay makes a summary every ~20 messages, so the summarizer keeps, between calls: each
-sentence processed once (`_Said`: shortened, dates anchored, tail trimmed, features, cost),
+sentence processed once (`_Text`: shortened, dates anchored, tail trimmed, features, cost),
 the candidates the span made (a kept sentence comes back as a previous line at the next call,
 and is not processed again), each previous line's parse, each day's name, and token classes.
 These tests pin all of it to a summarizer that forgets everything but the conversation's
@@ -243,8 +243,8 @@ def test_every_cached_sentence_holds_what_its_own_text_gives() -> None:
             if anchor is not None or entry.relative is not None:
                 assert entry.relative == dates.holds_relative(short)
             body = trim_tail(dates.anchor_dates(short, anchor)[0] if anchor is not None else short)
-            assert entry.text.body == body
-            texts.append(entry.text)
+            assert entry.body == body
+            texts.append(entry)
         for t in texts:
             if t.body.startswith("[") or t.cost == 0:
                 continue  # a tool line: its features are its facts' (the next test's subject)
