@@ -64,15 +64,20 @@ class Counts:
             if df[k] <= 0:
                 del df[k]
 
-    def factors(self, keys: Iterable[str]) -> tuple[dict[str, float], dict[str, float]]:
+    def factors(self, keys: Iterable[str],
+                names: Iterable[str] | None = None) -> tuple[dict[str, float], dict[str, float]]:
         """For each key: its `specificity`, and the multiplier of a name or number,
-        ``recurrence × √specificity`` (central when it recurs, boilerplate when everywhere).
-        One pass with the logarithms inlined: it runs for every word of every summary."""
+        ``recurrence × √specificity`` (central when it recurs, boilerplate when everywhere),
+        the latter only for `names` when given (a subset of `keys`: the keys some candidate
+        holds as a name, number or date). One pass with the logarithms inlined: it runs for
+        every word of every summary."""
         spec_of: dict[str, float] = {}
         name_of: dict[str, float] = {}
         if self.n <= 1:
             for k in keys:
-                spec_of[k] = name_of[k] = 1.0
+                spec_of[k] = 1.0
+            for k in (spec_of if names is None else names):
+                name_of[k] = 1.0
             return spec_of, name_of
         log_n1 = math.log(self.n + 1)
         inv = 1.0 / log_n1
@@ -80,13 +85,13 @@ class Counts:
         logs = _LOGS
         for k in keys:
             d = get(k) or 1
+            spec = (log_n1 - (logs[d] if d < _N_LOGS else math.log(d))) * inv
+            spec_of[k] = spec if spec > 0.0 else 0.0
+        for k in (spec_of if names is None else names):
+            d = get(k) or 1
             ld = logs[d] if d < _N_LOGS else math.log(d)
-            spec = (log_n1 - ld) * inv
-            if spec < 0.0:
-                spec = 0.0
             rec = 1.0 + 0.15 * ld
-            spec_of[k] = spec
-            name_of[k] = (rec if rec < 1.5 else 1.5) * sqrt(spec)
+            name_of[k] = (rec if rec < 1.5 else 1.5) * sqrt(spec_of[k])
         return spec_of, name_of
 
     def specificity(self, key: str) -> float:

@@ -82,8 +82,21 @@ def _maybe_relative(low: str) -> bool:
 
 def may_hold_relative(text: str) -> bool:
     """False when `anchor_dates` certainly leaves `text` unchanged, whatever the anchor (a
-    cheap pre-check callers use to cache work that does not depend on the day)."""
+    cheap pre-check: True is only a maybe, see `holds_relative`)."""
     return _maybe_relative(text.lower())
+
+
+_PROBE_DAY = date(2000, 1, 3)
+
+
+def holds_relative(text: str) -> bool:
+    """Whether `anchor_dates` changes `text` (for one anchor, then for every anchor: which
+    expressions it anchors depends on the text alone, only what it writes depends on the day).
+
+    Callers cache per day only the sentences for which this is True: "this path", "the next
+    step", "in the last run" pass `may_hold_relative` but anchor nothing.
+    """
+    return _maybe_relative(text.lower()) and anchor_dates(text, _PROBE_DAY)[0] != text
 
 
 def format_date(d: date) -> str:

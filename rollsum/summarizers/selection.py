@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import reduce
+from operator import add
 
 DECAY = 0.3
 REDUNDANT = 0.4
@@ -69,27 +71,60 @@ class Selection:
     """Tokens used by the kept candidates (by their costs)."""
 
 
+@dataclass(slots=True)
+class Columns:
+    """Candidates as parallel lists, one entry per candidate (fields as in `Candidate`): what
+    `select` works on. The extractive summarizer builds them directly, without a `Candidate`
+    object per sentence (its hot path builds ~80 per summary)."""
+
+    keys: list[tuple[str, ...]] = field(default_factory=list)
+    weights: list[tuple[float, ...]] = field(default_factory=list)
+    cost: list[int] = field(default_factory=list)
+    join_cost: list[int] = field(default_factory=list)
+    group: list[int] = field(default_factory=list)
+    pos: list[float] = field(default_factory=list)
+    bonus: list[float] = field(default_factory=list)
+    priority: list[float] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, cands: Sequence[Candidate]) -> Columns:
+        return cls([c.keys for c in cands], [c.weights for c in cands], [c.cost for c in cands],
+                   [c.join_cost for c in cands], [c.group for c in cands], [c.pos for c in cands],
+                   [c.bonus for c in cands], [c.priority for c in cands])
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
 def select(cands: Sequence[Candidate], budget: int, *, span_end: float) -> Selection:
     """The candidates to keep within `budget` tokens (see the module docstring)."""
-    if not cands or budget <= 0:
+    return select_columns(Columns.of(cands), budget, span_end=span_end)
+
+
+def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection:
+    """`select` over candidates given as columns."""
+    n_cands = len(cands)
+    if not n_cands or budget <= 0:
         return Selection((), 0)
-    v0: list[float] = []
-    heap: list[tuple[float, int]] = []
-    costs = [max(1, c.cost) for c in cands]
-    for i, c in enumerate(cands):
-        value = sum(c.weights) + c.bonus
-        v0.append(value)
-        if value >= MIN_VALUE and c.cost <= budget:
-            heapq.heappush(heap, (-value * c.priority / costs[i], i))
+    keys_of, weights_of, bonus_of, priority_of = cands.keys, cands.weights, cands.bonus, cands.priority
+    group_of, join_cost_of, cost_of = cands.group, cands.join_cost, cands.cost
+    costs = [c if c > 1 else 1 for c in cost_of]
+    v0 = [sum(w) + b for w, b in zip(weights_of, bonus_of)]
+    # (-gain, index) pairs are all distinct, so the heap pops in the same order however it is built
+    heap = [(-value * priority_of[i] / costs[i], i) for i, value in enumerate(v0)
+            if value >= MIN_VALUE and cost_of[i] <= budget]
     if not heap:
         return Selection((), 0)
+    heapq.heapify(heap)
     mean_cost = sum(costs[i] for _, i in heap) / len(heap)
     lines = max(1.0, budget / mean_cost)
     buckets = max(1, min(MAX_BUCKETS, round(lines / LINES_PER_BUCKET)))
     width = max(span_end, 1.0) / buckets
-    bucket_of = [min(buckets - 1, int(c.pos / width)) if c.pos > 0 else 0 for c in cands]
+    last = buckets - 1
+    bucket_of = [(b if b < last else last) if p > 0 else 0 for p in cands.pos for b in (int(p / width),)]
     covered: dict[str, int] = {}
     covered_get = covered.get
+    covered_keys = covered.keys()
     decay = _DECAY_POW
     rho = _RHO_POW
     in_bucket = [0] * buckets
@@ -97,30 +132,40 @@ def select(cands: Sequence[Candidate], budget: int, *, span_end: float) -> Selec
     chosen: list[int] = []
     used = 0
     pop, push = heapq.heappop, heapq.heappush
+    smallest = min(min(join_cost_of), min(costs))
     while heap:
         _, i = pop(heap)
-        c = cands[i]
-        cost = c.join_cost if c.group in groups else costs[i]
+        cost = join_cost_of[i] if group_of[i] in groups else costs[i]
         if used + cost > budget:
+            if used + smallest > budget:
+                break  # not even the cheapest candidate (as a joined sentence) fits any more
             continue
-        words = 0.0
-        for k, w in zip(c.keys, c.weights):
-            words += w * decay[covered_get(k, 0)]
-        base = v0[i] - c.bonus
-        if (base > 0.0 and words < REDUNDANT * base) or words + c.bonus < MIN_VALUE:
+        keys = keys_of[i]
+        if covered_keys.isdisjoint(keys):
+            # nothing kept says any of its words yet: each weighs in full (w × DECAY⁰ is w),
+            # added left to right as the loop below would (not `sum`, whose rounding differs
+            # between Python versions)
+            words = reduce(add, weights_of[i], 0.0)
+        else:
+            words = 0.0
+            for k, w in zip(keys, weights_of[i]):
+                words += w * decay[covered_get(k, 0)]
+        bonus = bonus_of[i]
+        base = v0[i] - bonus
+        if (base > 0.0 and words < REDUNDANT * base) or words + bonus < MIN_VALUE:
             continue
         b = bucket_of[i]
         over = in_bucket[b] - LINES_PER_BUCKET
-        gain = (words + c.bonus) * c.priority * (rho[over + 1] if over >= 0 else 1.0) / costs[i]
+        gain = (words + bonus) * priority_of[i] * (rho[over + 1] if over >= 0 else 1.0) / costs[i]
         if heap and -heap[0][0] > gain + 1e-12:
             push(heap, (-gain, i))
             continue
         chosen.append(i)
         used += cost
-        groups.add(c.group)
+        groups.add(group_of[i])
         if in_bucket[b] < 63:
             in_bucket[b] += 1
-        for k in c.keys:
+        for k in keys_of[i]:
             n = covered_get(k, 0)
             if n < _MAX_REPEATS:
                 covered[k] = n + 1
