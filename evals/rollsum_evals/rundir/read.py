@@ -8,7 +8,7 @@ knows the scorer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,8 +104,32 @@ class Run:
         record = self.trace_records().get(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
-        return decode_trace(record, messages, self.texts(), self._by_unit(SUMMARIES).get(unit_id, []),
-                            self._by_unit(EVENTS).get(unit_id, []))
+        return decode_trace(record, messages, self.texts(), self._unit_rows(SUMMARIES, unit_id),
+                            self._unit_rows(EVENTS, unit_id))
+
+    def want_traces(self, unit_ids: Iterable[str]) -> None:
+        """Say which Units' traces are about to be decoded (the report's drill-down): their
+        journal rows are then read together, decoding only their lines (`RunDir.journal_of`),
+        instead of every row of every Unit. Without it a trace reads the whole journals once."""
+        wanted: set[str] = self._cache.setdefault("wanted", set())
+        wanted.update(unit_ids)
+
+    def _unit_rows(self, name: str, unit_id: str) -> list[dict[str, Any]]:
+        """One Unit's rows of a journal: from the whole journal when it was read (or no Units
+        were announced), else from one read of every announced Unit's rows."""
+        wanted: set[str] = self._cache.get("wanted", set())
+        if name in self._cache or unit_id not in wanted:
+            return self._by_unit(name).get(unit_id, [])
+        some: dict[str, list[dict[str, Any]]] = self._cache.setdefault(f"{name}:some", {})
+        if unit_id not in some:
+            ids = wanted - some.keys()
+            done = set(self.units["unit_id"]) if "unit_id" in self.units else set()
+            for uid in ids:
+                some[uid] = []
+            for r in self.rundir.journal_of(name, ids):
+                if r["unit_id"] in done:
+                    some[r["unit_id"]].append(r)
+        return some[unit_id]
 
     def _by_unit(self, name: str) -> dict[str, list[dict[str, Any]]]:
         """A journal's rows grouped by Unit, built once: a report decodes dozens of traces, and
