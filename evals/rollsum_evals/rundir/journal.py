@@ -42,8 +42,9 @@ from rollsum_evals.rundir.format import (
     UNITS_JOURNAL,
     BadValue,
     frame,
+    frame_of_columns,
     schema_from_json,
-    turn_rows,
+    turn_columns,
     units_frame,
 )
 from rollsum_evals.rundir.integrity import (
@@ -521,13 +522,15 @@ def journal_frames(rd: RunDir, units: Sequence[Mapping[str, Any]], probes: Seque
                              f"found {err.found}{rd.hint(name)}") from None
 
     def turns() -> pd.DataFrame:
-        rows: list[dict[str, Any]] = []
+        data: dict[str, list[Any]] = {c.name: [] for c in TURN_COLUMNS}
         for uid, rec in traces.items():
             try:
-                rows.extend(turn_rows(rec))
+                cols = turn_columns(rec)
             except (TypeError, ValueError, KeyError, AttributeError) as err:
                 raise BadValue(uid, "turns", "per-turn lists of numbers", _found(err)) from None
-        return frame(rows, TURN_COLUMNS, TURN_SORT)
+            for name, values in cols.items():
+                data[name].extend(values)
+        return frame_of_columns(data, TURN_COLUMNS, TURN_SORT)
 
     return {"units": build(UNITS_JOURNAL, lambda: units_frame(units, unit_cols)),
             "probes": build(PROBES_JOURNAL, lambda: frame(probes, probe_cols, PROBE_SORT)),
