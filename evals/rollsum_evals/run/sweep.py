@@ -342,7 +342,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                               "or choose another --out")
         previous = rd.read_manifest() if rd.file("manifest.json").exists() else {}
         check_resume(rd, previous, spec, plan)
-    datasets = load_datasets(spec, loader, previous)
+    datasets = load_datasets(spec, _dataset_loader(spec, loader, unit_cache), previous)
     _check_size(spec, datasets, max_units)
     units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
     if only is not None:
@@ -492,6 +492,19 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                      stopped_for_budget=stopped, wall_s=time.perf_counter() - t0,
                      cached=len(cache.copied), scored=tally.scored, executor=chosen, stopped=n_stopped,
                      errors_in_run=n_errors, skipped_records=sum(d.skipped for d in datasets.values()))
+
+
+def _dataset_loader(spec: SweepSpec, loader: Loader, unit_cache: bool | None) -> Loader:
+    """The default loader with ``synth:`` sets kept beside the Unit cache (`data.synth_cache`):
+    a cached re-run otherwise spent a quarter of its time generating them again only to hash
+    them. Only where the Unit cache is used (the shared user cache, not turned off); an injected
+    loader is used as given."""
+    path = unit_cache_path_for(spec.cache, spec.unit_cache)
+    if loader is not default_loader or path is None or unit_cache is False:
+        return loader
+    from rollsum_evals.data.synth_cache import SynthCache, caching_loader
+
+    return caching_loader(loader, SynthCache(path.parent / "datasets"))
 
 
 def _check_size(spec: SweepSpec, datasets: Mapping[str, Dataset], max_units: int | None) -> None:

@@ -90,13 +90,25 @@ class Run:
         sha256; a changed dataset is a ConfigError): `.context_at(turn)` is then exactly what
         the engine sent at that turn."""
         if "datasets" not in self._cache:
-            self._cache["datasets"] = load_pinned(self.manifest.get("datasets") or {}, loader, where=str(self.path))
+            self._cache["datasets"] = load_pinned(self.manifest.get("datasets") or {}, self._loader(loader),
+                                                  where=str(self.path))
         record = self.trace_records().get(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
         unit = record.get("unit") or {}
         convs = {c.id: c for c in self._cache["datasets"][unit["dataset"]].conversations}
         return self.trace(unit_id, convs[unit["conversation_id"]].messages)
+
+    def _loader(self, loader: Loader) -> Loader:
+        """The default loader reads the ``synth:`` sets the run kept beside its Unit cache
+        (`data.synth_cache`, read-only here; a set whose file is missing or damaged is generated,
+        and `load_pinned` still checks every set against the run's sha256)."""
+        info = self.manifest.get("unit_cache") or {}
+        if loader is not default_loader or not info.get("enabled") or not info.get("path"):
+            return loader
+        from rollsum_evals.data.synth_cache import SynthCache, caching_loader
+
+        return caching_loader(loader, SynthCache(Path(str(info["path"])).parent / "datasets", write=False))
 
     def trace(self, unit_id: str, messages: Sequence[Message]) -> Trace:
         """One Unit's replay, decoded: `messages` is its conversation from the pinned dataset
