@@ -188,6 +188,7 @@ class _CacheUse:
         self.replay_keys: dict[str, str] = {}
         self.score_keys: dict[str, str] = {}
         self.copied: dict[str, UnitResult] = {}
+        self.copied_units: dict[str, Unit] = {}
         self.replays: dict[str, ReplayLines] = {}
         self.stored = self.scores_stored = 0
         if cache is None:
@@ -201,7 +202,7 @@ class _CacheUse:
             scores = cache.get_scores({u: k for u, k in self.score_keys.items() if u in self.replays},
                                       secrets=secrets)
             for uid, sc in scores.items():
-                self.copied[uid] = _copied(uid, self.replays.pop(uid), sc)
+                self.copied[uid], self.copied_units[uid] = _copied(uid, self.replays.pop(uid), sc)
 
     def store(self, job: Job, result: UnitResult) -> None:
         if self.cache is None:
@@ -420,8 +421,8 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
 
     if cache.copied:
         rd.append_many([cache.copied[uid] for uid in sorted(cache.copied)])
-        for res in cache.copied.values():
-            unit = _unit_of(res)
+        for uid, res in cache.copied.items():
+            unit = cache.copied_units[uid]
             configs.setdefault(unit.config, _config_entry(unit, res.engine_config))
     tally = _Tally(errors=sum(1 for r in cache.copied.values() if r.status == STATUS_ERROR))
     dispatcher = Dispatcher(job_list, concurrency=jobs, executor=chosen, budget=budget,
@@ -544,19 +545,16 @@ def _start_manifest(spec: SweepSpec, plan: ScoringPlan, datasets: Mapping[str, D
         spec_code=[c.code for c in spec.configs if c.code])
 
 
-def _copied(unit_id: str, replay: ReplayLines, scored: ScoredLines) -> UnitResult:
-    """A Unit served whole from the Unit cache: its lines as they were stored."""
+def _copied(unit_id: str, replay: ReplayLines, scored: ScoredLines) -> tuple[UnitResult, Unit]:
+    """A Unit served whole from the Unit cache: its lines as they were stored, and its Unit
+    (from the same decoding of its trace line, the largest line of an entry)."""
     row = json.loads(scored.units)
     record = json.loads(replay.traces)
-    return UnitResult(unit_id=unit_id, replay=replay, scored=scored, status=str(row.get("status")),
-                      n_messages=int(row.get("n_messages") or 0), wall_s=float(row.get("wall_s") or 0.0),
-                      engine_config=dict(record.get("engine_config") or {}), replay_from_cache=True,
-                      score_from_cache=True)
-
-
-def _unit_of(result: UnitResult) -> Unit:
-    assert result.replay is not None
-    return Unit.from_dict(json.loads(result.replay.traces)["unit"])
+    return (UnitResult(unit_id=unit_id, replay=replay, scored=scored, status=str(row.get("status")),
+                       n_messages=int(row.get("n_messages") or 0), wall_s=float(row.get("wall_s") or 0.0),
+                       engine_config=dict(record.get("engine_config") or {}), replay_from_cache=True,
+                       score_from_cache=True),
+            Unit.from_dict(record["unit"]))
 
 
 __all__ = ["DEFAULT_MAX_UNITS", "EXIT_BUDGET", "EXIT_ERRORS", "EXIT_OK", "RunResult", "errors_fail",
