@@ -119,6 +119,26 @@ class Run:
         return decode_trace(record, messages, self.texts(), self._unit_rows(SUMMARIES, unit_id),
                             self._unit_rows(EVENTS, unit_id))
 
+    def unit_summaries(self, unit_id: str) -> list[dict[str, Any]]:
+        """One Unit's ``summaries.jsonl`` lines (as `summaries`, for that Unit only; read with
+        the other announced Units', see `want_traces`)."""
+        return self._unit_rows(SUMMARIES, unit_id)
+
+    def summarized_units(self) -> set[str]:
+        """The run's Units with at least one summary line. From each trace's own count of the
+        lines it journaled (``journal_rows``) when every trace has one, so the summaries journal
+        need not be decoded; else from the journal."""
+        if "summarized" not in self._cache:
+            done = set(self.units["unit_id"]) if "unit_id" in self.units else set()
+            records = self.trace_records()
+            counts = {uid: (records.get(uid) or {}).get("journal_rows") for uid in done}
+            if all(isinstance(c, dict) and isinstance(c.get(SUMMARIES), int) for c in counts.values()):
+                self._cache["summarized"] = {uid for uid, c in counts.items() if c[SUMMARIES] > 0}  # type: ignore[index]
+            else:
+                self._cache["summarized"] = {str(r["unit_id"]) for r in self.summaries()}
+        out: set[str] = self._cache["summarized"]
+        return out
+
     def want_traces(self, unit_ids: Iterable[str]) -> None:
         """Say which Units' traces are about to be decoded (the report's drill-down): their
         journal rows are then read together, decoding only their lines (`RunDir.journal_of`),

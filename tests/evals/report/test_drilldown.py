@@ -187,3 +187,30 @@ def test_journal_of_keeps_exactly_the_rows_of_the_units_asked_for(run_dir: Path,
     assert not loose.sealed
     with pytest.raises(DamagedRun):
         RunDir(copy).journal_of(EVENTS, {other})
+
+
+def test_summarized_units_are_the_units_with_summary_lines_without_decoding_the_journal(run_dir: Path) -> None:
+    """`Run.summarized_units` (which configurations the report can show summaries of) comes from
+    each trace's count of the summary lines it wrote; it equals the Units found in the summaries
+    journal, also when the counts are missing (older runs: read from the journal), and the
+    checkpoint's summaries are the journal's lines of that Unit."""
+    from rollsum_evals.analysis import summaries_at_checkpoint
+    from rollsum_evals.rundir.format import SUMMARIES
+
+    run = load(run_dir)
+    units = set(run.units["unit_id"])
+    lines = [r for r in run.rundir.journal(SUMMARIES) if r["unit_id"] in units]
+    from_journal = {r["unit_id"] for r in lines}
+    assert from_journal and from_journal < units  # some Units (baselines) never summarize
+    assert run.summarized_units() == from_journal and SUMMARIES not in run._cache
+    configs = sorted(set(run.units.loc[run.units["unit_id"].isin(from_journal), "config"]))[:2]
+    check = summaries_at_checkpoint(run, configs)
+    assert check is not None and SUMMARIES not in run._cache
+    whole = load(run_dir)
+    assert summaries_at_checkpoint(whole, configs, check.conversation_id, check.turn) == check
+    for uid in sorted(from_journal)[:5]:
+        assert whole.unit_summaries(uid) == [r for r in lines if r["unit_id"] == uid]
+    old = load(run_dir)
+    for rec in old.trace_records().values():
+        rec.pop("journal_rows", None)
+    assert old.summarized_units() == from_journal
