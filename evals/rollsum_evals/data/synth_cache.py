@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 import logging
 import zlib
@@ -40,19 +41,20 @@ log = logging.getLogger(__name__)
 FILE_FORMAT = 1
 SYNTH_PREFIX = "synth:"
 MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
-_CODE = ("synth.py", "synth_text.py", "formats.py", "types.py")
+_CODE = ("rollsum_evals.data.synth", "rollsum_evals.data.synth_text", "rollsum_evals.data.formats",
+         "rollsum_evals.data.types")
 """The modules whose code decides a generated set's bytes: the generator and its word pools, the
-``synth:`` parameter parsing, and the conversation records (serialised here and back)."""
+``synth:`` parameter parsing, and the conversation records (serialised here and back). By
+module name, so a moved module fails loudly at import, never silently drops out of the key."""
 
 
 @functools.cache
 def generator_fingerprint() -> str:
     """sha256 over the file format, `synth.GENERATOR_VERSION` and the source of `_CODE`."""
     h = hashlib.sha256(f"format {FILE_FORMAT}|generator {synth.GENERATOR_VERSION}".encode())
-    here = Path(__file__).resolve().parent
     for name in _CODE:
         h.update(f"|{name}|".encode())
-        h.update((here / name).read_bytes())
+        h.update(Path(str(importlib.import_module(name).__file__)).read_bytes())
     return h.hexdigest()
 
 
@@ -76,7 +78,11 @@ class SynthCache:
     def conversations(self, source: str, generate: Callable[[], Sequence[Conversation]]) -> list[Conversation]:
         """The set `source` names: from its file when that is whole and this code's, else
         `generate()`d (and stored)."""
-        key, path = self.key(source), self.path(source)
+        try:
+            key, path = self.key(source), self.path(source)
+        except OSError as err:  # the generator's source cannot be read: no key, no cache
+            log.warning("synthetic dataset cache unusable (%s): generating the set", err)
+            return list(generate())
         hit = self._read(path, key)
         if hit is not None:
             return hit
