@@ -537,8 +537,7 @@ def _render_summary(d: Mapping[str, Any]) -> str:
 
 def _unit_records(run: Run, unit_id: str) -> list[tuple[int, int, dict[str, Any]]]:
     """(turn made, generation, record) for one unit's summaries, in chain order."""
-    out = [(int(line["turn"]), int(line["generation"]), line["record"])
-           for line in run.summaries() if line.get("unit_id") == unit_id]
+    out = [(int(line["turn"]), int(line["generation"]), line["record"]) for line in run.unit_summaries(unit_id)]
     out.sort(key=lambda t: (t[1], t[0]))
     return out
 
@@ -575,10 +574,11 @@ def summaries_at_checkpoint(run: Run, configs: Sequence[str], conversation_id: s
     """Summaries of several configurations of one run at the same point of one conversation."""
     units = ok_units(run)
     units = units[units["config"].isin(list(configs))]
-    if units.empty or not run.summaries():
+    if units.empty or not run.summarized_units():
         return None
+    run.want_traces(units["unit_id"].astype(str))  # only these Units' summary lines are decoded
     if conversation_id is None:
-        with_summaries = {str(r.get("unit_id")) for r in run.summaries()}
+        with_summaries = run.summarized_units()
         convs = (units[units["unit_id"].isin(with_summaries)].groupby("conversation_id")["config"]
                  .nunique())
         full = convs[convs == len(set(configs))]

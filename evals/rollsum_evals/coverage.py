@@ -30,22 +30,33 @@ ADVERSARIAL = "adversarial"
 COUNT_COLUMNS = ("probes", "answerable", "counted", "coverage")
 
 
-def _non_adversarial(probes: pd.DataFrame) -> pd.Series:
-    adv = pd.Series(False, index=probes.index)
+def _flags(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per ask: 1 (``probes``), ``answerable``, ``counted``, ``non_adversarial``, as integers,
+    computed once for the whole table (then summed per category: one groupby, not a handful of
+    pandas operations per category and configuration, which was most of a report's time)."""
+    index = probes.index
+    ans = (probes["answerable"].astype(bool) if "answerable" in probes.columns
+           else pd.Series(False, index=index))
+    counted = ans & probes["retained"].notna() if "retained" in probes.columns else ans
+    adv = pd.Series(False, index=index)
     if "excluded" in probes.columns:
         adv |= probes["excluded"].astype(str) == ADVERSARIAL
     if "category" in probes.columns:
         adv |= probes["category"].astype(str) == ADVERSARIAL
-    return ~adv
+    return pd.DataFrame({"probes": 1, "answerable": ans.astype("int64"), "counted": counted.astype("int64"),
+                         "non_adversarial": (~adv).astype("int64")}, index=index)
+
+
+def _row(probes: int, answerable: int, counted: int, non_adv: int) -> dict[str, float]:
+    return {"probes": probes, "answerable": answerable, "counted": counted,
+            "coverage": answerable / non_adv if non_adv else math.nan, "non_adversarial": non_adv}
 
 
 def _counts(probes: pd.DataFrame) -> dict[str, float]:
-    ans = probes["answerable"].astype(bool) if "answerable" in probes.columns else pd.Series(False, index=probes.index)
-    counted = ans & probes["retained"].notna() if "retained" in probes.columns else ans
-    non_adv = int(_non_adversarial(probes).sum())
-    n_ans = int(ans.sum())
-    return {"probes": len(probes), "answerable": n_ans, "counted": int(counted.sum()),
-            "coverage": n_ans / non_adv if non_adv else math.nan, "non_adversarial": non_adv}
+    if not len(probes):
+        return _row(0, 0, 0, 0)
+    total = _flags(probes).sum()
+    return _row(len(probes), int(total["answerable"]), int(total["counted"]), int(total["non_adversarial"]))
 
 
 def coverage(probes: pd.DataFrame) -> float:
@@ -60,8 +71,12 @@ def by_category(probes: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*COUNT_COLUMNS, "non_adversarial"])
     cats = (probes["category"].fillna("").astype(str).replace("", "(none)") if "category" in probes.columns
             else pd.Series("(none)", index=probes.index))
-    rows = {str(c): _counts(g) for c, g in probes.groupby(cats, sort=True)}
-    rows["all"] = _counts(probes)
+    flags = _flags(probes)
+    sums = flags.groupby(cats, sort=True).sum()
+    rows = {str(c): _row(*(int(v) for v in r)) for c, r in zip(
+        sums.index, sums[["probes", "answerable", "counted", "non_adversarial"]].to_numpy().tolist(), strict=True)}
+    total = flags.sum()
+    rows["all"] = _row(len(probes), int(total["answerable"]), int(total["counted"]), int(total["non_adversarial"]))
     return pd.DataFrame.from_dict(rows, orient="index", columns=[*COUNT_COLUMNS, "non_adversarial"])
 
 

@@ -112,15 +112,18 @@ def collect(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = D
     data: dict[str, Any] = {"limits": asdict(limits), "configs": [], "contexts": {}, "missing": ""}
     if probes.empty or "retained" not in probes.columns:
         return data
-    shown = 0
+    chosen: list[tuple[str, pd.DataFrame]] = []
     for label in keys.labels():
         lost = lost_asks(probes, label)
         if lost.empty:
             continue
-        if shown >= limits.configs:
+        if len(chosen) >= limits.configs:
             data["configs_omitted"] = data.get("configs_omitted", 0) + 1
             continue
-        shown += 1
+        chosen.append((label, lost))
+    # the traces shown are read together: only their journal lines are decoded
+    run.want_traces({str(u) for _, lost in chosen for u in lost.head(limits.facts_per_config)["unit_id"]})
+    for label, lost in chosen:
         facts = []
         traces: dict[str, Trace] = {}  # this configuration's (at most facts_per_config)
         for r in lost.head(limits.facts_per_config).to_dict("records"):

@@ -558,7 +558,8 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
         figures.append(("Trend", f"From {hist_path}.",
                         plots.retention_trend([_keyed_history(h, keys) for h in hist_rows], top, out / "trend.png")))
 
-    summarized = {str(line.get("config")) for line in run.summaries()}
+    summarized = (set(run.units.loc[run.units["unit_id"].isin(run.summarized_units()), "config"].astype(str))
+                  if "unit_id" in run.units else set())
     shown = [c for c in best if c in summarized][:TOP_CONFIGS]
     checkpoint = summaries_at_checkpoint(run, shown) if shown else None
     # the top *candidate*: a baseline that fits the window (full context on a short chat) ranks

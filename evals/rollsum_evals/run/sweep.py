@@ -190,6 +190,7 @@ class _CacheUse:
         self.replay_keys: dict[str, str] = {}
         self.score_keys: dict[str, str] = {}
         self.copied: dict[str, UnitResult] = {}
+        self.copied_units: dict[str, Unit] = {}
         self.replays: dict[str, ReplayLines] = {}
         self.stored = self.scores_stored = 0
         if cache is None:
@@ -203,7 +204,7 @@ class _CacheUse:
             scores = cache.get_scores({u: k for u, k in self.score_keys.items() if u in self.replays},
                                       secrets=secrets)
             for uid, sc in scores.items():
-                self.copied[uid] = _copied(uid, self.replays.pop(uid), sc)
+                self.copied[uid], self.copied_units[uid] = _copied(uid, self.replays.pop(uid), sc)
 
     def store(self, job: Job, result: UnitResult) -> None:
         if self.cache is None:
@@ -344,7 +345,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                               "or choose another --out")
         previous = rd.read_manifest() if rd.file("manifest.json").exists() else {}
         check_resume(rd, previous, spec, plan)
-    datasets = load_datasets(spec, loader, previous)
+    datasets = load_datasets(spec, _dataset_loader(spec, loader, unit_cache), previous)
     _check_size(spec, datasets, max_units)
     units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
     if only is not None:
@@ -422,8 +423,8 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
 
     if cache.copied:
         rd.append_many([cache.copied[uid] for uid in sorted(cache.copied)])
-        for res in cache.copied.values():
-            unit = _unit_of(res)
+        for uid, res in cache.copied.items():
+            unit = cache.copied_units[uid]
             configs.setdefault(unit.config, _config_entry(unit, res.engine_config))
     tally = _Tally(errors=sum(1 for r in cache.copied.values() if r.status == STATUS_ERROR))
     dispatcher = Dispatcher(job_list, concurrency=jobs, executor=chosen, budget=budget,
@@ -496,6 +497,19 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                      errors_in_run=n_errors, skipped_records=sum(d.skipped for d in datasets.values()))
 
 
+def _dataset_loader(spec: SweepSpec, loader: Loader, unit_cache: bool | None) -> Loader:
+    """The default loader with ``synth:`` sets kept beside the Unit cache (`data.synth_cache`):
+    a cached re-run otherwise spent a quarter of its time generating them again only to hash
+    them. Only where the Unit cache is used (the shared user cache, not turned off); an injected
+    loader is used as given."""
+    path = unit_cache_path_for(spec.cache, spec.unit_cache)
+    if loader is not default_loader or path is None or unit_cache is False:
+        return loader
+    from rollsum_evals.data.synth_cache import SynthCache, caching_loader
+
+    return caching_loader(loader, SynthCache(path.parent / "datasets"))
+
+
 def _check_size(spec: SweepSpec, datasets: Mapping[str, Dataset], max_units: int | None) -> None:
     """Count the Units (`count_units`: a product, nothing built) and refuse more than allowed."""
     if max_units is None:
@@ -533,19 +547,16 @@ def _start_manifest(spec: SweepSpec, plan: ScoringPlan, datasets: Mapping[str, D
         spec_code=[c.code for c in spec.configs if c.code])
 
 
-def _copied(unit_id: str, replay: ReplayLines, scored: ScoredLines) -> UnitResult:
-    """A Unit served whole from the Unit cache: its lines as they were stored."""
+def _copied(unit_id: str, replay: ReplayLines, scored: ScoredLines) -> tuple[UnitResult, Unit]:
+    """A Unit served whole from the Unit cache: its lines as they were stored, and its Unit
+    (from the same decoding of its trace line, the largest line of an entry)."""
     row = json.loads(scored.units)
     record = json.loads(replay.traces)
-    return UnitResult(unit_id=unit_id, replay=replay, scored=scored, status=str(row.get("status")),
-                      n_messages=int(row.get("n_messages") or 0), wall_s=float(row.get("wall_s") or 0.0),
-                      engine_config=dict(record.get("engine_config") or {}), replay_from_cache=True,
-                      score_from_cache=True)
-
-
-def _unit_of(result: UnitResult) -> Unit:
-    assert result.replay is not None
-    return Unit.from_dict(json.loads(result.replay.traces)["unit"])
+    return (UnitResult(unit_id=unit_id, replay=replay, scored=scored, status=str(row.get("status")),
+                       n_messages=int(row.get("n_messages") or 0), wall_s=float(row.get("wall_s") or 0.0),
+                       engine_config=dict(record.get("engine_config") or {}), replay_from_cache=True,
+                       score_from_cache=True),
+            Unit.from_dict(record["unit"]))
 
 
 __all__ = ["DEFAULT_MAX_UNITS", "EXIT_BUDGET", "EXIT_ERRORS", "EXIT_OK", "RunResult", "errors_fail",

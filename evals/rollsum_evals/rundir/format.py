@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rollsum_evals.scoring.asks import Ask
@@ -230,18 +230,26 @@ def probe_rows(unit: Unit, asks: Sequence[Ask], scores: Scores, columns: Sequenc
 
 def turn_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``turns`` rows of one ``traces.jsonl`` line (no dataset needed: roles are not a column)."""
+    cols = turn_columns(record)
+    return [dict(zip(cols, values, strict=True)) for values in zip(*cols.values(), strict=True)]
+
+
+def turn_columns(record: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """`turn_rows` as columns (`TURN_COLUMNS`' names, in order): the trace stores its turns
+    column-wise already, so the table is built without a dict per turn. As many turns as the
+    shortest of the trace's per-turn lists."""
     unit = record.get("unit") or {}
     cols = record.get("turns") or {}
     window = int(record.get("context_window") or 0)
     items = _item_counts(cols.get("context") or [])
-    return [{"unit_id": record["unit_id"], "config": unit.get("config", ""),
-             "conversation_id": unit.get("conversation_id", ""), "turn": i,
-             "context_tokens": ct, "context_window": window, "summary_tokens": st,
-             "active_messages": a, "pending_messages": p, "context_items": n}
-            for i, (ct, st, a, p, n) in enumerate(zip(cols.get("context_tokens") or [],
-                                                       cols.get("summary_tokens") or [],
-                                                       cols.get("active") or [], cols.get("pending") or [],
-                                                       items))]
+    lists = [list(cols.get("context_tokens") or []), list(cols.get("summary_tokens") or []),
+             list(cols.get("active") or []), list(cols.get("pending") or []), items]
+    n = min(len(v) for v in lists)
+    uid, config, conv = record["unit_id"], unit.get("config", ""), unit.get("conversation_id", "")
+    return {"unit_id": [uid] * n, "config": [config] * n, "conversation_id": [conv] * n,
+            "turn": list(range(n)), "context_tokens": lists[0][:n], "context_window": [window] * n,
+            "summary_tokens": lists[1][:n], "active_messages": lists[2][:n], "pending_messages": lists[3][:n],
+            "context_items": items[:n]}
 
 
 def _item_counts(codes: Sequence[str]) -> list[int]:
@@ -272,16 +280,26 @@ _PANDAS_DTYPE = {"int": "int64", "float": "float64", "bool": "bool", "boolean": 
 def frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], sort: Sequence[str]) -> pd.DataFrame:
     """Rows as a typed DataFrame: declared columns first (defaults where a row lacks one), then
     any column a row has that nobody declared, in name order (kept, never dropped)."""
-    import pandas as pd
-
     declared = [c.name for c in columns]
     known = set(declared)
     extra = sorted({k for r in rows for k in r} - known)
-    full = [{**{c.name: r.get(c.name, c.default) for c in columns}, **{k: r.get(k) for k in extra}}
-            for r in rows]
-    df = pd.DataFrame(full, columns=[*declared, *extra])
+    # column by column: no intermediate dict per row
+    data: dict[str, list[Any]] = {c.name: [r.get(c.name, c.default) for r in rows] for c in columns}
+    data.update({k: [r.get(k) for r in rows] for k in extra})
+    return frame_of_columns(data, columns, sort, rows)
+
+
+def frame_of_columns(data: Mapping[str, list[Any]], columns: Sequence[Column], sort: Sequence[str],
+                     rows: Sequence[Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """`frame` from equally long columns holding every declared column, in table order
+    (declared first). `rows`: the same data as rows, for naming a bad value; built from the
+    columns only when one is found (the turns table has a row per message of every Unit, and a
+    dict per row was most of writing a cached re-run's tables)."""
+    import pandas as pd
+
+    df = pd.DataFrame(dict(data), columns=list(data))
     for c in columns:
-        _check_types(df[c.name], c, full)
+        _check_types(df[c.name], c, rows if rows is not None else lambda: _rows_of(data))
         if c.dtype == "str":
             df[c.name] = df[c.name].astype(str)
         else:
@@ -319,7 +337,12 @@ def _value_ok(value: Any, dtype: str) -> bool:
     return isinstance(value, bool) or (dtype == "boolean" and value is None)
 
 
-def _check_types(series: pd.Series, column: Column, rows: Sequence[Mapping[str, Any]]) -> None:
+def _rows_of(data: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
+    return [dict(zip(data, values, strict=True)) for values in zip(*data.values(), strict=True)]
+
+
+def _check_types(series: pd.Series, column: Column,
+                 rows: Sequence[Mapping[str, Any]] | Callable[[], Sequence[Mapping[str, Any]]]) -> None:
     """A column's values have its declared type, or `BadValue` names the first that does not:
     no silent cast (``"3"`` to 3, ``true`` to 1, ``5`` to ``"5"``). One vectorised check; the
     rows are walked only to name the culprit."""
@@ -328,8 +351,8 @@ def _check_types(series: pd.Series, column: Column, rows: Sequence[Mapping[str, 
     nulls, kinds, what = _ACCEPTED[column.dtype]
     if infer_dtype(series, skipna=nulls) in kinds:
         return
-    for row in rows:
-        value = row.get(column.name)
+    for row in rows() if callable(rows) else rows:
+        value = row.get(column.name, column.default)
         if not _value_ok(value, column.dtype):
             found = json.dumps(value, ensure_ascii=False, default=str)
             raise BadValue(str(row.get("unit_id", "?")), column.name, what,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +42,9 @@ from rollsum_evals.rundir.format import (
     UNITS_JOURNAL,
     BadValue,
     frame,
+    frame_of_columns,
     schema_from_json,
-    turn_rows,
+    turn_columns,
     units_frame,
 )
 from rollsum_evals.rundir.integrity import (
@@ -71,6 +73,10 @@ def dumps(row: Mapping[str, Any]) -> str:
 def lines(rows: Iterable[Mapping[str, Any]]) -> str:
     return "".join(dumps(r) + "\n" for r in rows)
 
+
+_UNIT_ID_FIELD = re.compile(rb'"unit_id"\s*:\s*"([^"\\]*)"')
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.:@+=/-]*")
+"""Ids whose JSON form is the id itself (nothing escaped), so `_UNIT_ID_FIELD` finds them."""
 
 @dataclass(slots=True)
 class ReplayLines:
@@ -298,6 +304,27 @@ class RunDir:
             raise DamagedRun(f"{self.file(name)}: the last line is cut short{self.hint(name)}")
         return scan.rows
 
+    def journal_of(self, name: str, unit_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The rows of these Units only, in file order. A report shows a few dozen traces of
+        hundreds of Units, and the events journal alone is tens of MB: when the journal's content
+        was just checked against the seal (a finished run), a line is decoded only if one of its
+        ``"unit_id": "..."`` fields names a wanted Unit. Otherwise (no seal: a running or killed
+        run; an id JSON would escape) every line is read strictly, as `journal` does."""
+        ids = set(unit_ids)
+        if not ids:
+            return []
+        if name not in self.sealed or not all(_PLAIN_ID.fullmatch(u) for u in ids):
+            return [r for r in self.journal(name) if r["unit_id"] in ids]
+        data = self.read_bytes(name)  # checked against the seal
+        if not data or not data.endswith(b"\n"):
+            return [r for r in self.journal(name) if r["unit_id"] in ids]
+        wanted = {u.encode("ascii") for u in ids}
+        keep = [line for line in data.split(b"\n")
+                if line and not wanted.isdisjoint(_UNIT_ID_FIELD.findall(line))]
+        rows = read_jsonl(self.file(name), b"".join(line + b"\n" for line in keep), keys=JOURNAL_KEYS[name],
+                          hint=self.hint(name))
+        return [r for r in rows if r["unit_id"] in ids]
+
     # ------------------------------------------------------------------ reading journals
 
     def unit_rows(self) -> dict[str, dict[str, Any]]:
@@ -495,13 +522,15 @@ def journal_frames(rd: RunDir, units: Sequence[Mapping[str, Any]], probes: Seque
                              f"found {err.found}{rd.hint(name)}") from None
 
     def turns() -> pd.DataFrame:
-        rows: list[dict[str, Any]] = []
+        data: dict[str, list[Any]] = {c.name: [] for c in TURN_COLUMNS}
         for uid, rec in traces.items():
             try:
-                rows.extend(turn_rows(rec))
+                cols = turn_columns(rec)
             except (TypeError, ValueError, KeyError, AttributeError) as err:
                 raise BadValue(uid, "turns", "per-turn lists of numbers", _found(err)) from None
-        return frame(rows, TURN_COLUMNS, TURN_SORT)
+            for name, values in cols.items():
+                data[name].extend(values)
+        return frame_of_columns(data, TURN_COLUMNS, TURN_SORT)
 
     return {"units": build(UNITS_JOURNAL, lambda: units_frame(units, unit_cols)),
             "probes": build(PROBES_JOURNAL, lambda: frame(probes, probe_cols, PROBE_SORT)),

@@ -8,7 +8,7 @@ knows the scorer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,7 +90,8 @@ class Run:
         sha256; a changed dataset is a ConfigError): `.context_at(turn)` is then exactly what
         the engine sent at that turn."""
         if "datasets" not in self._cache:
-            self._cache["datasets"] = load_pinned(self.manifest.get("datasets") or {}, loader, where=str(self.path))
+            self._cache["datasets"] = load_pinned(self.manifest.get("datasets") or {}, self._loader(loader),
+                                                  where=str(self.path))
         record = self.trace_records().get(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
@@ -98,14 +99,69 @@ class Run:
         convs = {c.id: c for c in self._cache["datasets"][unit["dataset"]].conversations}
         return self.trace(unit_id, convs[unit["conversation_id"]].messages)
 
+    def _loader(self, loader: Loader) -> Loader:
+        """The default loader reads the ``synth:`` sets the run kept beside its Unit cache
+        (`data.synth_cache`, read-only here; a set whose file is missing or damaged is generated,
+        and `load_pinned` still checks every set against the run's sha256)."""
+        info = self.manifest.get("unit_cache") or {}
+        if loader is not default_loader or not info.get("enabled") or not info.get("path"):
+            return loader
+        from rollsum_evals.data.synth_cache import SynthCache, caching_loader
+
+        return caching_loader(loader, SynthCache(Path(str(info["path"])).parent / "datasets", write=False))
+
     def trace(self, unit_id: str, messages: Sequence[Message]) -> Trace:
         """One Unit's replay, decoded: `messages` is its conversation from the pinned dataset
         (see `load_trace`)."""
         record = self.trace_records().get(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
-        return decode_trace(record, messages, self.texts(), self._by_unit(SUMMARIES).get(unit_id, []),
-                            self._by_unit(EVENTS).get(unit_id, []))
+        return decode_trace(record, messages, self.texts(), self._unit_rows(SUMMARIES, unit_id),
+                            self._unit_rows(EVENTS, unit_id))
+
+    def unit_summaries(self, unit_id: str) -> list[dict[str, Any]]:
+        """One Unit's ``summaries.jsonl`` lines (as `summaries`, for that Unit only; read with
+        the other announced Units', see `want_traces`)."""
+        return self._unit_rows(SUMMARIES, unit_id)
+
+    def summarized_units(self) -> set[str]:
+        """The run's Units with at least one summary line. From each trace's own count of the
+        lines it journaled (``journal_rows``) when every trace has one, so the summaries journal
+        need not be decoded; else from the journal."""
+        if "summarized" not in self._cache:
+            done = set(self.units["unit_id"]) if "unit_id" in self.units else set()
+            records = self.trace_records()
+            counts = {uid: (records.get(uid) or {}).get("journal_rows") for uid in done}
+            if all(isinstance(c, dict) and isinstance(c.get(SUMMARIES), int) for c in counts.values()):
+                self._cache["summarized"] = {uid for uid, c in counts.items() if c[SUMMARIES] > 0}  # type: ignore[index]
+            else:
+                self._cache["summarized"] = {str(r["unit_id"]) for r in self.summaries()}
+        out: set[str] = self._cache["summarized"]
+        return out
+
+    def want_traces(self, unit_ids: Iterable[str]) -> None:
+        """Say which Units' traces are about to be decoded (the report's drill-down): their
+        journal rows are then read together, decoding only their lines (`RunDir.journal_of`),
+        instead of every row of every Unit. Without it a trace reads the whole journals once."""
+        wanted: set[str] = self._cache.setdefault("wanted", set())
+        wanted.update(unit_ids)
+
+    def _unit_rows(self, name: str, unit_id: str) -> list[dict[str, Any]]:
+        """One Unit's rows of a journal: from the whole journal when it was read (or no Units
+        were announced), else from one read of every announced Unit's rows."""
+        wanted: set[str] = self._cache.get("wanted", set())
+        if name in self._cache or unit_id not in wanted:
+            return self._by_unit(name).get(unit_id, [])
+        some: dict[str, list[dict[str, Any]]] = self._cache.setdefault(f"{name}:some", {})
+        if unit_id not in some:
+            ids = wanted - some.keys()
+            done = set(self.units["unit_id"]) if "unit_id" in self.units else set()
+            for uid in ids:
+                some[uid] = []
+            for r in self.rundir.journal_of(name, ids):
+                if r["unit_id"] in done:
+                    some[r["unit_id"]].append(r)
+        return some[unit_id]
 
     def _by_unit(self, name: str) -> dict[str, list[dict[str, Any]]]:
         """A journal's rows grouped by Unit, built once: a report decodes dozens of traces, and

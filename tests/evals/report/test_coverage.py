@@ -124,3 +124,50 @@ def test_the_report_gives_few_conversations_an_ask_level_gain(tmp_path: Path) ->
     with (tmp_path / "out" / "configs.csv").open(newline="") as fh:
         row = next(r for r in csv.DictReader(fh) if r["config"] == "a")
     assert row["gain_low"] == "" and float(row["gain_asks_low"]) > 0
+
+
+_CELLS: dict[str, list[object]] = {"category": ["single-hop", "temporal", "adversarial", "", None],
+          "answerable": [True, False, None],
+          "retained": [1.0, 0.0, None],
+          "excluded": ["", "adversarial", "unsupported", None]}
+
+
+def _reference(rows: list[dict[str, object]]) -> dict[str, tuple[int, int, int, int]]:
+    """by_category's counts the slow way: one ask at a time, in plain Python."""
+    out: dict[str, list[int]] = {}
+    for r in rows:
+        cat = str(r["category"]) if r.get("category") not in (None, "") else "(none)"
+        ans = bool(r["answerable"]) if r.get("answerable") is not None else False
+        counted = ans and r.get("retained") is not None
+        adv = r.get("excluded") == "adversarial" or r.get("category") == "adversarial"
+        for key in (cat, "all"):
+            c = out.setdefault(key, [0, 0, 0, 0])
+            c[0] += 1
+            c[1] += ans
+            c[2] += counted
+            c[3] += not adv
+    return {k: (v[0], v[1], v[2], v[3]) for k, v in out.items()}
+
+
+def test_by_category_counts_each_ask_once_in_its_category_and_in_all() -> None:
+    """The per-category counts (one groupby over per-ask flags, issue #20's report time) equal a
+    plain count over the asks, with coverage = answerable / non-adversarial, on many mixes of
+    categories, missing values and exclusions."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(200):
+        rows: list[dict[str, object]] = [{k: rng.choice(v) for k, v in _CELLS.items()}
+                                         for _ in range(rng.randint(1, 25))]
+        df = pd.DataFrame(rows).astype({"answerable": "object"})
+        table = coverage.by_category(df)
+        want = _reference(rows)
+        assert list(table.index) == [*sorted(k for k in want if k != "all"), "all"]
+        for cat, (n, ans, counted, non_adv) in want.items():
+            row = table.loc[cat].to_dict()
+            assert (row["probes"], row["answerable"], row["counted"], row["non_adversarial"]) == (
+                n, ans, counted, non_adv)
+            assert math.isnan(row["coverage"]) if not non_adv else row["coverage"] == ans / non_adv
+        assert {k: str(v) for k, v in table.dtypes.items()} == {
+            "probes": "int64", "answerable": "int64", "counted": "int64", "coverage": "float64",
+            "non_adversarial": "int64"}

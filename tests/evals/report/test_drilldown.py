@@ -121,3 +121,96 @@ def test_without_the_conversation_data_the_drill_down_says_so(run_dir: Path, tmp
     data = drilldown.collect(run, probes, config_keys(probes["config"]))
     assert data["missing"] and all(f["context"] is None for c in data["configs"] for f in c["facts"])
     assert "could not be loaded" in drilldown.section(run, probes, config_keys(probes["config"]))
+
+
+def test_the_drill_down_decodes_only_the_traces_it_shows_and_they_equal_whole_journal_ones(
+        run_dir: Path) -> None:
+    """Issue #20 item 3: the drill-down announces the Units it shows (`Run.want_traces`), so only
+    their journal lines are decoded (the events journal is most of a run's bytes), and each trace
+    is the one a reader of the whole journals rebuilds."""
+    from rollsum_evals.rundir.format import EVENTS
+
+    run = load(run_dir)
+    probes = answerable_probes(run)
+    shown = drilldown.collect(run, probes, config_keys(probes["config"]))
+    wanted = run._cache["wanted"]
+    units = set(run.units["unit_id"])
+    assert shown["configs"] and wanted and wanted < units  # a strict subset of the run's Units
+    assert EVENTS not in run._cache  # the whole events journal was never decoded
+    some = run._cache[f"{EVENTS}:some"]
+    assert set(some) == wanted
+    whole = load(run_dir)  # nothing announced: traces from the whole journals
+    for uid in sorted(wanted):
+        assert some[uid] == whole._by_unit(EVENTS).get(uid, [])
+        a, b = run.load_trace(uid), whole.load_trace(uid)
+        assert a.events == b.events and a.summaries == b.summaries
+        assert [a.context_at(t) for t in range(len(a.turns))] == [b.context_at(t) for t in range(len(b.turns))]
+
+
+def test_journal_of_keeps_exactly_the_rows_of_the_units_asked_for(run_dir: Path, tmp_path: Path) -> None:
+    """`RunDir.journal_of` on a sealed journal: the rows of those Units, in file order, never a
+    row of another Unit that merely mentions one of their ids in its text; on an unsealed
+    journal it reads every line strictly, so a damaged line is still reported."""
+    import shutil
+
+    from rollsum_evals.rundir.format import EVENTS, SUMMARIES
+    from rollsum_evals.rundir.integrity import DamagedRun, file_digest
+    from rollsum_evals.rundir.journal import RunDir
+
+    run = load(run_dir)
+    rd = run.rundir
+    units = sorted(set(run.units["unit_id"]))
+    for name in (SUMMARIES, EVENTS):
+        rows = rd.journal(name)
+        for ids in ({units[0]}, set(units[1:4]), set(units)):
+            assert rd.journal_of(name, ids) == [r for r in rows if r["unit_id"] in ids]
+    # a copy whose first event of one Unit names another Unit in a nested "unit_id" field (before
+    # its own, keys are sorted) and in its text, sealed again
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    path = copy / EVENTS
+    lines = path.read_bytes().split(b"\n")[:-1]
+    first = json.loads(lines[0])
+    with_events = {r["unit_id"] for r in rd.journal(EVENTS)}
+    other = next(u for u in units if u != first["unit_id"] and u in with_events)
+    first["about"] = {"unit_id": other}
+    first["reason"] = f'see "unit_id": "{other}"'
+    lines[0] = json.dumps(first, sort_keys=True).encode()
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    resealed = RunDir(copy)
+    resealed.sealed = {EVENTS: file_digest(path)}
+    for ids in ({other}, {first["unit_id"]}):
+        expected = [r for r in resealed.journal(EVENTS) if r["unit_id"] in ids]
+        assert expected and resealed.journal_of(EVENTS, ids) == expected
+    loose = RunDir(copy)  # nothing expected: no seal, every line read strictly
+    path.write_bytes(b"\n".join(lines) + b"\n{not json\n")
+    assert not loose.sealed
+    with pytest.raises(DamagedRun):
+        RunDir(copy).journal_of(EVENTS, {other})
+
+
+def test_summarized_units_are_the_units_with_summary_lines_without_decoding_the_journal(run_dir: Path) -> None:
+    """`Run.summarized_units` (which configurations the report can show summaries of) comes from
+    each trace's count of the summary lines it wrote; it equals the Units found in the summaries
+    journal, also when the counts are missing (older runs: read from the journal), and the
+    checkpoint's summaries are the journal's lines of that Unit."""
+    from rollsum_evals.analysis import summaries_at_checkpoint
+    from rollsum_evals.rundir.format import SUMMARIES
+
+    run = load(run_dir)
+    units = set(run.units["unit_id"])
+    lines = [r for r in run.rundir.journal(SUMMARIES) if r["unit_id"] in units]
+    from_journal = {r["unit_id"] for r in lines}
+    assert from_journal and from_journal < units  # some Units (baselines) never summarize
+    assert run.summarized_units() == from_journal and SUMMARIES not in run._cache
+    configs = sorted(set(run.units.loc[run.units["unit_id"].isin(from_journal), "config"]))[:2]
+    check = summaries_at_checkpoint(run, configs)
+    assert check is not None and SUMMARIES not in run._cache
+    whole = load(run_dir)
+    assert summaries_at_checkpoint(whole, configs, check.conversation_id, check.turn) == check
+    for uid in sorted(from_journal)[:5]:
+        assert whole.unit_summaries(uid) == [r for r in lines if r["unit_id"] == uid]
+    old = load(run_dir)
+    for rec in old.trace_records().values():
+        rec.pop("journal_rows", None)
+    assert old.summarized_units() == from_journal

@@ -75,3 +75,37 @@ def test_frame_keeps_columns_nobody_declared() -> None:
     df = frame(rows, BASE_UNIT_COLUMNS, ["unit_id"])
     assert list(df["unit_id"]) == ["a", "b"] and list(df.columns)[-1] == "surprise"
     assert df["surprise"].isna().tolist() == [True, False] and list(df["status"]) == ["error", "ok"]
+
+
+def _record(uid: str, **turns: object) -> dict[str, object]:
+    return {"unit_id": uid, "context_window": 800, "unit": {"config": "c", "conversation_id": "x"}, "turns": turns}
+
+
+def test_the_turns_table_is_the_traces_per_turn_lists_cut_to_the_shortest_and_sorted() -> None:
+    """Built column-wise from the traces (issue #20: no dict per turn), the table has one row per
+    turn of each trace, as many as its shortest per-turn list, items counted from the context
+    codes, sorted by unit and turn; a value of the wrong type is named with its unit and column."""
+    from rollsum_evals.rundir.format import TURN_COLUMNS, TURN_SORT, BadValue, frame_of_columns, turn_columns
+
+    recs = [_record("u2", context_tokens=[10, 20, 30], summary_tokens=[0, 5, 5], active=[1, 2, 3],
+                    pending=[0, 0, 1], context=["0-1", "+", "#0,2-3"]),
+            _record("u1", context_tokens=[7, 8], summary_tokens=[0, 0, 0], active=[1, 2], pending=[0, 0],
+                    context=["0", "="])]
+    data: dict[str, list[object]] = {c.name: [] for c in TURN_COLUMNS}
+    for rec in recs:
+        for name, values in turn_columns(rec).items():
+            data[name].extend(values)
+    df = frame_of_columns(data, TURN_COLUMNS, TURN_SORT)
+    assert list(df.columns) == [c.name for c in TURN_COLUMNS]
+    assert df[["unit_id", "turn", "context_tokens", "summary_tokens", "active_messages", "pending_messages",
+               "context_items"]].values.tolist() == [
+        ["u1", 0, 7, 0, 1, 0, 1], ["u1", 1, 8, 0, 2, 0, 1],
+        ["u2", 0, 10, 0, 1, 0, 2], ["u2", 1, 20, 5, 2, 0, 3], ["u2", 2, 30, 5, 3, 1, 3]]
+    assert set(df["context_window"]) == {800} and set(df["config"]) == {"c"}
+    assert str(df["turn"].dtype) == "int64"
+    bad = _record("u3", context_tokens=[1, 2.5], summary_tokens=[0, 0], active=[1, 1], pending=[0, 0],
+                  context=["0", "+"])
+    data = {name: [*data[name], *values] for name, values in turn_columns(bad).items()}
+    with pytest.raises(BadValue) as err:
+        frame_of_columns(data, TURN_COLUMNS, TURN_SORT)
+    assert err.value.unit_id == "u3" and err.value.column == "context_tokens"
