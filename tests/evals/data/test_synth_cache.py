@@ -118,7 +118,7 @@ def test_a_cached_rerun_reads_its_synthetic_sets_from_the_cache_and_makes_the_sa
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from rollsum_evals.run import run_sweep
     from rollsum_evals.rundir import NON_DETERMINISTIC_UNIT_COLUMNS, load_run
-    from rollsum_evals.spec import parse_spec
+    from rollsum_evals.spec.parse import parse_spec
 
     monkeypatch.setenv("ROLLSUM_CACHE_DIR", str(tmp_path / "cache"))
     spec = parse_spec(f"""

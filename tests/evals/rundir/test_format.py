@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import pytest
 import rollsum_evals
 from rollsum_evals import scoring
 from rollsum_evals.run import run_sweep
