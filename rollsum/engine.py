@@ -34,15 +34,15 @@ depth-cap merge), `rollsum.guard` (the window guard's arithmetic and clipping) a
 
 from __future__ import annotations
 
-import json
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from rollsum import clearing, guard, jobs
+from rollsum.cadence import Cadence
 from rollsum.context import OMITTED_SUMMARY, ContextFormat, budget_summary, get_format
 from rollsum.errors import ConfigError
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
@@ -230,21 +230,10 @@ class RollingSummarizer:
         self._summary_hidden = False  # the guard's last resort left the summary out
         # counters
         self._seq = 0
-        self._total_added = 0
         self._added_tokens = 0
-        self._since_summary = 0
-        self._evicted_since = 0
-        self._since_attempt: int | None = None
-        self._attempts = 0
-        self._total_evicted = 0
-        self._guard_at: int | None = None
-        self._failures = 0
-        self._retry_at = 0
-        self._model_failures = 0
-        self._model_retry_at = 0
-        self._saved_cadence: dict[str, Any] | None = None
         self._dropped = 0
-        self._min_tokens_since: int | None = None
+        self._c = Cadence()  # the counts the rate limits and the backoff read (kept in the store)
+        self._saved_key: tuple[int | None, ...] | None = None
         self._inflight: tuple[Job, Outcome] | None = None
         self.usage = Usage()
         self.last_events: tuple[SummaryEvent, ...] = ()
@@ -266,7 +255,7 @@ class RollingSummarizer:
         if not rows:
             return
         self._history = self.store.summaries(self.conversation_id)
-        w = self._window
+        w, c = self._window, self._c
         for row in rows:
             m = row.message
             self._seq = max(self._seq, row.seq + 1)
@@ -275,7 +264,7 @@ class RollingSummarizer:
             if m.role == "system" and row.state == "active":
                 w.pin(m, n)
                 continue
-            self._total_added += 1
+            c.total_added += 1
             if row.state == "active":
                 w.push(row.seq, m, n)
             elif row.state == "pending":
@@ -284,72 +273,36 @@ class RollingSummarizer:
                 self._dropped += 1
         # without a saved cadence (a store written before it was kept, or one that cannot keep
         # it), rate limits resume from the successful summaries and everything that left the window
-        self._attempts = len(self._history)
-        self._total_evicted = len(w.pending) + sum(1 for r in rows if r.state == "covered")
+        c.attempts = len(self._history)
+        c.total_evicted = len(w.pending) + sum(1 for r in rows if r.state == "covered")
         covered_seq = max((r.seq for r in rows if r.state == "covered"), default=-1)
-        self._since_summary = sum(1 for r in rows if r.seq > covered_seq and r.message.role != "system")
-        self._evicted_since = len(w.pending)
+        c.since_summary = sum(1 for r in rows if r.seq > covered_seq and r.message.role != "system")
+        c.evicted_since = len(w.pending)
         self._restore_cadence()
         self._refresh_summary()
-    def _cadence(self) -> dict[str, Any]:
-        """What the rate limits and the failure backoff need across a restart (`Store.save_cadence`).
-        Message counts are absolute (`total_added` at an event), so they stay true however
-        many messages arrive before the next engine reads them."""
-        return {
-            "version": 1,
-            "attempts": self._attempts,
-            "last_attempt_at": None if self._since_attempt is None else self._total_added - self._since_attempt,
-            "failures": self._failures, "retry_at": self._retry_at,
-            "model_failures": self._model_failures, "model_retry_at": self._model_retry_at,
-            "guard_at": self._guard_at,
-            "total_evicted": self._total_evicted, "evicted_since": self._evicted_since,
-            "summary_at": self._total_added - self._since_summary,
-            "min_tokens_since": self._min_tokens_since,
-        }
-
     def _persist_cadence(self) -> None:
         """Save the cadence when it changed (at an attempt, a failure, an eviction: not on every
         message). A store without `save_cadence` (a third-party one) just does not keep it."""
-        now = self._cadence()
-        if now == self._saved_cadence:
+        key = self._c.key()
+        if key == self._saved_key:
             return
         save = getattr(self.store, "save_cadence", None)
         if callable(save):
-            save(self.conversation_id, now)
-        self._saved_cadence = now
+            save(self.conversation_id, self._c.saved())
+        self._saved_key = key
 
     def _restore_cadence(self) -> None:
         load = getattr(self.store, "cadence", None)
         saved = load(self.conversation_id) if callable(load) else None
         if not saved:
             return
-
-        def num(key: str, optional: bool = False) -> int | None:
-            value = saved.get(key)
-            if value is None and optional:
-                return None
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{key}: expected a count, got {value!r}")
-            return value
-
-        try:  # read everything first: a damaged row changes nothing
-            attempts, failures, retry_at = num("attempts"), num("failures"), num("retry_at")
-            model_failures, model_retry_at = num("model_failures"), num("model_retry_at")
-            last, guard_at, low = num("last_attempt_at", True), num("guard_at", True), num("min_tokens_since", True)
-            total_evicted, evicted_since, summary_at = num("total_evicted"), num("evicted_since"), num("summary_at")
+        try:
+            self._c.restore(saved)
         except ValueError as err:
             log.warning("conversation %s: saved cadence unreadable (%s); rate limits resume from the "
                         "stored summaries", self.conversation_id, err)
             return
-        self._attempts = max(self._attempts, attempts or 0)
-        self._since_attempt = None if last is None else max(0, self._total_added - last)
-        self._failures, self._retry_at = failures or 0, retry_at or 0
-        self._model_failures, self._model_retry_at = model_failures or 0, model_retry_at or 0
-        self._guard_at = guard_at
-        self._total_evicted, self._evicted_since = total_evicted or 0, evicted_since or 0
-        self._since_summary = max(0, self._total_added - (summary_at or 0))
-        self._min_tokens_since = low
-        self._saved_cadence = self._cadence()
+        self._saved_key = self._c.key()
 
     def close(self) -> None:
         """Release this engine's claim on the conversation (another engine may then open it)."""
@@ -518,19 +471,20 @@ class RollingSummarizer:
             self._window.pin(message, n)
             return message
         self._window.push(seq, message, n)
-        self._total_added += 1
-        self._since_summary += 1
-        if self._since_attempt is not None:
-            self._since_attempt += 1
+        c = self._c
+        c.total_added += 1
+        c.since_summary += 1
+        if c.since_attempt is not None:
+            c.since_attempt += 1
         return message
 
     def _observe(self) -> None:
         t = self.context_tokens()
-        if self._min_tokens_since is None or t < self._min_tokens_since:
-            self._min_tokens_since = t
+        if self._c.min_tokens_since is None or t < self._c.min_tokens_since:
+            self._c.min_tokens_since = t
 
     def _state(self, passes: int) -> WindowState:
-        w = self._window
+        w, c = self._window, self._c
         summary = self._history[-1] if self._history else None
         return WindowState(
             messages=w.active,
@@ -541,35 +495,27 @@ class RollingSummarizer:
             summary=summary,
             chain_length=len(self._history),
             messages_covered=summary.messages_covered if summary is not None else 0,
-            total_added=self._total_added,
-            since_summary=self._since_summary,
+            total_added=c.total_added,
+            since_summary=c.since_summary,
             pending=len(w.pending),
             pending_messages=w.pending,
-            evicted_since_summary=self._evicted_since,
+            evicted_since_summary=c.evicted_since,
             dropped=self._dropped,
-            min_tokens_since_summary=self._min_tokens_since,
+            min_tokens_since_summary=c.min_tokens_since,
             context_window=self.settings.context_window,
             passes=passes,
-            last_failed=self._in_backoff(),
-            since_attempt=self._since_attempt,
-            attempts=self._attempts,
-            total_evicted=self._total_evicted,
+            last_failed=c.in_backoff(),
+            since_attempt=c.since_attempt,
+            attempts=c.attempts,
+            total_evicted=c.total_evicted,
             summary_budget=self._summary_room,
         )
 
     # ------------------------------------------------------------------ internals: decisions
 
-    def _in_backoff(self) -> bool:
-        return self._failures > 0 and self._total_added < self._retry_at
-
-    def _rate_allows(self) -> bool:
-        """`min_messages_per_attempt`: the k-th attempt needs k × that many messages added."""
-        every = self.settings.min_messages_per_attempt
-        return every == 0 or (self._attempts + 1) * every <= self._total_added
-
-    def _primary_blocked(self) -> bool:
-        """The primary summarizer failed (the fallback answered) and is backing off."""
-        return self._model_failures > 0 and self._total_added < self._model_retry_at
+    def _may_attempt(self) -> bool:
+        """Not backing off after failures, and `min_messages_per_attempt` allows one more."""
+        return not self._c.in_backoff() and self._c.rate_allows(self.settings.min_messages_per_attempt)
 
     def _lagging(self) -> bool:
         return self._inflight is not None
@@ -624,7 +570,7 @@ class RollingSummarizer:
             self._clear()
         if not system and not busy() and self._summary_due():
             for decision in self._summary_decisions(events):
-                if self._in_backoff() or not self._rate_allows():
+                if not self._may_attempt():
                     break
                 ev = launch(self._plan(decision))
                 if ev is None:
@@ -672,8 +618,8 @@ class RollingSummarizer:
         self.store.set_state(self.conversation_id, ids, "pending", decision.reason)  # type: ignore[arg-type]
         removed = self._window.remove(set(ids), at=decision.indices)  # type: ignore[arg-type]
         self._window.add_pending(removed)
-        self._evicted_since += len(removed)
-        self._total_evicted += len(removed)
+        self._c.evicted_since += len(removed)
+        self._c.total_evicted += len(removed)
         return SummaryEvent("evict", self._seq - 1, decision.reason, messages=len(removed),
                             tokens_before=before, tokens_after=self.context_tokens(), guard=guard)
 
@@ -687,7 +633,7 @@ class RollingSummarizer:
         n = len(w.remove(set(ids), at=decision.indices))  # type: ignore[arg-type]
         if decision.include_pending:
             n += w.clear_pending()
-            self._evicted_since = 0
+            self._c.evicted_since = 0
         self._dropped += n
         return SummaryEvent("drop", self._seq - 1, decision.reason, messages=n,
                             tokens_before=before, tokens_after=self.context_tokens())
@@ -721,10 +667,10 @@ class RollingSummarizer:
     def _guard_may_compact(self) -> bool:
         """A guard summary only when it is allowed (backoff, the policy's own rate limit, the
         guard's token bound) and can bring the context inside the window at all."""
-        if self._in_backoff() or not self._rate_allows():
+        if not self._may_attempt():
             return False
-        if self._guard_at is not None and \
-                self._added_tokens - self._guard_at < guard.gap(self.settings.guard_low_water, self._limit):
+        at = self._c.guard_at
+        if at is not None and self._added_tokens - at < guard.gap(self.settings.guard_low_water, self._limit):
             return False
         if self._window.pinned_tokens + self._summary_room >= self._limit:
             return False
@@ -757,39 +703,23 @@ class RollingSummarizer:
     def _clip(self) -> SummaryEvent:
         """The impossible case: what must stay (the newest message, pinned system messages) is
         larger than the window on its own. Clip it in the context, never in the store
-        (`guard.clip_plan`: water-filling; then the summary, then the oldest pinned left out)."""
+        (`guard.clip`: water-filling; then the summary, then the oldest pinned left out)."""
         before = self.context_tokens()
         window = self._limit
-        w = self._window
-        items: list[tuple[bool, Message, int]] = [(True, m, n) for m, n in zip(w.pinned, w.pinned_n)]
-        items += [(False, w.cleared.get(m.id, m) if m.id is not None else m, n) for m, n in zip(w.active, w.tokens)]
-        floors = {m.id or "": guard.clip_floor(self.counter, m) for _, m, _ in items}
-        plan = guard.clip_plan([(p, m.id or "", n) for p, m, n in items], floors, window, self._summary_tokens)
-        if plan.hide_summary:
-            self._summary_hidden = True
-        omitted = set(plan.omitted)
-        clipped = 0
-        for _, m, n in items:
-            if m.id in omitted:
-                continue
-            if n > plan.cap:
-                w.clips[m.id] = guard.clip_message(self.counter, m, int(plan.cap))  # type: ignore[index]
-                clipped += 1
-        w.omitted = omitted
-        w.recount(self.counter.count_message)
-        if self.context_tokens() > window and not self._summary_hidden:
+        clipped, omitted, hide = guard.clip(self._window, self.counter, window, self._summary_tokens)
+        if hide or self.context_tokens() > window:
             self._summary_hidden = True
         if self.context_tokens() > window:
             log.error("window guard could not fit %s into %d tokens", self.conversation_id, window)
         what = [f"{clipped} message(s) clipped in the context"]
         if omitted:
-            what.append(f"{len(omitted)} pinned system message(s) left out")
+            what.append(f"{omitted} pinned system message(s) left out")
         if self._summary_hidden:
             what.append("the summary left out")
         reason = (f"window guard: what must stay is larger than the {self._limit_name()} on its own: "
                   + ", ".join(what) + "; stored messages unchanged")
         log.warning("%s (conversation %s)", reason, self.conversation_id)
-        return SummaryEvent("clip", self._seq - 1, reason, messages=clipped + len(omitted),
+        return SummaryEvent("clip", self._seq - 1, reason, messages=clipped + omitted,
                             tokens_before=before, tokens_after=self.context_tokens(), guard=True)
 
     def _unclip(self) -> None:
@@ -840,13 +770,12 @@ class RollingSummarizer:
             depth = 0
         else:
             depth = previous.depth + 1 if decision.fold else previous.depth
-        self._since_attempt = 0
-        self._attempts += 1
+        self._c.attempted()
         if guard:
-            self._guard_at = self._added_tokens
+            self._c.guard_at = self._added_tokens
         job = Job(decision, self._seq - 1, tuple(taken), span_ids, previous, depth,  # type: ignore[arg-type]
-                  self.context_tokens(), self._total_added, guard=guard,
-                  skip_primary=self.fallback is not None and self._primary_blocked())
+                  self.context_tokens(), self._c.total_added, guard=guard,
+                  skip_primary=self.fallback is not None and self._c.primary_blocked())
         self._persist_cadence()  # before the call: a process that dies in it still counted it
         return job
 
@@ -855,24 +784,8 @@ class RollingSummarizer:
         worker thread."""
         return jobs.run(job, self._maker())
 
-    def _backoff(self, failures: int) -> int:
-        """Messages to wait after `failures` failures in a row: cooldown × 2**(k−1), capped."""
-        return min(self.failure_cooldown * 2 ** min(failures - 1, 30),
-                   max(self.max_failure_backoff, self.failure_cooldown))
-
     def _failed(self) -> None:
-        """Back off: the k-th failure in a row blocks attempts for cooldown × 2**(k−1) messages."""
-        self._failures += 1
-        self._retry_at = self._total_added + self._backoff(self._failures)
-
-    def _primary_outcome(self, job: Job, outcome: Outcome) -> None:
-        """The primary summarizer's own backoff: a failure the fallback covered counts like any
-        failure (the fallback is then used alone until the backoff ends); an answer resets it."""
-        if outcome.primary_failed:
-            self._model_failures += 1
-            self._model_retry_at = self._total_added + self._backoff(self._model_failures)
-        elif not job.skip_primary and outcome.draft is not None:
-            self._model_failures = 0
+        self._c.failed(self.settings.failure_cooldown, self.settings.max_failure_backoff)
 
     def _apply(self, job: Job, outcome: Outcome) -> SummaryEvent:
         """Commit a finished job. Before the store commit nothing changes; after it, the window."""
@@ -885,76 +798,34 @@ class RollingSummarizer:
         lag = (self._seq - 1) - job.turn
         covered = job.messages
         self.usage = self.usage + outcome.usage
-        self._primary_outcome(job, outcome)
+        self._c.primary_outcome(outcome.primary_failed, not job.skip_primary and outcome.draft is not None,
+                                self.settings.failure_cooldown, self.settings.max_failure_backoff)
         if outcome.draft is None:
             self._failed()
             err = outcome.error
             reason = redact(str(err)) if err else "unknown"
             log.warning("summary failed at turn %d after %d attempt(s): %s; all %d messages kept",
                         job.turn, outcome.attempts, reason, len(covered))
-            return SummaryEvent("failure", job.turn, job.decision.reason, depth=job.depth, messages=0,
-                                tokens_before=job.tokens_before, tokens_after=self.context_tokens(),
-                                lag_turns=lag, error=reason,
-                                error_kind=err.kind.value if err else None, attempts=outcome.attempts,
-                                usage=outcome.usage, guard=job.guard)
-        draft = outcome.draft
-        prev = job.previous
-        seq = len(self._history)
-        ids = tuple(m.id for m in covered if m.id is not None)
-        record = SummaryRecord(
-            id=f"{self.conversation_id}/summary/{seq}",
-            conversation_id=self.conversation_id,
-            text=draft.text.strip(),
-            depth=job.depth,
-            parent_id=prev.id if prev is not None else None,
-            key_points=draft.key_points,
-            facets=draft.facets,
-            pinned_facts=outcome.pinned,
-            covered_ids=ids,
-            start_id=ids[0] if ids else None,
-            end_id=ids[-1] if ids else None,
-            messages_covered=(prev.messages_covered if prev is not None else 0) + len(ids),
-            tokens=0,
-            model=draft.model,
-            prompt_id=draft.prompt_id,
-            prompt_hash=draft.prompt_hash,
-            usage=outcome.usage,
-            created_at=self._clock().isoformat(),
-            seq=seq,
-            fallback=outcome.fallback or draft.fallback,
-            notes=draft.notes,
-            facts=outcome.facts,
-            ledger=outcome.counts,
-            meta={**_plain(draft.meta), "reason": job.decision.reason, "turn": job.turn, "preset": self.preset,
-                  **({"guard": True} if job.guard else {}), **jobs.cap_meta(job, self._maker())},
-        )
-        record = replace(record, tokens=self.counter.count(record.render()))
+            return jobs.failure_event(job, outcome, reason, err.kind.value if err else None, lag=lag,
+                                      tokens_after=self.context_tokens())
+        record = jobs.record(job, outcome, outcome.draft, self._maker(), seq=len(self._history), preset=self.preset,
+                             created_at=self._clock().isoformat())
+        ids = record.covered_ids
         try:
             self.store.commit_summary(record, ids)
         except Exception as err:  # a refusing or broken store: nothing committed, nothing moves
             self._failed()
             log.error("store refused summary %s: %s; all messages kept", record.id, redact(str(err)))
-            return SummaryEvent("failure", job.turn, job.decision.reason, depth=job.depth,
-                                tokens_before=job.tokens_before, tokens_after=self.context_tokens(),
-                                lag_turns=lag, error=redact(f"store: {err}"), error_kind="store",
-                                attempts=outcome.attempts, usage=outcome.usage, guard=job.guard)
+            return jobs.failure_event(job, outcome, redact(f"store: {err}"), "store", lag=lag,
+                                      tokens_after=self.context_tokens())
         # committed: now change the window
         done = set(ids)
         self._window.remove(done & job.span_ids)
         self._window.unpend(done)
         self._history.append(record)
-        self._since_summary = self._total_added - job.added_at
-        self._evicted_since = len(self._window.pending)
-        self._failures = 0
-        self._min_tokens_since = None
+        self._c.summarized(job.added_at, len(self._window.pending))
         self._refresh_summary()
-        c = outcome.counts
-        return SummaryEvent("summary", job.turn, job.decision.reason, record=record, depth=job.depth,
-                            messages=len(ids), tokens_before=job.tokens_before,
-                            tokens_after=self.context_tokens(), lag_turns=lag, attempts=outcome.attempts,
-                            facts_found=c.get("found", 0), facts_kept=c.get("kept", 0),
-                            facts_pinned=c.get("pinned", 0), facts_lost=c.get("lost", 0),
-                            usage=outcome.usage, fallback=record.fallback, guard=job.guard)
+        return jobs.summary_event(job, outcome, record, lag=lag, tokens_after=self.context_tokens())
 
     def _refresh_summary(self) -> None:
         rec = self.summary
@@ -984,9 +855,3 @@ class RollingSummarizer:
             except Exception:  # the caller's callback must not turn a stored message into an error
                 log.exception("rollsum: on_event callback raised; event %s dropped from it", ev.kind)
 
-
-def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """A summarizer's meta as the store will give it back (JSON types): a record read after a
-    restart must equal the one made before it."""
-    plain: dict[str, Any] = json.loads(json.dumps(dict(meta), default=str))
-    return plain

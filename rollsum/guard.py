@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from rollsum.context import CLIP_MARKER, clip_text
 from rollsum.tokens import TokenCounter
 from rollsum.types import Message
+from rollsum.window import Window
 
 
 def gap(low_water: float, limit: int) -> int:
@@ -128,6 +129,26 @@ def clip_plan(items: Sequence[tuple[bool, str, int]], floors: Mapping[str, int],
     return ClipPlan(cap, tuple(omitted), hide)
 
 
+def clip(w: Window, counter: TokenCounter, window: int, summary_tokens: int) -> tuple[int, int, bool]:
+    """Clip the window's display versions so what must stay fits `window` (`clip_plan`), and
+    recount: (messages clipped, pinned messages left out, whether the summary must go too)."""
+    items: list[tuple[bool, Message, int]] = [(True, m, n) for m, n in zip(w.pinned, w.pinned_n)]
+    items += [(False, w.cleared.get(m.id, m) if m.id is not None else m, n) for m, n in zip(w.active, w.tokens)]
+    floors = {m.id or "": clip_floor(counter, m) for _, m, _ in items}
+    plan = clip_plan([(p, m.id or "", n) for p, m, n in items], floors, window, summary_tokens)
+    omitted = set(plan.omitted)
+    clipped = 0
+    for _, m, n in items:
+        if m.id in omitted:
+            continue
+        if n > plan.cap:
+            w.clips[m.id] = clip_message(counter, m, int(plan.cap))  # type: ignore[index]
+            clipped += 1
+    w.omitted = omitted
+    w.recount(counter.count_message)
+    return clipped, len(omitted), plan.hide_summary
+
+
 def clip_floor(counter: TokenCounter, m: Message) -> int:
     """The least a clipped message can take: its marker alone."""
     return counter.count_message(Message(m.role, CLIP_MARKER.format(n=len(m.content)), id=f"{m.id}#f"))
@@ -146,5 +167,5 @@ def clip_message(counter: TokenCounter, m: Message, max_tokens: int) -> Message:
         room -= 1  # a counter whose message framing is not constant: tighten and retry
 
 
-__all__ = ["ClipPlan", "clip_floor", "clip_message", "clip_plan", "compaction", "eviction", "gap", "limit_name",
+__all__ = ["ClipPlan", "clip", "clip_floor", "clip_message", "clip_plan", "compaction", "eviction", "gap", "limit_name",
            "order", "target"]

@@ -21,10 +21,11 @@ What making a summary involves, in order (`make`):
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from rollsum import ledger as fact_ledger
 from rollsum.context import append_summary
@@ -34,7 +35,7 @@ from rollsum.redact import redact, redacting_logger
 from rollsum.settings import EngineSettings, LedgerMode
 from rollsum.summarizers.base import Summarizer, SummaryDraft, SummaryRequest, rewrites_previous
 from rollsum.tokens import TokenCounter
-from rollsum.types import Message, SummaryRecord, Usage
+from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
 
 log = redacting_logger(__name__)
 
@@ -198,6 +199,68 @@ def make(job: Job, maker: Maker, out: Outcome) -> None:
                   "lost": len(lost) - len(pinned)}
 
 
+def record(job: Job, outcome: Outcome, draft: SummaryDraft, maker: Maker, *, seq: int, preset: str,
+           created_at: str) -> SummaryRecord:
+    """The record a successful job commits: its `draft` (``outcome.draft``) with its lineage
+    (parent, depth, what it covers), the ledger's counts and how it was made (meta)."""
+    prev = job.previous
+    ids = tuple(m.id for m in job.messages if m.id is not None)
+    rec = SummaryRecord(
+        id=f"{maker.conversation_id}/summary/{seq}",
+        conversation_id=maker.conversation_id,
+        text=draft.text.strip(),
+        depth=job.depth,
+        parent_id=prev.id if prev is not None else None,
+        key_points=draft.key_points,
+        facets=draft.facets,
+        pinned_facts=outcome.pinned,
+        covered_ids=ids,
+        start_id=ids[0] if ids else None,
+        end_id=ids[-1] if ids else None,
+        messages_covered=(prev.messages_covered if prev is not None else 0) + len(ids),
+        tokens=0,
+        model=draft.model,
+        prompt_id=draft.prompt_id,
+        prompt_hash=draft.prompt_hash,
+        usage=outcome.usage,
+        created_at=created_at,
+        seq=seq,
+        fallback=outcome.fallback or draft.fallback,
+        notes=draft.notes,
+        facts=outcome.facts,
+        ledger=outcome.counts,
+        meta={**_plain(draft.meta), "reason": job.decision.reason, "turn": job.turn, "preset": preset,
+              **({"guard": True} if job.guard else {}), **cap_meta(job, maker)},
+    )
+    return replace(rec, tokens=maker.counter.count(rec.render()))
+
+
+def summary_event(job: Job, outcome: Outcome, rec: SummaryRecord, *, lag: int, tokens_after: int) -> SummaryEvent:
+    """The event of a committed summary (`lag`: turns between planning and landing)."""
+    c = outcome.counts
+    return SummaryEvent("summary", job.turn, job.decision.reason, record=rec, depth=job.depth,
+                        messages=len(rec.covered_ids), tokens_before=job.tokens_before,
+                        tokens_after=tokens_after, lag_turns=lag, attempts=outcome.attempts,
+                        facts_found=c.get("found", 0), facts_kept=c.get("kept", 0),
+                        facts_pinned=c.get("pinned", 0), facts_lost=c.get("lost", 0),
+                        usage=outcome.usage, fallback=rec.fallback, guard=job.guard)
+
+
+def failure_event(job: Job, outcome: Outcome, error: str, kind: str | None, *, lag: int,
+                  tokens_after: int) -> SummaryEvent:
+    """The event of a job that changed nothing: no draft, or a store that refused the record."""
+    return SummaryEvent("failure", job.turn, job.decision.reason, depth=job.depth, messages=0,
+                        tokens_before=job.tokens_before, tokens_after=tokens_after, lag_turns=lag, error=error,
+                        error_kind=kind, attempts=outcome.attempts, usage=outcome.usage, guard=job.guard)
+
+
+def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A summarizer's meta as the store will give it back (JSON types): a record read after a
+    restart must equal the one made before it."""
+    plain: dict[str, Any] = json.loads(json.dumps(dict(meta), default=str))
+    return plain
+
+
 def appended(previous: SummaryRecord, draft: SummaryDraft, budget: int, counter: TokenCounter) -> SummaryDraft:
     """Past the depth cap: the span's summary after the previous text, oldest cut first."""
     text, note = append_summary(previous.text, draft.text, budget, counter.count)
@@ -250,4 +313,4 @@ def render(draft: SummaryDraft) -> str:
 
 
 __all__ = ["MAX_KEY_POINTS", "SELECTED_AT_CAP", "Job", "Maker", "Outcome", "appended", "attempt", "cap_merge",
-           "cap_meta", "make", "missing", "render", "run"]
+           "cap_meta", "failure_event", "make", "missing", "record", "render", "run", "summary_event"]

@@ -141,7 +141,7 @@ class EngineSettings:
         if self.depth_cap_merge not in ("select", "cut"):
             return f"depth_cap_merge: expected 'select' or 'cut', got {self.depth_cap_merge!r}"
         if self.reserved_output_tokens >= self.context_window:
-            return (f"reserved_output_tokens ({self.reserved_output_tokens}) must be below "
+            return (f"reserved_output_tokens ({self.reserved_output_tokens}) must be >= 0 and below "
                     f"context_window ({self.context_window})")
         if isinstance(self.clear_exclude_tools, str):
             return "clear_exclude_tools: expected a list of tool names, got a string"
