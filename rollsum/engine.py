@@ -47,7 +47,7 @@ from rollsum.context import OMITTED_SUMMARY, ContextFormat, budget_summary, get_
 from rollsum.errors import ConfigError
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
-from rollsum.policies.base import Decision, Policy, WindowState, fold_allowed, may_summarize, policy_params
+from rollsum.policies.base import Decision, Policy, WindowState, may_summarize, policy_params
 from rollsum.redact import redact, redacting_logger
 from rollsum.settings import MIN_WINDOW, DepthCapMerge, EngineSettings, LedgerMode, Setting
 from rollsum.store.base import Store
@@ -112,48 +112,23 @@ class RollingSummarizer:
     clear_tool_results = Setting[bool]()
 
     def __init__(
-        self,
-        policy: Policy,
-        summarizer: Summarizer,
-        *,
-        counter: TokenCounter | None = None,
-        store: Store | str | None = None,
-        context_format: ContextFormat | str = "earlier-heading",
-        conversation_id: str | None = None,
-        context_window: int = DEFAULT_CONTEXT_WINDOW,
-        enforce_window: bool | None = None,
-        guard_low_water: float = 0.6,
-        guard_min_tail: int = 2,
-        reserved_output_tokens: int = 0,
-        summary_share: float = 0.10,
-        max_summary_tokens: int = 1024,
-        min_summary_tokens: int = 50,
-        max_request_tokens: int | None = None,
-        fallback: Summarizer | None = None,
-        retries: int = 1,
-        backoff_s: float = 0.25,
-        max_retry_after_s: float = 60.0,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], datetime] = _utcnow,
-        ledger: LedgerMode = "auto",
-        ledger_share: float = 0.25,
-        ledger_max_facts: int = 60,
-        lag_turns: int = 0,
-        max_passes: int = 4,
-        failure_cooldown: int = 2,
-        max_failure_backoff: int = 64,
-        min_messages_per_attempt: int = 10,
-        rebuild_from_raw: bool = False,
-        depth_cap_merge: DepthCapMerge = "select",
-        on_event: Callable[[SummaryEvent], None] | None = None,
-        preset: str = "",
-        takeover: bool = False,
-        clear_tool_results: bool = False,
-        clear_trigger: int | None = None,
-        clear_keep: int = 3,
-        clear_at_least: int = 0,
-        clear_exclude_tools: Sequence[str] = (),
+        self, policy: Policy, summarizer: Summarizer, *,
+        counter: TokenCounter | None = None, store: Store | str | None = None,
+        context_format: ContextFormat | str = "earlier-heading", conversation_id: str | None = None,
+        context_window: int = DEFAULT_CONTEXT_WINDOW, enforce_window: bool | None = None,
+        guard_low_water: float = 0.6, guard_min_tail: int = 2, reserved_output_tokens: int = 0,
+        summary_share: float = 0.10, max_summary_tokens: int = 1024, min_summary_tokens: int = 50,
+        max_request_tokens: int | None = None, fallback: Summarizer | None = None,
+        retries: int = 1, backoff_s: float = 0.25, max_retry_after_s: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep, clock: Callable[[], datetime] = _utcnow,
+        ledger: LedgerMode = "auto", ledger_share: float = 0.25, ledger_max_facts: int = 60,
+        lag_turns: int = 0, max_passes: int = 4, failure_cooldown: int = 2, max_failure_backoff: int = 64,
+        min_messages_per_attempt: int = 10, rebuild_from_raw: bool = False, depth_cap_merge: DepthCapMerge = "select",
+        on_event: Callable[[SummaryEvent], None] | None = None, preset: str = "", takeover: bool = False,
+        clear_tool_results: bool = False, clear_trigger: int | None = None, clear_keep: int = 3,
+        clear_at_least: int = 0, clear_exclude_tools: Sequence[str] = (),
     ) -> None:
+        """Every setting by keyword (`EngineSettings` documents them), validated there."""
         settings = EngineSettings(
             context_format=context_format, context_window=context_window, enforce_window=enforce_window,
             guard_low_water=guard_low_water, guard_min_tail=guard_min_tail,
@@ -224,10 +199,7 @@ class RollingSummarizer:
         self._budget = settings.summary_budget
         self._window = Window()
         self._history: list[SummaryRecord] = []
-        self._summary_msg: Message | None = None
-        self._summary_tokens = 0
         self._summary_room = self._room_for_summary()
-        self._summary_hidden = False  # the guard's last resort left the summary out
         # counters
         self._seq = 0
         self._added_tokens = 0
@@ -280,6 +252,7 @@ class RollingSummarizer:
         c.evicted_since = len(w.pending)
         self._restore_cadence()
         self._refresh_summary()
+
     def _persist_cadence(self) -> None:
         """Save the cadence when it changed (at an attempt, a failure, an eviction: not on every
         message). A store without `save_cadence` (a third-party one) just does not keep it."""
@@ -314,7 +287,6 @@ class RollingSummarizer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
 
     # ------------------------------------------------------------------ public API
 
@@ -391,8 +363,7 @@ class RollingSummarizer:
         active: Sequence[Message] = w.active
         if w.altered:
             pinned, active = w.shown_pinned(), w.shown_active()
-        summary = None if self._summary_hidden else self._summary_msg
-        return self.format.assemble(system=system, pinned=pinned, active=active, summary=summary,
+        return self.format.assemble(system=system, pinned=pinned, active=active, summary=w.shown_summary(),
                                     head=self._head())
 
     def to_anthropic(self, system: str | None = None, *, timestamps: str = "none"
@@ -420,16 +391,13 @@ class RollingSummarizer:
 
     def context_tokens(self, system: str | None = None) -> int:
         extra = self.counter.count(system) + getattr(self.counter, "overhead", 0) if system else 0
-        summary = 0 if self._summary_hidden else self._summary_tokens
-        w = self._window
-        return w.pinned_tokens + summary + w.active_tokens + extra
+        return self._window.context_tokens() + extra
 
 
     def summary_text(self) -> str:
         """The summary as it appears in the context (budgeted), or "" without one."""
-        if self._summary_msg is None or self._summary_hidden:
-            return ""
-        return self._summary_msg.content
+        shown = self._window.shown_summary()
+        return "" if shown is None else shown.content
 
     def config(self) -> dict[str, Any]:
         """Everything needed to re-create this engine, with every value resolved."""
@@ -487,28 +455,15 @@ class RollingSummarizer:
         w, c = self._window, self._c
         summary = self._history[-1] if self._history else None
         return WindowState(
-            messages=w.active,
-            tokens=w.tokens,
-            active_tokens=w.active_tokens,
-            pinned_tokens=w.pinned_tokens,
-            summary_tokens=0 if self._summary_hidden else self._summary_tokens,
-            summary=summary,
+            messages=w.active, tokens=w.tokens, active_tokens=w.active_tokens, pinned_tokens=w.pinned_tokens,
+            summary_tokens=0 if w.summary_hidden else w.summary_tokens, summary=summary,
             chain_length=len(self._history),
             messages_covered=summary.messages_covered if summary is not None else 0,
-            total_added=c.total_added,
-            since_summary=c.since_summary,
-            pending=len(w.pending),
-            pending_messages=w.pending,
-            evicted_since_summary=c.evicted_since,
-            dropped=self._dropped,
-            min_tokens_since_summary=c.min_tokens_since,
-            context_window=self.settings.context_window,
-            passes=passes,
-            last_failed=c.in_backoff(),
-            since_attempt=c.since_attempt,
-            attempts=c.attempts,
-            total_evicted=c.total_evicted,
-            summary_budget=self._summary_room,
+            total_added=c.total_added, since_summary=c.since_summary, pending=len(w.pending),
+            pending_messages=w.pending, evicted_since_summary=c.evicted_since, dropped=self._dropped,
+            min_tokens_since_summary=c.min_tokens_since, context_window=self.settings.context_window,
+            passes=passes, last_failed=c.in_backoff(), since_attempt=c.since_attempt, attempts=c.attempts,
+            total_evicted=c.total_evicted, summary_budget=self._summary_room,
         )
 
     # ------------------------------------------------------------------ internals: decisions
@@ -565,7 +520,7 @@ class RollingSummarizer:
         time per conversation); the guard still keeps the window, without the model.
         """
         events: list[SummaryEvent] = []
-        self._unclip()
+        self._window.unclip(self.counter.count_message)
         if self.clear_tool_results:
             self._clear()
         if not system and not busy() and self._summary_due():
@@ -661,9 +616,6 @@ class RollingSummarizer:
             events.append(self._clip())
         return events
 
-    def _limit_name(self) -> str:
-        return guard.limit_name(self.settings.context_window, self.settings.reserved_output_tokens)
-
     def _guard_may_compact(self) -> bool:
         """A guard summary only when it is allowed (backoff, the policy's own rate limit, the
         guard's token bound) and can bring the context inside the window at all."""
@@ -677,28 +629,13 @@ class RollingSummarizer:
         return may_summarize(self.policy, self._state(0))
 
     def _guard_decision(self) -> Decision | None:
-        w, s = self._window, self.settings
-        n = len(w.active)
-        aim = guard.target(s.guard_low_water, self._limit, w.pinned_tokens, self._summary_room)
-        picked = guard.compaction(w.tokens, w.active_tokens, self._head(), s.guard_min_tail, aim)
-        indices = tuple(i for i in w.keep_tool_pairs(sorted(picked)) if i < n - 1)
-        if not indices and not w.pending:
-            return None
-        depth = self.summary.depth + 1 if self.summary is not None else 0
-        fold = fold_allowed(self.policy, depth)
-        return Decision("summarize", indices,
-                        f"window guard: context {self.context_tokens()} > {self._limit_name()}; "
-                        f"compacting to {s.guard_low_water:g} of it" + ("" if fold else " (depth cap: not folded)"),
-                        fold=fold)
+        return guard.compaction_decision(self._window, self.settings, self._head(), self._summary_room,
+                                         self.context_tokens(), self.policy, self.summary)
 
     def _guard_evict(self) -> SummaryEvent | None:
         """Oldest active messages to pending until the context fits; never the newest."""
-        picked = guard.eviction(self._window.tokens, self._head(), self.context_tokens() - self._limit)
-        if not picked:
-            return None
-        reason = (f"window guard: context {self.context_tokens()} > {self._limit_name()}; "
-                  f"moved {len(picked)} oldest messages out of the context until the next summary")
-        return self._evict(Decision("evict", tuple(sorted(picked)), reason, include_pending=False), guard=True)
+        decision = guard.eviction_decision(self._window, self.settings, self._head(), self.context_tokens())
+        return None if decision is None else self._evict(decision, guard=True)
 
     def _clip(self) -> SummaryEvent:
         """The impossible case: what must stay (the newest message, pinned system messages) is
@@ -706,31 +643,16 @@ class RollingSummarizer:
         (`guard.clip`: water-filling; then the summary, then the oldest pinned left out)."""
         before = self.context_tokens()
         window = self._limit
-        clipped, omitted, hide = guard.clip(self._window, self.counter, window, self._summary_tokens)
-        if hide or self.context_tokens() > window:
-            self._summary_hidden = True
+        w = self._window
+        clipped, omitted = guard.clip(w, self.counter, window)
+        if self.context_tokens() > window:
+            w.summary_hidden = True
         if self.context_tokens() > window:
             log.error("window guard could not fit %s into %d tokens", self.conversation_id, window)
-        what = [f"{clipped} message(s) clipped in the context"]
-        if omitted:
-            what.append(f"{omitted} pinned system message(s) left out")
-        if self._summary_hidden:
-            what.append("the summary left out")
-        reason = (f"window guard: what must stay is larger than the {self._limit_name()} on its own: "
-                  + ", ".join(what) + "; stored messages unchanged")
+        reason = guard.clip_reason(self.settings, clipped, omitted, w.summary_hidden)
         log.warning("%s (conversation %s)", reason, self.conversation_id)
         return SummaryEvent("clip", self._seq - 1, reason, messages=clipped + omitted,
                             tokens_before=before, tokens_after=self.context_tokens(), guard=True)
-
-    def _unclip(self) -> None:
-        """Back to the full messages before deciding again: clipping is redone only if needed."""
-        w = self._window
-        if not (w.clips or w.omitted or self._summary_hidden):
-            return
-        w.clips.clear()
-        w.omitted.clear()
-        self._summary_hidden = False
-        w.recount(self.counter.count_message)
 
     # ------------------------------------------------------------------ internals: summaries
 
@@ -828,16 +750,16 @@ class RollingSummarizer:
         return jobs.summary_event(job, outcome, record, lag=lag, tokens_after=self.context_tokens())
 
     def _refresh_summary(self) -> None:
-        rec = self.summary
+        rec, w = self.summary, self._window
         if rec is None:
-            self._summary_msg, self._summary_tokens = None, 0
+            w.summary, w.summary_tokens = None, 0
             return
         text, note = budget_summary(rec.render(), self._budget, min_tokens=self.settings.min_summary_tokens,
                                     count=self.counter.count)
         if note:
             log.info("summary %s: %s", rec.id, note)
-        self._summary_msg = self.format.summary_message(text, rec)
-        self._summary_tokens = self.counter.count_message(self._summary_msg)
+        w.summary = self.format.summary_message(text, rec)
+        w.summary_tokens = self.counter.count_message(w.summary)
 
     # ------------------------------------------------------------------ internals: events
 

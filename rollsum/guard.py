@@ -26,8 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from rollsum.context import CLIP_MARKER, clip_text
+from rollsum.policies.base import Decision, Policy, fold_allowed
+from rollsum.settings import EngineSettings
 from rollsum.tokens import TokenCounter
-from rollsum.types import Message
+from rollsum.types import Message, SummaryRecord
 from rollsum.window import Window
 
 
@@ -42,6 +44,10 @@ def limit_name(context_window: int, reserved_output_tokens: int) -> str:
         return (f"budget {context_window - reserved_output_tokens} (window {context_window} − "
                 f"{reserved_output_tokens} reserved)")
     return f"window {context_window}"
+
+
+def _named(s: EngineSettings) -> str:
+    return limit_name(s.context_window, s.reserved_output_tokens)
 
 
 def order(head: int, limit: int) -> list[int]:
@@ -81,6 +87,45 @@ def eviction(tokens: Sequence[int], head: int, over: int) -> list[int]:
         picked.append(i)
         freed += tokens[i]
     return picked
+
+
+def compaction_decision(w: Window, s: EngineSettings, head: int, summary_room: int, context_tokens: int,
+                        policy: Policy, summary: SummaryRecord | None) -> Decision | None:
+    """Step 1 as the decision the engine plans: the oldest messages down to the low-water mark
+    (whole tool groups, never the newest message), folded unless the depth cap says not."""
+    n = len(w.active)
+    aim = target(s.guard_low_water, s.limit, w.pinned_tokens, summary_room)
+    picked = compaction(w.tokens, w.active_tokens, head, s.guard_min_tail, aim)
+    indices = tuple(i for i in w.keep_tool_pairs(sorted(picked)) if i < n - 1)
+    if not indices and not w.pending:
+        return None
+    depth = summary.depth + 1 if summary is not None else 0
+    fold = fold_allowed(policy, depth)
+    return Decision("summarize", indices,
+                    f"window guard: context {context_tokens} > {_named(s)}; "
+                    f"compacting to {s.guard_low_water:g} of it" + ("" if fold else " (depth cap: not folded)"),
+                    fold=fold)
+
+
+def eviction_decision(w: Window, s: EngineSettings, head: int, context_tokens: int) -> Decision | None:
+    """Step 2 as the engine applies it: the oldest messages to pending until the context fits."""
+    picked = eviction(w.tokens, head, context_tokens - s.limit)
+    if not picked:
+        return None
+    reason = (f"window guard: context {context_tokens} > {_named(s)}; "
+              f"moved {len(picked)} oldest messages out of the context until the next summary")
+    return Decision("evict", tuple(sorted(picked)), reason, include_pending=False)
+
+
+def clip_reason(s: EngineSettings, clipped: int, omitted: int, summary_hidden: bool) -> str:
+    """What a clip event says it did."""
+    what = [f"{clipped} message(s) clipped in the context"]
+    if omitted:
+        what.append(f"{omitted} pinned system message(s) left out")
+    if summary_hidden:
+        what.append("the summary left out")
+    return (f"window guard: what must stay is larger than the {_named(s)} "
+            "on its own: " + ", ".join(what) + "; stored messages unchanged")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,13 +174,16 @@ def clip_plan(items: Sequence[tuple[bool, str, int]], floors: Mapping[str, int],
     return ClipPlan(cap, tuple(omitted), hide)
 
 
-def clip(w: Window, counter: TokenCounter, window: int, summary_tokens: int) -> tuple[int, int, bool]:
-    """Clip the window's display versions so what must stay fits `window` (`clip_plan`), and
-    recount: (messages clipped, pinned messages left out, whether the summary must go too)."""
+def clip(w: Window, counter: TokenCounter, window: int) -> tuple[int, int]:
+    """Clip the window's display versions so what must stay fits `window` (`clip_plan`; the
+    summary is left out if even markers cannot fit otherwise), and recount: (messages clipped,
+    pinned messages left out)."""
     items: list[tuple[bool, Message, int]] = [(True, m, n) for m, n in zip(w.pinned, w.pinned_n)]
     items += [(False, w.cleared.get(m.id, m) if m.id is not None else m, n) for m, n in zip(w.active, w.tokens)]
     floors = {m.id or "": clip_floor(counter, m) for _, m, _ in items}
-    plan = clip_plan([(p, m.id or "", n) for p, m, n in items], floors, window, summary_tokens)
+    plan = clip_plan([(p, m.id or "", n) for p, m, n in items], floors, window, w.summary_tokens)
+    if plan.hide_summary:
+        w.summary_hidden = True
     omitted = set(plan.omitted)
     clipped = 0
     for _, m, n in items:
@@ -146,7 +194,7 @@ def clip(w: Window, counter: TokenCounter, window: int, summary_tokens: int) -> 
             clipped += 1
     w.omitted = omitted
     w.recount(counter.count_message)
-    return clipped, len(omitted), plan.hide_summary
+    return clipped, len(omitted)
 
 
 def clip_floor(counter: TokenCounter, m: Message) -> int:
@@ -167,5 +215,5 @@ def clip_message(counter: TokenCounter, m: Message, max_tokens: int) -> Message:
         room -= 1  # a counter whose message framing is not constant: tighten and retry
 
 
-__all__ = ["ClipPlan", "clip", "clip_floor", "clip_message", "clip_plan", "compaction", "eviction", "gap", "limit_name",
-           "order", "target"]
+__all__ = ["ClipPlan", "clip", "clip_floor", "clip_message", "clip_plan", "clip_reason", "compaction",
+           "compaction_decision", "eviction", "eviction_decision", "gap", "limit_name", "order", "target"]

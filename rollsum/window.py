@@ -1,4 +1,4 @@
-"""Where each message of a conversation is: pinned, active or pending (`Window`).
+"""What the context holds and where each message is: pinned, active or pending (`Window`).
 
 Why one object: the engine kept this as seven parallel lists plus three display maps, updated
 in a dozen places; every place had to keep the lists the same length, the running totals equal
@@ -12,7 +12,9 @@ to their sums and the display versions (a clipped or cleared message) in step wi
 - ``pending`` / ``pending_seq``: messages moved out of the context (never lost), in
   conversation order, folded into the next summary;
 - ``clips`` / ``cleared`` / ``omitted``: the display versions the window guard and tool-result
-  clearing show instead of a stored message, and the pinned ids left out.
+  clearing show instead of a stored message, and the pinned ids left out;
+- ``summary`` / ``summary_tokens`` / ``summary_hidden``: the summary message the context shows
+  (or, in the guard's last resort, leaves out).
 
 The lists stay parallel rather than one list of records on purpose: a policy's `WindowState`
 takes ``active`` and ``tokens`` as they are, without a copy per message, and an eviction deletes
@@ -34,7 +36,7 @@ class Window:
     """Pinned, active and pending messages of one conversation, with their token counts."""
 
     __slots__ = ("active", "active_seq", "active_tokens", "cleared", "clips", "omitted", "pending", "pending_seq",
-                 "pinned", "pinned_n", "pinned_tokens", "tokens")
+                 "pinned", "pinned_n", "pinned_tokens", "summary", "summary_hidden", "summary_tokens", "tokens")
 
     def __init__(self) -> None:
         self.pinned: list[Message] = []
@@ -52,6 +54,18 @@ class Window:
         """Tool-result clearing (`rollsum.clearing`): display versions of cleared results, by id."""
         self.omitted: set[str] = set()
         """Pinned messages the guard left out of the context."""
+        self.summary: Message | None = None
+        """The summary message as the context shows it (budgeted, in the preset's format)."""
+        self.summary_tokens = 0
+        self.summary_hidden = False
+        """The guard's last resort left the summary out of the context."""
+
+    def context_tokens(self) -> int:
+        """What the context takes without a caller's system prompt: pinned, summary, active."""
+        return self.pinned_tokens + (0 if self.summary_hidden else self.summary_tokens) + self.active_tokens
+
+    def shown_summary(self) -> Message | None:
+        return None if self.summary_hidden else self.summary
 
     # ------------------------------------------------------------------ adding
 
@@ -188,6 +202,16 @@ class Window:
 
     def shown_active(self) -> list[Message]:
         return [self.display(m) for m in self.active]
+
+    def unclip(self, count: Callable[[Message], int]) -> None:
+        """Back to the full messages (and the summary) before deciding again: the guard redoes
+        clipping only if it is still needed."""
+        if not (self.clips or self.omitted or self.summary_hidden):
+            return
+        self.clips.clear()
+        self.omitted.clear()
+        self.summary_hidden = False
+        self.recount(count)
 
     def recount(self, count: Callable[[Message], int]) -> None:
         """Token lists from the display versions (after clipping or unclipping)."""
