@@ -59,6 +59,11 @@ from rollsum.window import Window
 
 log = redacting_logger(__name__)
 
+STATE_FIELDS = ("messages", "tokens", "active_tokens", "pinned_tokens", "summary_tokens", "summary", "chain_length",
+                "messages_covered", "total_added", "since_summary", "pending", "pending_messages",
+                "evicted_since_summary", "dropped", "min_tokens_since_summary", "context_window", "passes",
+                "last_failed", "since_attempt", "attempts", "total_evicted", "summary_budget")
+"""The order `_state` passes a `WindowState`'s values in (its field order)."""
 Launch = Callable[[Job], "SummaryEvent | None"]
 """Runs a planned job: returns its applied event, or None when it lands later (lag, asyncio)."""
 
@@ -452,19 +457,17 @@ class RollingSummarizer:
             self._c.min_tokens_since = t
 
     def _state(self, passes: int) -> WindowState:
+        """The policy's snapshot. Built on every message, so positionally (a frozen dataclass's
+        keyword call costs ~25 % more): the order is `WindowState`'s field order, which
+        `tests/rollsum/test_engine_state.py` holds to `STATE_FIELDS`."""
         w, c = self._window, self._c
         summary = self._history[-1] if self._history else None
         return WindowState(
-            messages=w.active, tokens=w.tokens, active_tokens=w.active_tokens, pinned_tokens=w.pinned_tokens,
-            summary_tokens=0 if w.summary_hidden else w.summary_tokens, summary=summary,
-            chain_length=len(self._history),
-            messages_covered=summary.messages_covered if summary is not None else 0,
-            total_added=c.total_added, since_summary=c.since_summary, pending=len(w.pending),
-            pending_messages=w.pending, evicted_since_summary=c.evicted_since, dropped=self._dropped,
-            min_tokens_since_summary=c.min_tokens_since, context_window=self.settings.context_window,
-            passes=passes, last_failed=c.in_backoff(), since_attempt=c.since_attempt, attempts=c.attempts,
-            total_evicted=c.total_evicted, summary_budget=self._summary_room,
-        )
+            w.active, w.tokens, w.active_tokens, w.pinned_tokens, 0 if w.summary_hidden else w.summary_tokens,
+            summary, len(self._history), summary.messages_covered if summary is not None else 0,
+            c.total_added, c.since_summary, len(w.pending), w.pending, c.evicted_since, self._dropped,
+            c.min_tokens_since, self.settings.context_window, passes, c.in_backoff(), c.since_attempt, c.attempts,
+            c.total_evicted, self._summary_room)
 
     # ------------------------------------------------------------------ internals: decisions
 
@@ -502,7 +505,7 @@ class RollingSummarizer:
         pass); `max_passes` bounds the whole loop so a policy cannot spin.
         """
         summaries = 0
-        for _ in range(self.max_passes):
+        for _ in range(self.settings.max_passes):
             decision = self._decide(summaries)
             if decision is None:
                 return
@@ -520,8 +523,10 @@ class RollingSummarizer:
         time per conversation); the guard still keeps the window, without the model.
         """
         events: list[SummaryEvent] = []
-        self._window.unclip(self.counter.count_message)
-        if self.clear_tool_results:
+        w = self._window
+        if w.clips or w.omitted or w.summary_hidden:
+            w.unclip(self.counter.count_message)
+        if self.settings.clear_tool_results:
             self._clear()
         if not system and not busy() and self._summary_due():
             for decision in self._summary_decisions(events):
@@ -537,7 +542,6 @@ class RollingSummarizer:
         self._observe()
         self._persist_cadence()
         return events
-
 
     def _clear(self) -> None:
         """Replace old tool results by placeholders in the context (`rollsum.clearing`)."""
