@@ -14,9 +14,11 @@ messages arrive before the next engine reads them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from rollsum.store.base import StoredMessage
 
 VERSION = 1
 
@@ -47,6 +49,17 @@ class Cadence:
     """Messages moved to pending since the last summary."""
     min_tokens_since: int | None = None
     """Lowest context size seen since the last summary (hysteresis)."""
+
+    def resumed(self, rows: Sequence[StoredMessage], added: int, summaries: int, pending: int) -> None:
+        """The counts as a conversation's stored rows imply them, for a store that kept no
+        cadence (written before it was kept, or one that cannot keep it): rate limits resume
+        from the successful summaries and everything that left the window."""
+        self.total_added = added
+        self.attempts = summaries
+        self.total_evicted = pending + sum(1 for r in rows if r.state == "covered")
+        covered_seq = max((r.seq for r in rows if r.state == "covered"), default=-1)
+        self.since_summary = sum(1 for r in rows if r.seq > covered_seq and r.message.role != "system")
+        self.evicted_since = pending
 
     def in_backoff(self) -> bool:
         return self.failures > 0 and self.total_added < self.retry_at

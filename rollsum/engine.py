@@ -49,7 +49,7 @@ from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.policies.base import Decision, Policy, WindowState, may_summarize, policy_params
 from rollsum.redact import redact, redacting_logger
-from rollsum.settings import MIN_WINDOW, DepthCapMerge, EngineSettings, LedgerMode, Setting
+from rollsum.settings import MIN_WINDOW, DepthCapMerge, EngineSettings, LedgerMode, SettingAttributes
 from rollsum.store.base import Store
 from rollsum.store.memory import MemoryStore
 from rollsum.summarizers.base import Summarizer
@@ -74,47 +74,18 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class RollingSummarizer:
+class RollingSummarizer(SettingAttributes):
     """Keeps one conversation inside its budget. See the module docstring for the life cycle.
 
-    Its settings (window, guard, summary share, retries, ledger, cadence, clearing) are an
-    `EngineSettings` (`self.settings`; each also readable as an attribute, ``rs.context_window``),
-    documented field by field there; give them as keywords of the same names, or build the
-    engine from a settings value with `from_settings`. Besides them the engine is wired to:
-
-    - `policy` / `summarizer`: when to compress, and how a summary is written;
-    - `fallback`: a second summarizer used when the first fails for good (e.g. extractive);
-      None means "no summary this time, nothing archived";
-    - `counter`: the token counter (default: `HeuristicCounter`);
-    - `store`: a `Store`, or a spec string for `rollsum.store.open_store` (``"sqlite:chat.db"``,
-      ``"memory"``); default: a fresh in-memory store. An engine opened on a store that already
-      holds `conversation_id` resumes it (window, summaries, cadence);
-    - `takeover`: claim the conversation in the store even if another live engine holds it
-      (only when you know that engine is gone; a dead process's claim is taken over anyway);
-    - `sleep` / `clock` / `on_event`: retry waits, record timestamps, an event callback.
+    Its settings are an `EngineSettings` (`self.settings`, documented field by field there;
+    each also an attribute, ``rs.context_window``): give them as keywords of the same names, or
+    build the engine from a settings value with `from_settings`. Besides them it is wired to:
+    `policy` (when to compress), `summarizer` and `fallback` (used when the first fails for good;
+    None: no summary this time, nothing archived), `counter`, `store` (a `Store` or a spec for
+    `rollsum.store.open_store`, ``"sqlite:chat.db"``; an engine opened on a store that holds
+    `conversation_id` resumes it), `takeover` (claim the conversation even if another live
+    engine holds it), and `sleep` / `clock` / `on_event` (retry waits, timestamps, events).
     """
-
-    context_window = Setting[int]()
-    guard_low_water = Setting[float]()
-    guard_min_tail = Setting[int]()
-    reserved_output_tokens = Setting[int]()
-    summary_share = Setting[float]()
-    max_summary_tokens = Setting[int]()
-    min_summary_tokens = Setting[int]()
-    retries = Setting[int]()
-    backoff_s = Setting[float]()
-    max_retry_after_s = Setting[float]()
-    ledger = Setting[LedgerMode]()
-    ledger_share = Setting[float]()
-    ledger_max_facts = Setting[int]()
-    lag_turns = Setting[int]()
-    max_passes = Setting[int]()
-    failure_cooldown = Setting[int]()
-    max_failure_backoff = Setting[int]()
-    min_messages_per_attempt = Setting[int]()
-    rebuild_from_raw = Setting[bool]()
-    depth_cap_merge = Setting[DepthCapMerge]()
-    clear_tool_results = Setting[bool]()
 
     def __init__(
         self, policy: Policy, summarizer: Summarizer, *,
@@ -194,21 +165,14 @@ class RollingSummarizer:
         self.format = get_format(fmt) if isinstance(fmt, str) else fmt
         self.conversation_id = conversation_id or new_id("conv-")
         self.max_request_tokens = settings.request_tokens
-        self.fallback = fallback
-        self._sleep = sleep
-        self._clock = clock
-        self.on_event = on_event
-        self.preset = preset
+        self.fallback, self.on_event, self.preset = fallback, on_event, preset
+        self._sleep, self._clock = sleep, clock
         self.clearing = settings.clearing  # tool-result clearing (rollsum.clearing)
-        self._limit = settings.limit
-        self._budget = settings.summary_budget
+        self._limit, self._budget = settings.limit, settings.summary_budget
         self._window = Window()
         self._history: list[SummaryRecord] = []
         self._summary_room = self._room_for_summary()
-        # counters
-        self._seq = 0
-        self._added_tokens = 0
-        self._dropped = 0
+        self._seq = self._added_tokens = self._dropped = 0  # messages stored, their tokens, dropped ones
         self._c = Cadence()  # the counts the rate limits and the backoff read (kept in the store)
         self._saved_key: tuple[int | None, ...] | None = None
         self._inflight: tuple[Job, Outcome] | None = None
@@ -232,29 +196,10 @@ class RollingSummarizer:
         if not rows:
             return
         self._history = self.store.summaries(self.conversation_id)
-        w, c = self._window, self._c
-        for row in rows:
-            m = row.message
-            self._seq = max(self._seq, row.seq + 1)
-            n = self.counter.count_message(m)
-            self._added_tokens += n
-            if m.role == "system" and row.state == "active":
-                w.pin(m, n)
-                continue
-            c.total_added += 1
-            if row.state == "active":
-                w.push(row.seq, m, n)
-            elif row.state == "pending":
-                w.park(row.seq, m)
-            elif row.state == "dropped":
-                self._dropped += 1
+        self._seq, self._added_tokens, added, self._dropped = self._window.load(rows, self.counter.count_message)
         # without a saved cadence (a store written before it was kept, or one that cannot keep
         # it), rate limits resume from the successful summaries and everything that left the window
-        c.attempts = len(self._history)
-        c.total_evicted = len(w.pending) + sum(1 for r in rows if r.state == "covered")
-        covered_seq = max((r.seq for r in rows if r.state == "covered"), default=-1)
-        c.since_summary = sum(1 for r in rows if r.seq > covered_seq and r.message.role != "system")
-        c.evicted_since = len(w.pending)
+        self._c.resumed(rows, added, len(self._history), len(self._window.pending))
         self._restore_cadence()
         self._refresh_summary()
 
@@ -379,16 +324,10 @@ class RollingSummarizer:
             client.messages.create(model="claude-haiku-4-5", max_tokens=1024, system=system,
                                    messages=messages)
 
-        ``system`` is your system prompt, then the pinned system messages, then a system-role
-        summary (presets whose summary is a system message), joined by blank lines; "" when
-        there is none (pass ``system or anthropic.NOT_GIVEN`` to leave it out). The API wants
-        turns that alternate user/assistant and start with the user, so consecutive turns of
-        one role are merged (blank line between), tool results become user turns headed
-        ``[tool result: NAME]``, an empty text becomes ``(empty message)``, and when the kept
-        history starts with the assistant (often, after a summary) the short user turn
-        ``(The conversation so far follows.)`` goes first. An assistant-role summary (seeds
-        000 and 004) stays an assistant turn, in place. ``timestamps="session"`` shows when
-        messages were said (see `context`).
+        ``system`` is your system prompt, the pinned system messages and a system-role summary,
+        joined by blank lines ("" without any: pass ``system or anthropic.NOT_GIVEN``); turns
+        are shaped as the API wants them (`rollsum.models.anthropic_model.messages_api`: one
+        role per turn, tool results as user turns, an assistant-role summary stays in place).
         """
         from rollsum.models.anthropic_model import messages_api
 
@@ -546,13 +485,8 @@ class RollingSummarizer:
     def _clear(self) -> None:
         """Replace old tool results by placeholders in the context (`rollsum.clearing`)."""
         w = self._window
-        found = clearing.plan(w.active, w.tokens, w.cleared, self.context_tokens(), self.clearing,
-                              self.counter.count_message)
-        for i, shown in found.items():
-            w.cleared[shown.id] = shown  # type: ignore[index]
-            n = self.counter.count_message(shown)
-            w.active_tokens += n - w.tokens[i]
-            w.tokens[i] = n
+        w.show_cleared(clearing.plan(w.active, w.tokens, w.cleared, self.context_tokens(), self.clearing,
+                                     self.counter.count_message), self.counter.count_message)
 
     def _summary_due(self) -> bool:
         """With clearing on, the policy is asked only while the cleared context is still over

@@ -278,5 +278,36 @@ class Setting(Generic[T]):
         return value
 
 
+
+class SettingAttributes:
+    """The settings as read-only attributes of the object holding them in `settings` (the
+    engine: ``rs.context_window`` is ``rs.settings.context_window``), as callers read them
+    before the settings were one value."""
+
+    settings: EngineSettings
+
+    context_window = Setting[int]()
+    guard_low_water = Setting[float]()
+    guard_min_tail = Setting[int]()
+    reserved_output_tokens = Setting[int]()
+    summary_share = Setting[float]()
+    max_summary_tokens = Setting[int]()
+    min_summary_tokens = Setting[int]()
+    retries = Setting[int]()
+    backoff_s = Setting[float]()
+    max_retry_after_s = Setting[float]()
+    ledger = Setting[LedgerMode]()
+    ledger_share = Setting[float]()
+    ledger_max_facts = Setting[int]()
+    lag_turns = Setting[int]()
+    max_passes = Setting[int]()
+    failure_cooldown = Setting[int]()
+    max_failure_backoff = Setting[int]()
+    min_messages_per_attempt = Setting[int]()
+    rebuild_from_raw = Setting[bool]()
+    depth_cap_merge = Setting[DepthCapMerge]()
+    clear_tool_results = Setting[bool]()
+
+
 __all__ = ["MIN_WINDOW", "SETTING_NAMES", "WIRING_NAMES", "DepthCapMerge", "EngineSettings", "EngineWiring",
-           "LedgerMode", "Setting", "engine_parameters", "owner_of"]
+           "LedgerMode", "Setting", "SettingAttributes", "engine_parameters", "owner_of"]

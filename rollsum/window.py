@@ -26,9 +26,10 @@ window's length; `keep_tool_pairs` looks only at the tool groups that hold a dec
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rollsum.policies._util import units_holding
+from rollsum.store.base import StoredMessage
 from rollsum.types import Message
 
 
@@ -85,6 +86,28 @@ class Window:
         """A pending message read back from the store (they come in conversation order)."""
         self.pending.append(message)
         self.pending_seq.append(seq)
+
+    def load(self, rows: Iterable[StoredMessage], count: Callable[[Message], int]) -> tuple[int, int, int, int]:
+        """Fill an empty window from a conversation's stored rows (an engine resuming it):
+        (the next sequence number, tokens ever added, messages ever added except pinned ones,
+        messages dropped)."""
+        seq = tokens = added = dropped = 0
+        for row in rows:
+            m = row.message
+            seq = max(seq, row.seq + 1)
+            n = count(m)
+            tokens += n
+            if m.role == "system" and row.state == "active":
+                self.pin(m, n)
+                continue
+            added += 1
+            if row.state == "active":
+                self.push(row.seq, m, n)
+            elif row.state == "pending":
+                self.park(row.seq, m)
+            elif row.state == "dropped":
+                dropped += 1
+        return seq, tokens, added, dropped
 
     # ------------------------------------------------------------------ removing
 
@@ -202,6 +225,14 @@ class Window:
 
     def shown_active(self) -> list[Message]:
         return [self.display(m) for m in self.active]
+
+    def show_cleared(self, found: Mapping[int, Message], count: Callable[[Message], int]) -> None:
+        """Tool results cleared now (`rollsum.clearing.plan`: active position -> placeholder)."""
+        for i, shown in found.items():
+            self.cleared[shown.id] = shown  # type: ignore[index]
+            n = count(shown)
+            self.active_tokens += n - self.tokens[i]
+            self.tokens[i] = n
 
     def unclip(self, count: Callable[[Message], int]) -> None:
         """Back to the full messages (and the summary) before deciding again: the guard redoes
