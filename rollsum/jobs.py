@@ -98,6 +98,15 @@ class Maker:
     sleep: Callable[[float], None] = time.sleep
 
 
+def depth(previous: SummaryRecord | None, fold: bool, rebuild_from_raw: bool) -> int:
+    """A new summary's depth in the chain: 0 when it starts over (no previous summary, or
+    rebuilt from the raw messages); one more when it folds the previous one in; the same past
+    the depth cap (it is appended or selected, not folded)."""
+    if rebuild_from_raw or previous is None:
+        return 0
+    return previous.depth + 1 if fold else previous.depth
+
+
 def cap_merge(job: Job, maker: Maker) -> Literal["fold", "select", "append"]:
     """How the job's summary takes in the previous one. "fold": below the depth cap, or nothing
     to merge (no previous summary, or `rebuild_from_raw` starts from the raw messages). Past the
@@ -313,4 +322,4 @@ def render(draft: SummaryDraft) -> str:
 
 
 __all__ = ["MAX_KEY_POINTS", "SELECTED_AT_CAP", "Job", "Maker", "Outcome", "appended", "attempt", "cap_merge",
-           "cap_meta", "failure_event", "make", "missing", "record", "render", "run", "summary_event"]
+           "cap_meta", "depth", "failure_event", "make", "missing", "record", "render", "run", "summary_event"]

@@ -201,6 +201,25 @@ class Window:
                 shrunk.extend(g)
         return tuple(shrunk) if shrunk else tuple(grown)
 
+    def span(self, indices: Sequence[int], include_pending: bool, count: Callable[[Message], int],
+             max_tokens: int) -> tuple[tuple[Message, ...], frozenset[str]]:
+        """What a summary of active `indices` (and the pending messages) covers, in conversation
+        order, capped at `max_tokens` of messages (at least one; the rest waits for the next
+        request), and the ids among them that are active now."""
+        chosen = [(self.active_seq[i], self.active[i], self.tokens[i]) for i in indices]
+        if include_pending:
+            chosen += [(s, m, count(m)) for s, m in zip(self.pending_seq, self.pending)]
+        chosen.sort(key=lambda t: t[0])
+        taken: list[Message] = []
+        used = 0
+        for _, m, n in chosen:
+            if taken and used + n > max_tokens:
+                break
+            taken.append(m)
+            used += n
+        ids = frozenset(self.active[i].id for i in indices) & {m.id for m in taken}
+        return tuple(taken), ids  # type: ignore[return-value]
+
     def head(self, policy: object) -> int:
         """Active messages kept before the summary (seed 004's head; the policy's `head_end`
         when it has one: a head that ends in a tool call keeps the call's results)."""
