@@ -51,3 +51,15 @@ def test_pending_stays_in_conversation_order_whatever_order_evictions_come_in() 
     w.unpend({"m4"})
     assert [m.id for m in w.pending] == ["m0", "m5"] and w.pending_seq == [10, 20]
     assert w.clear_pending() == 2 and w.pending == [] and w.pending_seq == []
+
+
+def test_a_span_is_in_conversation_order_and_capped_at_the_request_budget() -> None:
+    """Pending messages are older than the active ones they are summarized with: the request
+    takes them first, and a backlog over `max_tokens` waits for the next request (at least
+    one message always goes)."""
+    w = _window(6)
+    w.add_pending(w.remove({"m0", "m1"}, at=[0, 1]))
+    taken, active_ids = w.span([1, 0], include_pending=True, count=lambda m: 3, max_tokens=9)
+    assert [m.id for m in taken] == ["m0", "m1", "m2"] and active_ids == {"m2"}  # 3 + 3 + 3; m3 (4) waits
+    taken, active_ids = w.span([3], include_pending=False, count=lambda m: 3, max_tokens=1)
+    assert [m.id for m in taken] == ["m5"] and active_ids == {"m5"}
