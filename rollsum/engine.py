@@ -155,6 +155,7 @@ class RollingSummarizer(SettingAttributes):
                counter: TokenCounter | None, store: Store | str | None, conversation_id: str | None,
                fallback: Summarizer | None, sleep: Callable[[float], None], clock: Callable[[], datetime],
                on_event: Callable[[SummaryEvent], None] | None, preset: str, takeover: bool) -> None:
+        """What both constructors share: wire the components, claim the conversation, resume it."""
         self.settings = settings
         self.enforce_window = bool(getattr(policy, "windowed", False)) if settings.enforce_window is None \
             else bool(settings.enforce_window)

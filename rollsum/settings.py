@@ -124,6 +124,8 @@ class EngineSettings:
         found = self.problem()
         if found is not None:
             raise ConfigError(found)
+        # a list given here stays the caller's to change: keep a tuple, so the value is frozen
+        object.__setattr__(self, "clear_exclude_tools", tuple(self.clear_exclude_tools))
 
     def problem(self, *, windowed: bool = False) -> str | None:
         """The first thing wrong with these settings, in one line (None: fine). `windowed`: the

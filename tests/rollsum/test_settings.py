@@ -95,3 +95,11 @@ def test_an_engine_from_a_settings_value_is_the_engine_from_the_same_keywords() 
         assert (a and (a.kind, a.messages, a.tokens_after)) == (b and (b.kind, b.messages, b.tokens_after))
     assert [r.text for r in by_kw.history] == [r.text for r in by_value.history] and by_kw.history
     assert by_kw.context() == by_value.context()
+
+
+def test_a_list_given_is_copied_so_the_value_stays_frozen() -> None:
+    tools = ["grep"]
+    s = EngineSettings(clear_tool_results=True, clear_exclude_tools=tools)
+    tools.append("bash")
+    assert s.clear_exclude_tools == ("grep",) and hash(s) == hash(EngineSettings(clear_tool_results=True,
+                                                                                 clear_exclude_tools=("grep",)))
