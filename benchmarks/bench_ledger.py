@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_replay import stream
 
-from rollsum import Message, RollingSummarizer, engine, ledger
+from rollsum import Message, RollingSummarizer, jobs, ledger
 
 _BEFORE_SOURCE = r'''
 """The fact ledger: the checkable facts in a span, and which of them a summary dropped.
@@ -335,7 +335,7 @@ def main() -> int:
     print(f"\n{'replay, ledger=pin':<28}{'before msg/s':>14}{'after msg/s':>14}")
     cells = []
     for mod in (before, ledger):
-        engine.fact_ledger = mod
+        jobs.fact_ledger = mod
         try:
             def replay() -> None:
                 rs = RollingSummarizer.from_preset("since-last", context_window=8_000, ledger="pin")
@@ -343,7 +343,7 @@ def main() -> int:
                     rs.add(m)
             cells.append(len(msgs) / best_of(1, replay))
         finally:
-            engine.fact_ledger = ledger
+            jobs.fact_ledger = ledger
     print(f"{'since-last, 10k stream':<28}{cells[0]:>14,.0f}{cells[1]:>14,.0f}")
     print("outputs:", "identical" if same else "DIFFERENT")
     return 0 if same else 1

@@ -14,6 +14,7 @@ from rollsum.context import ContextFormat
 from rollsum.engine import RollingSummarizer
 from rollsum.errors import ConfigError, MissingCredentials, ModelError, RollsumError, SummarizeError
 from rollsum.policies import Decision, Policy, WindowState
+from rollsum.settings import EngineSettings
 from rollsum.store import MemoryStore, SQLiteStore
 from rollsum.tokens import HeuristicCounter, TokenCounter
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
@@ -21,7 +22,7 @@ from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
 __version__ = "0.1.0"
 
 __all__ = [
-    "ConfigError", "ContextFormat", "Decision", "HeuristicCounter", "MemoryStore", "Message", "MissingCredentials",
-    "ModelError", "Policy", "RollingSummarizer", "RollsumError", "SQLiteStore", "SummarizeError", "SummaryEvent",
-    "SummaryRecord", "TokenCounter", "Usage", "WindowState", "__version__", "presets",
+    "ConfigError", "ContextFormat", "Decision", "EngineSettings", "HeuristicCounter", "MemoryStore", "Message",
+    "MissingCredentials", "ModelError", "Policy", "RollingSummarizer", "RollsumError", "SQLiteStore", "SummarizeError",
+    "SummaryEvent", "SummaryRecord", "TokenCounter", "Usage", "WindowState", "__version__", "presets",
 ]

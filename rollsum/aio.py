@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from rollsum.engine import RollingSummarizer, _Job, _Outcome
+from rollsum.engine import RollingSummarizer
 from rollsum.errors import classify_exception
+from rollsum.jobs import Job, Outcome
 from rollsum.redact import redacting_logger
 from rollsum.types import Message, SummaryEvent
 
@@ -64,16 +65,16 @@ class AsyncRollingSummarizer:
         except Exception as err:  # stored already: a failure is an event, never an exception
             return [self.core._internal_failure(err)]
 
-    def _launch(self, job: _Job) -> None:
+    def _launch(self, job: Job) -> None:
         self._task = asyncio.get_running_loop().create_task(self._summarize(job))
         return None
 
-    async def _summarize(self, job: _Job) -> SummaryEvent:
+    async def _summarize(self, job: Job) -> SummaryEvent:
         try:
             outcome = await asyncio.to_thread(self.core._run, job)
         except Exception as err:  # never let a background failure reach message handling
             log.exception("background summary crashed: %s", err)
-            outcome = _Outcome(error=classify_exception(err))
+            outcome = Outcome(error=classify_exception(err))
         try:
             event = self.core._apply(job, outcome)
         except Exception as err:

@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from rollsum import params, policies
 from rollsum.errors import ConfigError
+from rollsum.settings import engine_parameters, owner_of
 from rollsum.summarizers.base import Summarizer
 
 if TYPE_CHECKING:
-    from rollsum.engine import RollingSummarizer
     from rollsum.models.base import Model
 
+E = TypeVar("E")
+"""The engine class `build` makes (the caller's: `RollingSummarizer.from_preset` passes its own)."""
 SummarizerKind = Literal["prompted", "structured", "extractive"]
 BUILTIN_KINDS: tuple[str, ...] = ("prompted", "structured", "extractive")
 """The summarizers a preset shapes with its own defaults (prompt, transcript, output length)."""
@@ -133,9 +135,13 @@ def get(name: str) -> Preset:
         raise ConfigError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}") from None
 
 
-def _engine_params(engine_cls: type) -> set[str]:
+def _engine_params(engine_cls: Callable[..., Any] | None) -> set[str]:
     """What `build` may pass to the engine: its constructor's parameters, except the ones
-    `build` sets itself (the policy, the summarizer, the preset's name)."""
+    `build` sets itself (the policy, the summarizer, the preset's name). Without a class:
+    `rollsum.RollingSummarizer`'s, as `rollsum.settings` declares them (this module does not
+    import the engine, which imports it for `from_preset`)."""
+    if engine_cls is None:
+        return engine_parameters()
     sig = inspect.signature(engine_cls)
     return {n for n in sig.parameters if n not in ("self", "policy", "summarizer", "preset")}
 
@@ -144,18 +150,12 @@ CHOICE_PARAMS = ("policy", "summarizer", "summarizer_params", "fallback")
 """Overrides that pick a component rather than set a value (`build` reads them itself)."""
 
 
-def _default_engine() -> type:
-    from rollsum.engine import RollingSummarizer
-
-    return RollingSummarizer
-
-
-def owners(key: str, policy_cls: type, engine_cls: type | None = None) -> list[Any]:
+def owners(key: str, policy_cls: type, engine_cls: Callable[..., Any] | None = None) -> list[Any]:
     """Every component that takes parameter `key` (what `build` routes it to): the policy
-    class, the built-in summarizer classes, the engine class."""
+    class, the built-in summarizer classes, the engine class (without one: where
+    `rollsum.settings` declares the engine's parameter)."""
     from rollsum import summarizers
 
-    engine_cls = engine_cls or _default_engine()
     out: list[Any] = []
     if key in {f.name for f in dataclasses.fields(policy_cls) if f.init}:
         out.append(policy_cls)
@@ -164,18 +164,18 @@ def owners(key: str, policy_cls: type, engine_cls: type | None = None) -> list[A
     if key in EXTRACTIVE_PARAMS:
         out.append(summarizers.resolve("extractive")[0])
     if key in _engine_params(engine_cls):
-        out.append(engine_cls)
+        out.append(engine_cls or owner_of(key))
     return out
 
 
-def valid_params(policy_cls: type, engine_cls: type | None = None) -> list[str]:
+def valid_params(policy_cls: type, engine_cls: Callable[..., Any] | None = None) -> list[str]:
     policy_fields = {f.name for f in dataclasses.fields(policy_cls) if f.init}
-    return sorted(policy_fields | set(SUMMARIZER_PARAMS) | _engine_params(engine_cls or _default_engine())
+    return sorted(policy_fields | set(SUMMARIZER_PARAMS) | _engine_params(engine_cls)
                   | set(CHOICE_PARAMS))
 
 
 def param_problem(name: str, key: str, value: Any, *, policy: Any = None,
-                  engine_cls: type | None = None) -> str | None:
+                  engine_cls: Callable[..., Any] | None = None) -> str | None:
     """What parameter `key` of preset `name` should have been, or None when `value` is fine (or
     `key` is not a parameter at all: `valid_params`): of every owner's type, in its range
     (`rollsum.params`). `policy`: a ``policy=`` override given with it. The same words for
@@ -248,8 +248,9 @@ def _check(name: str, key: str, value: Any, **kw: Any) -> None:
         raise ConfigError(f"preset {name}: {key}: expected {found}, got {value!r}")
 
 
-def build(engine_cls: type[RollingSummarizer], name: str, model: Any = None,
-          **overrides: Any) -> RollingSummarizer:
+def build(engine_cls: Callable[..., E], name: str, model: Any = None, **overrides: Any) -> E:
+    """An engine of `engine_cls` (`rollsum.RollingSummarizer`) configured as preset `name`, with
+    `overrides` routed to every component that owns them (see the module docstring)."""
     preset = get(name)
     policy_name = overrides.pop("policy", None)
     if policy_name is not None and preset.baseline:

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import importlib.metadata
-import inspect
 from collections.abc import Callable, Iterable, Sequence
 
 from rollsum.capabilities import Capabilities
-from rollsum.engine import RollingSummarizer
 from rollsum.errors import ConfigError
+from rollsum.settings import EngineSettings
 from rollsum.tokens import TokenCounter
 from rollsum.types import Message, Role, SummaryEvent, SummaryRecord
 
-SUMMARY_SHARE: float = inspect.signature(RollingSummarizer).parameters["summary_share"].default
+SUMMARY_SHARE: float = EngineSettings().summary_share
 """The presets' share of the window for the summary: what a peer's summary may take too."""
 
 ADAPTER = Capabilities(offline=True, free=True, deterministic=True, follows_prompt=False)

@@ -8,24 +8,23 @@ same words, and a mistake is one line at the config's key before anything runs.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rollsum import presets
 from rollsum.errors import ConfigError
 from rollsum.params import WIRING
+from rollsum.settings import EngineSettings
 from rollsum_evals.spec.configs import nth
 from rollsum_evals.spec.where import Where
 
 _SUMMARY_BOUNDS = ("min_summary_tokens", "max_summary_tokens")
+_ENGINE_DEFAULTS = EngineSettings()
 
 
 def _summary_bounds(preset: str, params: Mapping[str, Any], grid: Mapping[str, tuple[Any, ...]]
                     ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """Every value each bound takes in this config: its own, the preset's, else the engine's."""
-    from rollsum.engine import RollingSummarizer
-
     out = []
     for key in _SUMMARY_BOUNDS:
         if key in params:
@@ -35,7 +34,7 @@ def _summary_bounds(preset: str, params: Mapping[str, Any], grid: Mapping[str, t
         elif key in presets.get(preset).engine:
             out.append((presets.get(preset).engine[key],))
         else:
-            out.append((inspect.signature(RollingSummarizer).parameters[key].default,))
+            out.append((getattr(_ENGINE_DEFAULTS, key),))
     return out[0], out[1]
 
 

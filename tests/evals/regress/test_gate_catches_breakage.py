@@ -86,12 +86,12 @@ def test_removing_summaries_from_the_context_fails_every_summarizing_config(
     context = RollingSummarizer.context
 
     def without_summary(self: RollingSummarizer, system: str | None = None) -> list[Any]:
-        hidden = self._summary_hidden
-        self._summary_hidden = True
+        hidden = self._window.summary_hidden
+        self._window.summary_hidden = True
         try:
             return context(self, system)
         finally:
-            self._summary_hidden = hidden
+            self._window.summary_hidden = hidden
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(RollingSummarizer, "context", without_summary)

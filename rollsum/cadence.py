@@ -1,0 +1,152 @@
+"""The counts behind an engine's rate limits and failure backoff, and their saved form (`Cadence`).
+
+Why a value of its own: every rule that says *when* a summarizer may be called reads the same
+dozen counts -- messages added, attempts, failures in a row and the message at which the
+backoff ends, the primary summarizer's own backoff, the window guard's last compaction,
+evictions since the last summary, the lowest context seen since it. They are also what must
+survive a restart (`Store.save_cadence`): an engine rebuilt from its store for every message
+has to make the attempts a long-lived one makes. Keeping them together keeps the rules (`backoff`,
+`in_backoff`, `rate_allows`) next to the counts they read, and the saved form in one place.
+
+Message counts are saved absolute (``total_added`` at an event), so they stay true however many
+messages arrive before the next engine reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rollsum.store.base import StoredMessage
+
+VERSION = 1
+
+
+@dataclass(slots=True)
+class Cadence:
+    """One conversation's counts (mutable: the engine updates them as messages and summaries
+    come; only the engine that holds the conversation's claim writes them)."""
+
+    total_added: int = 0
+    """Messages ever added, pinned system messages excluded."""
+    since_summary: int = 0
+    """Messages added since the last successful summary."""
+    since_attempt: int | None = None
+    """Messages added since the last attempt, successful or not (None: none yet)."""
+    attempts: int = 0
+    failures: int = 0
+    """Failed attempts in a row."""
+    retry_at: int = 0
+    """`total_added` at which the failure backoff ends."""
+    model_failures: int = 0
+    """Failures in a row of the primary summarizer that the fallback covered."""
+    model_retry_at: int = 0
+    guard_at: int | None = None
+    """Tokens added (the engine's running total) at the last guard compaction."""
+    total_evicted: int = 0
+    evicted_since: int = 0
+    """Messages moved to pending since the last summary."""
+    min_tokens_since: int | None = None
+    """Lowest context size seen since the last summary (hysteresis)."""
+
+    def resumed(self, rows: Sequence[StoredMessage], added: int, summaries: int, pending: int) -> None:
+        """The counts as a conversation's stored rows imply them, for a store that kept no
+        cadence (written before it was kept, or one that cannot keep it): rate limits resume
+        from the successful summaries and everything that left the window."""
+        self.total_added = added
+        self.attempts = summaries
+        self.total_evicted = pending + sum(1 for r in rows if r.state == "covered")
+        covered_seq = max((r.seq for r in rows if r.state == "covered"), default=-1)
+        self.since_summary = sum(1 for r in rows if r.seq > covered_seq and r.message.role != "system")
+        self.evicted_since = pending
+
+    def in_backoff(self) -> bool:
+        return self.failures > 0 and self.total_added < self.retry_at
+
+    def rate_allows(self, every: int) -> bool:
+        """`min_messages_per_attempt` = `every`: the k-th attempt needs k × that many messages."""
+        return every == 0 or (self.attempts + 1) * every <= self.total_added
+
+    def primary_blocked(self) -> bool:
+        """The primary summarizer failed (the fallback answered) and is backing off."""
+        return self.model_failures > 0 and self.total_added < self.model_retry_at
+
+    def failed(self, cooldown: int, most: int) -> None:
+        """Back off: the k-th failure in a row blocks attempts for `backoff(k)` messages."""
+        self.failures += 1
+        self.retry_at = self.total_added + backoff(self.failures, cooldown, most)
+
+    def primary_outcome(self, failed: bool, answered: bool, cooldown: int, most: int) -> None:
+        """The primary summarizer's own backoff: a failure the fallback covered counts like any
+        failure (the fallback is then used alone until the backoff ends); an answer resets it."""
+        if failed:
+            self.model_failures += 1
+            self.model_retry_at = self.total_added + backoff(self.model_failures, cooldown, most)
+        elif answered:
+            self.model_failures = 0
+
+    def attempted(self) -> None:
+        self.since_attempt = 0
+        self.attempts += 1
+
+    def summarized(self, added_at: int, pending: int) -> None:
+        """A summary planned at `added_at` was committed; `pending` messages still wait."""
+        self.since_summary = self.total_added - added_at
+        self.evicted_since = pending
+        self.failures = 0
+        self.min_tokens_since = None
+
+    def key(self) -> tuple[int | None, ...]:
+        """What `saved` would say, cheaply: the engine compares it on every message and writes
+        the store only when it changed (an attempt, a failure, an eviction)."""
+        added = self.total_added
+        return (self.attempts, None if self.since_attempt is None else added - self.since_attempt, self.failures,
+                self.retry_at, self.model_failures, self.model_retry_at, self.guard_at, self.total_evicted,
+                self.evicted_since, added - self.since_summary, self.min_tokens_since)
+
+    def saved(self) -> dict[str, Any]:
+        """The form `Store.save_cadence` keeps."""
+        (attempts, last, failures, retry_at, model_failures, model_retry_at, guard_at, total_evicted, evicted_since,
+         summary_at, low) = self.key()
+        return {
+            "version": VERSION, "attempts": attempts, "last_attempt_at": last,
+            "failures": failures, "retry_at": retry_at,
+            "model_failures": model_failures, "model_retry_at": model_retry_at,
+            "guard_at": guard_at, "total_evicted": total_evicted, "evicted_since": evicted_since,
+            "summary_at": summary_at, "min_tokens_since": low,
+        }
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        """Take the saved counts (with `total_added` already known). Raises ValueError naming
+        the first unreadable entry, having changed nothing: a damaged row changes nothing."""
+
+        def num(key: str, optional: bool = False) -> int | None:
+            value = saved.get(key)
+            if value is None and optional:
+                return None
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{key}: expected a count, got {value!r}")
+            return value
+
+        attempts, failures, retry_at = num("attempts"), num("failures"), num("retry_at")
+        model_failures, model_retry_at = num("model_failures"), num("model_retry_at")
+        last, guard_at, low = num("last_attempt_at", True), num("guard_at", True), num("min_tokens_since", True)
+        total_evicted, evicted_since, summary_at = num("total_evicted"), num("evicted_since"), num("summary_at")
+        self.attempts = max(self.attempts, attempts or 0)
+        self.since_attempt = None if last is None else max(0, self.total_added - last)
+        self.failures, self.retry_at = failures or 0, retry_at or 0
+        self.model_failures, self.model_retry_at = model_failures or 0, model_retry_at or 0
+        self.guard_at = guard_at
+        self.total_evicted, self.evicted_since = total_evicted or 0, evicted_since or 0
+        self.since_summary = max(0, self.total_added - (summary_at or 0))
+        self.min_tokens_since = low
+
+
+def backoff(failures: int, cooldown: int, most: int) -> int:
+    """Messages to wait after `failures` failures in a row: cooldown × 2**(k−1), capped at
+    `most` (`max_failure_backoff`, never below the cooldown itself)."""
+    return min(cooldown * 2 ** min(failures - 1, 30), max(most, cooldown))
+
+
+__all__ = ["VERSION", "Cadence", "backoff"]

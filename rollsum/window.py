@@ -1,0 +1,274 @@
+"""What the context holds and where each message is: pinned, active or pending (`Window`).
+
+Why one object: the engine kept this as seven parallel lists plus three display maps, updated
+in a dozen places; every place had to keep the lists the same length, the running totals equal
+to their sums and the display versions (a clipped or cleared message) in step with removals.
+`Window` owns those invariants:
+
+- ``pinned`` / ``pinned_n`` / ``pinned_tokens``: system messages, kept out of every summary;
+- ``active`` / ``active_seq`` / ``tokens`` / ``active_tokens``: the verbatim messages in the
+  context, oldest first, with their store sequence numbers and what each takes *in the context*
+  (clipped or cleared, when it is);
+- ``pending`` / ``pending_seq``: messages moved out of the context (never lost), in
+  conversation order, folded into the next summary;
+- ``clips`` / ``cleared`` / ``omitted``: the display versions the window guard and tool-result
+  clearing show instead of a stored message, and the pinned ids left out;
+- ``summary`` / ``summary_tokens`` / ``summary_hidden``: the summary message the context shows
+  (or, in the guard's last resort, leaves out).
+
+The lists stay parallel rather than one list of records on purpose: a policy's `WindowState`
+takes ``active`` and ``tokens`` as they are, without a copy per message, and an eviction deletes
+runs of positions from each list in place (`remove_at`), so its cost is what it removes, not the
+window's length; `keep_tool_pairs` looks only at the tool groups that hold a decided position
+(`units_holding`). Both keep evict-window linear at a 200k window (issue #20, item 2).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from rollsum.policies._util import units_holding
+from rollsum.store.base import StoredMessage
+from rollsum.types import Message
+
+
+class Window:
+    """Pinned, active and pending messages of one conversation, with their token counts."""
+
+    __slots__ = ("active", "active_seq", "active_tokens", "cleared", "clips", "omitted", "pending", "pending_seq",
+                 "pinned", "pinned_n", "pinned_tokens", "summary", "summary_hidden", "summary_tokens", "tokens")
+
+    def __init__(self) -> None:
+        self.pinned: list[Message] = []
+        self.pinned_n: list[int] = []
+        self.pinned_tokens = 0
+        self.active: list[Message] = []
+        self.active_seq: list[int] = []
+        self.tokens: list[int] = []
+        self.active_tokens = 0
+        self.pending: list[Message] = []
+        self.pending_seq: list[int] = []
+        self.clips: dict[str, Message] = {}
+        """The guard's last resort: display versions of clipped messages, by id."""
+        self.cleared: dict[str, Message] = {}
+        """Tool-result clearing (`rollsum.clearing`): display versions of cleared results, by id."""
+        self.omitted: set[str] = set()
+        """Pinned messages the guard left out of the context."""
+        self.summary: Message | None = None
+        """The summary message as the context shows it (budgeted, in the preset's format)."""
+        self.summary_tokens = 0
+        self.summary_hidden = False
+        """The guard's last resort left the summary out of the context."""
+
+    def context_tokens(self) -> int:
+        """What the context takes without a caller's system prompt: pinned, summary, active."""
+        return self.pinned_tokens + (0 if self.summary_hidden else self.summary_tokens) + self.active_tokens
+
+    def shown_summary(self) -> Message | None:
+        return None if self.summary_hidden else self.summary
+
+    # ------------------------------------------------------------------ adding
+
+    def pin(self, message: Message, n: int) -> None:
+        self.pinned.append(message)
+        self.pinned_n.append(n)
+        self.pinned_tokens += n
+
+    def push(self, seq: int, message: Message, n: int) -> None:
+        """A new active message (the newest)."""
+        self.active.append(message)
+        self.active_seq.append(seq)
+        self.tokens.append(n)
+        self.active_tokens += n
+
+    def park(self, seq: int, message: Message) -> None:
+        """A pending message read back from the store (they come in conversation order)."""
+        self.pending.append(message)
+        self.pending_seq.append(seq)
+
+    def load(self, rows: Iterable[StoredMessage], count: Callable[[Message], int]) -> tuple[int, int, int, int]:
+        """Fill an empty window from a conversation's stored rows (an engine resuming it):
+        (the next sequence number, tokens ever added, messages ever added except pinned ones,
+        messages dropped)."""
+        seq = tokens = added = dropped = 0
+        for row in rows:
+            m = row.message
+            seq = max(seq, row.seq + 1)
+            n = count(m)
+            tokens += n
+            if m.role == "system" and row.state == "active":
+                self.pin(m, n)
+                continue
+            added += 1
+            if row.state == "active":
+                self.push(row.seq, m, n)
+            elif row.state == "pending":
+                self.park(row.seq, m)
+            elif row.state == "dropped":
+                dropped += 1
+        return seq, tokens, added, dropped
+
+    # ------------------------------------------------------------------ removing
+
+    def remove(self, ids: set[str], at: Sequence[int] | None = None) -> list[tuple[int, Message]]:
+        """Take messages out of the active window by id (they may not be contiguous).
+
+        `at`, when the caller knows them, are the active positions of exactly those messages:
+        they are cut out in runs, so an eviction costs what it removes, not the window's length
+        (at a 200k window a rebuild per eviction made replay quadratic)."""
+        if not ids:
+            return []
+        if at is not None:
+            return self.remove_at(sorted(set(at)))
+        kept: list[Message] = []
+        kept_seq: list[int] = []
+        kept_tokens: list[int] = []
+        removed: list[tuple[int, Message]] = []
+        for m, s, n in zip(self.active, self.active_seq, self.tokens):
+            if m.id in ids:
+                removed.append((s, m))
+                self.clips.pop(m.id, None)
+                self.cleared.pop(m.id, None)
+            else:
+                kept.append(m)
+                kept_seq.append(s)
+                kept_tokens.append(n)
+        self.active, self.active_seq, self.tokens = kept, kept_seq, kept_tokens
+        self.active_tokens = sum(kept_tokens)
+        return removed
+
+    def remove_at(self, positions: Sequence[int]) -> list[tuple[int, Message]]:
+        """`remove` by ascending active positions: runs deleted from the back, in place."""
+        active, seqs, tokens = self.active, self.active_seq, self.tokens
+        removed = [(seqs[i], active[i]) for i in positions]
+        for _, m in removed:
+            if m.id is not None:
+                self.clips.pop(m.id, None)
+                self.cleared.pop(m.id, None)
+        freed = 0
+        k = len(positions)
+        while k > 0:
+            stop = positions[k - 1] + 1
+            k -= 1
+            while k > 0 and positions[k - 1] == positions[k] - 1:
+                k -= 1
+            start = positions[k]
+            freed += sum(tokens[start:stop])
+            del active[start:stop], seqs[start:stop], tokens[start:stop]
+        self.active_tokens -= freed
+        return removed
+
+    def add_pending(self, removed: Iterable[tuple[int, Message]]) -> None:
+        """Pending stays in conversation order whatever order evictions come in."""
+        for s, m in removed:
+            k = bisect.bisect(self.pending_seq, s)
+            self.pending_seq.insert(k, s)
+            self.pending.insert(k, m)
+
+    def unpend(self, done: set[str]) -> None:
+        """Pending messages a committed summary covered leave the window."""
+        if self.pending:
+            keep = [(s, m) for s, m in zip(self.pending_seq, self.pending) if m.id not in done]
+            self.pending_seq = [s for s, _ in keep]
+            self.pending = [m for _, m in keep]
+
+    def clear_pending(self) -> int:
+        """Every pending message leaves (dropped): how many there were."""
+        n = len(self.pending)
+        self.pending, self.pending_seq = [], []
+        return n
+
+    # ------------------------------------------------------------------ tool groups, head
+
+    def keep_tool_pairs(self, indices: Sequence[int]) -> tuple[int, ...]:
+        """Never split a tool call from its results across the summary boundary.
+
+        Partial call/result groups are left out of the decision (the window keeps them whole);
+        if that empties the decision, the groups are taken whole instead. Only the groups that
+        hold a decided index are looked at (`units_holding`): the cost does not grow with the
+        window.
+        """
+        if not indices:
+            return ()
+        chosen = set(indices)
+        shrunk: list[int] = []
+        grown: list[int] = []
+        for a, b in units_holding(self.active, chosen):
+            g = range(a, b)
+            grown.extend(g)
+            if all(k in chosen for k in g):
+                shrunk.extend(g)
+        return tuple(shrunk) if shrunk else tuple(grown)
+
+    def span(self, indices: Sequence[int], include_pending: bool, count: Callable[[Message], int],
+             max_tokens: int) -> tuple[tuple[Message, ...], frozenset[str]]:
+        """What a summary of active `indices` (and the pending messages) covers, in conversation
+        order, capped at `max_tokens` of messages (at least one; the rest waits for the next
+        request), and the ids among them that are active now."""
+        chosen = [(self.active_seq[i], self.active[i], self.tokens[i]) for i in indices]
+        if include_pending:
+            chosen += [(s, m, count(m)) for s, m in zip(self.pending_seq, self.pending)]
+        chosen.sort(key=lambda t: t[0])
+        taken: list[Message] = []
+        used = 0
+        for _, m, n in chosen:
+            if taken and used + n > max_tokens:
+                break
+            taken.append(m)
+            used += n
+        ids = frozenset(self.active[i].id for i in indices) & {m.id for m in taken}
+        return tuple(taken), ids  # type: ignore[return-value]
+
+    def head(self, policy: object) -> int:
+        """Active messages kept before the summary (seed 004's head; the policy's `head_end`
+        when it has one: a head that ends in a tool call keeps the call's results)."""
+        end = getattr(policy, "head_end", None)
+        return int(end(self.active)) if callable(end) else int(getattr(policy, "head", 0))
+
+    # ------------------------------------------------------------------ display
+
+    @property
+    def altered(self) -> bool:
+        """Some message is shown other than stored (clipped, cleared, or a pinned one left out)."""
+        return bool(self.clips or self.omitted or self.cleared)
+
+    def display(self, m: Message) -> Message:
+        """What `m` looks like in the context: clipped, cleared, or as stored."""
+        if m.id is None:
+            return m
+        return self.clips.get(m.id) or self.cleared.get(m.id, m)
+
+    def shown_pinned(self) -> list[Message]:
+        return [self.display(m) for m in self.pinned if m.id not in self.omitted]
+
+    def shown_active(self) -> list[Message]:
+        return [self.display(m) for m in self.active]
+
+    def show_cleared(self, found: Mapping[int, Message], count: Callable[[Message], int]) -> None:
+        """Tool results cleared now (`rollsum.clearing.plan`: active position -> placeholder)."""
+        for i, shown in found.items():
+            self.cleared[shown.id] = shown  # type: ignore[index]
+            n = count(shown)
+            self.active_tokens += n - self.tokens[i]
+            self.tokens[i] = n
+
+    def unclip(self, count: Callable[[Message], int]) -> None:
+        """Back to the full messages (and the summary) before deciding again: the guard redoes
+        clipping only if it is still needed."""
+        if not (self.clips or self.omitted or self.summary_hidden):
+            return
+        self.clips.clear()
+        self.omitted.clear()
+        self.summary_hidden = False
+        self.recount(count)
+
+    def recount(self, count: Callable[[Message], int]) -> None:
+        """Token lists from the display versions (after clipping or unclipping)."""
+        self.pinned_n = [0 if m.id in self.omitted else count(self.display(m)) for m in self.pinned]
+        self.pinned_tokens = sum(self.pinned_n)
+        self.tokens = [count(self.display(m)) for m in self.active]
+        self.active_tokens = sum(self.tokens)
+
+
+__all__ = ["Window"]

@@ -1,0 +1,105 @@
+"""`EngineSettings`: one frozen, validated value behind the engine's keyword parameters (issue #20, item 4)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from typing import Any
+
+import pytest
+
+from rollsum import ConfigError, Message, RollingSummarizer, policies, presets
+from rollsum.params import RANGES
+from rollsum.settings import SETTING_NAMES, WIRING_NAMES, EngineSettings, EngineWiring, engine_parameters
+from rollsum.summarizers.extractive import ExtractiveSummarizer
+
+
+def test_the_constructor_takes_exactly_the_settings_and_the_wiring_with_the_same_types_and_defaults() -> None:
+    """`rollsum.presets` validates engine parameters against `rollsum.settings` (it does not
+    import the engine): a keyword added to the constructor but not to the settings, or a default
+    or type that differs, would be checked against the wrong declaration."""
+    params = inspect.signature(RollingSummarizer).parameters
+    names = set(params) - {"self", "policy", "summarizer", "preset"}
+    assert names == engine_parameters() == set(SETTING_NAMES) | set(WIRING_NAMES)
+    init_hints = typing.get_type_hints(RollingSummarizer.__init__)
+    settings_hints = typing.get_type_hints(EngineSettings)
+    wiring_hints = typing.get_type_hints(EngineWiring)
+    for f in dataclasses.fields(EngineSettings):
+        assert params[f.name].default == f.default, f.name
+        assert init_hints[f.name] == settings_hints[f.name], f.name
+    for name in WIRING_NAMES:
+        assert init_hints[name] == wiring_hints[name], name
+
+
+def test_presets_see_the_same_engine_parameters_with_or_without_the_engine_class() -> None:
+    for name, preset in presets.PRESETS.items():
+        policy = policies.get(preset.policy)
+        assert presets.valid_params(policy) == presets.valid_params(policy, RollingSummarizer), name
+    for key, value in (("retries", 101), ("guard_low_water", 1.0), ("store", 3), ("summary_share", True)):
+        assert presets.param_problem("since-last", key, value) == \
+            presets.param_problem("since-last", key, value, engine_cls=RollingSummarizer) is not None, key
+
+
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    ("max_passes", 0, "max_passes: expected an integer >= 1, got 0"),
+    ("ledger_share", 1.5, "ledger_share: expected a number in (0, 1], got 1.5"),
+    ("backoff_s", -1.0, "backoff_s: expected a number in [0, 3600], got -1.0"),
+    ("context_window", True, "context_window: expected an integer >= 1, got True"),
+    ("max_summary_tokens", 2.5, "max_summary_tokens: expected an integer >= 1, got 2.5"),
+    ("clear_keep", -1, "clear_keep: expected an integer >= 0, got -1"),
+    ("guard_low_water", 1, "guard_low_water: expected a number in (0, 1), got 1"),
+])
+def test_each_number_is_checked_against_the_range_in_params(key: str, value: Any, expected: str) -> None:
+    """The ranges live in `rollsum.params.RANGES` only: a hand-written check per setting left
+    most of them (max_passes=0, ledger_share=1.5, backoff_s=-1) unchecked before."""
+    assert key in RANGES
+    with pytest.raises(ConfigError) as err:
+        EngineSettings(**{key: value})
+    assert str(err.value) == expected
+    with pytest.raises(ConfigError):
+        RollingSummarizer(policies.get("full-context")(), ExtractiveSummarizer(), **{key: value})
+
+
+def test_rules_that_tie_two_settings_together() -> None:
+    with pytest.raises(ConfigError, match="reserved_output_tokens"):
+        EngineSettings(context_window=100, reserved_output_tokens=100)
+    with pytest.raises(ConfigError, match="ledger"):
+        EngineSettings(ledger="sometimes")  # type: ignore[arg-type]
+    small = EngineSettings(context_window=100, reserved_output_tokens=50)  # fine while nothing keeps it
+    assert small.problem() is None and small.problem(windowed=True) is not None
+    with pytest.raises(ConfigError, match="at least 64"):
+        RollingSummarizer.from_settings(policies.get("full-context")(), ExtractiveSummarizer(), dataclasses.replace(
+            small, enforce_window=True))
+
+
+def test_derived_numbers() -> None:
+    s = EngineSettings(context_window=10_000, reserved_output_tokens=2_000, summary_share=0.1, max_summary_tokens=700)
+    assert (s.limit, s.summary_budget, s.request_tokens) == (8_000, 700, 10_000)
+    assert dataclasses.replace(s, max_summary_tokens=5_000).summary_budget == 800
+    assert dataclasses.replace(s, max_request_tokens=3).request_tokens == 3
+
+
+def test_an_engine_from_a_settings_value_is_the_engine_from_the_same_keywords() -> None:
+    kw: dict[str, Any] = {"context_window": 900, "guard_min_tail": 3, "summary_share": 0.2, "retries": 0,
+                          "context_format": "tagged-system", "min_messages_per_attempt": 2}
+    policy = policies.get("since-last")(messages_per_summary=6, keep_last=2)
+    by_kw = RollingSummarizer(policy, ExtractiveSummarizer(), enforce_window=True, conversation_id="c", **kw)
+    by_value = RollingSummarizer.from_settings(policy, ExtractiveSummarizer(),
+                                               EngineSettings(enforce_window=True, **kw), conversation_id="c")
+    assert by_value.settings == by_kw.settings and by_value.config() == by_kw.config()
+    assert by_value.context_window == 900 and by_value.guard_min_tail == 3  # attributes read the settings
+    for i in range(60):
+        m = Message("user" if i % 2 else "assistant", f"message {i} about item-{i} " * (1 + i % 9), id=f"m{i}")
+        a, b = by_kw.add(m), by_value.add(m)
+        assert (a and (a.kind, a.messages, a.tokens_after)) == (b and (b.kind, b.messages, b.tokens_after))
+    assert [r.text for r in by_kw.history] == [r.text for r in by_value.history] and by_kw.history
+    assert by_kw.context() == by_value.context()
+
+
+def test_a_list_given_is_copied_so_the_value_stays_frozen() -> None:
+    tools = ["grep"]
+    s = EngineSettings(clear_tool_results=True, clear_exclude_tools=tools)
+    tools.append("bash")
+    assert s.clear_exclude_tools == ("grep",) and hash(s) == hash(EngineSettings(clear_tool_results=True,
+                                                                                 clear_exclude_tools=("grep",)))

@@ -1,0 +1,65 @@
+"""Cutting messages out of the window by position equals removing them by id (issue #20, item 2).
+
+Evictions pass the positions they decided on, and `Window.remove` deletes those runs in place so
+an eviction's cost does not grow with the window. Whatever positions are taken (runs, gaps, the
+first or last message), the window that remains (messages, their sequence numbers, token counts
+and the running total) and the removed list must be exactly what the id-based rebuild gives.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rollsum import Message
+from rollsum.window import Window
+
+
+def _window(n: int) -> Window:
+    w = Window()
+    for i in range(n):
+        m = Message("user" if i % 3 else "assistant", "word " * (1 + i % 7), id=f"m{i}")
+        w.push(10 + 2 * i, m, 1 + i % 7)  # sequence numbers with gaps, as after pinned messages
+        if i % 4 == 0:
+            w.clips[f"m{i}"] = m  # a display version must leave with its message
+    return w
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 25), st.data())
+def test_removing_by_position_leaves_the_window_the_id_rebuild_leaves(n: int, data: st.DataObject) -> None:
+    positions = sorted(data.draw(st.sets(st.integers(0, n - 1), max_size=n)))
+    by_id, by_pos = _window(n), _window(n)
+    ids = {str(by_id.active[i].id) for i in positions}
+    removed_id = by_id.remove(ids)
+    removed_pos = by_pos.remove(ids, at=positions)
+    assert removed_pos == removed_id
+    assert by_pos.active == by_id.active
+    assert by_pos.active_seq == by_id.active_seq
+    assert by_pos.tokens == by_id.tokens
+    assert by_pos.active_tokens == by_id.active_tokens == sum(by_id.tokens)
+    assert by_pos.clips == by_id.clips and not ids & set(by_pos.clips)
+
+
+def test_pending_stays_in_conversation_order_whatever_order_evictions_come_in() -> None:
+    w = _window(6)
+    late = w.remove({"m4", "m5"}, at=[4, 5])
+    early = w.remove({"m0"}, at=[0])
+    w.add_pending(late)
+    w.add_pending(early)
+    assert [m.id for m in w.pending] == ["m0", "m4", "m5"] and w.pending_seq == sorted(w.pending_seq)
+    w.unpend({"m4"})
+    assert [m.id for m in w.pending] == ["m0", "m5"] and w.pending_seq == [10, 20]
+    assert w.clear_pending() == 2 and w.pending == [] and w.pending_seq == []
+
+
+def test_a_span_is_in_conversation_order_and_capped_at_the_request_budget() -> None:
+    """Pending messages are older than the active ones they are summarized with: the request
+    takes them first, and a backlog over `max_tokens` waits for the next request (at least
+    one message always goes)."""
+    w = _window(6)
+    w.add_pending(w.remove({"m0", "m1"}, at=[0, 1]))
+    taken, active_ids = w.span([1, 0], include_pending=True, count=lambda m: 3, max_tokens=9)
+    assert [m.id for m in taken] == ["m0", "m1", "m2"] and active_ids == {"m2"}  # 3 + 3 + 3; m3 (4) waits
+    taken, active_ids = w.span([3], include_pending=False, count=lambda m: 3, max_tokens=1)
+    assert [m.id for m in taken] == ["m5"] and active_ids == {"m5"}
