@@ -40,7 +40,7 @@ __all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention", "evidence_speaker"]
 
 class AnswerRetention:
     name = "answer_retention"
-    version = "5"
+    version = "6"
     needs = frozenset({"contexts"})
     unit_columns = (
         Column("retention", "float", math.nan, "mean `retained` over answerable asks"),

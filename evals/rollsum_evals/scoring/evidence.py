@@ -162,7 +162,8 @@ class SupportIndex:
 
         `source`: the one person who said every evidence message ("" when none is): what is not
         verbatim must be attributed to them (`support.by_source`); verbatim messages are judged
-        as before (the evidence rule counts them)."""
+        as before (the evidence rule counts them), except for a question about what someone
+        said (`Claim.speech`, v6): another person's message is not their words either."""
         c = self.claim(question, answer)
         if c is None:
             return None
@@ -171,6 +172,8 @@ class SupportIndex:
         if source:
             c = dataclasses.replace(c, source=frozenset(sp.stem(w) for w in sp.words(source)))
             key = (question, answer + "\x00" + source)  # the texts' memo: judged with the source
+            if c.speech:
+                by_msg = self._messages(key, c)
         zero = tuple(0 for _ in c.items)
         verbatim, summary = zero, zero
         first: tuple[int, str] | None = None  # (strength, where) of the first item that states one

@@ -1,4 +1,4 @@
-"""answer_retention v5: support, answerability (from evidence; the matcher only without it) and its
+"""answer_retention v6: support, answerability (from evidence; the matcher only without it) and its
 exclusions, on traces built by hand; and
 the per-conversation index that makes it fast gives exactly the direct matcher's verdicts."""
 
@@ -320,3 +320,19 @@ def test_the_evidence_speaker_is_one_person_or_nobody() -> None:
     assert evidence_speaker(msgs, (2, 3)) == ""                      # two people
     assert evidence_speaker(msgs, (0, 1)) == ""
     assert evidence_speaker(msgs, ()) == ""
+
+
+def test_a_question_about_what_someone_said_needs_their_words_even_verbatim() -> None:
+    # Jon said it (the evidence, not in the context); Gina's message to him, verbatim, is not his words
+    msgs = (Message("user", "Way to go, my hard work is paying off with the store!", id="j", name="Jon"),
+            Message("assistant", "Hey Jon, your hard work is paying off with the store, congrats!", id="g",
+                    name="Gina"))
+    trace = Trace(unit_id="u", messages=msgs, turns=[TurnRecord(0, "user", 10, 0, 1, 0, ((0, 1),)),
+                                                     TurnRecord(1, "assistant", 10, 0, 1, 0, ((1, 2),))])
+    index = SupportIndex(msgs)
+    a = "hard work is paying off"
+    # the question names both: either may speak it (`attributed`), the evidence says whose words
+    said = index.at(trace, 1, "What did Jon say about Gina's progress with the store?", a, source="Jon")
+    about = index.at(trace, 1, "What is paying off for Jon at Gina's store?", a, source="Jon")
+    assert said is not None and not said.retained                     # words addressed to Jon
+    assert about is not None and about.retained                       # but they are about Jon ("your")
