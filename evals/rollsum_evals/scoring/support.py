@@ -22,7 +22,9 @@ more, the way a reader would check it:
    needs two strong anchors (or every one the question has) like a common word (v6): with
    times shown every unit carries a date, so a line sharing one topic word with the question
    ("[11 May 2023] Dancing is like second nature" for "When did Jon host a dance
-   competition?") dates the line, not the event.
+   competition?") dates the line, not the event. A question that names a time ("… in July
+   2023?") asks what happened then: one of its dates must be among the anchors (`_when_ok`,
+   v6; a full date near the answer states its month).
 3. **It is a statement.** The words between the answer and its anchor must contain a function
    word (or the unit must be code-like: paths, assignments, tool output). A bag of keywords
    links nothing.
@@ -482,6 +484,13 @@ def by_source(c: Claim, p: _Prepared, speaker: frozenset[str]) -> bool:
     return not speaker and not named(p, c.people, c.people)
 
 
+def _when_ok(c: Claim, near: set[str]) -> bool:
+    """A question that names a time ("… in July 2023?") asks what happened then: one of its
+    dates must stand near the answer (v6)."""
+    when = [t for t in c.keywords if _is_date_token(t)]
+    return not when or any(t in near for t in when)
+
+
 def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[str]) -> int:
     """0: not stated here; 1: stated, anchored to the question only by a name or a light word
     (enough for one item of a list); 2: stated and anchored by a strong keyword."""
@@ -516,16 +525,17 @@ def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[s
         lo, hi = max(0, start - WINDOW), min(n - 1, end + WINDOW)
         near: set[str] = set()
         for k in range(lo, hi + 1):
-            if p.stems[k] in c.keywords and p.stems[k] not in near:
-                stated, negated = _linked(p, k, start)
-                if stated and not negated:
-                    near.add(p.stems[k])
+            for t in _aliases(p.stems[k]):  # a full date near the answer also states its month
+                if t in c.keywords and t not in near:
+                    stated, negated = _linked(p, k, start)
+                    if stated and not negated:
+                        near.add(t)
         if speaker & c.keywords:
             stated, negated = _linked(p, start, start)
             if stated and not negated:
                 near |= speaker & c.keywords
         strong = near & c.strong
-        if not near:
+        if not near or not _when_ok(c, near):
             continue
         if len(item) == 1 and not c.is_list:
             specific = item[0][0].isdigit() or _is_date_token(item[0]) or item[0] in p.proper

@@ -186,3 +186,13 @@ def test_words_addressed_to_someone_are_not_what_they_said() -> None:
     assert by_jon("What is paying off for Jon with the store progress?", line)       # about Jon: "your"
     assert by_jon("What did Jon say about the progress with the store?",
                   "Jon said his hard work is paying off with the store.")            # reported
+
+
+def test_a_question_that_names_a_time_needs_that_time_near_the_answer() -> None:
+    q, a, names = "What fun activity did Caroline mention doing in July 2023?", "skiing", ("Caroline",)
+    assert not supported(q, a, "[19 August 2023] Skiing and skating are fun winter activities I enjoy.",
+                         names=names, speaker="Caroline")
+    assert supported(q, a, "[19 August 2023] Last month (July 2023) I went skiing, a fun activity.",
+                     names=names, speaker="Caroline")
+    # a full date states its month
+    assert supported(q, a, "On 15 July 2023 I went skiing, such a fun activity.", names=names, speaker="Caroline")
