@@ -8,8 +8,9 @@ retained and `per` lost verdicts among the answerable asks (half of the retained
 there are enough, retained *without* every evidence message verbatim: the matcher's verdicts on
 summaries and clipped text). Each verdict shows the question, the gold answer, the basis of the
 verdict, the evidence messages (in the context verbatim or not, with the day shown) and the
-summary lines that share a word with the answer, so a reader can judge whether the context alone
-would let someone give the gold answer. docs/scoring.md ("Hand-checked agreement") reports it.
+summary lines that share a word with the answer (and, for a verdict not held by its verbatim
+evidence, the other verbatim messages holding half of the answer's words), so a reader can judge
+whether the context alone would let someone give the gold answer. docs/scoring.md ("Hand-checked agreement") reports it.
 """
 
 from __future__ import annotations
@@ -111,6 +112,17 @@ def show(k: int, v: Verdict) -> None:
                 shown += 1
     if not shown:
         print("  (no summary line shares a word with the answer)")
+    if v.retained and not v.by_matcher:
+        return
+    # a lost (or matcher-held) ask may still be answerable from other messages in the context:
+    # show the verbatim ones holding at least half of the answer's content words
+    answer = set(content(v.probe.answer))
+    evidence = {ids.get(e) for e in v.probe.evidence}
+    held = [i for i in sorted(x for x in in_ctx if x is not None) if i not in evidence
+            and 2 * len(answer & set(content(v.trace.messages[i].content))) >= max(1, len(answer))]
+    for i in held[:4]:
+        m = v.trace.messages[i]
+        print(f"  verbatim in context (said {m.created_at}): {m.name}: {m.content[:220]}")
 
 
 def main() -> None:
