@@ -6,10 +6,13 @@ Replays the summarizing presets and truncate offline (extractive summaries, 8,00
 on DATA (default: LoCoMo dev) and draws, per probe category, `per`
 retained and `per` lost verdicts among the answerable asks (half of the retained ones, where
 there are enough, retained *without* every evidence message verbatim: the matcher's verdicts on
-summaries and clipped text). Each verdict shows the question, the gold answer, the basis of the
-verdict, the evidence messages (in the context verbatim or not, with the day shown) and the
-summary lines that share a word with the answer, so a reader can judge whether the context alone
-would let someone give the gold answer. docs/scoring.md ("Hand-checked agreement") reports it.
+summaries and clipped text, and since answer_retention v7 the evidence copied into them).
+Each verdict shows the question, the gold answer, the basis of the verdict, the evidence
+messages (in the context verbatim or not, with the day shown) and the summary lines that share
+a word with the answer (for a copy: the lines holding the evidence's words; and, for a verdict
+not held by its verbatim evidence, the other verbatim messages holding half of the answer's
+words), so a reader can judge whether the context alone would let someone give the gold
+answer. docs/scoring.md ("Hand-checked agreement") reports it.
 """
 
 from __future__ import annotations
@@ -81,7 +84,8 @@ def show(k: int, v: Verdict) -> None:
     in_ctx = {i.message_index for i in ctx if i.verbatim}
     ids = {m.id: i for i, m in enumerate(v.trace.messages)}
     basis = ("evidence verbatim" if v.retained and not v.by_matcher else
-             f"matcher ({'summary' if v.row['in_summary'] else 'messages/clips'})" if v.retained else "lost")
+             "evidence copied (v7: its sentences in a summary/clip line)" if v.row["retained_by"] == "evidence-copied"
+             else f"matcher ({'summary' if v.row['in_summary'] else 'messages/clips'})" if v.retained else "lost")
     print(f"\n#{k} {v.config} {v.conversation} turn {v.turn} | {v.probe.category} | {basis} "
           f"| by {v.row['answerable_by']}\n  Q: {v.probe.question}\n  A: {v.probe.answer}")
     for e in v.probe.evidence:
@@ -96,8 +100,11 @@ def show(k: int, v: Verdict) -> None:
         m = v.trace.messages[int(at[2:])]
         print(f"  supported at message {at[2:]} (said {m.created_at}): {m.name}: {m.content[:260]}")
     elif v.by_matcher and at.startswith("t:"):
-        lines = [u for u in summary_units(v.trace.texts[at[2:]].content)
-                 if set(content(u.text)) & set(content(v.probe.answer))]
+        words = set(content(v.probe.answer))
+        if v.row["retained_by"] == "evidence-copied":  # the copy shares the evidence's words, not the answer's
+            words = {w for e in v.probe.evidence if e in ids for w in content(v.trace.messages[ids[e]].content)}
+        lines = [u for u in summary_units(v.trace.texts[at[2:]].content) if len(set(content(u.text)) & words) >= 3
+                 or set(content(u.text)) & words == words]
         for u in lines[:3]:
             print(f"  supported in text: {u.speaker}: {u.text[:240]}")
     shown = 0
@@ -111,6 +118,17 @@ def show(k: int, v: Verdict) -> None:
                 shown += 1
     if not shown:
         print("  (no summary line shares a word with the answer)")
+    if v.retained and not v.by_matcher:
+        return
+    # a lost (or matcher-held) ask may still be answerable from other messages in the context:
+    # show the verbatim ones holding at least half of the answer's content words
+    answer = set(content(v.probe.answer))
+    evidence = {ids.get(e) for e in v.probe.evidence}
+    held = [i for i in sorted(x for x in in_ctx if x is not None) if i not in evidence
+            and 2 * len(answer & set(content(v.trace.messages[i].content))) >= max(1, len(answer))]
+    for i in held[:4]:
+        m = v.trace.messages[i]
+        print(f"  verbatim in context (said {m.created_at}): {m.name}: {m.content[:220]}")
 
 
 def main() -> None:

@@ -11,8 +11,11 @@ Only *answerable* asks count (`rollsum_evals.scoring.answerability`, v4): not ad
 the probe's evidence said by the asking turn — the data, not the matcher, says what there was to
 keep (a probe without evidence falls back to the matcher: ``answerable_by``). An answerable ask
 is *retained* when every evidence message is verbatim in the context (for an answer that is a
-time, with its day shown: the trace's ``timestamps``) or the context supports the answer
-through what is not verbatim (the matcher). So full context with times shown scores 1.0 by
+time, with its day shown: the trace's ``timestamps``), or — v7 — each is verbatim or its
+sentences that bear on the ask are copied into a summary line or clipped text by the same
+person, not negated (`rollsum_evals.scoring.copies`: the same statement counts the same), or
+the context supports the answer through what is not verbatim (the matcher). ``retained_by``
+says which. So full context with times shown scores 1.0 by
 construction; what the matcher misses in a summary counts as lost (the hand check measures how
 often). The rest are kept as rows with the reason in ``excluded``.
 
@@ -40,7 +43,7 @@ __all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention", "evidence_speaker"]
 
 class AnswerRetention:
     name = "answer_retention"
-    version = "5"
+    version = "7"
     needs = frozenset({"contexts"})
     unit_columns = (
         Column("retention", "float", math.nan, "mean `retained` over answerable asks"),
@@ -67,6 +70,8 @@ class AnswerRetention:
         Column("in_summary", "bool", False, "the context items that are not conversation messages support it"),
         Column("in_verbatim", "bool", False, "the conversation messages in the context support it"),
         Column("support_at", "str", "", "m:<message index> or t:<text id> of the first supporting item"),
+        Column("retained_by", "str", "", "evidence-verbatim / evidence-copied (v7: every evidence message "
+               "verbatim or its sentences copied into a summary or clip) / matcher; \"\" when lost"),
         Column("stale", "bool", False, "the context supports a superseded value and not the current one"),
         Column("excluded", "str", "", "why not answerable: adversarial, unsaid, uncheckable, unsupported"),
         Column("baseline_retained", "boolean", None,
@@ -111,7 +116,8 @@ class AnswerRetention:
              positions: dict[str, int]) -> dict[str, Any]:
         cols: dict[str, Any] = {"checkable": False, "answerable": False, "answerable_by": "", "retained": False,
                                 "retained_containment": False, "in_summary": False, "in_verbatim": False,
-                                "support_at": "", "stale": False, "excluded": "", "baseline_retained": None}
+                                "support_at": "", "retained_by": "", "stale": False, "excluded": "",
+                                "baseline_retained": None}
         checkable = index.claim(probe.question, probe.answer) is not None
         cols["checkable"] = checkable
         evidence = evidence_positions(probe, positions)
@@ -131,11 +137,18 @@ class AnswerRetention:
         whole = bool(evidence) and _verbatim(inp.trace, turn, evidence) and (
             not is_date_answer(probe) or _day_shown(inp.trace, evidence))
         matched = found is not None and found.retained
-        stale = (not whole and not matched) and any(
+        copied = "" if whole else index.copied(inp.trace, turn, evidence, probe.question, probe.answer,
+                                               is_date_answer(probe))
+        held = whole or bool(copied)
+        stale = (not held and not matched) and any(
             (s := index.at(inp.trace, turn, probe.question, a, source)) is not None and s.retained
             for a in probe.stale_answers)
-        at = found.at if found is not None and matched else (f"m:{evidence[0]}" if whole else "")
-        cols.update(retained=whole or matched, in_summary=matched and found is not None and found.in_summary,
+        at = (found.at if found is not None and matched else f"m:{evidence[0]}" if whole else copied)
+        copied_only = bool(copied) and not any(_verbatim(inp.trace, turn, (e,)) for e in evidence)
+        cols.update(retained=held or matched,
+                    retained_by=("evidence-verbatim" if whole else "evidence-copied" if copied
+                                 else "matcher" if matched else ""),
+                    in_summary=copied_only or (matched and found is not None and found.in_summary),
                     in_verbatim=whole or (matched and found is not None and found.in_verbatim),
                     support_at=at, stale=stale)
         return cols

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from rollsum.summarizers.dates import anchor_dates, format_date, parse_day
 from rollsum.types import Message
 from rollsum_evals.replay.trace import Segment, TextRef, Trace
+from rollsum_evals.scoring import copies
 from rollsum_evals.scoring import support as sp
 
 Strengths = tuple[int, ...]
@@ -80,6 +81,10 @@ class SupportIndex:
         self._by_text: dict[tuple[tuple[str, str], str, str], Strengths] = {}
         self._texts: dict[tuple[str, str], _Lines] = {}
         self._index: dict[str, list[int]] | None = None
+        self._copies: dict[tuple[int, frozenset[str], str, str, str], bool] = {}
+        chat = sp.claim("", "x", self.names)  # only its people and parties (`by_source` reads them)
+        assert chat is not None
+        self._chat = chat
 
     # -- claims -----------------------------------------------------------------------------
 
@@ -162,7 +167,8 @@ class SupportIndex:
 
         `source`: the one person who said every evidence message ("" when none is): what is not
         verbatim must be attributed to them (`support.by_source`); verbatim messages are judged
-        as before (the evidence rule counts them)."""
+        as before (the evidence rule counts them), except for a question about what someone
+        said (`Claim.speech`, v6): another person's message is not their words either."""
         c = self.claim(question, answer)
         if c is None:
             return None
@@ -171,6 +177,8 @@ class SupportIndex:
         if source:
             c = dataclasses.replace(c, source=frozenset(sp.stem(w) for w in sp.words(source)))
             key = (question, answer + "\x00" + source)  # the texts' memo: judged with the source
+            if c.speech:
+                by_msg = self._messages(key, c)
         zero = tuple(0 for _ in c.items)
         verbatim, summary = zero, zero
         first: tuple[int, str] | None = None  # (strength, where) of the first item that states one
@@ -190,11 +198,67 @@ class SupportIndex:
                      at=first[1] if retained and first is not None else "")
 
     def _text_ref(self, key: tuple[str, str], c: sp.Claim, trace: Trace, ref: TextRef) -> Strengths:
+        return self._text(key, c, *self._ref_text(trace, ref))
+
+    def _ref_text(self, trace: Trace, ref: TextRef) -> tuple[str, str]:
+        """A text of the context as a reader sees it, and who speaks a line without ``Name:``
+        (a clipped message's author; "" for a summary)."""
         t = trace.texts[ref.text_id]
         if ref.source is None:
-            return self._text(key, c, t.content, "")
+            return t.content, ""
         created = self.messages[ref.source].created_at if ref.source < len(self.messages) else None
-        return self._text(key, c, dated(t.content, created, self.timestamps), t.name or t.role)
+        return dated(t.content, created, self.timestamps), t.name or t.role
+
+    # -- evidence copied (v7) -----------------------------------------------------------------
+
+    def copied(self, trace: Trace, turn: int, evidence: Sequence[int], question: str, answer: str,
+               date: bool) -> str:
+        """Where (``t:<text id>``, the first text holding a copy) when every evidence message is
+        in the context at `turn` verbatim or copied into a text that is not (`copies`), at least
+        one copied; "" otherwise. `date`: the answer is a time, so a verbatim message needs its
+        day shown (times shown and a parseable ``created_at``) and a copy its day on its line
+        or as the text's one-day header."""
+        if not evidence or not 0 <= turn < len(trace.turns):
+            return ""
+        composition = trace.turns[turn].composition
+        ranges = [seg for seg in composition if not isinstance(seg, TextRef)]
+        texts = [(f"t:{seg.text_id}", *self._ref_text(trace, seg)) for seg in composition
+                 if isinstance(seg, TextRef)]
+        ask_keys = copies.keys(question, answer, self._chat.people)
+        where = ""
+        for e in evidence:
+            day = parse_day(self.messages[e].created_at)
+            if any(lo <= e < hi for lo, hi in ranges) and (
+                    not date or (self.timestamps != "none" and day is not None)):
+                continue
+            if date and day is None:
+                return ""
+            want = copies.day_token(format_date(day)) if date and day is not None else ""
+            hit = next((w for w, text, speaker in texts if self._copied(e, ask_keys, text, speaker, want)), "")
+            if not hit:
+                return ""
+            where = where or hit
+        return where
+
+    def _copied(self, e: int, ask_keys: frozenset[str], text: str, speaker: str, day: str) -> bool:
+        """Each informative sentence of message `e` is copied into one line of `text` (with
+        `day` on that line or as the text's header, when given)."""
+        key = (e, ask_keys, text, speaker, day)
+        found = self._copies.get(key)
+        if found is None:
+            m = self.messages[e]
+            c = dataclasses.replace(self._chat, source=sp._speaker_stems(m.name or m.role))
+            lines = self._lines(text, speaker)
+            header = bool(day) and any(sp.words(u.text) == (day,) for u in lines.units)
+            found = True
+            for sentence in copies.informative(m.content, ask_keys):
+                near = sorted({k for t in sp.content(sentence) for k in lines.index.get(t, ())})
+                if not any(copies.copied_in(sentence, ask_keys, lines.units[k], c)
+                           and (not day or header or day in sp.tokens(lines.units[k].text)) for k in near):
+                    found = False
+                    break
+            self._copies[key] = found
+        return found
 
 
 def dated(text: str, created_at: str | None, timestamps: str) -> str:

@@ -9,14 +9,22 @@ more, the way a reader would check it:
    stop words and hedges such as "likely" or "yes" removed, dates put in one canonical form so
    "7 May 2023", "May 7, 2023" and "2023-05-07" are the same token). An item is present where
    its words occur close together (all of them for items of up to three words, two thirds of
-   them for longer ones, within a span of about twice the item's length).
+   them for longer ones, within a span of about twice the item's length). A single long answer
+   joined by "and" or commas needs at least half of each of its parts (`Claim.parts`, v6):
+   two thirds of the words taken from one half is half the answer.
 2. **It is stated about what was asked.** Near the item (within `WINDOW` words, in the same
    context unit: one message, or one line of a summary) there must be words of the question
    that are not part of the answer (*anchors*). A single-word answer needs two anchors that are
    not names or light words ("go", "thing", "like"), or every such anchor the question has; a
    longer answer needs one; an item of a list needs any anchor, names included, because every
    item of the list must hold at once. The speaker of a message (its ``name``, or the
-   ``Name:`` that starts a summary line) counts as a word of that unit.
+   ``Name:`` that starts a summary line) counts as a word of that unit. An item holding a date
+   needs two strong anchors (or every one the question has) like a common word (v6): with
+   times shown every unit carries a date, so a line sharing one topic word with the question
+   ("[11 May 2023] Dancing is like second nature" for "When did Jon host a dance
+   competition?") dates the line, not the event. A question that names a time ("… in July
+   2023?") asks what happened then: one of its dates must be among the anchors (`_when_ok`,
+   v6; a full date near the answer states its month).
 3. **It is a statement.** The words between the answer and its anchor must contain a function
    word (or the unit must be code-like: paths, assignments, tool output). A bag of keywords
    links nothing.
@@ -26,6 +34,10 @@ more, the way a reader would check it:
    them (`attributed`; a name only used to address someone, "Thanks, Melanie!", does not name
    them: `named`, v5); when the evidence was all said by one person, a summary line or clipped
    text spoken by someone else, or naming only others, does not state it (`by_source`, v5);
+   in a two-person chat "you" in a unit without "I"/"we" is the other person (`addressed`,
+   v6), except when the question asks what someone said (`SPEECH`): words addressed to
+   them are not their words, and then verbatim messages too must be attributed to the
+   evidence's speaker (`evidence.SupportIndex.at`);
    a negation cue before the answer or its anchor within their sentence
    kills the support (`NEGATION`, `clauses(scope=True)`); and the clauses from the anchor to
    the answer must hold a `LINK` word (a list of entities glued by commas or "and" states
@@ -244,11 +256,30 @@ class Claim:
     that names only others is about them."""
     source: frozenset[str] = frozenset()
     """Stems of the one person who said every evidence message (empty: several people, the
-    assistant, a tool, or no evidence). Set only for what is not verbatim (`by_source`)."""
+    assistant, a tool, or no evidence). Set for what is not verbatim (`by_source`), and for
+    every unit when the question asks what someone said (`speech`)."""
+    parts: tuple[tuple[str, ...], ...] = ()
+    """A single long answer joined by "and" or commas ("try flavored seltzer water and dark
+    chocolate with high cocoa content"): the content stems of each part; at least half of every
+    part must be stated (v6), not two thirds of the whole from one part."""
+    speech: bool = False
+    """The question asks what someone said, told, suggested, … (`SPEECH`): their words, so only
+    a unit they speak or one that reports them states it — not one addressed to them (v6)."""
+    parties: tuple[frozenset[str], ...] = ()
+    """The stems of each of the chat's two parties (its two named speakers, else user and
+    assistant); empty for any other number. In a two-party chat "you" is the other party."""
 
     @property
     def is_list(self) -> bool:
         return len(self.items) > 1
+
+
+SPEECH = frozenset("""say says said saying tell tells told telling mention mentions mentioned suggest
+suggests suggested suggestion suggestions recommend recommends recommended recommendation
+recommendations advise advises advised advice tip tips ask asks asked reply replied respond responded
+describe describes described share shares shared offer offers offered""".split())
+"""Words by which a question asks for what someone *said* ("What did Jon say about …", "What advice
+did Evan give …"): a statement addressed to that person is not their words."""
 
 
 RARE_MESSAGES = 3
@@ -271,10 +302,12 @@ def claim(question: str, answer: str, names: Iterable[str] = (),
     word stand with one strong anchor; without it every single word needs two."""
     canon = _canon_dates(_NUM_COMMA.sub("", answer.lower()))
     parts = [p for p in _LIST_SPLIT.split(canon) if p.strip()]
-    raw_items = parts if len(parts) > 1 and all(len(p.split()) <= 4 for p in parts) else [canon]
+    short = all(len(p.split()) <= 4 for p in parts)
+    raw_items = parts if len(parts) > 1 and short else [canon]
     items = [c for c in (content(p, drop=HEDGES) for p in raw_items) if c]
     if not items:
         return None
+    joined = () if short else tuple(c for c in (content(p, drop=HEDGES) for p in parts) if c)
     in_answer = {t for it in items for t in it}
     name_stems = {stem(w) for n in names for w in words(n)} | {stem(r) for r in ROLE_NAMES}
     weak = {stem(w) for w in WEAK}
@@ -282,8 +315,12 @@ def claim(question: str, answer: str, names: Iterable[str] = (),
     rare = frozenset(t for t in in_answer if frequency is not None and 0 < frequency.get(t, 0) <= RARE_MESSAGES)
     people = {stem(w) for n in names for w in words(n)} | {stem(r) for r in PEOPLE_ROLES}
     persons = frozenset(t for t in content(question) if t in people and t not in in_answer)
+    named_parties = [frozenset(stem(w) for w in words(n)) for n in dict.fromkeys(names)]
+    parties = named_parties if named_parties else [frozenset({"user"}), frozenset({"assistant"})]
     return Claim(tuple(items), frozenset(q), frozenset(t for t in q if t not in weak and t not in name_stems), rare,
-                 persons, frozenset(people))
+                 persons, frozenset(people), parts=joined if len(joined) > 1 else (),
+                 speech=any(w in SPEECH for w in words(question)),
+                 parties=tuple(parties) if len(parties) == 2 else ())
 
 
 # -- context units ------------------------------------------------------------------------------
@@ -397,12 +434,38 @@ def named(p: _Prepared, stems: Iterable[str], people: frozenset[str]) -> bool:
     return False
 
 
+@lru_cache(maxsize=1)
+def _persons_words() -> tuple[frozenset[str], frozenset[str]]:
+    """Stems of the second-person and first-person pronouns."""
+    return (frozenset(stem(w) for w in "you your yours yourself yourselves".split()),
+            frozenset(stem(w) for w in "i me my mine myself we us our ours ourselves".split()))
+
+
+def addressed(c: Claim, p: _Prepared, speaker: frozenset[str]) -> frozenset[str]:
+    """Whom the unit talks about as "you": in a chat between two parties (`Claim.parties`), a unit
+    one of them speaks that says "you"/"your" and nothing in the first person is about the other
+    ("Mel, what made you paint it?" is about Melanie); a unit with "I" or "we" as well leaves open
+    who did what, and a question about what someone *said* (`Claim.speech`) asks for their words,
+    not words addressed to them (v6). Empty when nobody is."""
+    if c.speech or len(c.parties) != 2 or not speaker:
+        return frozenset()
+    you, me = _persons_words()
+    if not any(t in p.positions for t in you) or any(t in p.positions for t in me):
+        return frozenset()
+    a, b = c.parties
+    if speaker & a and not speaker & b:
+        return b
+    return a if speaker & b and not speaker & a else frozenset()
+
+
 def attributed(c: Claim, p: _Prepared, speaker: frozenset[str]) -> bool:
     """A unit can state something about the people the question names only when one of them
-    speaks it or is named in it (a question naming nobody: any unit). A unit nobody speaks (a
-    summary line without ``Name:``) that names nobody cannot be attributed either way and
-    counts; one that names only others is about them."""
+    speaks it, is named in it, or is the "you" it addresses (`addressed`; a question naming
+    nobody: any unit). A unit nobody speaks (a summary line without ``Name:``) that names nobody
+    cannot be attributed either way and counts; one that names only others is about them."""
     if not c.persons or c.persons & speaker or named(p, c.persons, c.people):
+        return True
+    if c.persons & addressed(c, p, speaker):
         return True
     return not speaker and not named(p, c.people, c.people)
 
@@ -412,10 +475,20 @@ def by_source(c: Claim, p: _Prepared, speaker: frozenset[str]) -> bool:
     when it is attributed to the person who said the evidence (`Claim.source`): spoken by them,
     or naming them; a unit spoken by someone else, or nobody's unit naming only others, puts the
     fact in another mouth ("Assistant: my pickup time is 7:30" when the user said it), even when
-    the question names nobody. A unit nobody speaks that names nobody still counts."""
+    the question names nobody. A unit nobody speaks that names nobody still counts; one
+    addressed to them as "you" counts (`addressed`)."""
     if not c.source or c.source & speaker or named(p, c.source, c.people):
         return True
+    if c.source & addressed(c, p, speaker):
+        return True
     return not speaker and not named(p, c.people, c.people)
+
+
+def _when_ok(c: Claim, near: set[str]) -> bool:
+    """A question that names a time ("… in July 2023?") asks what happened then: one of its
+    dates must stand near the answer (v6)."""
+    when = [t for t in c.keywords if _is_date_token(t)]
+    return not when or any(t in near for t in when)
 
 
 def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[str]) -> int:
@@ -429,6 +502,12 @@ def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[s
         return 0
     best = 0
     span_max = 2 * len(item) + 2
+    parts = () if c.is_list else c.parts
+
+    def whole(seen: set[str]) -> bool:  # every part of a joined answer at least half stated
+        return all(2 * len(seen.intersection(part)) >= len(part) for part in parts)
+
+    dated = any(_is_date_token(t) for t in item)
     occ = sorted((pos, t) for t in present for pos in p.positions[t])
     n = len(p.stems)
     for i, (start, _) in enumerate(occ):
@@ -439,23 +518,24 @@ def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[s
                 break
             seen.add(t)
             end = pos
-            if len(seen) >= need:
+            if len(seen) >= need and whole(seen):
                 break
-        if len(seen) < need:
+        if len(seen) < need or not whole(seen):
             continue
         lo, hi = max(0, start - WINDOW), min(n - 1, end + WINDOW)
         near: set[str] = set()
         for k in range(lo, hi + 1):
-            if p.stems[k] in c.keywords and p.stems[k] not in near:
-                stated, negated = _linked(p, k, start)
-                if stated and not negated:
-                    near.add(p.stems[k])
+            for t in _aliases(p.stems[k]):  # a full date near the answer also states its month
+                if t in c.keywords and t not in near:
+                    stated, negated = _linked(p, k, start)
+                    if stated and not negated:
+                        near.add(t)
         if speaker & c.keywords:
             stated, negated = _linked(p, start, start)
             if stated and not negated:
                 near |= speaker & c.keywords
         strong = near & c.strong
-        if not near:
+        if not near or not _when_ok(c, near):
             continue
         if len(item) == 1 and not c.is_list:
             specific = item[0][0].isdigit() or _is_date_token(item[0]) or item[0] in p.proper
@@ -463,6 +543,8 @@ def _item_in(item: tuple[str, ...], c: Claim, p: _Prepared, speaker: frozenset[s
             ok = bool(strong) and (specific or len(strong) >= min(2, len(c.strong)))
         else:
             ok = bool(strong)
+        if dated:  # with times shown every unit carries a date: the unit must state the event
+            ok = ok and len(strong) >= min(2, len(c.strong))
         if ok:
             return 2
         best = 1

@@ -1,4 +1,4 @@
-"""answer_retention v5: support, answerability (from evidence; the matcher only without it) and its
+"""answer_retention v7: support, answerability (from evidence; the matcher only without it) and its
 exclusions, on traces built by hand; and
 the per-conversation index that makes it fast gives exactly the direct matcher's verdicts."""
 
@@ -320,3 +320,85 @@ def test_the_evidence_speaker_is_one_person_or_nobody() -> None:
     assert evidence_speaker(msgs, (2, 3)) == ""                      # two people
     assert evidence_speaker(msgs, (0, 1)) == ""
     assert evidence_speaker(msgs, ()) == ""
+
+
+def test_a_question_about_what_someone_said_needs_their_words_even_verbatim() -> None:
+    # Jon said it (the evidence, not in the context); Gina's message to him, verbatim, is not his words
+    msgs = (Message("user", "Way to go, my hard work is paying off with the store!", id="j", name="Jon"),
+            Message("assistant", "Hey Jon, your hard work is paying off with the store, congrats!", id="g",
+                    name="Gina"))
+    trace = Trace(unit_id="u", messages=msgs, turns=[TurnRecord(0, "user", 10, 0, 1, 0, ((0, 1),)),
+                                                     TurnRecord(1, "assistant", 10, 0, 1, 0, ((1, 2),))])
+    index = SupportIndex(msgs)
+    a = "hard work is paying off"
+    # the question names both: either may speak it (`attributed`), the evidence says whose words
+    said = index.at(trace, 1, "What did Jon say about Gina's progress with the store?", a, source="Jon")
+    about = index.at(trace, 1, "What is paying off for Jon at Gina's store?", a, source="Jon")
+    assert said is not None and not said.retained                     # words addressed to Jon
+    assert about is not None and about.retained                       # but they are about Jon ("your")
+
+
+# -- evidence copied into a summary or a clip (v7) ------------------------------------------------
+
+JAZZ = Conversation("c", MSGS, (Probe("jazz", "Would Caroline enjoy a jazz concert?", "Likely yes",
+                                      evidence=("m2",), category="open-domain"),))
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # the evidence sentence as the extractive summarizer copies it: the speaker's line, a tail cut
+    ("Caroline: I play the clarinet in the band, mostly jazz.", True),
+    ("[3 May 2023] Caroline: I play the clarinet in the band …", False),  # "jazz" (the question's word) cut
+    ("Caroline: I play the clarinet in the band, mostly …", False),
+    # its words in another order are not the sentence (a bag of its words would be)
+    ("Caroline: Jazz mostly, in the band the clarinet I play.", False),
+    # the same words in another mouth, or negated, are another statement
+    ("Melanie: I play the clarinet in the band, mostly jazz.", False),
+    ("Caroline: It is not true that I play the clarinet in the band, mostly jazz.", False),
+    # a line nobody speaks that names her is about her
+    ("Caroline plays the clarinet in the band, mostly jazz.", True),
+])
+def test_an_evidence_sentence_copied_into_a_summary_counts_like_the_verbatim_message(line: str, want: bool) -> None:
+    # "Likely yes": the matcher has nothing to look for; the evidence message (2) holds the answer
+    # and is out of the window at the end — only its copy in the summary can hold it
+    text = Text("system", None, f"Melanie: Lovely. My kids and I went camping at the beach.\n{line}")
+    p = _score(_trace({9: (text, (9, 10))}), "end", JAZZ).probes["jazz"]
+    assert p["answerable"] and not p["checkable"]
+    assert p["retained"] is want, line
+    assert p["retained_by"] == ("evidence-copied" if want else ""), line
+    assert p["in_summary"] is want and p["support_at"] == (f"t:{text.id}" if want else ""), line
+
+
+def test_only_the_sentences_that_bear_on_the_ask_must_be_copied() -> None:
+    # message 0 is "Hey Mel! I finally joined a band last week.": the greeting need not be copied
+    conv = Conversation("c", MSGS, (Probe("band", "Would Caroline enjoy playing with her band?", "Likely yes",
+                                          evidence=("m0",), category="open-domain"),))
+    for line, want in (("Caroline: I finally joined a band last week.", True),
+                       ("Caroline: Hey Mel!", False)):
+        p = _score(_trace({9: (Text("system", None, line), (9, 10))}), "end", conv).probes["band"]
+        assert p["retained"] is want, line
+
+
+def test_a_copied_date_answer_needs_the_day_it_was_said() -> None:
+    # "I finally joined a band last week", said 1 May 2023: the copy gives the time only with its day
+    conv = Conversation("c", DATED, (Probe("when", "When did Caroline join a band?", "The week before 1 May 2023",
+                                           evidence=("m0",), category="temporal"),))
+    for text, want in (("[1 May 2023] Caroline: I finally joined a band last week.", True),
+                       ("[1 May 2023]\nCaroline: I finally joined a band last week.", True),   # one-day header
+                       ("[3 May 2023] Caroline: I finally joined a band last week.", False),   # another day
+                       ("Caroline: I finally joined a band last week.", False)):
+        trace = _trace({9: (Text("system", None, text), (9, 10))})
+        trace.messages = DATED
+        p = _score(trace, "end", conv).probes["when"]
+        assert p["retained"] is want and p["retained_by"] == ("evidence-copied" if want else ""), text
+
+
+def test_every_evidence_message_must_be_verbatim_or_copied() -> None:
+    conv = Conversation("c", MSGS, (Probe("both", "Would Caroline enjoy a jazz concert at a new job?", "Likely yes",
+                                          evidence=("m2", "m6"), category="open-domain"),))
+    copy = "Caroline: I play the clarinet in the band, mostly jazz."
+    for items, want in (((Text("system", None, copy), (6, 10)), True),     # m6 verbatim, m2 copied
+                        ((Text("system", None, copy), (7, 10)), False)):   # m6 neither
+        p = _score(_trace({9: items}), "end", conv).probes["both"]
+        assert p["retained"] is want, items
+        # with one message verbatim, the summary alone does not hold it
+        assert not p["in_summary"]

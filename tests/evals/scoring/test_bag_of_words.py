@@ -99,8 +99,9 @@ def _rates(convs: list[Conversation]) -> dict[str, float]:
 
 @pytest.mark.parametrize(("source", "want"), [
     ("chat-small.jsonl", {"n": 134, "summary_real": 0.881, "containment_bag": 0.0}),
-    # issue #23's agent probes (files changed, failures, task, identifiers) added 74 asks: was 112 / 0.393 / 0.027
-    ("agent-small.jsonl", {"n": 186, "summary_real": 0.263, "containment_bag": 0.032}),
+    # issue #23's agent probes (files changed, failures, task, identifiers) added 74 asks: was 112 / 0.393 / 0.027;
+    # v7 0.263 -> 0.269: one more ask held in the summary by a copy of its evidence sentence
+    ("agent-small.jsonl", {"n": 186, "summary_real": 0.269, "containment_bag": 0.032}),
 ])
 def test_a_bag_of_frequent_words_scores_far_below_the_real_summary_on_synthetic_sets(
         source: str, want: dict[str, float]) -> None:
@@ -118,7 +119,10 @@ def test_a_bag_of_frequent_words_scores_far_below_the_real_summary_on_synthetic_
 def test_a_bag_of_frequent_words_scores_far_below_the_real_summary_on_locomo() -> None:
     got = _rates(load(str(LOCOMO_DEV), format="locomo"))
     assert got["n"] == 774
-    assert got["summary_real"] == pytest.approx(0.076, abs=0.005) and got["summary_bag"] == 0.0
+    # v7 0.084 (v6 0.065, v5 0.074): the evidence's sentences copied into the summary hold the ask
+    # like the verbatim message (v7, `copies`); v6: a dated line must state the event (5 asks),
+    # every part of a long joined answer must be stated (2 asks) — docs/scoring.md
+    assert got["summary_real"] == pytest.approx(0.084, abs=0.005) and got["summary_bag"] == 0.0
     # what the issue saw: the v2 containment check gives the bag a large part of the real summary's score
     assert got["containment_real"] == pytest.approx(0.143, abs=0.005)
     assert got["containment_bag"] == pytest.approx(0.068, abs=0.005)

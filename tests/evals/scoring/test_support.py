@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 
 import pytest
 from rollsum_evals.scoring.support import STOP, Unit, claim, document_frequency, summary_units, support, words
@@ -134,3 +135,64 @@ def test_a_bag_of_the_most_frequent_words_scores_far_below_the_sentences_it_came
     fake = sum(supported(q, a, bag) for q, a in probes)
     assert real == len(probes)
     assert fake == 0
+
+
+# -- v6: the event, the whole answer, "you", and what someone said ----------------------------------
+
+
+def test_a_dated_line_must_state_the_event_not_just_its_topic() -> None:
+    # with times shown every line carries a date: one shared topic word does not date the event
+    q, a = "When did Caroline run a charity race?", "May 2023"
+    assert not supported(q, a, "[20 May 2023] Running is my favourite way to unwind.", names=("Caroline",),
+                         speaker="Caroline")
+    assert supported(q, a, "[20 May 2023] I did a charity race for mental health last Saturday.",
+                     names=("Caroline",), speaker="Caroline")
+    # a question with one strong word needs only that one
+    assert supported("When did Jon go to Rome?", "June 2023", "[19 June 2023] I took a short trip to Rome.",
+                     names=("Jon",), speaker="Jon")
+
+
+def test_every_part_of_a_long_joined_answer_must_be_stated() -> None:
+    q = "What did the coach suggest doing to get fit?"
+    a = "buy a cheap used road bike and join the local cycling club on Sundays"
+    # two thirds of the answer's words, but only the second half of it
+    assert not supported(q, a, "To get fit, join the local cycling club on Sundays and ride your road bike there.")
+    assert supported(q, a, "To get fit, buy a cheap used road bike and join the local cycling club on Sundays.")
+    c = claim(q, a)
+    assert c is not None and len(c.parts) == 2 and len(c.items) == 1
+
+
+def test_you_in_a_two_person_chat_is_the_other_person() -> None:
+    q, a, names = "What has Melanie painted recently?", "a sunset", ("Caroline", "Melanie")
+    assert supported(q, a, "Wow Mel, what made you paint that sunset?", names=names, speaker="Caroline")
+    # "I" as well: who painted is open
+    assert not supported(q, a, "I painted a sunset too, you would love it.", names=names, speaker="Caroline")
+    # three people: "you" is not one person
+    assert not supported(q, a, "Wow Mel, what made you paint that sunset?", names=(*names, "Jon"),
+                         speaker="Caroline")
+
+
+def test_words_addressed_to_someone_are_not_what_they_said() -> None:
+    names = ("Gina", "Jon")
+
+    def by_jon(question: str, text: str) -> bool:
+        c = claim(question, "hard work is paying off", names)
+        assert c is not None
+        c = dataclasses.replace(c, source=frozenset({"jon"}))  # Jon said the evidence
+        return support(c, [Unit(text, "Gina")]) is not None
+
+    line = "Hey Jon, it is awesome to see your hard work is paying off with the store!"
+    assert not by_jon("What did Jon say about the progress with the store?", line)   # Gina's words, to Jon
+    assert by_jon("What is paying off for Jon with the store progress?", line)       # about Jon: "your"
+    assert by_jon("What did Jon say about the progress with the store?",
+                  "Jon said his hard work is paying off with the store.")            # reported
+
+
+def test_a_question_that_names_a_time_needs_that_time_near_the_answer() -> None:
+    q, a, names = "What fun activity did Caroline mention doing in July 2023?", "skiing", ("Caroline",)
+    assert not supported(q, a, "[19 August 2023] Skiing and skating are fun winter activities I enjoy.",
+                         names=names, speaker="Caroline")
+    assert supported(q, a, "[19 August 2023] Last month (July 2023) I went skiing, a fun activity.",
+                     names=names, speaker="Caroline")
+    # a full date states its month
+    assert supported(q, a, "On 15 July 2023 I went skiing, such a fun activity.", names=names, speaker="Caroline")
