@@ -312,9 +312,10 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     paired_col, paired_axis = pairing(run)
     with_qa = "qa" in ((run.manifest or {}).get("scoring") or {}).get("scorers", ())
     rows = []
+    done_of, probes_of = by_config(done_all), by_config(probes)
     for cfg, units in every.groupby("config", sort=True):
-        grp = done_all[done_all["config"] == cfg]
-        p = probes[probes["config"] == cfg] if len(probes) else probes
+        grp = done_of.get(cfg, done_all.iloc[:0])
+        p = probes_of.get(cfg, probes.iloc[:0])
         ans = p[p["answerable"]] if len(p) else p
         first = units.iloc[0]
         preset, model = str(first.get("preset", "")), str(first.get("model", ""))
@@ -488,14 +489,25 @@ def config_health(run: Run) -> dict[str, Health]:
 def _config_health(every: pd.DataFrame, probes: pd.DataFrame) -> dict[str, Health]:
     """`config_health` from the units table `with_feasibility` and the `ok_probes` already read."""
     done_all = finished(every)
+    done_of, probes_of = by_config(done_all), by_config(probes)
     out = {}
     for cfg, units in every.groupby("config", sort=True):
-        p = probes[probes["config"] == cfg] if len(probes) else probes
+        p = probes_of.get(cfg, probes.iloc[:0])
         n_ans = int(p["answerable"].sum()) if len(p) else 0
         preset = str(units["preset"].iloc[0]) if "preset" in units.columns else ""
-        out[str(cfg)] = _health(units, done_all[done_all["config"] == cfg], n_ans, len(p),
+        out[str(cfg)] = _health(units, done_of.get(cfg, done_all.iloc[:0]), n_ans, len(p),
                                 components.is_baseline(preset))
     return out
+
+
+def by_config(frame: pd.DataFrame) -> dict[Any, pd.DataFrame]:
+    """`frame`'s rows per value of its `config` column, in their order: one pass instead of a
+    boolean mask over the whole frame per configuration (40 configurations × the probe table was
+    a visible part of the report's time). A configuration without rows is absent (callers take
+    ``frame.iloc[:0]``); so are rows whose config is missing, which no mask ``== cfg`` selects."""
+    if not len(frame) or "config" not in frame.columns:
+        return {}
+    return {cfg: grp for cfg, grp in frame.groupby("config", sort=False, dropna=True)}
 
 
 def config_verdicts(run: Run, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Verdict]:

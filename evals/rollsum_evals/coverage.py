@@ -87,8 +87,8 @@ def column_name(category: str) -> str:
 
 def coverage_columns(probes: pd.DataFrame) -> dict[str, Any]:
     """configs.csv's `coverage` and one `coverage_<category>` per non-adversarial category."""
-    out: dict[str, Any] = {"coverage": coverage(probes)}
-    table = by_category(probes)
+    table = by_category(probes)  # its "all" row is `coverage(probes)`: not counted twice
+    out: dict[str, Any] = {"coverage": float(table["coverage"]["all"]) if len(probes) else math.nan}
     for cat, r in table.iterrows():
         if cat not in ("all", ADVERSARIAL, "(none)"):
             out[column_name(str(cat))] = r["coverage"]

@@ -171,3 +171,16 @@ def test_by_category_counts_each_ask_once_in_its_category_and_in_all() -> None:
         assert {k: str(v) for k, v in table.dtypes.items()} == {
             "probes": "int64", "answerable": "int64", "counted": "int64", "coverage": "float64",
             "non_adversarial": "int64"}
+
+
+def test_coverage_columns_coverage_is_the_whole_configs_not_a_categorys() -> None:
+    """configs.csv's `coverage` comes from by_category's "all" row (perf20b), not counted again:
+    it must still be answerable / non-adversarial over every ask, not the first category's."""
+    p = _probes(category=["single-hop", "single-hop", "temporal", "temporal", "adversarial"],
+                answerable=[True, True, True, False, False],
+                excluded=["", "", "", "unsupported", "adversarial"],
+                retained=[1.0, math.nan, 0.0, math.nan, math.nan])
+    cols = coverage.coverage_columns(p)
+    assert cols["coverage"] == coverage.coverage(p) == 3 / 4
+    assert cols["coverage_single-hop"] == 1.0 and cols["coverage_temporal"] == 0.5
+    assert math.isnan(coverage.coverage_columns(p.iloc[:0])["coverage"])
