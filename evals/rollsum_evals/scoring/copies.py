@@ -32,11 +32,19 @@ them to a trace's context and remembers the answers.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from rollsum.summarizers.extractive import split_sentences
 from rollsum_evals.scoring import support as sp
 
-_WEAK = frozenset(sp.stem(w) for w in sp.WEAK)
+
+@lru_cache(maxsize=1)
+def _weak() -> frozenset[str]:
+    """`support.WEAK` stemmed, on first use (not at import: that pulled in nltk, see
+    `support.address_words`)."""
+    return frozenset(sp.stem(w) for w in sp.WEAK)
+
+
 SLACK = 8
 """Words a copy may add inside the sentence beyond doubling it: the dates the summarizer
 anchors ("yesterday (7 May 2023)", "last week (the week before 9 June 2023)")."""
@@ -45,7 +53,7 @@ anchors ("yesterday (7 May 2023)", "last week (the week before 9 June 2023)").""
 def keys(question: str, answer: str, people: Iterable[str]) -> frozenset[str]:
     """The question's and answer's content stems that can tie a sentence to the ask: not names
     (every line of a chat is someone's) and not light words ("go", "time")."""
-    drop = frozenset(people) | _WEAK
+    drop = frozenset(people) | _weak()
     return frozenset(t for t in sp.content(f"{question} . {answer}", drop=sp.HEDGES) if t not in drop)
 
 

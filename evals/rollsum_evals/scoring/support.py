@@ -403,21 +403,28 @@ def _linked(p: _Prepared, a: int, b: int) -> tuple[bool, bool]:
     return stated, any(p.negation[p.scope_lo[min(a, b)]:max(a, b)])
 
 
-ADDRESS_WORDS = frozenset(stem(w) for w in """hey hi hello dear oh ah thanks thank you congrats
+ADDRESS = tuple("""hey hi hello dear oh ah thanks thank you congrats
 congratulations wow woah whoa aw aww yes yeah no ok okay well sorry bye goodbye good morning night great awesome
 cool nice haha lol omg gosh""".split())
 """Words that go with a name used to address someone ("Hey Caroline", "Thanks, Melanie")."""
 
 
+@lru_cache(maxsize=1)
+def address_words() -> frozenset[str]:
+    """`ADDRESS` stemmed, on first use: stemming at import pulled in nltk (~0.5 s) for every
+    command importing the scorer registry, the report and compare included, which never stem."""
+    return frozenset(stem(w) for w in ADDRESS)
+
+
 def named(p: _Prepared, stems: Iterable[str], people: frozenset[str]) -> bool:
     """Whether the unit names one of `stems` as someone it talks *about*. A name used only to
     address someone is a vocative, not a subject: its clause holds nothing but names and
-    greeting words (`ADDRESS_WORDS`), and so does everything from it to one end of its
+    greeting words (`address_words`), and so does everything from it to one end of its
     sentence — "Hey Caroline, ...", "Woah, Evan, that ...", "Caroline, did you ...", "Thanks,
     Melanie!". An opening run followed by "and" or another name is a list ("Jon, Gina and
     Caroline went"), not an address. `people`: every nameable stem."""
     def plain(k: int) -> bool:
-        return p.stems[k] in people or p.stems[k] in ADDRESS_WORDS
+        return p.stems[k] in people or p.stems[k] in address_words()
 
     n = len(p.stems)
     for t in stems:
