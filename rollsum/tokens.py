@@ -3,14 +3,14 @@
 The default is a heuristic: ceil(chars / 4 × calibration) plus a fixed per-message overhead.
 chars/4 is the classic English estimate for GPT-style BPEs; Claude's tokenizer produces more
 tokens for the same text, so the Anthropic presets use a calibration factor above 1 (see
-`docs/models.md` for how it was measured). Counts are cached per message so that a replay of
-n messages costs O(n) counting, not O(n²).
+`docs/models.md` for how it was measured). A count takes O(1) (the text's length), so a replay
+of n messages costs O(n) counting, not O(n²), without a cache: a memo lookup per message cost
+more than the arithmetic it saved.
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from typing import Protocol, runtime_checkable
 
 from rollsum.types import Message
@@ -30,7 +30,10 @@ class TokenCounter(Protocol):
 
 
 class HeuristicCounter:
-    """chars/4 × calibration, plus `overhead` per message; message counts are memoized."""
+    """chars/4 × calibration, plus `overhead` per message.
+
+    `cache_size` is accepted for compatibility and unused: the count is computed from the
+    length, which is cheaper than looking it up."""
 
     def __init__(self, *, chars_per_token: float = 4.0, calibration: float = 1.0,
                  overhead: int = DEFAULT_MESSAGE_OVERHEAD, cache_size: int = 200_000) -> None:
@@ -40,24 +43,13 @@ class HeuristicCounter:
         self.calibration = calibration
         self.overhead = overhead
         self._factor = calibration / chars_per_token
-        self._cache: OrderedDict[tuple[str, int], int] = OrderedDict()
-        self._cache_size = cache_size
+        self.cache_size = cache_size
 
     def count(self, text: str) -> int:
         return math.ceil(len(text) * self._factor) if text else 0
 
     def count_message(self, message: Message) -> int:
-        if message.id is None:
-            return self.count(message.content) + self.overhead
-        key = (message.id, len(message.content))
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        n = self.count(message.content) + self.overhead
-        self._cache[key] = n
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-        return n
+        return self.count(message.content) + self.overhead
 
     def __repr__(self) -> str:
         return (f"HeuristicCounter(chars_per_token={self.chars_per_token}, "

@@ -124,6 +124,10 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
     bucket_of = [(b if b < last else last) if p > 0 else 0 for p in cands.pos for b in (int(p / width),)]
     covered: dict[str, int] = {}
     covered_get = covered.get
+    # each covered key's DECAY ** (lines that say it), kept beside the counts: the inner loop
+    # reads the multiplier with one lookup (an uncovered key weighs w × 1.0, which is w)
+    mult: dict[str, float] = {}
+    mult_get = mult.get
     covered_keys = covered.keys()
     decay = _DECAY_POW
     rho = _RHO_POW
@@ -149,7 +153,7 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
         else:
             words = 0.0
             for k, w in zip(keys, weights_of[i]):
-                words += w * decay[covered_get(k, 0)]
+                words += w * mult_get(k, 1.0)
         bonus = bonus_of[i]
         base = v0[i] - bonus
         if (base > 0.0 and words < REDUNDANT * base) or words + bonus < MIN_VALUE:
@@ -169,5 +173,6 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
             n = covered_get(k, 0)
             if n < _MAX_REPEATS:
                 covered[k] = n + 1
+                mult[k] = decay[n + 1]
     chosen.sort()
     return Selection(tuple(chosen), used)
