@@ -30,20 +30,17 @@ class TokenCounter(Protocol):
 
 
 class HeuristicCounter:
-    """chars/4 × calibration, plus `overhead` per message.
-
-    `cache_size` is accepted for compatibility and unused: the count is computed from the
-    length, which is cheaper than looking it up."""
+    """chars/4 × calibration, plus `overhead` per message (no memo: the count is computed from
+    the length, which is cheaper than looking it up)."""
 
     def __init__(self, *, chars_per_token: float = 4.0, calibration: float = 1.0,
-                 overhead: int = DEFAULT_MESSAGE_OVERHEAD, cache_size: int = 200_000) -> None:
+                 overhead: int = DEFAULT_MESSAGE_OVERHEAD) -> None:
         if chars_per_token <= 0 or calibration <= 0:
             raise ValueError("chars_per_token and calibration must be positive")
         self.chars_per_token = chars_per_token
         self.calibration = calibration
         self.overhead = overhead
         self._factor = calibration / chars_per_token
-        self.cache_size = cache_size
 
     def count(self, text: str) -> int:
         return math.ceil(len(text) * self._factor) if text else 0
