@@ -18,7 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rollsum.store.base import StoredMessage
+from rollsum.redact import redacting_logger
+from rollsum.store.base import Store, StoredMessage
+
+log = redacting_logger(__name__)
 
 VERSION = 1
 
@@ -149,4 +152,38 @@ def backoff(failures: int, cooldown: int, most: int) -> int:
     return min(cooldown * 2 ** min(failures - 1, 30), max(most, cooldown))
 
 
-__all__ = ["VERSION", "Cadence", "backoff"]
+Key = tuple[int | None, ...]
+"""`Cadence.key()`: what was last saved, compared to decide whether to save again."""
+
+
+def save(store: Store, conversation_id: str, cadence: Cadence, saved_key: Key | None) -> Key:
+    """Save the cadence when it changed since `saved_key` (at an attempt, a failure, an
+    eviction: not on every message); returns the key now saved. A store without
+    `save_cadence` (a third-party one) just does not keep it."""
+    key = cadence.key()
+    if key == saved_key:
+        return key
+    keep = getattr(store, "save_cadence", None)
+    if callable(keep):
+        keep(conversation_id, cadence.saved())
+    return key
+
+
+def load(store: Store, conversation_id: str, cadence: Cadence) -> Key | None:
+    """Restore the counts the store kept for a conversation into `cadence`; returns their key,
+    or None when there were none or they were unreadable (then the counts the rows imply,
+    `Cadence.resumed`, stay: rate limits resume from the stored summaries)."""
+    read = getattr(store, "cadence", None)
+    saved = read(conversation_id) if callable(read) else None
+    if not saved:
+        return None
+    try:
+        cadence.restore(saved)
+    except ValueError as err:
+        log.warning("conversation %s: saved cadence unreadable (%s); rate limits resume from the "
+                    "stored summaries", conversation_id, err)
+        return None
+    return cadence.key()
+
+
+__all__ = ["VERSION", "Cadence", "Key", "backoff", "load", "save"]

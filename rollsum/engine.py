@@ -49,15 +49,25 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from rollsum import clearing, guard, jobs
+from rollsum import cadence, clearing, guard, jobs
+from rollsum import events as events_
 from rollsum.cadence import Cadence
 from rollsum.context import OMITTED_SUMMARY, ContextFormat, budget_summary, get_format
 from rollsum.errors import ConfigError
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
-from rollsum.policies.base import Decision, Policy, WindowState, may_summarize, policy_params
+from rollsum.policies.base import Decision, Policy, WindowState, may_summarize
 from rollsum.redact import redact, redacting_logger
-from rollsum.settings import MIN_WINDOW, DepthCapMerge, EngineSettings, LedgerMode, SettingAttributes
+from rollsum.settings import (
+    MIN_WINDOW,
+    SETTING_NAMES,
+    WIRING_NAMES,
+    DepthCapMerge,
+    EngineSettings,
+    LedgerMode,
+    SettingAttributes,
+    engine_config,
+)
 from rollsum.store.base import Store
 from rollsum.store.memory import MemoryStore
 from rollsum.summarizers.base import Summarizer
@@ -112,22 +122,10 @@ class RollingSummarizer(SettingAttributes):
         clear_tool_results: bool = False, clear_trigger: int | None = None, clear_keep: int = 3,
         clear_at_least: int = 0, clear_exclude_tools: Sequence[str] = (),
     ) -> None:
-        """Every setting by keyword (`EngineSettings` documents them), validated there."""
-        settings = EngineSettings(
-            context_format=context_format, context_window=context_window, enforce_window=enforce_window,
-            guard_low_water=guard_low_water, guard_min_tail=guard_min_tail,
-            reserved_output_tokens=reserved_output_tokens, summary_share=summary_share,
-            max_summary_tokens=max_summary_tokens, min_summary_tokens=min_summary_tokens,
-            max_request_tokens=max_request_tokens, retries=retries, backoff_s=backoff_s,
-            max_retry_after_s=max_retry_after_s, ledger=ledger, ledger_share=ledger_share,
-            ledger_max_facts=ledger_max_facts, lag_turns=lag_turns, max_passes=max_passes,
-            failure_cooldown=failure_cooldown, max_failure_backoff=max_failure_backoff,
-            min_messages_per_attempt=min_messages_per_attempt, rebuild_from_raw=rebuild_from_raw,
-            depth_cap_merge=depth_cap_merge, clear_tool_results=clear_tool_results, clear_trigger=clear_trigger,
-            clear_keep=clear_keep, clear_at_least=clear_at_least, clear_exclude_tools=clear_exclude_tools)
-        self._setup(policy, summarizer, settings, counter=counter, store=store, conversation_id=conversation_id,
-                    fallback=fallback, sleep=sleep, clock=clock, on_event=on_event, preset=preset,
-                    takeover=takeover)
+        """Every setting by keyword (`EngineSettings` documents them, and validates them)."""
+        given = locals()  # the keywords just as given: the settings' and the wiring's, by name
+        settings = EngineSettings(**{name: given[name] for name in SETTING_NAMES})
+        self._setup(policy, summarizer, settings, preset=preset, **{name: given[name] for name in WIRING_NAMES})
 
     @classmethod
     def from_settings(cls, policy: Policy, summarizer: Summarizer, settings: EngineSettings, *,
@@ -209,32 +207,11 @@ class RollingSummarizer(SettingAttributes):
         # without a saved cadence (a store written before it was kept, or one that cannot keep
         # it), rate limits resume from the successful summaries and everything that left the window
         self._c.resumed(rows, added, len(self._history), len(self._window.pending))
-        self._restore_cadence()
+        self._saved_key = cadence.load(self.store, self.conversation_id, self._c)
         self._refresh_summary()
 
     def _persist_cadence(self) -> None:
-        """Save the cadence when it changed (at an attempt, a failure, an eviction: not on every
-        message). A store without `save_cadence` (a third-party one) just does not keep it."""
-        key = self._c.key()
-        if key == self._saved_key:
-            return
-        save = getattr(self.store, "save_cadence", None)
-        if callable(save):
-            save(self.conversation_id, self._c.saved())
-        self._saved_key = key
-
-    def _restore_cadence(self) -> None:
-        load = getattr(self.store, "cadence", None)
-        saved = load(self.conversation_id) if callable(load) else None
-        if not saved:
-            return
-        try:
-            self._c.restore(saved)
-        except ValueError as err:
-            log.warning("conversation %s: saved cadence unreadable (%s); rate limits resume from the "
-                        "stored summaries", self.conversation_id, err)
-            return
-        self._saved_key = self._c.key()
+        self._saved_key = cadence.save(self.store, self.conversation_id, self._c, self._saved_key)
 
     def close(self) -> None:
         """Release this engine's claim on the conversation (another engine may then open it)."""
@@ -354,25 +331,13 @@ class RollingSummarizer(SettingAttributes):
 
     def config(self) -> dict[str, Any]:
         """Everything needed to re-create this engine, with every value resolved."""
-        summ_params = getattr(self.summarizer, "params", None)
-        fb = self.fallback
-        return {
-            "preset": self.preset,
-            "policy": {"name": self.policy.name, "params": policy_params(self.policy)},
-            "summarizer": {"name": getattr(self.summarizer, "name", type(self.summarizer).__name__),
-                           "params": summ_params() if callable(summ_params) else {}},
-            "fallback": getattr(fb, "name", None) if fb is not None else None,
-            **self.settings.config(context_format=self.format.name, enforce_window=self.enforce_window,
-                                   ledger_mode=self.ledger_mode),
-        }
+        return engine_config(self.preset, self.policy, self.summarizer, self.fallback, self.settings,
+                             context_format=self.format.name, enforce_window=self.enforce_window)
 
     @property
     def ledger_mode(self) -> LedgerMode:
         """The effective ledger mode ("auto" resolved against the current summarizer)."""
-        ledger = self.settings.ledger
-        if ledger != "auto":
-            return ledger
-        return "off" if getattr(self.summarizer, "name", "") == "extractive" else "pin"
+        return self.settings.ledger_for(self.summarizer)
 
     # ------------------------------------------------------------------ internals: the window
 
@@ -696,16 +661,7 @@ class RollingSummarizer(SettingAttributes):
     # ------------------------------------------------------------------ internals: events
 
     def _internal_failure(self, err: Exception) -> SummaryEvent:
-        log.exception("rollsum: unexpected error after storing a message; the message is kept")
-        return SummaryEvent("failure", self._seq - 1, "internal error", error=redact(f"{type(err).__name__}: {err}"),
-                            error_kind="internal")
+        return events_.internal_failure(self._seq - 1, err)
 
     def _emit(self, events: Sequence[SummaryEvent]) -> None:
-        if self.on_event is None:
-            return
-        for ev in events:
-            try:
-                self.on_event(ev)
-            except Exception:  # the caller's callback must not turn a stored message into an error
-                log.exception("rollsum: on_event callback raised; event %s dropped from it", ev.kind)
-
+        events_.emit(self.on_event, events)
