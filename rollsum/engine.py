@@ -43,7 +43,6 @@ one public class over two modules for no reader's benefit.
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -52,7 +51,7 @@ from typing import Any
 from rollsum import cadence, clearing, guard, jobs
 from rollsum import events as events_
 from rollsum.cadence import Cadence
-from rollsum.context import OMITTED_SUMMARY, ContextFormat, budget_summary, get_format
+from rollsum.context import ContextFormat, get_format, shown_summary, summary_room
 from rollsum.errors import ConfigError
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
@@ -68,8 +67,8 @@ from rollsum.settings import (
     SettingAttributes,
     engine_config,
 )
+from rollsum.store import claim, resolve
 from rollsum.store.base import Store
-from rollsum.store.memory import MemoryStore
 from rollsum.summarizers.base import Summarizer
 from rollsum.tokens import HeuristicCounter, TokenCounter
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, new_id
@@ -163,11 +162,7 @@ class RollingSummarizer(SettingAttributes):
         self.policy = policy
         self.summarizer = summarizer
         self.counter: TokenCounter = counter or HeuristicCounter()
-        if isinstance(store, str):  # a spec string ("sqlite:chat.db", "memory"): see open_store
-            from rollsum.store import open_store
-
-            store = open_store(store)
-        self.store: Store = store if store is not None else MemoryStore()
+        self.store: Store = resolve(store)  # a spec string ("sqlite:chat.db", "memory"): see open_store
         fmt = settings.context_format
         self.format = get_format(fmt) if isinstance(fmt, str) else fmt
         self.conversation_id = conversation_id or new_id("conv-")
@@ -178,7 +173,7 @@ class RollingSummarizer(SettingAttributes):
         self._limit, self._budget = settings.limit, settings.summary_budget
         self._window = Window()
         self._history: list[SummaryRecord] = []
-        self._summary_room = self._room_for_summary()
+        self._summary_room = summary_room(self.format, self._budget, self.counter.count, self.counter.count_message)
         self._seq = self._added_tokens = self._dropped = 0  # messages stored, their tokens, dropped ones
         self._c = Cadence()  # the counts the rate limits and the backoff read (kept in the store)
         self._saved_key: tuple[int | None, ...] | None = None
@@ -186,13 +181,7 @@ class RollingSummarizer(SettingAttributes):
         self.usage = Usage()
         self.last_events: tuple[SummaryEvent, ...] = ()
         self._owner = new_id("engine-")
-        claim = getattr(self.store, "claim", None)
-        if callable(claim):
-            claim(self.conversation_id, self._owner, takeover=takeover)
-            release = self.store.release
-            self._finalizer: Any = weakref.finalize(self, release, self.conversation_id, self._owner)
-        else:
-            self._finalizer = None
+        self._finalizer = claim(self.store, self.conversation_id, self._owner, takeover=takeover, holder=self)
         self._resume_from_store()
 
     # ------------------------------------------------------------------ resume and cadence
@@ -238,10 +227,7 @@ class RollingSummarizer(SettingAttributes):
     def messages(self) -> list[Message]:
         """The verbatim (active) messages as they appear in the context: a message the window
         guard had to clip carries its marker here too (the stored one is intact)."""
-        w = self._window
-        if not (w.clips or w.cleared):
-            return list(w.active)
-        return w.shown_active()
+        return self._window.shown_active()
 
     @property
     def pending(self) -> list[Message]:
@@ -294,13 +280,8 @@ class RollingSummarizer(SettingAttributes):
             from rollsum.context import with_timestamps
 
             return with_timestamps(self.context(system=system), timestamps)
-        w = self._window
-        pinned: Sequence[Message] = w.pinned
-        active: Sequence[Message] = w.active
-        if w.altered:
-            pinned, active = w.shown_pinned(), w.shown_active()
-        return self.format.assemble(system=system, pinned=pinned, active=active, summary=w.shown_summary(),
-                                    head=self._head())
+        pinned, active, summary = self._window.shown()
+        return self.format.assemble(system=system, pinned=pinned, active=active, summary=summary, head=self._head())
 
     def to_anthropic(self, system: str | None = None, *, timestamps: str = "none"
                      ) -> tuple[str, list[dict[str, str]]]:
@@ -550,28 +531,13 @@ class RollingSummarizer(SettingAttributes):
         return None if decision is None else self._evict(decision, guard=True)
 
     def _clip(self) -> SummaryEvent:
-        """The impossible case: what must stay (the newest message, pinned system messages) is
-        larger than the window on its own. Clip it in the context, never in the store
-        (`guard.clip`: water-filling; then the summary, then the oldest pinned left out)."""
+        """The last resort (`guard.fit`): clip what must stay in the context, never in the store."""
         before = self.context_tokens()
-        window = self._limit
-        w = self._window
-        clipped, omitted = guard.clip(w, self.counter, window)
-        if self.context_tokens() > window:
-            w.summary_hidden = True
-        if self.context_tokens() > window:
-            log.error("window guard could not fit %s into %d tokens", self.conversation_id, window)
-        reason = guard.clip_reason(self.settings, clipped, omitted, w.summary_hidden)
-        log.warning("%s (conversation %s)", reason, self.conversation_id)
-        return SummaryEvent("clip", self._seq - 1, reason, messages=clipped + omitted,
+        messages, reason = guard.fit(self._window, self.counter, self._limit, self.settings, self.conversation_id)
+        return SummaryEvent("clip", self._seq - 1, reason, messages=messages,
                             tokens_before=before, tokens_after=self.context_tokens(), guard=True)
 
     # ------------------------------------------------------------------ internals: summaries
-
-    def _room_for_summary(self) -> int:
-        """Tokens the summary message can take in the context at most, framing included."""
-        framing = self.counter.count_message(self.format.summary_message("", None))
-        return framing + max(self._budget, self.counter.count(OMITTED_SUMMARY)) + 2
 
     def _maker(self) -> jobs.Maker:
         """How summaries are made, from the engine's current components (a caller may swap the
@@ -648,15 +614,11 @@ class RollingSummarizer(SettingAttributes):
 
     def _refresh_summary(self) -> None:
         rec, w = self.summary, self._window
-        if rec is None:
-            w.summary, w.summary_tokens = None, 0
-            return
-        text, note = budget_summary(rec.render(), self._budget, min_tokens=self.settings.min_summary_tokens,
-                                    count=self.counter.count)
-        if note:
+        w.summary, note = (None, None) if rec is None else shown_summary(
+            rec, self.format, self._budget, min_tokens=self.settings.min_summary_tokens, count=self.counter.count)
+        w.summary_tokens = 0 if w.summary is None else self.counter.count_message(w.summary)
+        if note and rec is not None:
             log.info("summary %s: %s", rec.id, note)
-        w.summary = self.format.summary_message(text, rec)
-        w.summary_tokens = self.counter.count_message(w.summary)
 
     # ------------------------------------------------------------------ internals: events
 

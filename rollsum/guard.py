@@ -27,10 +27,13 @@ from dataclasses import dataclass, replace
 
 from rollsum.context import CLIP_MARKER, clip_text
 from rollsum.policies.base import Decision, Policy, fold_allowed
+from rollsum.redact import redacting_logger
 from rollsum.settings import EngineSettings
 from rollsum.tokens import TokenCounter
 from rollsum.types import Message, SummaryRecord
 from rollsum.window import Window
+
+log = redacting_logger("rollsum.engine")  # the engine's logger: a clip is the engine's last resort
 
 
 def gap(low_water: float, limit: int) -> int:
@@ -197,6 +200,22 @@ def clip(w: Window, counter: TokenCounter, window: int) -> tuple[int, int]:
     return clipped, len(omitted)
 
 
+def fit(w: Window, counter: TokenCounter, window: int, settings: EngineSettings, conversation_id: str
+        ) -> tuple[int, str]:
+    """The impossible case: what must stay (the newest message, pinned system messages) is
+    larger than the window on its own. Clip it in the context, never in the store (`clip`:
+    water-filling; then the summary, then the oldest pinned left out) and say so: (messages
+    clipped or left out, the clip event's reason)."""
+    clipped, omitted = clip(w, counter, window)
+    if w.context_tokens() > window:
+        w.summary_hidden = True
+    if w.context_tokens() > window:
+        log.error("window guard could not fit %s into %d tokens", conversation_id, window)
+    reason = clip_reason(settings, clipped, omitted, w.summary_hidden)
+    log.warning("%s (conversation %s)", reason, conversation_id)
+    return clipped + omitted, reason
+
+
 def clip_floor(counter: TokenCounter, m: Message) -> int:
     """The least a clipped message can take: its marker alone."""
     return counter.count_message(Message(m.role, CLIP_MARKER.format(n=len(m.content)), id=f"{m.id}#f"))
@@ -216,4 +235,4 @@ def clip_message(counter: TokenCounter, m: Message, max_tokens: int) -> Message:
 
 
 __all__ = ["ClipPlan", "clip", "clip_floor", "clip_message", "clip_plan", "clip_reason", "compaction",
-           "compaction_decision", "eviction", "eviction_decision", "gap", "limit_name", "order", "target"]
+           "compaction_decision", "eviction", "eviction_decision", "fit", "gap", "limit_name", "order", "target"]

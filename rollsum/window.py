@@ -243,7 +243,16 @@ class Window:
         return [self.display(m) for m in self.pinned if m.id not in self.omitted]
 
     def shown_active(self) -> list[Message]:
+        if not (self.clips or self.cleared):
+            return list(self.active)
         return [self.display(m) for m in self.active]
+
+    def shown(self) -> tuple[Sequence[Message], Sequence[Message], Message | None]:
+        """What a context shows: (pinned, active, summary), as display versions when the guard
+        or clearing altered some (the lists themselves otherwise: no copy, do not change them)."""
+        if self.altered:
+            return self.shown_pinned(), self.shown_active(), self.shown_summary()
+        return self.pinned, self.active, self.shown_summary()
 
     def show_cleared(self, found: Mapping[int, Message], count: Callable[[Message], int]) -> None:
         """Tool results cleared now (`rollsum.clearing.plan`: active position -> placeholder)."""
