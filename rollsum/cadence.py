@@ -93,6 +93,11 @@ class Cadence:
         self.since_attempt = 0
         self.attempts += 1
 
+    def observed(self, context_tokens: int) -> None:
+        """The context's size after a round: the lowest since the last summary is kept."""
+        if self.min_tokens_since is None or context_tokens < self.min_tokens_since:
+            self.min_tokens_since = context_tokens
+
     def summarized(self, added_at: int, pending: int) -> None:
         """A summary planned at `added_at` was committed; `pending` messages still wait."""
         self.since_summary = self.total_added - added_at

@@ -26,18 +26,12 @@ the same core serves the synchronous engine, a simulated lag (`lag_turns`, for r
 the asyncio variant in `rollsum.aio`, which runs `_run` in a worker thread.
 
 This module is the state machine (add / process / decide / plan / apply, the guard's order of
-steps, the store claim and the resume) and the public class around it. Its parts live beside
-it, each with plain inputs and no engine state: `rollsum.settings` (the frozen, validated
-settings), `rollsum.jobs` (making one summary: retries, fallback, fact ledger, depth-cap merge,
-the record), `rollsum.guard` (the window guard's arithmetic and clipping), `rollsum.window`
-(where each message is -- pinned, active, pending -- and what the context shows) and
-`rollsum.cadence` (the counts behind the rate limits and the backoff, and their saved form).
-
-Why it is still ~700 lines (over the library's 400): about 400 are the state machine proper;
-the rest is the public class's surface, kept as callers know it -- the keyword constructor
-(every setting by name, which `from_preset` and existing code pass), `from_settings`,
-`context`, `to_anthropic`, `config`, the properties. Splitting that surface off would spread
-one public class over two modules for no reader's benefit.
+steps, the store claim and the resume) and the public class around it. Its parts live beside it
+with plain inputs and no engine state (docs/architecture.md, "The engine"): `rollsum.settings`
+(frozen, validated settings; `config()`), `rollsum.jobs` (making one summary), `rollsum.guard`
+(the guard's arithmetic and clipping), `rollsum.window` (where each message is, what the context
+shows, the policy's snapshot), `rollsum.cadence` (the counts behind rate limits and backoff, saved
+and loaded), `rollsum.context` (the summary as shown), `rollsum.events` (delivering events).
 """
 
 from __future__ import annotations
@@ -48,7 +42,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from rollsum import cadence, clearing, guard, jobs
+from rollsum import cadence, guard, jobs
 from rollsum import events as events_
 from rollsum.cadence import Cadence
 from rollsum.context import ContextFormat, get_format, shown_summary, summary_room
@@ -72,15 +66,10 @@ from rollsum.store.base import Store
 from rollsum.summarizers.base import Summarizer
 from rollsum.tokens import HeuristicCounter, TokenCounter
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, new_id
-from rollsum.window import Window
+from rollsum.window import Window, policy_state
 
 log = redacting_logger(__name__)
 
-STATE_FIELDS = ("messages", "tokens", "active_tokens", "pinned_tokens", "summary_tokens", "summary", "chain_length",
-                "messages_covered", "total_added", "since_summary", "pending", "pending_messages",
-                "evicted_since_summary", "dropped", "min_tokens_since_summary", "context_window", "passes",
-                "last_failed", "since_attempt", "attempts", "total_evicted", "summary_budget")
-"""The order `_state` passes a `WindowState`'s values in (its field order)."""
 Launch = Callable[[Job], "SummaryEvent | None"]
 """Runs a planned job: returns its applied event, or None when it lands later (lag, asyncio)."""
 
@@ -345,23 +334,10 @@ class RollingSummarizer(SettingAttributes):
             c.since_attempt += 1
         return message
 
-    def _observe(self) -> None:
-        t = self.context_tokens()
-        if self._c.min_tokens_since is None or t < self._c.min_tokens_since:
-            self._c.min_tokens_since = t
-
     def _state(self, passes: int) -> WindowState:
-        """The policy's snapshot. Built on every message, so positionally (a frozen dataclass's
-        keyword call costs ~25 % more): the order is `WindowState`'s field order, which
-        `tests/rollsum/test_engine_state.py` holds to `STATE_FIELDS`."""
-        w, c = self._window, self._c
-        summary = self._history[-1] if self._history else None
-        return WindowState(
-            w.active, w.tokens, w.active_tokens, w.pinned_tokens, 0 if w.summary_hidden else w.summary_tokens,
-            summary, len(self._history), summary.messages_covered if summary is not None else 0,
-            c.total_added, c.since_summary, len(w.pending), w.pending, c.evicted_since, self._dropped,
-            c.min_tokens_since, self.settings.context_window, passes, c.in_backoff(), c.since_attempt, c.attempts,
-            c.total_evicted, self._summary_room)
+        """The policy's snapshot (`rollsum.window.policy_state`)."""
+        return policy_state(self._window, self._c, self._history, self._dropped, self.settings.context_window,
+                            passes, self._summary_room)
 
     # ------------------------------------------------------------------ internals: decisions
 
@@ -420,8 +396,8 @@ class RollingSummarizer(SettingAttributes):
         w = self._window
         if w.clips or w.omitted or w.summary_hidden:
             w.unclip(self.counter.count_message)
-        if self.settings.clear_tool_results:
-            self._clear()
+        if self.settings.clear_tool_results:  # old tool results to placeholders (`rollsum.clearing`)
+            w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
         if not system and not busy() and self._summary_due():
             for decision in self._summary_decisions(events):
                 if not self._may_attempt():
@@ -433,15 +409,9 @@ class RollingSummarizer(SettingAttributes):
                 if ev.kind != "summary":
                     break
         events.extend(self._guard(launch, busy))
-        self._observe()
+        self._c.observed(self.context_tokens())
         self._persist_cadence()
         return events
-
-    def _clear(self) -> None:
-        """Replace old tool results by placeholders in the context (`rollsum.clearing`)."""
-        w = self._window
-        w.show_cleared(clearing.plan(w.active, w.tokens, w.cleared, self.context_tokens(), self.clearing,
-                                     self.counter.count_message), self.counter.count_message)
 
     def _summary_due(self) -> bool:
         """With clearing on, the policy is asked only while the cleared context is still over
@@ -510,16 +480,11 @@ class RollingSummarizer(SettingAttributes):
         return events
 
     def _guard_may_compact(self) -> bool:
-        """A guard summary only when it is allowed (backoff, the policy's own rate limit, the
-        guard's token bound) and can bring the context inside the window at all."""
-        if not self._may_attempt():
-            return False
-        at = self._c.guard_at
-        if at is not None and self._added_tokens - at < guard.gap(self.settings.guard_low_water, self._limit):
-            return False
-        if self._window.pinned_tokens + self._summary_room >= self._limit:
-            return False
-        return may_summarize(self.policy, self._state(0))
+        """A guard summary only when it is allowed (backoff, the guard's token bound, the
+        policy's own rate limit) and can bring the context inside the window at all."""
+        return self._may_attempt() and guard.may_compact(self._c.guard_at, self._added_tokens, self.settings,
+                                                         self._limit, self._window.pinned_tokens + self._summary_room) \
+            and may_summarize(self.policy, self._state(0))
 
     def _guard_decision(self) -> Decision | None:
         return guard.compaction_decision(self._window, self.settings, self._head(), self._summary_room,

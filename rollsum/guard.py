@@ -200,6 +200,16 @@ def clip(w: Window, counter: TokenCounter, window: int) -> tuple[int, int]:
     return clipped, len(omitted)
 
 
+def may_compact(guard_at: int | None, added_tokens: int, settings: EngineSettings, window: int,
+                kept_tokens: int) -> bool:
+    """Whether the guard's token bound allows a compaction now (at least `gap` tokens added
+    since the last one, at `guard_at`) and one can help at all (what a compaction keeps -- the
+    pinned messages and the summary's room, `kept_tokens` -- is under the window)."""
+    if guard_at is not None and added_tokens - guard_at < gap(settings.guard_low_water, window):
+        return False
+    return kept_tokens < window
+
+
 def fit(w: Window, counter: TokenCounter, window: int, settings: EngineSettings, conversation_id: str
         ) -> tuple[int, str]:
     """The impossible case: what must stay (the newest message, pinned system messages) is
@@ -234,5 +244,21 @@ def clip_message(counter: TokenCounter, m: Message, max_tokens: int) -> Message:
         room -= 1  # a counter whose message framing is not constant: tighten and retry
 
 
-__all__ = ["ClipPlan", "clip", "clip_floor", "clip_message", "clip_plan", "clip_reason", "compaction",
-           "compaction_decision", "eviction", "eviction_decision", "fit", "gap", "limit_name", "order", "target"]
+__all__ = [
+    "ClipPlan",
+    "clip",
+    "clip_floor",
+    "clip_message",
+    "clip_plan",
+    "clip_reason",
+    "compaction",
+    "compaction_decision",
+    "eviction",
+    "eviction_decision",
+    "fit",
+    "gap",
+    "limit_name",
+    "may_compact",
+    "order",
+    "target",
+]
