@@ -161,17 +161,14 @@ Key = tuple[int | None, ...]
 """`Cadence.key()`: what was last saved, compared to decide whether to save again."""
 
 
-def save(store: Store, conversation_id: str, cadence: Cadence, saved_key: Key | None) -> Key:
-    """Save the cadence when it changed since `saved_key` (at an attempt, a failure, an
-    eviction: not on every message); returns the key now saved. A store without
+def save(store: Store, conversation_id: str, cadence: Cadence) -> Key:
+    """Save the cadence (the engine calls it when `Cadence.key` changed: at an attempt, a
+    failure, an eviction, not on every message); returns the key saved. A store without
     `save_cadence` (a third-party one) just does not keep it."""
-    key = cadence.key()
-    if key == saved_key:
-        return key
     keep = getattr(store, "save_cadence", None)
     if callable(keep):
         keep(conversation_id, cadence.saved())
-    return key
+    return cadence.key()
 
 
 def load(store: Store, conversation_id: str, cadence: Cadence) -> Key | None:

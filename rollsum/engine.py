@@ -189,7 +189,10 @@ class RollingSummarizer(SettingAttributes):
         self._refresh_summary()
 
     def _persist_cadence(self) -> None:
-        self._saved_key = cadence.save(self.store, self.conversation_id, self._c, self._saved_key)
+        """Save the cadence when it changed (an attempt, a failure, an eviction: not on every
+        message; the key is compared here, on the per-message path, without a call)."""
+        if self._c.key() != self._saved_key:
+            self._saved_key = cadence.save(self.store, self.conversation_id, self._c)
 
     def close(self) -> None:
         """Release this engine's claim on the conversation (another engine may then open it)."""
@@ -350,7 +353,8 @@ class RollingSummarizer(SettingAttributes):
 
     def _decide(self, passes: int) -> Decision | None:
         """Ask the policy, then make its answer safe: whole tool groups, something to do."""
-        decision = self.policy.decide(self._state(passes))
+        decision = self.policy.decide(policy_state(self._window, self._c, self._history, self._dropped,
+                                                   self.settings.context_window, passes, self._summary_room))
         if decision is None:
             return None
         indices = self._window.keep_tool_pairs(decision.indices)
@@ -591,4 +595,5 @@ class RollingSummarizer(SettingAttributes):
         return events_.internal_failure(self._seq - 1, err)
 
     def _emit(self, events: Sequence[SummaryEvent]) -> None:
-        events_.emit(self.on_event, events)
+        if self.on_event is not None:  # the usual case has no callback: no call per message
+            events_.emit(self.on_event, events)
