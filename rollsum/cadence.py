@@ -18,7 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rollsum.store.base import StoredMessage
+from rollsum.redact import redacting_logger
+from rollsum.store.base import Store, StoredMessage
+
+log = redacting_logger(__name__)
 
 VERSION = 1
 
@@ -90,6 +93,11 @@ class Cadence:
         self.since_attempt = 0
         self.attempts += 1
 
+    def observed(self, context_tokens: int) -> None:
+        """The context's size after a round: the lowest since the last summary is kept."""
+        if self.min_tokens_since is None or context_tokens < self.min_tokens_since:
+            self.min_tokens_since = context_tokens
+
     def summarized(self, added_at: int, pending: int) -> None:
         """A summary planned at `added_at` was committed; `pending` messages still wait."""
         self.since_summary = self.total_added - added_at
@@ -149,4 +157,35 @@ def backoff(failures: int, cooldown: int, most: int) -> int:
     return min(cooldown * 2 ** min(failures - 1, 30), max(most, cooldown))
 
 
-__all__ = ["VERSION", "Cadence", "backoff"]
+Key = tuple[int | None, ...]
+"""`Cadence.key()`: what was last saved, compared to decide whether to save again."""
+
+
+def save(store: Store, conversation_id: str, cadence: Cadence) -> Key:
+    """Save the cadence (the engine calls it when `Cadence.key` changed: at an attempt, a
+    failure, an eviction, not on every message); returns the key saved. A store without
+    `save_cadence` (a third-party one) just does not keep it."""
+    keep = getattr(store, "save_cadence", None)
+    if callable(keep):
+        keep(conversation_id, cadence.saved())
+    return cadence.key()
+
+
+def load(store: Store, conversation_id: str, cadence: Cadence) -> Key | None:
+    """Restore the counts the store kept for a conversation into `cadence`; returns their key,
+    or None when there were none or they were unreadable (then the counts the rows imply,
+    `Cadence.resumed`, stay: rate limits resume from the stored summaries)."""
+    read = getattr(store, "cadence", None)
+    saved = read(conversation_id) if callable(read) else None
+    if not saved:
+        return None
+    try:
+        cadence.restore(saved)
+    except ValueError as err:
+        log.warning("conversation %s: saved cadence unreadable (%s); rate limits resume from the "
+                    "stored summaries", conversation_id, err)
+        return None
+    return cadence.key()
+
+
+__all__ = ["VERSION", "Cadence", "Key", "backoff", "load", "save"]

@@ -118,6 +118,20 @@ def budget_summary(text: str, budget_tokens: int, *, min_tokens: int,
     return cut + marker, f"summary truncated from {n} to {budget_tokens} tokens"
 
 
+def summary_room(fmt: ContextFormat, budget_tokens: int, count: Callable[[str], int],
+                 count_message: Callable[[Message], int]) -> int:
+    """Tokens the summary message can take in a context at most, framing included."""
+    return count_message(fmt.summary_message("", None)) + max(budget_tokens, count(OMITTED_SUMMARY)) + 2
+
+
+def shown_summary(record: SummaryRecord, fmt: ContextFormat, budget_tokens: int, *, min_tokens: int,
+                  count: Callable[[str], int]) -> tuple[Message, str | None]:
+    """The summary message a context shows for `record`: rendered, fitted to its budget
+    (`budget_summary`), in the format's framing; with the note saying what was cut, if anything."""
+    text, note = budget_summary(record.render(), budget_tokens, min_tokens=min_tokens, count=count)
+    return fmt.summary_message(text, record), note
+
+
 CLIP_MARKER = "[…{n} chars clipped to fit the context window…]"
 """Shown in place of the middle of a message clipped by the window guard (the stored message
 is never altered): the model sees that something was cut and how much."""

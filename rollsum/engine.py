@@ -26,52 +26,50 @@ the same core serves the synchronous engine, a simulated lag (`lag_turns`, for r
 the asyncio variant in `rollsum.aio`, which runs `_run` in a worker thread.
 
 This module is the state machine (add / process / decide / plan / apply, the guard's order of
-steps, the store claim and the resume) and the public class around it. Its parts live beside
-it, each with plain inputs and no engine state: `rollsum.settings` (the frozen, validated
-settings), `rollsum.jobs` (making one summary: retries, fallback, fact ledger, depth-cap merge,
-the record), `rollsum.guard` (the window guard's arithmetic and clipping), `rollsum.window`
-(where each message is -- pinned, active, pending -- and what the context shows) and
-`rollsum.cadence` (the counts behind the rate limits and the backoff, and their saved form).
-
-Why it is still ~700 lines (over the library's 400): about 400 are the state machine proper;
-the rest is the public class's surface, kept as callers know it -- the keyword constructor
-(every setting by name, which `from_preset` and existing code pass), `from_settings`,
-`context`, `to_anthropic`, `config`, the properties. Splitting that surface off would spread
-one public class over two modules for no reader's benefit.
+steps, the store claim and the resume) and the public class around it. Its parts live beside it
+with plain inputs and no engine state (docs/architecture.md, "The engine"): `rollsum.settings`
+(frozen, validated settings; `config()`), `rollsum.jobs` (making one summary), `rollsum.guard`
+(the guard's arithmetic and clipping), `rollsum.window` (where each message is, what the context
+shows, the policy's snapshot), `rollsum.cadence` (the counts behind rate limits and backoff, saved
+and loaded), `rollsum.context` (the summary as shown), `rollsum.events` (delivering events).
 """
 
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from rollsum import clearing, guard, jobs
+from rollsum import cadence, guard, jobs
+from rollsum import events as events_
 from rollsum.cadence import Cadence
-from rollsum.context import OMITTED_SUMMARY, ContextFormat, budget_summary, get_format
+from rollsum.context import ContextFormat, get_format, shown_summary, summary_room
 from rollsum.errors import ConfigError
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
-from rollsum.policies.base import Decision, Policy, WindowState, may_summarize, policy_params
+from rollsum.policies.base import Decision, Policy, WindowState, may_summarize
 from rollsum.redact import redact, redacting_logger
-from rollsum.settings import MIN_WINDOW, DepthCapMerge, EngineSettings, LedgerMode, SettingAttributes
+from rollsum.settings import (
+    MIN_WINDOW,
+    SETTING_NAMES,
+    WIRING_NAMES,
+    DepthCapMerge,
+    EngineSettings,
+    LedgerMode,
+    SettingAttributes,
+    engine_config,
+)
+from rollsum.store import claim, resolve
 from rollsum.store.base import Store
-from rollsum.store.memory import MemoryStore
 from rollsum.summarizers.base import Summarizer
 from rollsum.tokens import HeuristicCounter, TokenCounter
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, new_id
-from rollsum.window import Window
+from rollsum.window import Window, policy_state
 
 log = redacting_logger(__name__)
 
-STATE_FIELDS = ("messages", "tokens", "active_tokens", "pinned_tokens", "summary_tokens", "summary", "chain_length",
-                "messages_covered", "total_added", "since_summary", "pending", "pending_messages",
-                "evicted_since_summary", "dropped", "min_tokens_since_summary", "context_window", "passes",
-                "last_failed", "since_attempt", "attempts", "total_evicted", "summary_budget")
-"""The order `_state` passes a `WindowState`'s values in (its field order)."""
 Launch = Callable[[Job], "SummaryEvent | None"]
 """Runs a planned job: returns its applied event, or None when it lands later (lag, asyncio)."""
 
@@ -112,22 +110,10 @@ class RollingSummarizer(SettingAttributes):
         clear_tool_results: bool = False, clear_trigger: int | None = None, clear_keep: int = 3,
         clear_at_least: int = 0, clear_exclude_tools: Sequence[str] = (),
     ) -> None:
-        """Every setting by keyword (`EngineSettings` documents them), validated there."""
-        settings = EngineSettings(
-            context_format=context_format, context_window=context_window, enforce_window=enforce_window,
-            guard_low_water=guard_low_water, guard_min_tail=guard_min_tail,
-            reserved_output_tokens=reserved_output_tokens, summary_share=summary_share,
-            max_summary_tokens=max_summary_tokens, min_summary_tokens=min_summary_tokens,
-            max_request_tokens=max_request_tokens, retries=retries, backoff_s=backoff_s,
-            max_retry_after_s=max_retry_after_s, ledger=ledger, ledger_share=ledger_share,
-            ledger_max_facts=ledger_max_facts, lag_turns=lag_turns, max_passes=max_passes,
-            failure_cooldown=failure_cooldown, max_failure_backoff=max_failure_backoff,
-            min_messages_per_attempt=min_messages_per_attempt, rebuild_from_raw=rebuild_from_raw,
-            depth_cap_merge=depth_cap_merge, clear_tool_results=clear_tool_results, clear_trigger=clear_trigger,
-            clear_keep=clear_keep, clear_at_least=clear_at_least, clear_exclude_tools=clear_exclude_tools)
-        self._setup(policy, summarizer, settings, counter=counter, store=store, conversation_id=conversation_id,
-                    fallback=fallback, sleep=sleep, clock=clock, on_event=on_event, preset=preset,
-                    takeover=takeover)
+        """Every setting by keyword (`EngineSettings` documents them, and validates them)."""
+        given = locals()  # the keywords just as given: the settings' and the wiring's, by name
+        settings = EngineSettings(**{name: given[name] for name in SETTING_NAMES})
+        self._setup(policy, summarizer, settings, preset=preset, **{name: given[name] for name in WIRING_NAMES})
 
     @classmethod
     def from_settings(cls, policy: Policy, summarizer: Summarizer, settings: EngineSettings, *,
@@ -165,11 +151,7 @@ class RollingSummarizer(SettingAttributes):
         self.policy = policy
         self.summarizer = summarizer
         self.counter: TokenCounter = counter or HeuristicCounter()
-        if isinstance(store, str):  # a spec string ("sqlite:chat.db", "memory"): see open_store
-            from rollsum.store import open_store
-
-            store = open_store(store)
-        self.store: Store = store if store is not None else MemoryStore()
+        self.store: Store = resolve(store)  # a spec string ("sqlite:chat.db", "memory"): see open_store
         fmt = settings.context_format
         self.format = get_format(fmt) if isinstance(fmt, str) else fmt
         self.conversation_id = conversation_id or new_id("conv-")
@@ -180,7 +162,7 @@ class RollingSummarizer(SettingAttributes):
         self._limit, self._budget = settings.limit, settings.summary_budget
         self._window = Window()
         self._history: list[SummaryRecord] = []
-        self._summary_room = self._room_for_summary()
+        self._summary_room = summary_room(self.format, self._budget, self.counter.count, self.counter.count_message)
         self._seq = self._added_tokens = self._dropped = 0  # messages stored, their tokens, dropped ones
         self._c = Cadence()  # the counts the rate limits and the backoff read (kept in the store)
         self._saved_key: tuple[int | None, ...] | None = None
@@ -188,13 +170,7 @@ class RollingSummarizer(SettingAttributes):
         self.usage = Usage()
         self.last_events: tuple[SummaryEvent, ...] = ()
         self._owner = new_id("engine-")
-        claim = getattr(self.store, "claim", None)
-        if callable(claim):
-            claim(self.conversation_id, self._owner, takeover=takeover)
-            release = self.store.release
-            self._finalizer: Any = weakref.finalize(self, release, self.conversation_id, self._owner)
-        else:
-            self._finalizer = None
+        self._finalizer = claim(self.store, self.conversation_id, self._owner, takeover=takeover, holder=self)
         self._resume_from_store()
 
     # ------------------------------------------------------------------ resume and cadence
@@ -209,32 +185,14 @@ class RollingSummarizer(SettingAttributes):
         # without a saved cadence (a store written before it was kept, or one that cannot keep
         # it), rate limits resume from the successful summaries and everything that left the window
         self._c.resumed(rows, added, len(self._history), len(self._window.pending))
-        self._restore_cadence()
+        self._saved_key = cadence.load(self.store, self.conversation_id, self._c)
         self._refresh_summary()
 
     def _persist_cadence(self) -> None:
-        """Save the cadence when it changed (at an attempt, a failure, an eviction: not on every
-        message). A store without `save_cadence` (a third-party one) just does not keep it."""
-        key = self._c.key()
-        if key == self._saved_key:
-            return
-        save = getattr(self.store, "save_cadence", None)
-        if callable(save):
-            save(self.conversation_id, self._c.saved())
-        self._saved_key = key
-
-    def _restore_cadence(self) -> None:
-        load = getattr(self.store, "cadence", None)
-        saved = load(self.conversation_id) if callable(load) else None
-        if not saved:
-            return
-        try:
-            self._c.restore(saved)
-        except ValueError as err:
-            log.warning("conversation %s: saved cadence unreadable (%s); rate limits resume from the "
-                        "stored summaries", self.conversation_id, err)
-            return
-        self._saved_key = self._c.key()
+        """Save the cadence when it changed (an attempt, a failure, an eviction: not on every
+        message; the key is compared here, on the per-message path, without a call)."""
+        if self._c.key() != self._saved_key:
+            self._saved_key = cadence.save(self.store, self.conversation_id, self._c)
 
     def close(self) -> None:
         """Release this engine's claim on the conversation (another engine may then open it)."""
@@ -261,10 +219,7 @@ class RollingSummarizer(SettingAttributes):
     def messages(self) -> list[Message]:
         """The verbatim (active) messages as they appear in the context: a message the window
         guard had to clip carries its marker here too (the stored one is intact)."""
-        w = self._window
-        if not (w.clips or w.cleared):
-            return list(w.active)
-        return w.shown_active()
+        return self._window.shown_active()
 
     @property
     def pending(self) -> list[Message]:
@@ -317,13 +272,8 @@ class RollingSummarizer(SettingAttributes):
             from rollsum.context import with_timestamps
 
             return with_timestamps(self.context(system=system), timestamps)
-        w = self._window
-        pinned: Sequence[Message] = w.pinned
-        active: Sequence[Message] = w.active
-        if w.altered:
-            pinned, active = w.shown_pinned(), w.shown_active()
-        return self.format.assemble(system=system, pinned=pinned, active=active, summary=w.shown_summary(),
-                                    head=self._head())
+        pinned, active, summary = self._window.shown()
+        return self.format.assemble(system=system, pinned=pinned, active=active, summary=summary, head=self._head())
 
     def to_anthropic(self, system: str | None = None, *, timestamps: str = "none"
                      ) -> tuple[str, list[dict[str, str]]]:
@@ -354,25 +304,13 @@ class RollingSummarizer(SettingAttributes):
 
     def config(self) -> dict[str, Any]:
         """Everything needed to re-create this engine, with every value resolved."""
-        summ_params = getattr(self.summarizer, "params", None)
-        fb = self.fallback
-        return {
-            "preset": self.preset,
-            "policy": {"name": self.policy.name, "params": policy_params(self.policy)},
-            "summarizer": {"name": getattr(self.summarizer, "name", type(self.summarizer).__name__),
-                           "params": summ_params() if callable(summ_params) else {}},
-            "fallback": getattr(fb, "name", None) if fb is not None else None,
-            **self.settings.config(context_format=self.format.name, enforce_window=self.enforce_window,
-                                   ledger_mode=self.ledger_mode),
-        }
+        return engine_config(self.preset, self.policy, self.summarizer, self.fallback, self.settings,
+                             context_format=self.format.name, enforce_window=self.enforce_window)
 
     @property
     def ledger_mode(self) -> LedgerMode:
         """The effective ledger mode ("auto" resolved against the current summarizer)."""
-        ledger = self.settings.ledger
-        if ledger != "auto":
-            return ledger
-        return "off" if getattr(self.summarizer, "name", "") == "extractive" else "pin"
+        return self.settings.ledger_for(self.summarizer)
 
     # ------------------------------------------------------------------ internals: the window
 
@@ -399,23 +337,10 @@ class RollingSummarizer(SettingAttributes):
             c.since_attempt += 1
         return message
 
-    def _observe(self) -> None:
-        t = self.context_tokens()
-        if self._c.min_tokens_since is None or t < self._c.min_tokens_since:
-            self._c.min_tokens_since = t
-
     def _state(self, passes: int) -> WindowState:
-        """The policy's snapshot. Built on every message, so positionally (a frozen dataclass's
-        keyword call costs ~25 % more): the order is `WindowState`'s field order, which
-        `tests/rollsum/test_engine_state.py` holds to `STATE_FIELDS`."""
-        w, c = self._window, self._c
-        summary = self._history[-1] if self._history else None
-        return WindowState(
-            w.active, w.tokens, w.active_tokens, w.pinned_tokens, 0 if w.summary_hidden else w.summary_tokens,
-            summary, len(self._history), summary.messages_covered if summary is not None else 0,
-            c.total_added, c.since_summary, len(w.pending), w.pending, c.evicted_since, self._dropped,
-            c.min_tokens_since, self.settings.context_window, passes, c.in_backoff(), c.since_attempt, c.attempts,
-            c.total_evicted, self._summary_room)
+        """The policy's snapshot (`rollsum.window.policy_state`)."""
+        return policy_state(self._window, self._c, self._history, self._dropped, self.settings.context_window,
+                            passes, self._summary_room)
 
     # ------------------------------------------------------------------ internals: decisions
 
@@ -428,7 +353,8 @@ class RollingSummarizer(SettingAttributes):
 
     def _decide(self, passes: int) -> Decision | None:
         """Ask the policy, then make its answer safe: whole tool groups, something to do."""
-        decision = self.policy.decide(self._state(passes))
+        decision = self.policy.decide(policy_state(self._window, self._c, self._history, self._dropped,
+                                                   self.settings.context_window, passes, self._summary_room))
         if decision is None:
             return None
         indices = self._window.keep_tool_pairs(decision.indices)
@@ -474,8 +400,8 @@ class RollingSummarizer(SettingAttributes):
         w = self._window
         if w.clips or w.omitted or w.summary_hidden:
             w.unclip(self.counter.count_message)
-        if self.settings.clear_tool_results:
-            self._clear()
+        if self.settings.clear_tool_results:  # old tool results to placeholders (`rollsum.clearing`)
+            w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
         if not system and not busy() and self._summary_due():
             for decision in self._summary_decisions(events):
                 if not self._may_attempt():
@@ -487,15 +413,9 @@ class RollingSummarizer(SettingAttributes):
                 if ev.kind != "summary":
                     break
         events.extend(self._guard(launch, busy))
-        self._observe()
+        self._c.observed(self.context_tokens())
         self._persist_cadence()
         return events
-
-    def _clear(self) -> None:
-        """Replace old tool results by placeholders in the context (`rollsum.clearing`)."""
-        w = self._window
-        w.show_cleared(clearing.plan(w.active, w.tokens, w.cleared, self.context_tokens(), self.clearing,
-                                     self.counter.count_message), self.counter.count_message)
 
     def _summary_due(self) -> bool:
         """With clearing on, the policy is asked only while the cleared context is still over
@@ -564,16 +484,11 @@ class RollingSummarizer(SettingAttributes):
         return events
 
     def _guard_may_compact(self) -> bool:
-        """A guard summary only when it is allowed (backoff, the policy's own rate limit, the
-        guard's token bound) and can bring the context inside the window at all."""
-        if not self._may_attempt():
-            return False
-        at = self._c.guard_at
-        if at is not None and self._added_tokens - at < guard.gap(self.settings.guard_low_water, self._limit):
-            return False
-        if self._window.pinned_tokens + self._summary_room >= self._limit:
-            return False
-        return may_summarize(self.policy, self._state(0))
+        """A guard summary only when it is allowed (backoff, the guard's token bound, the
+        policy's own rate limit) and can bring the context inside the window at all."""
+        return self._may_attempt() and guard.may_compact(self._c.guard_at, self._added_tokens, self.settings,
+                                                         self._limit, self._window.pinned_tokens + self._summary_room) \
+            and may_summarize(self.policy, self._state(0))
 
     def _guard_decision(self) -> Decision | None:
         return guard.compaction_decision(self._window, self.settings, self._head(), self._summary_room,
@@ -585,28 +500,13 @@ class RollingSummarizer(SettingAttributes):
         return None if decision is None else self._evict(decision, guard=True)
 
     def _clip(self) -> SummaryEvent:
-        """The impossible case: what must stay (the newest message, pinned system messages) is
-        larger than the window on its own. Clip it in the context, never in the store
-        (`guard.clip`: water-filling; then the summary, then the oldest pinned left out)."""
+        """The last resort (`guard.fit`): clip what must stay in the context, never in the store."""
         before = self.context_tokens()
-        window = self._limit
-        w = self._window
-        clipped, omitted = guard.clip(w, self.counter, window)
-        if self.context_tokens() > window:
-            w.summary_hidden = True
-        if self.context_tokens() > window:
-            log.error("window guard could not fit %s into %d tokens", self.conversation_id, window)
-        reason = guard.clip_reason(self.settings, clipped, omitted, w.summary_hidden)
-        log.warning("%s (conversation %s)", reason, self.conversation_id)
-        return SummaryEvent("clip", self._seq - 1, reason, messages=clipped + omitted,
+        messages, reason = guard.fit(self._window, self.counter, self._limit, self.settings, self.conversation_id)
+        return SummaryEvent("clip", self._seq - 1, reason, messages=messages,
                             tokens_before=before, tokens_after=self.context_tokens(), guard=True)
 
     # ------------------------------------------------------------------ internals: summaries
-
-    def _room_for_summary(self) -> int:
-        """Tokens the summary message can take in the context at most, framing included."""
-        framing = self.counter.count_message(self.format.summary_message("", None))
-        return framing + max(self._budget, self.counter.count(OMITTED_SUMMARY)) + 2
 
     def _maker(self) -> jobs.Maker:
         """How summaries are made, from the engine's current components (a caller may swap the
@@ -683,29 +583,17 @@ class RollingSummarizer(SettingAttributes):
 
     def _refresh_summary(self) -> None:
         rec, w = self.summary, self._window
-        if rec is None:
-            w.summary, w.summary_tokens = None, 0
-            return
-        text, note = budget_summary(rec.render(), self._budget, min_tokens=self.settings.min_summary_tokens,
-                                    count=self.counter.count)
-        if note:
+        w.summary, note = (None, None) if rec is None else shown_summary(
+            rec, self.format, self._budget, min_tokens=self.settings.min_summary_tokens, count=self.counter.count)
+        w.summary_tokens = 0 if w.summary is None else self.counter.count_message(w.summary)
+        if note and rec is not None:
             log.info("summary %s: %s", rec.id, note)
-        w.summary = self.format.summary_message(text, rec)
-        w.summary_tokens = self.counter.count_message(w.summary)
 
     # ------------------------------------------------------------------ internals: events
 
     def _internal_failure(self, err: Exception) -> SummaryEvent:
-        log.exception("rollsum: unexpected error after storing a message; the message is kept")
-        return SummaryEvent("failure", self._seq - 1, "internal error", error=redact(f"{type(err).__name__}: {err}"),
-                            error_kind="internal")
+        return events_.internal_failure(self._seq - 1, err)
 
     def _emit(self, events: Sequence[SummaryEvent]) -> None:
-        if self.on_event is None:
-            return
-        for ev in events:
-            try:
-                self.on_event(ev)
-            except Exception:  # the caller's callback must not turn a stored message into an error
-                log.exception("rollsum: on_event callback raised; event %s dropped from it", ev.kind)
-
+        if self.on_event is not None:  # the usual case has no callback: no call per message
+            events_.emit(self.on_event, events)

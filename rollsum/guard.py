@@ -27,10 +27,13 @@ from dataclasses import dataclass, replace
 
 from rollsum.context import CLIP_MARKER, clip_text
 from rollsum.policies.base import Decision, Policy, fold_allowed
+from rollsum.redact import redacting_logger
 from rollsum.settings import EngineSettings
 from rollsum.tokens import TokenCounter
 from rollsum.types import Message, SummaryRecord
 from rollsum.window import Window
+
+log = redacting_logger("rollsum.engine")  # the engine's logger: a clip is the engine's last resort
 
 
 def gap(low_water: float, limit: int) -> int:
@@ -197,6 +200,32 @@ def clip(w: Window, counter: TokenCounter, window: int) -> tuple[int, int]:
     return clipped, len(omitted)
 
 
+def may_compact(guard_at: int | None, added_tokens: int, settings: EngineSettings, window: int,
+                kept_tokens: int) -> bool:
+    """Whether the guard's token bound allows a compaction now (at least `gap` tokens added
+    since the last one, at `guard_at`) and one can help at all (what a compaction keeps -- the
+    pinned messages and the summary's room, `kept_tokens` -- is under the window)."""
+    if guard_at is not None and added_tokens - guard_at < gap(settings.guard_low_water, window):
+        return False
+    return kept_tokens < window
+
+
+def fit(w: Window, counter: TokenCounter, window: int, settings: EngineSettings, conversation_id: str
+        ) -> tuple[int, str]:
+    """The impossible case: what must stay (the newest message, pinned system messages) is
+    larger than the window on its own. Clip it in the context, never in the store (`clip`:
+    water-filling; then the summary, then the oldest pinned left out) and say so: (messages
+    clipped or left out, the clip event's reason)."""
+    clipped, omitted = clip(w, counter, window)
+    if w.context_tokens() > window:
+        w.summary_hidden = True
+    if w.context_tokens() > window:
+        log.error("window guard could not fit %s into %d tokens", conversation_id, window)
+    reason = clip_reason(settings, clipped, omitted, w.summary_hidden)
+    log.warning("%s (conversation %s)", reason, conversation_id)
+    return clipped + omitted, reason
+
+
 def clip_floor(counter: TokenCounter, m: Message) -> int:
     """The least a clipped message can take: its marker alone."""
     return counter.count_message(Message(m.role, CLIP_MARKER.format(n=len(m.content)), id=f"{m.id}#f"))
@@ -215,5 +244,21 @@ def clip_message(counter: TokenCounter, m: Message, max_tokens: int) -> Message:
         room -= 1  # a counter whose message framing is not constant: tighten and retry
 
 
-__all__ = ["ClipPlan", "clip", "clip_floor", "clip_message", "clip_plan", "clip_reason", "compaction",
-           "compaction_decision", "eviction", "eviction_decision", "gap", "limit_name", "order", "target"]
+__all__ = [
+    "ClipPlan",
+    "clip",
+    "clip_floor",
+    "clip_message",
+    "clip_plan",
+    "clip_reason",
+    "compaction",
+    "compaction_decision",
+    "eviction",
+    "eviction_decision",
+    "fit",
+    "gap",
+    "limit_name",
+    "may_compact",
+    "order",
+    "target",
+]

@@ -33,6 +33,7 @@ from rollsum.clearing import ClearSettings
 from rollsum.context import ContextFormat
 from rollsum.errors import ConfigError
 from rollsum.params import DEFAULT_CONTEXT_WINDOW, RANGES, check_number
+from rollsum.policies.base import Policy, policy_params
 from rollsum.store.base import Store
 from rollsum.summarizers.base import Summarizer
 from rollsum.tokens import TokenCounter
@@ -174,6 +175,13 @@ class EngineSettings:
         return ClearSettings.make(self.context_window, self.clear_trigger, self.clear_keep, self.clear_at_least,
                                   self.clear_exclude_tools)
 
+    def ledger_for(self, summarizer: Summarizer) -> LedgerMode:
+        """The effective ledger mode: "auto" is "off" for the extractive summarizer (it quotes
+        the messages, so no fact can go missing), "pin" for the others."""
+        if self.ledger != "auto":
+            return self.ledger
+        return "off" if getattr(summarizer, "name", "") == "extractive" else "pin"
+
     def config(self, *, context_format: str, enforce_window: bool, ledger_mode: LedgerMode) -> dict[str, Any]:
         """The settings' part of `RollingSummarizer.config`, in its order, with the values the
         engine resolved (the format's name, the guard against the policy, "auto" ledger against
@@ -206,6 +214,22 @@ class EngineSettings:
             "depth_cap_merge": self.depth_cap_merge,
             **clear,
         }
+
+
+def engine_config(preset: str, policy: Policy, summarizer: Summarizer, fallback: Summarizer | None,
+                  settings: EngineSettings, *, context_format: str, enforce_window: bool) -> dict[str, Any]:
+    """`RollingSummarizer.config`: everything needed to re-create an engine (its components by
+    name and parameters, then the settings with every value resolved)."""
+    summ_params = getattr(summarizer, "params", None)
+    return {
+        "preset": preset,
+        "policy": {"name": policy.name, "params": policy_params(policy)},
+        "summarizer": {"name": getattr(summarizer, "name", type(summarizer).__name__),
+                       "params": summ_params() if callable(summ_params) else {}},
+        "fallback": getattr(fallback, "name", None) if fallback is not None else None,
+        **settings.config(context_format=context_format, enforce_window=enforce_window,
+                          ledger_mode=settings.ledger_for(summarizer)),
+    }
 
 
 class EngineWiring:
@@ -312,4 +336,4 @@ class SettingAttributes:
 
 
 __all__ = ["MIN_WINDOW", "SETTING_NAMES", "WIRING_NAMES", "DepthCapMerge", "EngineSettings", "EngineWiring",
-           "LedgerMode", "Setting", "SettingAttributes", "engine_parameters", "owner_of"]
+           "LedgerMode", "Setting", "SettingAttributes", "engine_config", "engine_parameters", "owner_of"]

@@ -28,9 +28,19 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from rollsum import clearing
+from rollsum.cadence import Cadence
+from rollsum.clearing import ClearSettings
 from rollsum.policies._util import units_holding
+from rollsum.policies.base import WindowState
 from rollsum.store.base import StoredMessage
-from rollsum.types import Message
+from rollsum.types import Message, SummaryRecord
+
+STATE_FIELDS = ("messages", "tokens", "active_tokens", "pinned_tokens", "summary_tokens", "summary", "chain_length",
+                "messages_covered", "total_added", "since_summary", "pending", "pending_messages",
+                "evicted_since_summary", "dropped", "min_tokens_since_summary", "context_window", "passes",
+                "last_failed", "since_attempt", "attempts", "total_evicted", "summary_budget")
+"""The order `policy_state` passes a `WindowState`'s values in (its field order)."""
 
 
 class Window:
@@ -243,7 +253,21 @@ class Window:
         return [self.display(m) for m in self.pinned if m.id not in self.omitted]
 
     def shown_active(self) -> list[Message]:
+        if not (self.clips or self.cleared):
+            return list(self.active)
         return [self.display(m) for m in self.active]
+
+    def shown(self) -> tuple[Sequence[Message], Sequence[Message], Message | None]:
+        """What a context shows: (pinned, active, summary), as display versions when the guard
+        or clearing altered some (the lists themselves otherwise: no copy, do not change them)."""
+        if self.altered:
+            return self.shown_pinned(), self.shown_active(), self.shown_summary()
+        return self.pinned, self.active, self.shown_summary()
+
+    def clear_tool_results(self, rule: ClearSettings, context_tokens: int, count: Callable[[Message], int]) -> None:
+        """Show old tool results as placeholders, as `rule` asks at this context size
+        (`rollsum.clearing.plan`)."""
+        self.show_cleared(clearing.plan(self.active, self.tokens, self.cleared, context_tokens, rule, count), count)
 
     def show_cleared(self, found: Mapping[int, Message], count: Callable[[Message], int]) -> None:
         """Tool results cleared now (`rollsum.clearing.plan`: active position -> placeholder)."""
@@ -271,4 +295,19 @@ class Window:
         self.active_tokens = sum(self.tokens)
 
 
-__all__ = ["Window"]
+
+def policy_state(w: Window, c: Cadence, history: Sequence[SummaryRecord], dropped: int, context_window: int,
+                 passes: int, summary_room: int) -> WindowState:
+    """The policy's snapshot of a window and its counts. Built on every message, so positionally
+    (a frozen dataclass's keyword call costs ~25 % more): the order is `WindowState`'s field
+    order, which `tests/rollsum/test_window.py` holds to `STATE_FIELDS`."""
+    summary = history[-1] if history else None
+    return WindowState(
+        w.active, w.tokens, w.active_tokens, w.pinned_tokens, 0 if w.summary_hidden else w.summary_tokens,
+        summary, len(history), summary.messages_covered if summary is not None else 0,
+        c.total_added, c.since_summary, len(w.pending), w.pending, c.evicted_since, dropped,
+        c.min_tokens_since, context_window, passes, c.in_backoff(), c.since_attempt, c.attempts,
+        c.total_evicted, summary_room)
+
+
+__all__ = ["STATE_FIELDS", "Window", "policy_state"]

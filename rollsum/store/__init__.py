@@ -8,12 +8,15 @@ is a deployment decision, never a behavioural one. `open_store` turns a user-fac
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
+
 from rollsum.errors import ConfigError
 from rollsum.store.base import Store, StoredMessage
 from rollsum.store.memory import MemoryStore
 from rollsum.store.sqlite import SQLiteStore
 
-__all__ = ["MemoryStore", "SQLiteStore", "Store", "StoredMessage", "open_store"]
+__all__ = ["MemoryStore", "SQLiteStore", "Store", "StoredMessage", "claim", "open_store", "resolve"]
 
 
 def open_store(spec: str) -> Store:
@@ -31,3 +34,23 @@ def open_store(spec: str) -> Store:
     if not path:
         raise ConfigError(f"store: {spec!r} names no file; expected 'sqlite:PATH'")
     return SQLiteStore(path)
+
+
+def resolve(store: Store | str | None) -> Store:
+    """An engine's `store` argument as a store: a spec string opened (`open_store`), None a
+    fresh `MemoryStore`."""
+    if isinstance(store, str):
+        return open_store(store)
+    return store if store is not None else MemoryStore()
+
+
+def claim(store: Store, conversation_id: str, owner: str, *, takeover: bool, holder: object
+          ) -> Callable[[], object] | None:
+    """Claim a conversation for `owner` in a store that keeps claims (``store.claim``); returns
+    the release, which also runs when `holder` is garbage-collected, or None for a store
+    without claims (a third-party one)."""
+    take = getattr(store, "claim", None)
+    if not callable(take):
+        return None
+    take(conversation_id, owner, takeover=takeover)
+    return weakref.finalize(holder, store.release, conversation_id, owner)

@@ -50,3 +50,42 @@ def test_backoff_doubles_and_is_capped() -> None:
     assert not Cadence(total_added=20, attempts=2).rate_allows(10)
     assert Cadence(total_added=20, attempts=1).rate_allows(10)
     assert Cadence(total_added=0, attempts=99).rate_allows(0)  # 0: no cap
+
+
+class _Kept:
+    """A store's cadence half, as `cadence.save`/`cadence.load` use it."""
+
+    def __init__(self, saved: dict[str, object] | None = None) -> None:
+        self.saved = saved
+
+    def save_cadence(self, conversation_id: str, saved: dict[str, object]) -> None:
+        self.saved = dict(saved)
+
+    def cadence(self, conversation_id: str) -> dict[str, object] | None:
+        return self.saved
+
+
+def test_save_then_load_gives_the_same_counts_and_key() -> None:
+    from rollsum import cadence
+
+    c, store = _busy(), _Kept()
+    key = cadence.save(store, "c", c)  # type: ignore[arg-type]
+    fresh = Cadence(total_added=c.total_added)
+    assert cadence.load(store, "c", fresh) == key == fresh.key()  # type: ignore[arg-type]
+
+
+def test_a_damaged_saved_cadence_loads_nothing() -> None:
+    """An unreadable row changes none of the counts the rows implied and reports no key."""
+    from rollsum import cadence
+
+    c = Cadence(total_added=7, attempts=2)
+    before = c.key()
+    assert cadence.load(_Kept({"attempts": -1}), "c", c) is None  # type: ignore[arg-type]
+    assert c.key() == before
+
+
+def test_observed_keeps_the_lowest_context_since_the_summary() -> None:
+    c = Cadence()
+    for t in (500, 300, 400):
+        c.observed(t)
+    assert c.min_tokens_since == 300

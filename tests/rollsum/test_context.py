@@ -43,3 +43,19 @@ def test_append_summary_cuts_whole_lines_never_half_a_statement() -> None:
     prose = " ".join(f"Sentence {i} says the budget was {i}00 euros." for i in range(60))
     text, _ = append_summary(prose, new, 150, count)
     assert text.split("\n\n")[1].startswith("Sentence ")  # a whole sentence, not its middle
+
+
+def test_shown_summary_fits_the_budget_and_says_what_it_cut() -> None:
+    """The summary message a context shows: within its budget (framing aside), with a note only
+    when something was cut; `summary_room` holds that message whatever the record says."""
+    from rollsum.context import get_format, shown_summary, summary_room
+    from rollsum.types import SummaryRecord
+
+    counter, fmt = HeuristicCounter(), get_format("earlier-heading")
+    short = SummaryRecord("s1", "c", "Alice moved to Lisbon.")
+    message, note = shown_summary(short, fmt, 200, min_tokens=50, count=counter.count)
+    assert note is None and "Alice moved to Lisbon." in message.content
+    long = SummaryRecord("s2", "c", "Alice said many things. " * 200)
+    message, note = shown_summary(long, fmt, 100, min_tokens=50, count=counter.count)
+    assert note is not None and "truncated" in note
+    assert counter.count_message(message) <= summary_room(fmt, 100, counter.count, counter.count_message)

@@ -78,3 +78,14 @@ def test_guard_decisions_name_the_limit_and_keep_tool_groups_whole() -> None:
     assert decision is not None and decision.indices == (0,)  # but 1 calls a tool whose result stays
     evict = guard.eviction_decision(w, s, head=0, context_tokens=400)
     assert evict is not None and evict.indices == (0, 1) and not evict.include_pending
+
+
+def test_may_compact_waits_a_full_gap_and_needs_room_for_what_stays() -> None:
+    """The token bound: a second compaction only after `gap` more tokens (not one token
+    earlier), and never when the pinned messages plus the summary's room fill the window."""
+    s = EngineSettings(context_window=1000, guard_low_water=0.6)
+    need = guard.gap(0.6, 1000)
+    assert guard.may_compact(None, 0, s, 1000, 999)
+    assert not guard.may_compact(None, 0, s, 1000, 1000)
+    assert not guard.may_compact(500, 500 + need - 1, s, 1000, 100)
+    assert guard.may_compact(500, 500 + need, s, 1000, 100)

@@ -103,3 +103,12 @@ def test_a_list_given_is_copied_so_the_value_stays_frozen() -> None:
     tools.append("bash")
     assert s.clear_exclude_tools == ("grep",) and hash(s) == hash(EngineSettings(clear_tool_results=True,
                                                                                  clear_exclude_tools=("grep",)))
+
+
+def test_ledger_for_resolves_auto_against_the_summarizer_only() -> None:
+    """"auto" is off for the extractive summarizer and "pin" for others; an explicit mode wins."""
+    extractive = ExtractiveSummarizer()
+    other = type("Model", (), {"name": "llm"})()
+    assert EngineSettings().ledger_for(extractive) == "off"
+    assert EngineSettings().ledger_for(other) == "pin"
+    assert EngineSettings(ledger="retry").ledger_for(extractive) == "retry"

@@ -8,11 +8,14 @@ and the running total) and the removed list must be exactly what the id-based re
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rollsum import Message
-from rollsum.window import Window
+from rollsum.policies.base import WindowState
+from rollsum.window import STATE_FIELDS, Window
 
 
 def _window(n: int) -> Window:
@@ -63,3 +66,9 @@ def test_a_span_is_in_conversation_order_and_capped_at_the_request_budget() -> N
     assert [m.id for m in taken] == ["m0", "m1", "m2"] and active_ids == {"m2"}  # 3 + 3 + 3; m3 (4) waits
     taken, active_ids = w.span([3], include_pending=False, count=lambda m: 3, max_tokens=1)
     assert [m.id for m in taken] == ["m5"] and active_ids == {"m5"}
+
+
+def test_policy_state_passes_values_in_the_field_order_of_window_state() -> None:
+    """`policy_state` passes values by position (cheaper per message): a field added or moved in
+    `WindowState` without it following would hand a policy the wrong numbers."""
+    assert tuple(f.name for f in dataclasses.fields(WindowState)) == STATE_FIELDS

@@ -137,3 +137,19 @@ def test_liveness_tells_a_reused_pid_from_its_owner() -> None:
     dead.wait()
     time.sleep(0.05)
     assert process_alive(dead.pid, "", host) is False
+
+
+def test_claim_releases_when_its_holder_goes() -> None:
+    """`rollsum.store.claim`: the release runs when the holder is collected, so another owner
+    can then claim the conversation; a store without claims gets no release at all."""
+    import gc
+
+    from rollsum.store import claim, resolve
+
+    store = resolve("memory")
+    holder = type("Holder", (), {})()
+    assert claim(store, "c", "owner-1", takeover=False, holder=holder) is not None
+    del holder
+    gc.collect()
+    assert claim(store, "c", "owner-2", takeover=False, holder=store) is not None
+    assert claim(object(), "c", "o", takeover=False, holder=store) is None  # type: ignore[arg-type]
