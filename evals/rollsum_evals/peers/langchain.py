@@ -29,12 +29,12 @@ from rollsum_evals.peers.base import (
     split_budget,
     versions,
 )
+from rollsum_evals.peers.langchain_messages import to_langchain
 
 try:
     from langchain_classic.memory import ConversationSummaryBufferMemory
     from langchain_core._api import LangChainDeprecationWarning
     from langchain_core.language_models.llms import LLM
-    from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, HumanMessage, SystemMessage
 except ImportError as err:  # one line through rollsum.plugins.load
     raise ImportError(f"{err}; {EXTRA_HINT}") from err
 
@@ -68,17 +68,6 @@ class RollsumLLM(LLM):
 
     def get_num_tokens_from_messages(self, messages: list[Any], tools: Sequence[Any] | None = None) -> int:
         return sum(self.counter.count_message(Message("user", str(m.content))) for m in messages)
-
-
-def to_langchain(message: Message) -> BaseMessage:
-    kw: dict[str, Any] = {"content": message.content, "id": message.id, "name": message.name}
-    if message.role == "user":
-        return HumanMessage(**kw)
-    if message.role == "assistant":
-        return AIMessage(**kw)
-    if message.role == "system":
-        return SystemMessage(**kw)
-    return ChatMessage(role=message.role, **kw)
 
 
 class SummaryBufferMemory:

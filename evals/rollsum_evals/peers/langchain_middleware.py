@@ -40,6 +40,7 @@ from rollsum_evals.peers.base import (
     split_budget,
     versions,
 )
+from rollsum_evals.peers.langchain_messages import to_langchain
 
 try:
     from langchain.agents.middleware import SummarizationMiddleware
@@ -47,8 +48,6 @@ try:
     from langchain_core.messages import (
         AIMessage,
         BaseMessage,
-        ChatMessage,
-        HumanMessage,
         RemoveMessage,
         SystemMessage,
         ToolMessage,
@@ -142,14 +141,7 @@ class SummarizationMiddlewareMemory:
                 if not isinstance(prev, ToolMessage):
                     break
             return ToolMessage(content=message.content, tool_call_id=call_id, name=message.name, id=mid)
-        kw: dict[str, Any] = {"content": message.content, "id": mid, "name": message.name}
-        if message.role == "user":
-            return HumanMessage(**kw)
-        if message.role == "assistant":
-            return AIMessage(**kw)
-        if message.role == "system":
-            return SystemMessage(**kw)
-        return ChatMessage(role=message.role, **kw)
+        return to_langchain(message, mid)
 
     def context(self) -> list[Message]:
         """What the agent would send now: ``before_model`` first (it may summarize)."""
