@@ -14,7 +14,9 @@ is *retained* when every evidence message is verbatim in the context (for an ans
 time, with its day shown: the trace's ``timestamps``), or — v7 — each is verbatim or its
 sentences that bear on the ask are copied into a summary line or clipped text by the same
 person, not negated (`rollsum_evals.scoring.copies`: the same statement counts the same), or
-the context supports the answer through what is not verbatim (the matcher). ``retained_by``
+the context supports the answer through what is not verbatim (the matcher). An evidence
+message that only asks is stood for by the other person's reply (v8, `statements`): the
+question states nothing, the reply holds the answer. ``retained_by``
 says which. So full context with times shown scores 1.0 by
 construction; what the matcher misses in a summary counts as lost (the hand check measures how
 often). The rest are kept as rows with the reason in ``excluded``.
@@ -30,20 +32,22 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from rollsum.summarizers.extractive import split_sentences
 from rollsum.types import Message
 from rollsum_evals.replay.trace import TextRef, Trace
 from rollsum_evals.scoring.answerability import EXCLUDED, UNANSWERABLE, evidence_positions, is_date_answer, judge
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
 from rollsum_evals.scoring.evidence import SupportIndex
+from rollsum_evals.scoring.support import content
 from rollsum_evals.scoring.text import contains
 from rollsum_evals.scoring.views import ContextViews, Shared
 
-__all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention", "evidence_speaker"]
+__all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention", "asks_only", "evidence_speaker", "statements"]
 
 
 class AnswerRetention:
     name = "answer_retention"
-    version = "7"
+    version = "8"
     needs = frozenset({"contexts"})
     unit_columns = (
         Column("retention", "float", math.nan, "mean `retained` over answerable asks"),
@@ -132,6 +136,7 @@ class AnswerRetention:
             cols["excluded"] = verdict.excluded
             return cols
         cols.update(answerable=True, answerable_by=verdict.by)
+        evidence = statements(inp.trace.messages, evidence, turn)
         source = evidence_speaker(inp.trace.messages, evidence)
         found = index.at(inp.trace, turn, probe.question, probe.answer, source) if checkable else None
         whole = bool(evidence) and _verbatim(inp.trace, turn, evidence) and (
@@ -163,6 +168,48 @@ def evidence_speaker(messages: Sequence[Message], evidence: Sequence[int]) -> st
     tool returned, and the synthetic agents' facts are not attributed to it by the questions."""
     people = {_person(messages[e]) for e in evidence}
     return people.pop() if len(people) == 1 and "" not in people else ""
+
+
+def statements(messages: Sequence[Message], evidence: Sequence[int], turn: int) -> tuple[int, ...]:
+    """The evidence messages that state what there was to keep (v8): an evidence message that
+    only asks (`asks_only`: "What got you into running?") states nothing; when the next message
+    is the other person's and said by `turn`, that reply — where the answer is — stands in its
+    place. A question is not a fact: with it verbatim and the reply gone, a reader has nothing to
+    answer from; with the reply there, they have the answer. Only between two people (each a
+    user or a named speaker, `_person`): an unnamed assistant's next message is often a tool
+    call, not a reply. Every other message is kept as it is."""
+    out = set()
+    for e in evidence:
+        r = e + 1
+        if (r <= turn and r < len(messages) and asks_only(messages[e].content)
+                and _person(messages[e]) and _person(messages[r]) and _person(messages[r]) != _person(messages[e])):
+            out.add(r)
+        else:
+            out.add(e)
+    return tuple(sorted(out))
+
+
+ASKING = frozenset("""
+what what's whats who who's whom whose which where where's when why how how's do does did is are
+was were am have has had can could would will should shall may might any anything ever
+""".split())
+"""The words a question opens with: a wh-word or an auxiliary. A sentence that ends with "?" but
+opens otherwise states something and asks after it ("Got married last week - how about you?")."""
+
+
+def asks_only(text: str) -> bool:
+    """Every sentence of `text` that has a content word is a question: it ends with "?" and opens
+    with a wh-word or an auxiliary (`ASKING`). A greeting or an exclamation without content words
+    does not count ("Wow! Did you see that band?" asks only; "These figurines I bought yesterday
+    ... What's your vision?" states; so does "Got married last week - how about you?")."""
+    sentences = [s for s in split_sentences(text) if content(s)]
+    return bool(sentences) and all(_asks(s) for s in sentences)
+
+
+def _asks(sentence: str) -> bool:
+    s = sentence.strip()
+    first = s.split(maxsplit=1)[0].strip("\"'“”‘’([").lower().replace("’", "'") if s else ""
+    return s.endswith("?") and first in ASKING
 
 
 def _person(m: Message) -> str:

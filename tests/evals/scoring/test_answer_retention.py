@@ -14,7 +14,7 @@ from rollsum_evals.data.types import Conversation, Probe
 from rollsum_evals.replay import replay
 from rollsum_evals.replay.trace import Text, TextRef, Trace, TurnRecord
 from rollsum_evals.scoring import support as sp
-from rollsum_evals.scoring.answer_retention import evidence_speaker
+from rollsum_evals.scoring.answer_retention import asks_only, evidence_speaker, statements
 from rollsum_evals.scoring.asks import parse_timing
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.scoring.evidence import SupportIndex
@@ -402,3 +402,61 @@ def test_every_evidence_message_must_be_verbatim_or_copied() -> None:
         assert p["retained"] is want, items
         # with one message verbatim, the summary alone does not hold it
         assert not p["in_summary"]
+
+
+# -- an evidence message that only asks (v8) ------------------------------------------------------
+
+ASKED = tuple(Message("user" if i % 2 == 0 else "assistant", text, id=f"q{i}", name=name) for i, (name, text) in
+              enumerate([("Caroline", "Wow! What got you into running?"),                           # 0: asks only
+                         ("Melanie", "I've been running farther to de-stress and clear my mind."),  # 1: the reply
+                         ("Caroline", "Cool, Melanie! Running can really boost your mood."),        # 2
+                         ("Melanie", "Thanks! See you soon.")]))                                     # 3
+
+
+def _asked(composition: tuple[TextRef | tuple[int, int], ...], texts: tuple[Text, ...] = ()) -> dict[str, Any]:
+    """The running question, labelled (as LoCoMo sometimes does) with the question, not the reply."""
+    conv = Conversation("c", ASKED, (Probe("run", "What is Melanie's reason for getting into running?",
+                                           "Likely to unwind", evidence=("q0",), category="single-hop"),))
+    trace = Trace(unit_id="u", messages=ASKED, turns=[
+        TurnRecord(i, m.role, 10, 0, i + 1, 0, ((0, i + 1),)) for i, m in enumerate(ASKED)])
+    for t in texts:
+        trace.texts[t.id] = t
+    trace.turns[3] = TurnRecord(3, "assistant", 10, 0, 1, 0, composition)
+    row: dict[str, Any] = _score(trace, "end", conv).probes["run"]
+    return row
+
+
+def test_a_question_labelled_as_evidence_is_stood_for_by_its_reply() -> None:
+    # "Likely to unwind" is not in the chat: only the evidence rule can hold it
+    # the question verbatim, its reply gone: nothing to answer from
+    p = _asked(((0, 1), (2, 4)))
+    assert p["answerable"] and not p["retained"], p
+    # the reply verbatim, the question gone: the answer is there
+    p = _asked(((1, 4),))
+    assert p["retained"] and p["retained_by"] == "evidence-verbatim" and p["support_at"] == "m:1", p
+    # the reply copied into a summary counts like the verbatim reply, by its speaker
+    copy = Text("system", None, "Melanie: I've been running farther to de-stress and clear my mind.")
+    assert _asked((TextRef(copy.id), (2, 4)), (copy,))["retained_by"] == "evidence-copied"
+    wrong = Text("system", None, "Caroline: I've been running farther to de-stress and clear my mind.")
+    assert not _asked((TextRef(wrong.id), (2, 4)), (wrong,))["retained"]
+
+
+def test_only_a_message_that_only_asks_is_replaced() -> None:
+    assert not asks_only("Love those shoes! Wow! What got you into running?")  # it states something too
+    assert asks_only("Wow! Did you see that band?")
+    assert not asks_only("These figurines I bought yesterday remind me of love. What's your vision?")
+    # a sentence that ends with "?" but does not open as a question states, then asks after it
+    assert not asks_only("Got married last week - how about you?")
+    assert asks_only("Wow! Have you been to the lake this summer?")
+    q = ASKED
+    said = (Message("user", "Love those shoes! Wow! What got you into running?", name="Caroline"), *q[1:])
+    assert statements(said, (0,), 3) == (0,)
+    assert statements(q, (0,), 3) == (1,)
+    assert statements(q, (0,), 0) == (0,)      # the reply is not said yet at turn 0
+    assert statements(q, (0, 1), 3) == (1,)    # labelled with both: the reply once
+    # an unnamed assistant's next message may be a tool call, not a reply
+    agent = (Message("user", "What is the weather in Paris?"), Message("assistant", "Let me check."))
+    assert statements(agent, (0,), 1) == (0,)
+    # the same person going on is not a reply
+    same = (q[0], Message("user", "I started last year.", name="Caroline"))
+    assert statements(same, (0,), 1) == (0,)
