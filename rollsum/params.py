@@ -19,6 +19,7 @@ command-line options): one wording for "expected an integer >= 1, got 0".
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import types
 import typing
@@ -26,6 +27,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin
+
+from rollsum.errors import ConfigError
+
+
+class ParamError(ConfigError, ValueError):
+    """A parameter's value is not of its declared type or out of its range. A `ConfigError` (one
+    line for a user) and a `ValueError` (what a policy's constructor raised before its checks
+    came here, so a caller catching that keeps working)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,5 +232,29 @@ def problem(name: str, value: Any, owners: Sequence[Any]) -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_CONTEXT_WINDOW", "RANGES", "WIRING", "Range", "annotation_of", "check_number", "problem",
-           "type_problem"]
+def fields_problem(obj: Any) -> str | None:
+    """The first init field of dataclass `obj` whose value its annotation does not take or is out
+    of the field's range, as ``"NAME: expected ..., got ..."`` (None: every field is fine). What
+    a typed configuration object (a policy, `rollsum.settings.EngineSettings`) checks when it is
+    made: the same function and table as a preset's or a spec's parameter check."""
+    owner = type(obj)
+    for f in dataclasses.fields(obj):
+        if not f.init:
+            continue
+        value = getattr(obj, f.name)
+        found = type_problem(f.name, value, annotation_of(owner, f.name))
+        if found is not None:
+            return f"{f.name}: expected {found}, got {value!r}"
+    return None
+
+
+def check_fields(obj: Any) -> None:
+    """Raise `ParamError` with `fields_problem`'s line when a field of `obj` is wrong: a
+    policy's ``__post_init__``, so a policy built by hand is refused like a preset's override."""
+    found = fields_problem(obj)
+    if found is not None:
+        raise ParamError(found)
+
+
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "RANGES", "WIRING", "ParamError", "Range", "annotation_of", "check_fields",
+           "check_number", "fields_problem", "problem", "type_problem"]

@@ -13,6 +13,12 @@ module: ``policy="NAME"`` swaps the trigger for any policy in `rollsum.policies.
 preset keeps its format and summarizer), ``summarizer="NAME"`` picks any summarizer in
 `rollsum.summarizers` 's registry or names one by import path (``"pkg.mod:MySummarizer"``),
 with ``summarizer_params={...}`` for its constructor (conventions: `rollsum.plugins`).
+
+`build` (what `RollingSummarizer.from_preset` calls) is two steps a caller may take apart:
+`resolve` checks and routes the parameters into typed values, a `PresetConfig` (the policy
+object, `EngineSettings`, the summarizer's choice), and `make` builds an engine from one for a
+model and its wiring. A caller making many engines of one configuration (a sweep: every
+conversation and seed) resolves once and makes many; nothing is checked again per engine.
 """
 
 from __future__ import annotations
@@ -21,11 +27,12 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from rollsum import params, policies
 from rollsum.errors import ConfigError
-from rollsum.settings import engine_parameters, owner_of
+from rollsum.policies.base import Policy
+from rollsum.settings import SETTING_NAMES, WIRING_NAMES, EngineSettings, engine_parameters, owner_of
 from rollsum.summarizers.base import Summarizer
 
 if TYPE_CHECKING:
@@ -248,10 +255,44 @@ def _check(name: str, key: str, value: Any, **kw: Any) -> None:
         raise ConfigError(f"preset {name}: {key}: expected {found}, got {value!r}")
 
 
-def build(engine_cls: Callable[..., E], name: str, model: Any = None, **overrides: Any) -> E:
-    """An engine of `engine_cls` (`rollsum.RollingSummarizer`) configured as preset `name`, with
-    `overrides` routed to every component that owns them (see the module docstring)."""
+@dataclass(frozen=True)
+class PresetConfig:
+    """A preset with its parameters resolved into typed, validated values, before it meets a
+    model or its wiring (`resolve` makes it, `make` builds engines from it).
+
+    Why a value of its own: a caller that builds many engines from one configuration (a sweep
+    replays each configuration over many conversations and seeds) checks and routes the
+    parameters once, here, and hands the result to every engine; nothing is checked or
+    re-parsed per engine. Equal configurations compare equal, so one rebuilt from its parameters
+    (a sweep's Unit read back from JSON) can be held equal to the original.
+    """
+
+    preset: str
+    policy: Policy
+    """The trigger, constructed (a frozen dataclass: it validated its fields when made)."""
+    settings: EngineSettings
+    """The engine's settings (validated when made: `EngineSettings`)."""
+    summarizer: str | None = None
+    """A ``summarizer=`` override (a registry name or an import path), else the preset's."""
+    summarizer_params: Mapping[str, Any] = field(default_factory=dict)
+    """The flat overrides the built-in summarizers take (prompt, transcript shaping, merge)."""
+    plugin_params: Mapping[str, Any] | None = None
+    """The ``summarizer_params`` override: the constructor parameters of a summarizer by name."""
+    fallback: Literal["extractive"] | None = None
+
+
+def resolve(name: str, **overrides: Any) -> PresetConfig:
+    """Preset `name` with `overrides` routed to every component that owns them (see the module
+    docstring), as typed values: the policy object, the engine's `EngineSettings` and the
+    summarizer's choice and parameters. Each value is checked once, by the typed object that
+    owns it (the policy's and the settings' own validation: `rollsum.params`); a value no typed
+    object owns (a summarizer's parameter, a choice) is checked here. Wiring (store, counter,
+    callbacks, ...) is not a parameter of a configuration: pass it to `make`."""
     preset = get(name)
+    wiring = sorted(k for k in overrides if k in WIRING_NAMES and k not in CHOICE_PARAMS)
+    if wiring:
+        raise ConfigError(f"preset {name}: {', '.join(wiring)} connect(s) an engine to its surroundings, not a "
+                          "parameter of the configuration; pass it when the engine is made")
     policy_name = overrides.pop("policy", None)
     if policy_name is not None and preset.baseline:
         raise ConfigError(f"preset {name} is a baseline (it never summarizes); it takes no policy override")
@@ -259,7 +300,6 @@ def build(engine_cls: Callable[..., E], name: str, model: Any = None, **override
         _check(name, "policy", policy_name)
     policy_cls = policies.get(policy_name or preset.policy)
     policy_fields = {f.name for f in dataclasses.fields(policy_cls) if f.init}
-    engine_fields = _engine_params(engine_cls)
     policy_kw: dict[str, Any] = {}
     engine_kw: dict[str, Any] = dict(preset.engine)
     summ_kw: dict[str, Any] = {}
@@ -277,7 +317,9 @@ def build(engine_cls: Callable[..., E], name: str, model: Any = None, **override
     fallback_opt = overrides.pop("fallback", preset.fallback)
     _check(name, "fallback", fallback_opt)
     for key, value in overrides.items():
-        _check(name, key, value, policy=policy_name, engine_cls=engine_cls)
+        if key == "context_format" or (key not in policy_fields and key not in SETTING_NAMES):
+            # no typed object checks it (a format's name: its registry does, with other words)
+            _check(name, key, value, policy=policy_name)
     for key, value in overrides.items():
         owners = 0
         if key in policy_fields:  # every owner gets it: one parameter, one meaning
@@ -286,7 +328,7 @@ def build(engine_cls: Callable[..., E], name: str, model: Any = None, **override
         if key in SUMMARIZER_PARAMS:
             summ_kw[key] = value
             owners += 1
-        if key in engine_fields:
+        if key in SETTING_NAMES:
             engine_kw[key] = value
             owners += 1
         if key in WINDOW_ALIASES and key in policy_fields and value is not None:
@@ -297,14 +339,14 @@ def build(engine_cls: Callable[..., E], name: str, model: Any = None, **override
             engine_kw[alias] = value
         if not owners:
             raise ConfigError(f"preset {name}: unknown parameter {key!r}; valid: "
-                              f"{', '.join(valid_params(policy_cls, engine_cls))}")
+                              f"{', '.join(valid_params(policy_cls))}")
     try:
         policy = policy_cls(**policy_kw)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"preset {name}: {err}") from None
     # a value the policy holds by default (reserved_output_tokens, max_summary_tokens) is the
     # engine's too, so the summary's share is taken on the same budget the policy trims to
-    for key in sorted(policy_fields & engine_fields):
+    for key in sorted(policy_fields & set(SETTING_NAMES)):
         value = getattr(policy, key)
         if value is not None:
             engine_kw.setdefault(key, value)
@@ -313,17 +355,42 @@ def build(engine_cls: Callable[..., E], name: str, model: Any = None, **override
         summ_kw.setdefault("max_output_tokens", policy.max_summary_tokens)
     if preset.guard_when_given and ("context_window" in overrides or any(a in overrides for a in WINDOW_ALIASES)):
         engine_kw.setdefault("enforce_window", True)
-    resolved = _resolve_model(model)
-    counter = engine_kw.get("counter")
-    if counter is not None:
-        summ_kw.setdefault("counter", counter)
-    window = engine_kw.get("context_window") or inspect.signature(engine_cls).parameters["context_window"].default
-    summarizer = make_summarizer(preset, resolved, summ_kw, kind, extra, window)
-    if fallback_opt == "extractive" and (resolved is not None and kind != "extractive"):
-        fb_kw = {k: v for k, v in summ_kw.items() if k in ("merge", "conversational", "counter")}
-        engine_kw["fallback"] = make_summarizer(preset, None, fb_kw, "extractive")
     engine_kw.setdefault("context_format", preset.context_format)
     try:
-        return engine_cls(policy, summarizer, preset=name, **engine_kw)
+        settings = EngineSettings(**engine_kw)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"preset {name}: {err}") from None
+    return PresetConfig(preset=name, policy=policy, settings=settings, summarizer=kind,
+                        summarizer_params=summ_kw, plugin_params=extra, fallback=fallback_opt)
+
+
+def make(engine_cls: Callable[..., E], config: PresetConfig, model: Any = None, **wiring: Any) -> E:
+    """An engine of `engine_cls` from a resolved configuration: its summarizer (and fallback)
+    made for `model`, the policy and settings handed over as they are (checked when they were
+    made, so not again), `wiring` (counter, store, conversation_id, on_event, ...) as given."""
+    preset = get(config.preset)
+    resolved = _resolve_model(model)
+    summ_kw = dict(config.summarizer_params)
+    counter = wiring.get("counter")
+    if counter is not None:
+        summ_kw.setdefault("counter", counter)
+    kind = config.summarizer
+    summarizer = make_summarizer(preset, resolved, summ_kw, kind, config.plugin_params,
+                                 config.settings.context_window)
+    if config.fallback == "extractive" and (resolved is not None and kind != "extractive"):
+        fb_kw = {k: v for k, v in summ_kw.items() if k in ("merge", "conversational", "counter")}
+        wiring["fallback"] = make_summarizer(preset, None, fb_kw, "extractive")
+    engine: E = cast(Any, engine_cls).from_settings(config.policy, summarizer, config.settings,
+                                                     preset=config.preset, **wiring)
+    return engine
+
+
+def build(engine_cls: Callable[..., E], name: str, model: Any = None, **overrides: Any) -> E:
+    """An engine of `engine_cls` (`rollsum.RollingSummarizer`) configured as preset `name`, with
+    `overrides` routed to every component that owns them (see the module docstring): `resolve`
+    then `make`, the wiring among the overrides passed to `make`."""
+    get(name)
+    wiring = {k: overrides.pop(k) for k in list(overrides) if k in WIRING_NAMES and k not in CHOICE_PARAMS}
+    for key, value in wiring.items():
+        _check(name, key, value, policy=overrides.get("policy"))
+    return make(engine_cls, resolve(name, **overrides), model, **wiring)

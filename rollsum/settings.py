@@ -24,7 +24,7 @@ importing the engine back.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar, overload
@@ -32,7 +32,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from rollsum.clearing import ClearSettings
 from rollsum.context import ContextFormat
 from rollsum.errors import ConfigError
-from rollsum.params import DEFAULT_CONTEXT_WINDOW, RANGES, check_number
+from rollsum.params import DEFAULT_CONTEXT_WINDOW, check_fields
 from rollsum.policies.base import Policy, policy_params
 from rollsum.store.base import Store
 from rollsum.summarizers.base import Summarizer
@@ -122,32 +122,28 @@ class EngineSettings:
     clear_exclude_tools: Sequence[str] = ()
 
     def __post_init__(self) -> None:
-        found = self.problem()
+        check_fields(self)  # each value alone: its annotation and `params.RANGES` (ParamError)
+        found = self._rules()
         if found is not None:
             raise ConfigError(found)
         # a list given here stays the caller's to change: keep a tuple, so the value is frozen
         object.__setattr__(self, "clear_exclude_tools", tuple(self.clear_exclude_tools))
 
-    def problem(self, *, windowed: bool = False) -> str | None:
-        """The first thing wrong with these settings, in one line (None: fine). `windowed`: the
-        guard will be on (`enforce_window` resolved against the policy), so the window minus the
-        reserved room must be big enough to keep."""
-        for name, integer in _NUMERIC.items():
-            value = getattr(self, name)
-            if value is None and name in _OPTIONAL:
-                continue
-            expected = check_number(value, integer=integer, range=RANGES.get(name))
-            if expected is not None:
-                return f"{name}: expected {expected}, got {value!r}"
-        if self.ledger not in ("auto", "pin", "retry", "off"):
-            return f"ledger: expected 'auto', 'pin', 'retry' or 'off', got {self.ledger!r}"
-        if self.depth_cap_merge not in ("select", "cut"):
-            return f"depth_cap_merge: expected 'select' or 'cut', got {self.depth_cap_merge!r}"
+    def _rules(self) -> str | None:
+        """The first rule tying two settings together that these break (None: fine)."""
         if self.reserved_output_tokens >= self.context_window:
             return (f"reserved_output_tokens ({self.reserved_output_tokens}) must be >= 0 and below "
                     f"context_window ({self.context_window})")
         if isinstance(self.clear_exclude_tools, str):
             return "clear_exclude_tools: expected a list of tool names, got a string"
+        return None
+
+    def problem(self, *, windowed: bool = False) -> str | None:
+        """What is wrong with these settings for an engine (None: fine). Every value and rule was
+        checked when the settings were made (a frozen value: they cannot have changed since), so
+        nothing is checked twice; what is left depends on the policy: `windowed`, the guard will
+        be on (`enforce_window` resolved against it), so the window minus the reserved room must
+        be big enough to keep."""
         if windowed and self.limit < MIN_WINDOW:
             return (f"context_window minus reserved_output_tokens must be at least {MIN_WINDOW} tokens "
                     f"to be kept, got {self.context_window} − {self.reserved_output_tokens}")
@@ -248,21 +244,6 @@ class EngineWiring:
     takeover: bool
 
 
-def _numeric() -> dict[str, bool]:
-    """Numeric settings -> whether they are integers (from the annotations, read once)."""
-    hints = typing.get_type_hints(EngineSettings)
-    out: dict[str, bool] = {}
-    for f in fields(EngineSettings):
-        arms = typing.get_args(hints[f.name]) or (hints[f.name],)
-        if float in arms:
-            out[f.name] = False
-        elif int in arms:
-            out[f.name] = True
-    return out
-
-
-_NUMERIC: Mapping[str, bool] = _numeric()
-_OPTIONAL = frozenset({"max_request_tokens", "clear_trigger"})
 SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in fields(EngineSettings))
 WIRING_NAMES: tuple[str, ...] = tuple(typing.get_type_hints(EngineWiring))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rollsum.params import check_fields
 from rollsum.policies.base import Decision, WindowState
 
 
@@ -29,8 +30,7 @@ class Truncate:
     name: ClassVar[str] = "truncate"
 
     def __post_init__(self) -> None:
-        if self.keep < 1:
-            raise ValueError("keep must be >= 1")
+        check_fields(self)  # keep >= 1, max_tokens >= 1 or None (`rollsum.params.RANGES`)
 
     def decide(self, state: WindowState) -> Decision | None:
         n = max(0, state.count - self.keep)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rollsum.params import check_fields
 from rollsum.policies._util import tool_units
 from rollsum.policies.base import Action, Decision, WindowState
 from rollsum.types import Message
@@ -54,10 +55,7 @@ class BudgetTrim:
     windowed: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if not 0 < self.low_water <= 1:
-            raise ValueError("low_water must be in (0, 1]")
-        if self.reserved_output_tokens < 0 or self.min_keep < 0:
-            raise ValueError("reserved_output_tokens and min_keep must be >= 0")
+        check_fields(self)  # low_water in (0, 1], the counts >= 0 (`rollsum.params.RANGES`)
 
     def budget(self, state: WindowState) -> int:
         window = self.max_context_tokens if self.max_context_tokens is not None else state.context_window

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rollsum.params import check_fields
 from rollsum.policies.base import Decision, WindowState
 
 
@@ -36,9 +37,7 @@ class CountAndTokens:
     name: ClassVar[str] = "count-and-tokens"
 
     def __post_init__(self) -> None:
-        if min(self.message_count_threshold, self.messages_to_summarize, self.recent_messages_to_keep,
-               self.token_threshold, self.max_summary_tokens) < 0 or self.messages_to_summarize == 0:
-            raise ValueError("CountAndTokens thresholds must be non-negative and messages_to_summarize > 0")
+        check_fields(self)  # thresholds >= 0, messages_to_summarize >= 1 (`rollsum.params.RANGES`)
 
     def should_summarize(self, total_message_count: int, oldest_messages_token_count: int) -> bool:
         return (total_message_count > self.message_count_threshold

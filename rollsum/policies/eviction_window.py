@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rollsum.params import check_fields
 from rollsum.policies._util import calls_tools
 from rollsum.policies.base import Action, Decision, WindowState, attempts_allowed
 from rollsum.types import Message
@@ -46,8 +47,7 @@ class EvictionWindow:
     windowed: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if min(self.head, self.tail) < 0 or self.min_evicted < 1:
-            raise ValueError("head and tail must be >= 0 and min_evicted >= 1")
+        check_fields(self)  # head, tail >= 0, min_evicted >= 1 (`rollsum.params.RANGES`)
 
     def budget(self, state: WindowState) -> int:
         return self.max_tokens if self.max_tokens is not None else state.context_window

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from rollsum.params import check_fields
 from rollsum.policies.base import Decision, WindowState, attempts_allowed
 
 
@@ -41,10 +42,7 @@ class SinceLast:
     name: ClassVar[str] = "since-last"
 
     def __post_init__(self) -> None:
-        if self.messages_per_summary < 1 or self.keep_last < 0:
-            raise ValueError("messages_per_summary must be >= 1 and keep_last >= 0")
-        if self.count_since not in ("covered", "event"):
-            raise ValueError("count_since must be 'covered' or 'event'")
+        check_fields(self)  # types and `rollsum.params.RANGES`: keep_last >= 0, messages_per_summary >= 1
 
     def messages_since(self, state: WindowState) -> int:
         if self.count_since == "event":

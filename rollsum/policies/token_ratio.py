@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rollsum.params import ParamError, check_fields
 from rollsum.policies._util import ratio
 from rollsum.policies.base import Decision, WindowState
 
@@ -57,12 +58,11 @@ class TokenRatio:
     windowed: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if not 0 < self.reset_ratio < self.trigger_ratio <= self.emergency_ratio:
-            raise ValueError("need 0 < reset_ratio < trigger_ratio <= emergency_ratio")
-        if self.min_preserve < 0 or self.preserve_recent < self.min_preserve:
-            raise ValueError("need 0 <= min_preserve <= preserve_recent")
-        if self.max_depth is not None and self.max_depth < 1:
-            raise ValueError("max_depth must be >= 1 or None")
+        check_fields(self)  # each value alone: its type and `rollsum.params.RANGES`
+        if not self.reset_ratio < self.trigger_ratio <= self.emergency_ratio:  # the rules tying them
+            raise ParamError("need 0 < reset_ratio < trigger_ratio <= emergency_ratio")
+        if self.preserve_recent < self.min_preserve:
+            raise ParamError("need 0 <= min_preserve <= preserve_recent")
 
     def window(self, state: WindowState) -> int:
         return self.context_window if self.context_window is not None else state.context_window

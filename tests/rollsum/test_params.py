@@ -124,3 +124,75 @@ def test_check_number_is_the_one_wording() -> None:
     assert check_number(0, integer=False, range=Range(0, 1, low_open=True)) == "a number in (0, 1]"
     assert check_number(math.nan, integer=False, what="a number of dollars >= 0") == "a number of dollars >= 0"
     assert type_problem("keep_last", None, int | None) is None
+
+
+# ----------------------------------------------------------------------------------------------
+# one validation function, one range table (issue #20, item 6)
+
+
+def _numeric_fields(cls: type) -> list[str]:
+    hints = typing.get_type_hints(cls)
+    return [f.name for f in dataclasses.fields(cls)
+            if f.init and f.name in RANGES and (int in typing.get_args(hints[f.name]) or hints[f.name] in (int, float))]
+
+
+@pytest.mark.parametrize("cls", list(policies.POLICIES.values()), ids=lambda c: c.name)
+def test_a_policy_built_by_hand_refuses_what_a_preset_refuses(cls: type) -> None:
+    """A library user constructing a policy directly gets the same check, in the same words, as
+    `from_preset` and a sweep spec: below its range, a bool, NaN."""
+    for name in _numeric_fields(cls):
+        low = RANGES[name].low
+        assert low is not None, name
+        for bad in (low - 1, True, math.nan):
+            with pytest.raises(ConfigError) as err:
+                cls(**{name: bad})
+            assert isinstance(err.value, ValueError)  # what the policies raised before: callers keep working
+            assert str(err.value).startswith(f"{name}: expected "), str(err.value)
+
+
+def test_policies_and_settings_read_the_one_range_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Narrowing a range in `rollsum.params.RANGES` narrows it for a policy built by hand, the
+    engine's settings and a preset's (or spec's) check alike: no owner keeps a copy of it."""
+    from rollsum.settings import EngineSettings
+
+    policies.SinceLast(keep_last=4)
+    EngineSettings(max_passes=4)
+    monkeypatch.setitem(RANGES, "keep_last", Range(5))
+    monkeypatch.setitem(RANGES, "max_passes", Range(10))
+    with pytest.raises(ConfigError, match="keep_last: expected an integer >= 5, got 4"):
+        policies.SinceLast(keep_last=4)
+    with pytest.raises(ConfigError, match="max_passes: expected an integer >= 10, got 4"):
+        EngineSettings(max_passes=4)
+    assert presets.param_problem("since-last", "keep_last", 4) == "an integer >= 5"
+    with pytest.raises(ConfigError, match="preset since-last: keep_last: expected an integer >= 5, got 4"):
+        RollingSummarizer.from_preset("since-last", keep_last=4)
+
+
+def test_an_engine_made_from_a_resolved_configuration_checks_nothing_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`presets.resolve` checks (the typed objects it makes check themselves); `presets.make`
+    hands the policy and the settings to the engine as they are: many engines from one
+    configuration, one check."""
+    import rollsum.params as params_module
+
+    config = presets.resolve("since-last", keep_last=4, context_window=8000)
+    calls: list[str] = []
+    real = params_module.type_problem
+
+    def counting(name: str, value: Any, annotation: Any) -> str | None:
+        calls.append(name)
+        return real(name, value, annotation)
+
+    monkeypatch.setattr(params_module, "type_problem", counting)
+    for _ in range(3):
+        engine = presets.make(RollingSummarizer, config)
+        assert engine.policy is config.policy and engine.settings is config.settings
+    assert calls == []
+    presets.resolve("since-last", keep_last=4, context_window=8000)
+    assert calls  # the check does go through `type_problem`: the count above is meaningful
+
+
+def test_resolve_refuses_wiring_and_make_takes_it() -> None:
+    with pytest.raises(ConfigError, match="conversation_id connect"):
+        presets.resolve("since-last", conversation_id="c1")
+    engine = presets.make(RollingSummarizer, presets.resolve("since-last"), conversation_id="c1")
+    assert engine.conversation_id == "c1"

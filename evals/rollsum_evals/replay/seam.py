@@ -46,24 +46,20 @@ EngineFactory = Callable[[Unit, "Model | None", Callable[[SummaryEvent], None]],
 
 def default_engine(unit: Unit, model: Model | None,
                    on_event: Callable[[SummaryEvent], None]) -> Engine:
-    """`RollingSummarizer.from_preset` with the Unit's overrides (unknown ones: ConfigError),
-    or the Unit's memory."""
-    from rollsum import RollingSummarizer, plugins
+    """A `RollingSummarizer` made from the Unit's typed configuration (`Unit.preset_config`:
+    checked and routed once, when the spec was expanded; not checked or re-parsed here), or the
+    Unit's memory."""
+    from rollsum import RollingSummarizer, plugins, presets
 
     if plugins.is_import_path(unit.preset):
         from rollsum_evals.replay.adapter import adapt_memory
 
         return adapt_memory(unit, model, on_event)
 
-    overrides: dict[str, Any] = dict(unit.params)
-    overrides.pop("timestamps", None)  # how the context shows times: the replay's (`replay.timestamps_of`)
-    overrides.setdefault("context_window", unit.context_window)
-    if unit.prompt:
-        overrides.setdefault("prompt", unit.prompt)
     spec: Model | str | None = model if model is not None else (
         None if components.is_builtin(unit.model) else unit.model)
-    engine: Engine = RollingSummarizer.from_preset(
-        unit.preset, spec, conversation_id=unit.conversation_id, on_event=on_event, **overrides)
+    engine: Engine = presets.make(RollingSummarizer, unit.preset_config(), spec,
+                                  conversation_id=unit.conversation_id, on_event=on_event)
     return engine
 
 

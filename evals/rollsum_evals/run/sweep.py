@@ -23,7 +23,6 @@ stop); the pieces it calls live in their own modules (unit, dispatch, scheduler,
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -133,7 +132,7 @@ class RunResult:
 def replay_cache_key(unit: Unit, fingerprint: str) -> str:
     """The whole Unit, not only its id: the id leaves out the config label, which the rows
     carry and which depends on what else the sweep varies."""
-    return hashlib.sha256(canonical_json({"unit": dataclasses.asdict(unit), "code": fingerprint})
+    return hashlib.sha256(canonical_json({"unit": unit.to_dict(), "code": fingerprint})
                           .encode("utf-8")).hexdigest()
 
 

@@ -9,11 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rollsum import plugins
 from rollsum.errors import ConfigError
-from rollsum.presets import WINDOW_ALIASES
+from rollsum.presets import WINDOW_ALIASES, PresetConfig
 from rollsum_evals.spec import components, imports
 from rollsum_evals.spec.schema import ConfigSpec, SweepSpec
-from rollsum_evals.units import Unit, canonical_json, replay_identity
+from rollsum_evals.units import Unit, canonical_json, configure, replay_identity
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,16 +144,30 @@ def _unique(labels: Sequence[str]) -> list[str]:
     return out
 
 
+def _configuration(spec: SweepSpec, var: Variant) -> PresetConfig | None:
+    """A preset configuration's typed value, made once for all its Units (a memory's: None). Its
+    values were each checked when the spec was read (`spec.params`); what is left to refuse here
+    is a combination (a grid's ``reset_ratio`` above its ``trigger_ratio``), one line naming the
+    spec and the configuration."""
+    if plugins.is_import_path(var.preset):
+        return None
+    try:
+        return configure(var.preset, var.params, var.context_window, var.prompt)
+    except ConfigError as err:
+        raise ConfigError(f"{spec.path}: config '{var.label}': {err}") from None
+
+
 def expand(spec: SweepSpec, datasets: Mapping[str, tuple[str, Sequence[str]]]) -> list[Unit]:
     """Units for every dataset conversation × variant × seed.
 
     `datasets` maps a dataset name to (dataset hash, conversation ids in order).
     Units come back sorted by id, so the order never depends on dict or thread order.
     """
+    configured = [(var, _configuration(spec, var)) for var in variants(spec)]
     units: list[Unit] = []
     for ds in spec.datasets:
         dhash, conv_ids = datasets[ds.name]
-        for var in variants(spec):
+        for var, configuration in configured:
             params_json = canonical_json(dict(var.params))
             for cid in conv_ids:
                 for seed in spec.seeds:
@@ -162,7 +177,7 @@ def expand(spec: SweepSpec, datasets: Mapping[str, tuple[str, Sequence[str]]]) -
                         unit_id=uid, dataset=ds.name, conversation_id=cid, dataset_hash=dhash,
                         config=var.label, preset=var.preset, params_json=params_json,
                         prompt=var.prompt, model=var.model, seed=seed,
-                        context_window=var.context_window))
+                        context_window=var.context_window, configuration=configuration))
     units.sort(key=lambda u: u.unit_id)
     ids = [u.unit_id for u in units]
     if len(set(ids)) != len(ids):
