@@ -40,9 +40,6 @@ LINES_PER_BUCKET = 2
 MAX_BUCKETS = 64
 _MAX_REPEATS = 15
 _DECAY_POW = tuple(DECAY ** k for k in range(_MAX_REPEATS + 1))
-_DECAY_NEXT = {_DECAY_POW[k]: _DECAY_POW[min(k + 1, _MAX_REPEATS)] for k in range(_MAX_REPEATS + 1)}
-"""DECAY ** n -> DECAY ** (n + 1), capped at `_MAX_REPEATS` (the powers are distinct floats): a
-covered word's multiplier is its own count, so the counts need no dict of their own."""
 _RHO_POW = tuple(RHO ** k for k in range(64))
 
 
@@ -125,29 +122,27 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
     width = max(span_end, 1.0) / buckets
     last = buckets - 1
     bucket_of = [(b if b < last else last) if p > 0 else 0 for p in cands.pos for b in (int(p / width),)]
-    # each covered key's DECAY ** (lines that say it): the inner loop reads the multiplier with
-    # one lookup (an uncovered key weighs w × 1.0, which is w)
+    covered: dict[str, int] = {}
+    covered_get = covered.get
+    # each covered key's DECAY ** (lines that say it), kept beside the counts: the inner loop
+    # reads the multiplier with one lookup (an uncovered key weighs w × 1.0, which is w)
     mult: dict[str, float] = {}
     mult_get = mult.get
-    covered_keys = mult.keys()
-    step = _DECAY_NEXT
+    covered_keys = covered.keys()
+    decay = _DECAY_POW
     rho = _RHO_POW
     in_bucket = [0] * buckets
     groups: set[int] = set()
     chosen: list[int] = []
     used = 0
-    pop, replace_top = heapq.heappop, heapq.heapreplace
+    pop, push = heapq.heappop, heapq.heappush
     smallest = min(min(join_cost_of), min(costs))
     while heap:
-        # the best candidate is looked at in place: when its gain has fallen below the next
-        # one's bound it goes back with one sift (`heapreplace`) instead of a pop and a push;
-        # the pairs are distinct, so the order of pops is the same
-        i = heap[0][1]
+        _, i = pop(heap)
         cost = join_cost_of[i] if group_of[i] in groups else costs[i]
         if used + cost > budget:
             if used + smallest > budget:
                 break  # not even the cheapest candidate (as a joined sentence) fits any more
-            pop(heap)
             continue
         keys = keys_of[i]
         if covered_keys.isdisjoint(keys):
@@ -162,25 +157,22 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
         bonus = bonus_of[i]
         base = v0[i] - bonus
         if (base > 0.0 and words < REDUNDANT * base) or words + bonus < MIN_VALUE:
-            pop(heap)
             continue
         b = bucket_of[i]
         over = in_bucket[b] - LINES_PER_BUCKET
         gain = (words + bonus) * priority_of[i] * (rho[over + 1] if over >= 0 else 1.0) / costs[i]
-        n = len(heap)
-        if n > 1:
-            # the next candidate's bound: the smaller of the root's children
-            bound = heap[1][0] if n == 2 or heap[1] < heap[2] else heap[2][0]
-            if -bound > gain + 1e-12:
-                replace_top(heap, (-gain, i))
-                continue
-        pop(heap)
+        if heap and -heap[0][0] > gain + 1e-12:
+            push(heap, (-gain, i))
+            continue
         chosen.append(i)
         used += cost
         groups.add(group_of[i])
         if in_bucket[b] < 63:
             in_bucket[b] += 1
         for k in keys_of[i]:
-            mult[k] = step[mult_get(k, 1.0)]
+            n = covered_get(k, 0)
+            if n < _MAX_REPEATS:
+                covered[k] = n + 1
+                mult[k] = decay[n + 1]
     chosen.sort()
     return Selection(tuple(chosen), used)
