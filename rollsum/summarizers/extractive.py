@@ -48,7 +48,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from itertools import groupby, pairwise, repeat
-from operator import add, mul
+from operator import add
 from typing import Any, Literal, NamedTuple
 
 from rollsum.capabilities import OFFLINE_SCRIPTED
@@ -113,13 +113,6 @@ class _Text(NamedTuple):
     """Names something beyond common words (else it is never worth a line, unless a bonus)."""
     names: tuple[str, ...]
     """The keys it holds as a name, number or date (their factor is not a plain word's)."""
-    scaled: tuple[float, ...]
-    """Each key's base weight times the sentence factor (``w * f``): a candidate's weight is
-    ``w * f * factor`` evaluated left to right, so this first product is the text's own, and
-    only the word factors are the call's."""
-    factor_keys: tuple[str, ...]
-    """Each key as `_key_factors` names its factor: the key for a word, ``NAME_TAG + key`` for a
-    name, number or date (one lookup per key, no test of its weight at every call)."""
     short: str = ""
     """A said sentence: itself cut to a line's length, before dates are anchored (the
     per-sentence cache's entries are these texts: one object per sentence, not two)."""
@@ -127,21 +120,11 @@ class _Text(NamedTuple):
     """A said sentence: whether anchoring dates changes it (None: not asked yet)."""
 
 
-NAME_TAG = "\x01"
-"""Marks a name's key among the word keys in `_key_factors`'s table (no key holds it: keys are
-made of word characters and punctuation, `salience`)."""
-
-
 def _text(body: str, feat: salience.Features, cost: int, short: str = "", relative: bool | None = None) -> _Text:
-    keys, weights, f = feat
+    keys, weights, _ = feat
     top = max(weights) if weights else 0.0
-    scaled = tuple([w * f for w in weights])
-    if top >= _SPECIFIC:
-        names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC])
-        factor_keys = tuple([NAME_TAG + k if w >= _SPECIFIC else k for k, w in zip(keys, weights)])
-    else:
-        names, factor_keys = (), keys
-    return _Text(body, feat, cost, top >= salience.W_CONTENT, names, scaled, factor_keys, short, relative)
+    names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC]) if top >= _SPECIFIC else ()
+    return _Text(body, feat, cost, top >= salience.W_CONTENT, names, short, relative)
 
 
 @dataclass(slots=True)
@@ -629,8 +612,8 @@ class ExtractiveSummarizer:
             pieces.append(piece)
         # the words' factors only for candidates that can be chosen (no work for the rest)
         texts = [p.text for p in pieces]
-        factor_of = self._key_factors(set().union(*seen), set().union(*[t.names for t in texts]), counts,
-                                      participants).__getitem__
+        word_f, name_f = self._key_factors(set().union(*seen), set().union(*[t.names for t in texts]), counts,
+                                           participants)
         known_pos = counts.positions.get
         groups = [p.group for p in pieces]
         pos = [p0 - g - 0.5 if g < 0 else (known if (known := known_pos(t.body)) is not None
@@ -647,9 +630,11 @@ class ExtractiveSummarizer:
         bonus = [p.bonus for p in pieces]
         if must_keep:
             bonus = [b + MUST_KEEP_BONUS * sum(1 for f in must_keep if f in t.body) for b, t in zip(bonus, texts)]
-        # w * f * factor, left to right: (w * f) is the text's own (`_Text.scaled`)
-        weights = [tuple(map(mul, t.scaled, map(factor_of, t.factor_keys))) for t in texts]
-        cols = Columns([t.feat.keys for t in texts], weights, cost, join, groups, pos, bonus,
+        specific = _SPECIFIC
+        feats = [t.feat for t in texts]
+        weights = [tuple([w * f * (name_f[k] if w >= specific else word_f[k]) for k, w in zip(keys, ws)])
+                   for keys, ws, f in feats]
+        cols = Columns([f.keys for f in feats], weights, cost, join, groups, pos, bonus,
                        [TOOL_PRIORITY if p.tool else 1.0 for p in pieces])
         return _Pool(pieces, cols, header_cost, prior.lines), p0 + len(request.messages)
 
@@ -664,9 +649,8 @@ class ExtractiveSummarizer:
 
     @staticmethod
     def _key_factors(keys: set[str], names: set[str], counts: Counts,
-                     participants: tuple[set[str], set[str]]) -> dict[str, float]:
-        """Multipliers of each word's base weight: as a word (by its key), and as a
-        name/number/date (by ``NAME_TAG + key``, `_Text.factor_keys`).
+                     participants: tuple[set[str], set[str]]) -> tuple[dict[str, float], dict[str, float]]:
+        """Multipliers of each word's base weight: as a word, and as a name/number/date.
 
         Words weigh by how specific they are to the conversation (inverse document frequency);
         names, numbers and dates keep their weight, gain a little when they recur and lose some
@@ -683,8 +667,7 @@ class ExtractiveSummarizer:
             name[k] = low * spec
         for k in (short & keys) - full:
             name[k] = low * word[k]
-        word.update({NAME_TAG + k: f for k, f in name.items()})
-        return word
+        return word, name
 
     # -- selection and rendering -----------------------------------------------------------
 
