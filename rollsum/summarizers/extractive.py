@@ -376,8 +376,7 @@ class ExtractiveSummarizer:
             if t is None:
                 t = _text(facts, tool_features(facts, self._tokens), 0)
             self._features[key] = t
-        # the line's own text and cost; all the rest is the facts' (the same features)
-        return t._replace(body=line, cost=self.counter.count(line) + 1)
+        return _text(line, t.feat, self.counter.count(line) + 1)
 
     def _carried(self, sentence: str) -> _Text:
         """A previous summary's sentence as a candidate: the one the span made of it when it was
