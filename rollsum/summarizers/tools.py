@@ -44,7 +44,7 @@ _FILE_TYPES = {
 
 
 def _line_start(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    """`pattern` at the start of a line, to be searched in ``"\n" + text``: it finds there what
+    r"""`pattern` at the start of a line, to be searched in ``"\n" + text``: it finds there what
     ``^pattern`` (multi-line) finds in `text`, at half the cost or less. A multi-line ``^`` is
     tried at every character of a file; a pattern that starts with a literal lets the regex
     engine skip straight to the line breaks. The same matches: every line start, the first
