@@ -263,11 +263,33 @@ def failure_event(job: Job, outcome: Outcome, error: str, kind: str | None, *, l
                         error_kind=kind, attempts=outcome.attempts, usage=outcome.usage, guard=job.guard)
 
 
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
     """A summarizer's meta as the store will give it back (JSON types): a record read after a
-    restart must equal the one made before it."""
-    plain: dict[str, Any] = json.loads(json.dumps(dict(meta), default=str))
-    return plain
+    restart must equal the one made before it.
+
+    A meta of strings, numbers and flat lists of them (the extractive summarizer's, on every
+    summary) is already what JSON gives back: it is copied as is (lists copied, tuples made
+    lists) instead of written and parsed; anything else takes the JSON round trip.
+    """
+    plain: dict[str, Any] = {}
+    scalars = _JSON_SCALARS
+    for k, v in meta.items():
+        t = type(v)
+        if type(k) is not str:
+            break
+        if t in scalars:
+            plain[k] = v
+        elif (t is list or t is tuple) and all(type(x) in scalars for x in v):
+            plain[k] = list(v)
+        else:
+            break
+    else:
+        return plain
+    round_trip: dict[str, Any] = json.loads(json.dumps(dict(meta), default=str))
+    return round_trip
 
 
 def appended(previous: SummaryRecord, draft: SummaryDraft, budget: int, counter: TokenCounter) -> SummaryDraft:

@@ -126,7 +126,9 @@ def _classify(chunk: str) -> tuple[Token, ...]:
         tok = _LINE_SUFFIX_RE.sub("", raw.rstrip(_STRIP))
         if tok:
             low = tok.lower().replace("’", "'")
-            out.append((stem(low), _kind_weight(tok, low, True), _kind_weight(tok, low, False)))
+            rest = _kind_weight(tok, low, False)
+            # being the first word matters only to a capitalized token (a name, or "May")
+            out.append((stem(low), _kind_weight(tok, low, True) if tok[0].isupper() else rest, rest))
     return tuple(out)
 
 

@@ -41,11 +41,24 @@ _FILE_TYPES = {
     "sql": "sql", "html": "html", "css": "css", "txt": "text", "csv": "csv", "ini": "toml", "cfg": "toml",
     "env": "shell",
 }
+
+
+def _line_start(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    r"""`pattern` at the start of a line, to be searched in ``"\n" + text``: it finds there what
+    ``^pattern`` (multi-line) finds in `text`, at half the cost or less. A multi-line ``^`` is
+    tried at every character of a file; a pattern that starts with a literal lets the regex
+    engine skip straight to the line breaks. The same matches: every line start, the first
+    included, follows a line break; and no match of these patterns ends on a line break it
+    would take from the next line (each ends on a character that is not one, or where ``$``
+    stops before one)."""
+    return re.compile(r"\n(?:" + pattern + ")", flags)
+
+
 _JS_EXPORT_RE = re.compile(
     r"export\s+(?:default\s+)?(?:async\s+)?(?:const|let|var|function\*?|class|interface|type|enum)\s+(\w+)")
-_JS_IMPORT_RE = re.compile(r"^\s*import\s+.*?from\s+['\"][^'\"]+['\"]|^\s*import\s+['\"][^'\"]+['\"]", re.M)
-_PY_DEF_RE = re.compile(r"^(?:async\s+)?(?:def|class)\s+(\w+)", re.M)
-_PY_IMPORT_RE = re.compile(r"^(?:from\s+\S+\s+)?import\s+\S", re.M)
+_JS_IMPORT_RE = _line_start(r"\s*import\s+.*?from\s+['\"][^'\"]+['\"]|\s*import\s+['\"][^'\"]+['\"]")
+_PY_DEF_RE = _line_start(r"(?:async\s+)?(?:def|class)\s+(\w+)")
+_PY_IMPORT_RE = _line_start(r"(?:from\s+\S+\s+)?import\s+\S")
 _ERROR_LINE_RE = re.compile(r"error|failed|exception|traceback|fatal", re.I)
 _NOT_AN_ERROR_RE = re.compile(r"\b0\s+(?:failed|errors?|failures?)\b|\bno errors?\b", re.I)
 _EXIT_RE = re.compile(r"\bexit(?:ed)?(?:\s+with)?(?:\s+(?:code|status))?\s*[:=]?\s*(-?\d+)", re.I)
@@ -53,15 +66,15 @@ _PROMPT_LINE_RE = re.compile(r"^\$\s+(.+)$", re.M)
 _READ_FAILED_RE = re.compile(r"^\s*(?:error|no such file|permission denied|enoent)", re.I)
 _MATCH_LINE_RE = re.compile(r"^([^\s:][^:\n]*?):(?:\d+[:\-]|\s)")
 _PATH_ONLY_RE = re.compile(r"^[\w./\\\-]+\.\w+$")
-_DIFF_ADD_RE = re.compile(r"^\+(?!\+\+)", re.M)
-_DIFF_DEL_RE = re.compile(r"^-(?!--)", re.M)
+_DIFF_ADD_RE = _line_start(r"\+(?!\+\+)")
+_DIFF_DEL_RE = _line_start(r"-(?!--)")
 _NO_MATCH_RE = re.compile(r"^\s*(?:no matches|no results|0 matches)", re.I)
 # a line-number gutter as `cat -n` and agent read tools print it: "   3  code", "3\tcode", "3→code"
-_GUTTER_RE = re.compile(r"^ *\d+(?:\t| {2,}|→|: | \| ?)", re.M)
+_GUTTER_RE = _line_start(r" *\d+(?:\t| {2,}|→|: | \| ?)")
 # a top-level setting: NAME = literal / key: literal (number, quoted string, bool)
-_SETTING_RE = re.compile(
-    r"^([A-Za-z_][\w.\-]*)\s*(?:=|:)\s*(-?\d[\d_.,]*|\"[^\"\n]{0,40}\"|'[^'\n]{0,40}'|true|false|True|False|"
-    r"None|null)\s*(?:#.*)?$", re.M)
+_SETTING_RE = _line_start(
+    r"([A-Za-z_][\w.\-]*)\s*(?:=|:)\s*(-?\d[\d_.,]*|\"[^\"\n]{0,40}\"|'[^'\n]{0,40}'|true|false|True|False|"
+    r"None|null)\s*(?:#.*)?$", re.M)  # (re.M for the `$`)
 _SETTING_TYPES = ("python", "toml", "yaml", "text", "unknown", "shell")
 MAX_SETTINGS = 5
 
@@ -93,8 +106,8 @@ def _error_line(content: str) -> str | None:
 def _strip_gutter(content: str) -> str:
     """`content` without a line-number gutter, when (nearly) every line has one."""
     lines = content.count("\n") + 1
-    stripped, gutters = _GUTTER_RE.subn("", content)  # one pass: counts what it removes
-    return stripped if lines and gutters >= 0.9 * lines else content
+    stripped, gutters = _GUTTER_RE.subn("\n", "\n" + content)  # one pass: counts what it removes
+    return stripped[1:] if lines and gutters >= 0.9 * lines else content
 
 
 def file_type(path: str) -> str:
@@ -112,23 +125,24 @@ def _read_file(m: Message) -> ToolSummary:
     if _READ_FAILED_RE.match(content):
         facts.append(f"Error: {_cut(content.splitlines()[0], 100)}")
         return ToolSummary("read_file", "error", tuple(facts), {"path": path, "lines": lines})
+    lines_of = "\n" + content  # `_line_start` patterns
     if ftype in ("typescript", "javascript", "unknown"):
         exports = _JS_EXPORT_RE.findall(content)[:5]
         if exports:
             facts.append(f"Exports: {', '.join(exports)}")
-        imports = len(_JS_IMPORT_RE.findall(content))
+        imports = len(_JS_IMPORT_RE.findall(lines_of))
         if imports:
             facts.append(f"Imports: {imports} modules")
     elif ftype == "python":
-        defs = _PY_DEF_RE.findall(content)[:5]
+        defs = _PY_DEF_RE.findall(lines_of)[:5]
         if defs:
             facts.append(f"Defines: {', '.join(defs)}")
-        imports = len(_PY_IMPORT_RE.findall(content))
+        imports = len(_PY_IMPORT_RE.findall(lines_of))
         if imports:
             facts.append(f"Imports: {imports} modules")
     if ftype in _SETTING_TYPES:
         # the values a settings file holds are the facts an agent comes back for
-        settings = [f"{k} = {v}" for k, v in _SETTING_RE.findall(content)[:MAX_SETTINGS]]
+        settings = [f"{k} = {v}" for k, v in _SETTING_RE.findall(lines_of)[:MAX_SETTINGS]]
         if settings:
             facts.append(f"Sets: {', '.join(settings)}")
     return ToolSummary("read_file", "success", tuple(facts), {
@@ -197,7 +211,8 @@ def _write(action: str) -> Callable[[Message], ToolSummary]:
         written = m.meta.get("content")
         if isinstance(written, str):
             facts.append(f"Lines: {_line_count(written)}")
-        added, removed = len(_DIFF_ADD_RE.findall(content)), len(_DIFF_DEL_RE.findall(content))
+        lines_of = "\n" + content  # `_line_start` patterns
+        added, removed = len(_DIFF_ADD_RE.findall(lines_of)), len(_DIFF_DEL_RE.findall(lines_of))
         if added or removed:
             facts.append(f"Changes: +{added} -{removed}")
         err = _error_line(content)

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from rollsum import jobs
 from rollsum.errors import SummarizeError
 from rollsum.policies.base import Decision
@@ -89,3 +95,28 @@ def test_the_record_carries_the_lineage_and_the_ledger() -> None:
     assert (rec.id, rec.parent_id, rec.messages_covered, rec.covered_ids) == ("c/summary/1", "c/summary/0", 8,
                                                                               ("m0", "m1", "m2"))
     assert rec.meta["preset"] == "p" and rec.tokens > 0 and rec.ledger["kept"] == 3
+
+
+_SCALAR = st.one_of(st.text(max_size=8), st.integers(), st.floats(), st.booleans(), st.none())
+_VALUE = st.recursive(_SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                       st.tuples(inner, inner),
+                                                       st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+                      max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.one_of(st.text(max_size=6), st.integers(0, 3)), _VALUE, max_size=6))
+def test_a_meta_is_kept_as_the_json_round_trip_gives_it_back(meta: dict[Any, Any]) -> None:
+    """`_plain` copies a flat meta instead of writing and parsing it: what it returns must be
+    what JSON gives back (tuples as lists, keys as strings, nested values round-tripped), to the
+    type of every value (repr tells a tuple from a list and 1 from 1.0)."""
+    expected = json.loads(json.dumps(meta, default=str))
+    assert repr(jobs._plain(meta)) == repr(expected)
+
+
+def test_a_kept_meta_shares_no_list_with_the_drafts() -> None:
+    """The record's meta is its own: changing the draft's list afterwards changes nothing."""
+    lines = ["a dropped line"]
+    plain = jobs._plain({"dropped_lines": lines, "kept": 3})
+    lines.append("later")
+    assert plain == {"dropped_lines": ["a dropped line"], "kept": 3}

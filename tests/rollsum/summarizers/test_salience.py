@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rollsum.summarizers.corpus import Corpus, Counts
@@ -134,3 +134,22 @@ def test_selection_spreads_lines_over_time_buckets() -> None:
     late = [cand(f"l{i} m{i}", group=10 + i, pos=90 + i) for i in range(10)]
     chosen = select(early + late, 80, span_end=100).chosen
     assert len(chosen) == 8 and any(i >= 10 for i in chosen) and any(i < 10 for i in chosen)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aAmMyYzZ19_./-'ǅéÉ"), min_size=1, max_size=8))
+@example("MAY")
+@example("May")
+@example("Priya")
+def test_a_token_weighs_as_a_first_word_what_the_definition_says(chunk: str) -> None:
+    """`_classify` asks for the first-word weight only of capitalized tokens: for every token it
+    must still be `_kind_weight(tok, low, True)` ("May", "Priya" and "ǅemal" included)."""
+    from rollsum.summarizers.salience import _LINE_SUFFIX_RE, _STRIP, _TOKEN_RE, _classify, _kind_weight, stem
+
+    expected = []
+    for raw in _TOKEN_RE.findall(chunk):
+        tok = _LINE_SUFFIX_RE.sub("", raw.rstrip(_STRIP))
+        if tok:
+            low = tok.lower().replace("’", "'")
+            expected.append((stem(low), _kind_weight(tok, low, True), _kind_weight(tok, low, False)))
+    assert _classify(chunk) == tuple(expected)

@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from rollsum.summarizers import (
     ToolSummary,
     format_tool_summary,
     summarize_dropped,
     summarize_tool_result,
+    tools,
 )
 from rollsum.types import Message
 
@@ -111,3 +117,47 @@ def test_line_number_gutters_are_ignored_when_reading_structure() -> None:
     assert "Lines: 5" in s.key_facts
     arrows = "1→def main():\n2→    pass"
     assert "Defines: main" in summarize_tool_result(tool("read_file", arrows, path="m.py")).key_facts
+
+
+_LINE_START_DEFINITIONS = [
+    # each `_line_start` pattern as it was written with a multi-line ^ (the definition it must equal)
+    (tools._JS_IMPORT_RE, re.compile(r"^\s*import\s+.*?from\s+['\"][^'\"]+['\"]|^\s*import\s+['\"][^'\"]+['\"]", re.M)),
+    (tools._PY_DEF_RE, re.compile(r"^(?:async\s+)?(?:def|class)\s+(\w+)", re.M)),
+    (tools._PY_IMPORT_RE, re.compile(r"^(?:from\s+\S+\s+)?import\s+\S", re.M)),
+    (tools._DIFF_ADD_RE, re.compile(r"^\+(?!\+\+)", re.M)),
+    (tools._DIFF_DEL_RE, re.compile(r"^-(?!--)", re.M)),
+    (tools._GUTTER_RE, re.compile(r"^ *\d+(?:\t| {2,}|→|: | \| ?)", re.M)),
+    (tools._SETTING_RE, re.compile(
+        r"^([A-Za-z_][\w.\-]*)\s*(?:=|:)\s*(-?\d[\d_.,]*|\"[^\"\n]{0,40}\"|'[^'\n]{0,40}'|true|false|True|False|"
+        r"None|null)\s*(?:#.*)?$", re.M)),
+]
+_LINES = st.lists(st.sampled_from([
+    "\n", "\n", " ", "  ", "\t", "\r", "import ", "from ", "m", "'m'", '"', "def ", "class ", "async ", "f", "+",
+    "++", "-", "--", "3", "12", "→", ": ", " | ", "|", "=", " = ", "true", "#c", "a_b", ".", "x:",
+]), max_size=40).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_LINES)
+def test_line_start_patterns_find_what_a_multi_line_caret_finds(text: str) -> None:
+    """Searched in "\\n" + text, each pattern finds the same matches (groups and places, one
+    character later for the break in front) as its ^ definition in the text itself."""
+    for fast, definition in _LINE_START_DEFINITIONS:
+        found = [(m.start(), m.end() - 1, m.groups()) for m in fast.finditer("\n" + text)]
+        assert found == [(m.start(), m.end(), m.groups()) for m in definition.finditer(text)], fast.pattern
+    gutter = _LINE_START_DEFINITIONS[5][1]
+    stripped, n = gutter.subn("", text)
+    assert tools._strip_gutter(text) == (stripped if n >= 0.9 * (text.count("\n") + 1) else text)
+
+
+def test_the_first_line_of_a_result_counts_like_any_other() -> None:
+    """The fast patterns need a line break before every line, the first included."""
+    py = summarize_tool_result(tool("read_file", "import os\ndef first():\n    pass\nlimit = 3", path="a.py"))
+    assert "Defines: first" in py.key_facts and "Imports: 1 modules" in py.key_facts
+    assert "Sets: limit = 3" in py.key_facts
+    ts = summarize_tool_result(tool("read_file", "import { a } from 'b'\nexport const c = 1", path="x.ts"))
+    assert "Imports: 1 modules" in ts.key_facts
+    gutter = summarize_tool_result(tool("read_file", "1\tdef first():\n2\t    pass", path="a.py"))
+    assert "Defines: first" in gutter.key_facts
+    edit = summarize_tool_result(tool("edit_file", "+added\n-removed\n context", path="a.py"))
+    assert "Changes: +1 -1" in edit.key_facts
