@@ -329,11 +329,11 @@ def coverage_section(table: pd.DataFrame, probes: pd.DataFrame) -> tuple[str, li
     cand = candidate_probes(table, probes)
     if cand.empty or "config" not in cand.columns:
         return "", []
-    configs = [c for c in table["config"].astype(str) if c in set(cand["config"].astype(str))]
+    tables = by_category_of(cand, cand["config"])  # keys: the configurations with asks
+    configs = [c for c in table["config"].astype(str) if c in tables]
     if not configs:
         return "", []
     first = configs[0]
-    tables = by_category_of(cand, cand["config"])
     base = tables[first]
     same = all(tables[c].equals(base) for c in configs[1:])
     caption = (f"Asks of {first} by category" + ("; every configuration counted the same asks." if same else
