@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -73,7 +73,7 @@ def _categories(probes: pd.DataFrame) -> pd.Series:
             else pd.Series("(none)", index=probes.index))
 
 
-def _table(cats: Sequence[Any], sums: Sequence[Sequence[int]]) -> pd.DataFrame:
+def _table(cats: Iterable[Any], sums: Sequence[Sequence[int]]) -> pd.DataFrame:
     """`by_category`'s frame from each category's summed flags (in category order) and their total."""
     rows = {str(c): _row(*(int(v) for v in r)) for c, r in zip(cats, sums, strict=True)}
     total = [sum(int(r[i]) for r in sums) for i in range(len(_SUMMED))]

@@ -476,9 +476,11 @@ class RunDir:
             for r in results:
                 fh.write(r.units)
 
-    def write_tables(self, manifest: Mapping[str, Any], unit_ids: set[str] | None = None) -> None:
+    def write_tables(self, manifest: Mapping[str, Any], unit_ids: set[str] | None = None) -> dict[str, dict[str, Any]]:
         """units/probes/turns.parquet from the journals, sorted so row order never depends on
-        --jobs or on the order Units finished. Columns: the manifest's schema."""
+        --jobs or on the order Units finished. Columns: the manifest's schema. Returns the
+        ``units.jsonl`` rows it tabled, by unit id (`unit_rows` of `unit_ids`: the sweep's
+        totals come from them without decoding the journal again)."""
         unit_cols = schema_from_json(manifest["schema"]["units"])
         probe_cols = schema_from_json(manifest["schema"]["probes"])
         units = [r for r in self.unit_rows().values() if unit_ids is None or r["unit_id"] in unit_ids]
@@ -490,6 +492,7 @@ class RunDir:
         for name, df in frames.items():
             with atomic_writer(self.file(TABLES[name]), binary=True) as fh:
                 df.to_parquet(fh, index=False)
+        return {u["unit_id"]: u for u in units}
 
 
 def _lines_naming(data: bytes, ids: Iterable[str]) -> bytes:
