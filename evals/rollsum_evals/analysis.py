@@ -25,7 +25,7 @@ import pandas as pd
 
 from rollsum.errors import ConfigError
 from rollsum_evals import gain
-from rollsum_evals.coverage import coverage_columns
+from rollsum_evals.coverage import by_category_of, columns_of
 from rollsum_evals.rundir.read import Run, load_run
 from rollsum_evals.scoring.answer_retention import EXCLUDED
 from rollsum_evals.spec import components
@@ -313,6 +313,7 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     with_qa = "qa" in ((run.manifest or {}).get("scoring") or {}).get("scorers", ())
     rows = []
     done_of, probes_of = by_config(done_all), by_config(probes)
+    coverage_of = by_category_of(probes, probes["config"]) if len(probes) else {}
     for cfg, units in every.groupby("config", sort=True):
         grp = done_of.get(cfg, done_all.iloc[:0])
         p = probes_of.get(cfg, probes.iloc[:0])
@@ -338,7 +339,7 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
         row["n_asks"], row["n_probes"] = len(p), len(ans)
         for reason in EXCLUSIONS:
             row[f"n_excluded_{reason}"] = int((p["excluded"] == reason).sum()) if len(p) else 0
-        row.update(coverage_columns(p) if len(p) else {"coverage": math.nan})
+        row.update(columns_of(coverage_of[str(cfg)]) if len(p) else {"coverage": math.nan})
         for table_col, unit_col in (("main_tokens", paired_col), ("main_input_tokens", "main_input_tokens")):
             if unit_col in grp.columns:
                 _band(row, table_col, cluster_bootstrap(grp[unit_col].astype(float).to_numpy(),

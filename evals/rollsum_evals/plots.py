@@ -49,6 +49,9 @@ def _save(fig: Figure, path: Path) -> Path:
     for text in fig.findobj(Text):  # labels are user text: "$\frac{1}{$" is a label, not math
         text.set_parse_math(False)
     fig.tight_layout()
+    # tight_layout leaves a placeholder layout engine behind, and `savefig` draws the whole figure
+    # once more (rendering disabled) before any figure with an engine; the layout is final here
+    fig.set_layout_engine(None)
     fig.savefig(path, dpi=100, format="png")
     return path
 

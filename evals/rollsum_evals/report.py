@@ -47,7 +47,7 @@ from rollsum_evals.analysis import (
     summaries_at_checkpoint,
     token_axis,
 )
-from rollsum_evals.coverage import by_category, coverage, fmt_share, low_coverage_line
+from rollsum_evals.coverage import by_category_of, coverage, fmt_share, low_coverage_line
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_interval, fmt_num, fmt_usd, html_table, md_escape, md_table
 from rollsum_evals.gain import is_curve as is_curve_label
@@ -317,10 +317,10 @@ def candidate_probes(table: pd.DataFrame, probes: pd.DataFrame) -> pd.DataFrame:
 COVERAGE_HEADERS = ("category", "asks", "answerable", "counted", "coverage")
 
 
-def coverage_rows(probes: pd.DataFrame) -> list[list[str]]:
-    """Per category: asks, answerable, counted and coverage (`coverage.by_category`)."""
+def coverage_rows(table: pd.DataFrame) -> list[list[str]]:
+    """Per category: asks, answerable, counted and coverage (a `coverage.by_category` table)."""
     return [[str(c), f"{int(r['probes']):,}", f"{int(r['answerable']):,}", f"{int(r['counted']):,}",
-             fmt_share(r["coverage"])] for c, r in by_category(probes).iterrows()]
+             fmt_share(r["coverage"])] for c, r in table.iterrows()]
 
 
 def coverage_section(table: pd.DataFrame, probes: pd.DataFrame) -> tuple[str, list[list[str]]]:
@@ -329,16 +329,17 @@ def coverage_section(table: pd.DataFrame, probes: pd.DataFrame) -> tuple[str, li
     cand = candidate_probes(table, probes)
     if cand.empty or "config" not in cand.columns:
         return "", []
-    configs = [c for c in table["config"].astype(str) if c in set(cand["config"].astype(str))]
+    tables = by_category_of(cand, cand["config"])  # keys: the configurations with asks
+    configs = [c for c in table["config"].astype(str) if c in tables]
     if not configs:
         return "", []
     first = configs[0]
-    base = by_category(cand[cand["config"].astype(str) == first])
-    same = all(by_category(cand[cand["config"].astype(str) == c]).equals(base) for c in configs[1:])
+    base = tables[first]
+    same = all(tables[c].equals(base) for c in configs[1:])
     caption = (f"Asks of {first} by category" + ("; every configuration counted the same asks." if same else
                "; configurations differ: each one's coverage is in configs.csv (`coverage_<category>`).")
                + " Coverage = answerable ÷ non-adversarial asks; counted = answerable asks with a score.")
-    return caption, coverage_rows(cand[cand["config"].astype(str) == first])
+    return caption, coverage_rows(base)
 
 
 BUDGET_HEADERS = ("budget (main tokens / call)", "pick")

@@ -24,7 +24,6 @@ stop); the pieces it calls live in their own modules (unit, dispatch, scheduler,
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import signal
@@ -199,11 +198,14 @@ class _CacheUse:
         self.score_keys = {uid: score_cache_key(k, plan, sfp) for uid, k in self.replay_keys.items()}
         if lookup:  # a resume never reads the cache: it re-runs unfinished Units by design
             secrets = env_secrets()
-            self.replays = cache.get_replays(self.replay_keys, secrets=secrets)
+            traces: dict[str, dict[str, Any]] = {}
+            rows: dict[str, dict[str, Any]] = {}
+            self.replays = cache.get_replays(self.replay_keys, secrets=secrets, commit_rows=traces)
             scores = cache.get_scores({u: k for u, k in self.score_keys.items() if u in self.replays},
-                                      secrets=secrets)
+                                      secrets=secrets, commit_rows=rows)
             for uid, sc in scores.items():
-                self.copied[uid], self.copied_units[uid] = _copied(uid, self.replays.pop(uid), sc)
+                self.copied[uid], self.copied_units[uid] = _copied(uid, self.replays.pop(uid), sc, rows[uid],
+                                                                   traces[uid])
 
     def store(self, job: Job, result: UnitResult) -> None:
         if self.cache is None:
@@ -469,8 +471,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     bar.close()
     cache.close()
 
-    rd.write_tables(manifest, unit_ids)
-    rows = {uid: r for uid, r in rd.unit_rows().items() if uid in unit_ids}
+    rows = rd.write_tables(manifest, unit_ids)
     committed = {uid: r for uid, r in rows.items() if r.get("status") != STATUS_STOPPED}
     n_stopped = len(rows) - len(committed)
     stats = factory.stats() if isinstance(factory, ModelFactory) else {}
@@ -546,11 +547,11 @@ def _start_manifest(spec: SweepSpec, plan: ScoringPlan, datasets: Mapping[str, D
         spec_code=[c.code for c in spec.configs if c.code])
 
 
-def _copied(unit_id: str, replay: ReplayLines, scored: ScoredLines) -> tuple[UnitResult, Unit]:
-    """A Unit served whole from the Unit cache: its lines as they were stored, and its Unit
-    (from the same decoding of its trace line, the largest line of an entry)."""
-    row = json.loads(scored.units)
-    record = json.loads(replay.traces)
+def _copied(unit_id: str, replay: ReplayLines, scored: ScoredLines, row: Mapping[str, Any],
+            record: Mapping[str, Any]) -> tuple[UnitResult, Unit]:
+    """A Unit served whole from the Unit cache: its lines as they were stored, and its Unit.
+    `row` and `record` are its units and trace lines as the cache decoded them (to check the
+    owner): the trace line is the largest line of an entry, decoded once."""
     return (UnitResult(unit_id=unit_id, replay=replay, scored=scored, status=str(row.get("status")),
                        n_messages=int(row.get("n_messages") or 0), wall_s=float(row.get("wall_s") or 0.0),
                        engine_config=dict(record.get("engine_config") or {}), replay_from_cache=True,

@@ -81,7 +81,7 @@ class UnitCache:
                     text = zlib.decompress(blob).decode("utf-8")
                     if index and index.found_in(text):
                         continue
-                    hit = decode(uid, json.loads(text))
+                    hit = decode(uid, decode_payload(text))
                     if hit is not None:
                         out[uid] = hit
         except (sqlite3.Error, ValueError, KeyError, TypeError, zlib.error) as err:
@@ -89,16 +89,22 @@ class UnitCache:
             return {}
         return out
 
-    def get_replays(self, keys: Mapping[str, str], *, secrets: Sequence[str] = ()) -> dict[str, ReplayLines]:
-        return self._get_many(keys, secrets, lambda uid, d: _owned(ReplayLines.from_json(d), uid))
+    def get_replays(self, keys: Mapping[str, str], *, secrets: Sequence[str] = (),
+                    commit_rows: dict[str, dict[str, Any]] | None = None) -> dict[str, ReplayLines]:
+        """Replay hits by unit id. `commit_rows`, when given, receives each hit's decoded trace
+        line (decoded here anyway to check the owner; the largest line of an entry, so a
+        caller that needs it does not decode it twice)."""
+        return self._get_many(keys, secrets, lambda uid, d: _owned(ReplayLines.from_json(d), uid, commit_rows))
 
-    def get_scores(self, keys: Mapping[str, str], *, secrets: Sequence[str] = ()) -> dict[str, ScoredLines]:
-        return self._get_many(keys, secrets, lambda uid, d: _owned(ScoredLines.from_json(d), uid))
+    def get_scores(self, keys: Mapping[str, str], *, secrets: Sequence[str] = (),
+                   commit_rows: dict[str, dict[str, Any]] | None = None) -> dict[str, ScoredLines]:
+        """Scored-rows hits by unit id; `commit_rows` as in `get_replays` (the units line)."""
+        return self._get_many(keys, secrets, lambda uid, d: _owned(ScoredLines.from_json(d), uid, commit_rows))
 
     def put(self, key: str, unit_id: str, payload: ReplayLines | ScoredLines) -> bool:
         if self._conn is None:
             return False
-        blob = zlib.compress(json.dumps(payload.to_json(), ensure_ascii=False).encode("utf-8"), 1)
+        blob = zlib.compress(encode_payload(payload.to_json()).encode("utf-8"), 1)
         try:
             with self._conn:
                 self._conn.execute("INSERT OR REPLACE INTO unit_results VALUES (?, ?, ?, ?)",
@@ -114,7 +120,57 @@ class UnitCache:
             self._conn = None
 
 
-def _owned(lines: _Lines, unit_id: str) -> _Lines | None:
+PAYLOAD_MAGIC = "rollsum unit payload 1\n"
+"""First line of an entry's text: then one JSON line, the index (each field's length, or each of
+its entries' lengths), then the fields' texts back to back. Journal lines are JSON already: as
+string values of one JSON object (the first format, still read) every quote in them was escaped
+and decoding the object was a third of an identical re-run's cache lookup; here they are sliced."""
+
+
+def encode_payload(fields: Mapping[str, str | Mapping[str, str]]) -> str:
+    """An entry's text from its fields (`ReplayLines.to_json`, `ScoredLines.to_json`): string
+    fields and string-to-string mappings (the texts by id), order kept."""
+    index: dict[str, int | dict[str, int]] = {}
+    parts: list[str] = []
+    for name, value in fields.items():
+        if isinstance(value, str):
+            index[name] = len(value)
+            parts.append(value)
+        else:
+            index[name] = {k: len(v) for k, v in value.items()}
+            parts.extend(value.values())
+    return PAYLOAD_MAGIC + json.dumps(index, ensure_ascii=False) + "\n" + "".join(parts)
+
+
+def decode_payload(text: str) -> dict[str, Any]:
+    """`encode_payload` undone (or a first-format entry: one JSON object). A text whose lengths do
+    not add up is a ValueError: the lookup then treats the cache as unreadable, never hands out
+    a cut line."""
+    if not text.startswith(PAYLOAD_MAGIC):
+        out: dict[str, Any] = json.loads(text)
+        return out
+    end = text.index("\n", len(PAYLOAD_MAGIC))
+    index = json.loads(text[len(PAYLOAD_MAGIC):end])
+    pos = end + 1
+    fields: dict[str, Any] = {}
+    for name, size in index.items():
+        if isinstance(size, dict):
+            sub: dict[str, str] = {}
+            for key, n in size.items():
+                sub[key], pos = text[pos:pos + int(n)], pos + int(n)
+            fields[name] = sub
+        else:
+            fields[name], pos = text[pos:pos + int(size)], pos + int(size)
+    if pos != len(text):
+        raise ValueError(f"unit cache entry: {len(text) - pos:+d} characters against its index")
+    return fields
+
+
+def _owned(lines: _Lines, unit_id: str, commit_rows: dict[str, dict[str, Any]] | None = None) -> _Lines | None:
     """An entry is only handed out under the Unit it was stored for (its commit line says so)."""
     row = json.loads(lines.commit_line)
-    return lines if isinstance(row, dict) and row.get("unit_id") == unit_id else None
+    if not (isinstance(row, dict) and row.get("unit_id") == unit_id):
+        return None
+    if commit_rows is not None:
+        commit_rows[unit_id] = row
+    return lines

@@ -184,3 +184,24 @@ def test_coverage_columns_coverage_is_the_whole_configs_not_a_categorys() -> Non
     assert cols["coverage"] == coverage.coverage(p) == 3 / 4
     assert cols["coverage_single-hop"] == 1.0 and cols["coverage_temporal"] == 0.5
     assert math.isnan(coverage.coverage_columns(p.iloc[:0])["coverage"])
+
+
+def test_by_category_of_gives_each_configuration_its_own_by_category_frame() -> None:
+    """`by_category_of` (one groupby over every configuration's asks, issue #20's report time)
+    returns, per configuration, exactly the frame `by_category` gives that configuration's asks
+    alone: same rows, order, values and dtypes, so `.equals` between configurations (the report's
+    "every configuration counted the same asks") means what it meant."""
+    import random
+
+    rng = random.Random(11)
+    for _ in range(150):
+        rows: list[dict[str, object]] = [{**{k: rng.choice(v) for k, v in _CELLS.items()},
+                                          "config": rng.choice(["a", "b", "c[x=1]"])}
+                                         for _ in range(rng.randint(1, 30))]
+        df = pd.DataFrame(rows).astype({"answerable": "object"})
+        df.index = rng.sample(range(1000), len(df))  # a filtered table's index, not 0..n-1
+        got = coverage.by_category_of(df, df["config"])
+        assert set(got) == set(df["config"])
+        for cfg, table in got.items():
+            pd.testing.assert_frame_equal(table, coverage.by_category(df[df["config"] == cfg]))
+            assert repr(coverage.columns_of(table)) == repr(coverage.coverage_columns(df[df["config"] == cfg]))

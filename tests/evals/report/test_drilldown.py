@@ -214,3 +214,24 @@ def test_summarized_units_are_the_units_with_summary_lines_without_decoding_the_
     for rec in old.trace_records().values():
         rec.pop("journal_rows", None)
     assert old.summarized_units() == from_journal
+
+
+def test_lines_naming_selects_whole_lines_naming_a_wanted_id_once_each_in_file_order() -> None:
+    """The scan behind `journal_of` (one regex over the buffer): a line is kept when any of its
+    ``"unit_id": "…"`` fields is exactly a wanted id (``u1`` never selects ``u10``'s lines), with
+    either spacing JSON allows, once even when it names the id twice, whole and in file order;
+    an id merely quoted inside a string value (escaped quotes) selects nothing."""
+    from rollsum_evals.rundir.journal import _lines_naming
+
+    lines = [b'{"unit_id": "u10", "x": 1}\n',
+             b'{"unit_id": "u1", "x": 2}\n',
+             b'{"about": {"unit_id": "u1"}, "unit_id": "u2"}\n',
+             b'{"unit_id":"u3","x":3}\n',
+             b'{"text": "see \\"unit_id\\": \\"u1\\"", "unit_id": "u4"}\n',
+             b'{"a": {"unit_id": "u1"}, "unit_id": "u1"}\n',
+             b'{"unit_id": "u2", "x": 5}\n']
+    data = b"".join(lines)
+    assert _lines_naming(data, {"u1"}) == lines[1] + lines[2] + lines[5]
+    assert _lines_naming(data, {"u3", "u10"}) == lines[0] + lines[3]
+    assert _lines_naming(data, {"u2", "u1"}) == lines[1] + lines[2] + lines[5] + lines[6]
+    assert _lines_naming(data, {"u9"}) == b""

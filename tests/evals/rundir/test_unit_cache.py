@@ -233,3 +233,60 @@ def test_adding_a_scorer_reuses_the_replays_and_changing_a_timing_too(tmp_path: 
     _assert_same_run(tmp_path / "b", tmp_path / "c", both_replayed=True)
     again = run_sweep(spec2, tmp_path / "d", progress=False)
     assert (again.ran, again.cached, again.scored) == (0, 8, 0)
+
+
+def test_payload_slices_back_exact_texts_and_a_cut_or_padded_entry_is_refused() -> None:
+    """Entries are stored as an index of lengths plus the texts back to back (no JSON escaping of
+    journal lines): every field comes back character for character — quotes, backslashes,
+    newlines, non-ASCII, empty fields, no texts — a first-format entry (one JSON object) still
+    reads, and an entry whose lengths do not add up is a ValueError (a miss), never a cut line."""
+    import json
+
+    from rollsum_evals.rundir.unit_cache import PAYLOAD_MAGIC, decode_payload, encode_payload
+
+    replay = ReplayLines(texts={"t1": '{"content": "a \\"q\\" \\\\ é 🙂\\nb"}\n', "t2": "", "t3": "x\n"},
+                         summaries="", events='{"unit_id": "u1"}\n{"unit_id": "u1", "k": 2}\n',
+                         traces='{"unit_id": "u1", "x": NaN}\n')
+    scored = ScoredLines(probes="", units='{"unit_id": "u1"}\n')
+    empty = ReplayLines(texts={}, summaries="", events="", traces='{"unit_id": "u2"}\n')
+    for lines in (replay, scored, empty):
+        text = encode_payload(lines.to_json())
+        assert text.startswith(PAYLOAD_MAGIC)
+        assert decode_payload(text) == lines.to_json()
+        assert type(lines).from_json(decode_payload(text)) == lines
+        assert decode_payload(json.dumps(lines.to_json(), ensure_ascii=False)) == lines.to_json()
+        for bad in (text[:-1], text + "x"):
+            with pytest.raises(ValueError):
+                decode_payload(bad)
+
+
+def test_a_damaged_entry_is_a_miss_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """An entry whose text was cut (same compression, wrong length) is never handed out."""
+    cache = UnitCache(tmp_path / "u.sqlite")
+    replay = ReplayLines(texts={}, summaries="", events="", traces='{"unit_id": "u1"}\n')
+    assert cache.put("k1", "u1", replay)
+    cache.close()
+    with sqlite3.connect(tmp_path / "u.sqlite") as conn:
+        (blob,) = conn.execute("SELECT payload FROM unit_results WHERE key = 'k1'").fetchone()
+        cut = zlib.compress(zlib.decompress(blob)[:-2], 1)
+        conn.execute("UPDATE unit_results SET payload = ? WHERE key = 'k1'", (cut,))
+    cache = UnitCache(tmp_path / "u.sqlite")
+    assert cache.get_replays({"u1": "k1"}) == {}
+    assert "unreadable" in caplog.text
+    cache.close()
+
+
+def test_lookups_hand_back_each_hits_decoded_commit_line(tmp_path: Path) -> None:
+    """`commit_rows` receives the trace line of a replay hit and the units line of a scores hit
+    (what the sweep needs of a copied Unit, decoded once), and nothing for a miss."""
+    cache = UnitCache(tmp_path / "u.sqlite")
+    replay = ReplayLines(texts={}, summaries="", events="", traces='{"unit_id": "u1", "unit": {"a": 1}}\n')
+    scored = ScoredLines(probes='{"unit_id": "u1", "p": 1}\n', units='{"unit_id": "u1", "status": "ok"}\n')
+    assert cache.put("k1", "u1", replay) and cache.put("s1", "u1", scored)
+    traces: dict[str, dict[str, Any]] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    assert cache.get_replays({"u1": "k1", "u2": "k2"}, commit_rows=traces) == {"u1": replay}
+    assert cache.get_scores({"u1": "s1"}, commit_rows=rows) == {"u1": scored}
+    assert traces == {"u1": {"unit_id": "u1", "unit": {"a": 1}}}
+    assert rows == {"u1": {"unit_id": "u1", "status": "ok"}}
+    cache.close()
