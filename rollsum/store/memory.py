@@ -2,18 +2,23 @@
 
 It enforces exactly the rules `SQLiteStore` enforces (the contract tests run against both), so
 a replay that passes on memory cannot fail on disk for a reason other than I/O.
+
+Rows are kept by column (`_Rows`), not as one `StoredMessage` per message: a replay keeps every
+message it ever saw, and a million row objects cost ~90 bytes each and, worse, are a million
+more objects every full garbage collection of the process walks (issue #20, item 2: that walk
+made a 1M-message replay ~1.3x dearer per message than a 10k one). `messages()` builds the
+`StoredMessage` rows when they are read, which only a resume, `rebuild_from_raw` and a reader do.
 """
 
 from __future__ import annotations
 
 import threading
+from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from rollsum.errors import ConfigError
 from rollsum.store.base import (
-    COVERABLE_STATES,
     StoredMessage,
     check_covered_ids,
     check_settable,
@@ -22,14 +27,51 @@ from rollsum.store.base import (
 )
 from rollsum.types import Message, MessageState, SummaryRecord
 
+_STATES: tuple[MessageState, ...] = ("active", "pending", "covered", "dropped")
+_CODE = {s: i for i, s in enumerate(_STATES)}
+_ACTIVE, _PENDING, _COVERED = _CODE["active"], _CODE["pending"], _CODE["covered"]
+
+
+class _Rows:
+    """One conversation's messages by column, in insertion order: no object per message
+    beyond the caller's `Message` (states are bytes, sequence numbers machine integers, the
+    covering summary a position in the conversation's summary list)."""
+
+    __slots__ = ("index", "messages", "reasons", "seqs", "states", "summary_of")
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.seqs: array[int] | list[int] = array("q")
+        self.states = bytearray()
+        self.summary_of: array[int] = array("q")
+        """Position of the covering record in the conversation's summary list, -1 for none."""
+        self.reasons: list[str | None] = []
+        self.index: dict[str, int] = {}
+        """Message id -> row position."""
+
+    def append(self, seq: int, message: Message) -> None:
+        try:
+            self.seqs.append(seq)
+        except (OverflowError, TypeError):  # outside int64 (or an int-like): keep Python ints
+            self.seqs = [*self.seqs, seq]
+        self.index[message.id] = len(self.messages)  # type: ignore[index]
+        self.messages.append(message)
+        self.states.append(_ACTIVE)
+        self.summary_of.append(-1)
+        self.reasons.append(None)
+
+    def row(self, pos: int, conversation_id: str, summaries: Sequence[SummaryRecord]) -> StoredMessage:
+        k = self.summary_of[pos]
+        return StoredMessage(conversation_id, self.seqs[pos], self.messages[pos], _STATES[self.states[pos]],
+                             summaries[k].id if k >= 0 else None, self.reasons[pos])
+
 
 class MemoryStore:
     """Dict-backed `Store`. O(1) appends and state changes so replays stay linear."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._messages: dict[str, list[StoredMessage]] = {}
-        self._index: dict[str, dict[str, int]] = {}
+        self._rows: dict[str, _Rows] = {}
         self._summaries: dict[str, list[SummaryRecord]] = {}
         self._summary_ids: dict[str, str] = {}  # summary id -> conversation id (ids are global)
         self._owners: dict[str, str] = {}  # conversation id -> the engine that writes it
@@ -39,12 +81,12 @@ class MemoryStore:
         if message.id is None:
             raise ConfigError("a stored message needs an id")
         with self._lock:
-            rows = self._messages.setdefault(conversation_id, [])
-            index = self._index.setdefault(conversation_id, {})
-            if message.id in index:
+            rows = self._rows.get(conversation_id)
+            if rows is None:
+                rows = self._rows[conversation_id] = _Rows()
+            if message.id in rows.index:
                 raise ConfigError(f"duplicate message id {message.id!r} in {conversation_id!r}")
-            index[message.id] = len(rows)
-            rows.append(StoredMessage(conversation_id, seq, message))
+            rows.append(seq, message)
 
     def commit_summary(self, record: SummaryRecord, covered_ids: Sequence[str]) -> None:
         check_covered_ids(record, covered_ids)
@@ -52,51 +94,60 @@ class MemoryStore:
         with self._lock:
             if record.id in self._summary_ids:
                 raise ConfigError(f"summary id {record.id!r} already exists; nothing was committed")
-            rows = self._messages.get(cid, [])
-            index = self._index.get(cid, {})
+            rows = self._rows.get(cid) or _Rows()
+            index, states = rows.index, rows.states
             problems: list[tuple[str, str | None]] = []
             for mid in covered_ids:
                 pos = index.get(mid)
                 if pos is None:
                     problems.append((mid, None))
-                elif rows[pos].state not in COVERABLE_STATES:
-                    problems.append((mid, rows[pos].state))
+                elif states[pos] > _PENDING:
+                    problems.append((mid, _STATES[states[pos]]))
             if problems:
                 raise uncoverable_error(record, problems)
-            sid = record.id
+            chain = self._summaries.setdefault(cid, [])
+            k = len(chain)
+            summary_of, reasons = rows.summary_of, rows.reasons
             for mid in covered_ids:
                 pos = index[mid]
-                row = rows[pos]
-                # the constructor, not `dataclasses.replace`: this runs once per covered message
-                # and `replace` (field introspection per call) was ~10 % of a replay's time
-                rows[pos] = StoredMessage(row.conversation_id, row.seq, row.message, "covered", sid, None)
-            self._summaries.setdefault(cid, []).append(record)
+                states[pos] = _COVERED
+                summary_of[pos] = k
+                reasons[pos] = None
+            chain.append(record)
             self._summary_ids[record.id] = cid
 
     def set_state(self, conversation_id: str, ids: Sequence[str], state: MessageState,
                   reason: str | None = None) -> None:
         check_settable(state)
         with self._lock:
-            rows = self._messages.get(conversation_id, [])
-            index = self._index.get(conversation_id, {})
+            rows = self._rows.get(conversation_id) or _Rows()
+            index, states = rows.index, rows.states
             unknown = [mid for mid in ids if mid not in index]
             if unknown:
                 raise ConfigError(f"set_state: unknown message ids in {conversation_id!r}: "
                                   f"{unknown[:5]}; nothing was changed")
-            covered = [mid for mid in ids if rows[index[mid]].state == "covered"]
+            covered = [mid for mid in ids if states[index[mid]] == _COVERED]
             if covered:
                 raise ConfigError(f"set_state: messages {covered[:5]} are covered by a summary "
                                   "and cannot change state; nothing was changed")
+            code, reasons = _CODE[state], rows.reasons
             for mid in ids:
                 pos = index[mid]
-                rows[pos] = replace(rows[pos], state=state, reason=reason)
+                states[pos] = code
+                reasons[pos] = reason
 
     def messages(self, conversation_id: str, state: MessageState | None = None
                  ) -> list[StoredMessage]:
         with self._lock:
-            rows = list(self._messages.get(conversation_id, []))
-        rows.sort(key=lambda r: r.seq)  # stable: ties keep insertion order, as in SQLite
-        return rows if state is None else [r for r in rows if r.state == state]
+            rows = self._rows.get(conversation_id)
+            if rows is None:
+                return []
+            chain = self._summaries.get(conversation_id, [])
+            want = None if state is None else _CODE.get(state, -1)
+            out = [rows.row(pos, conversation_id, chain) for pos in range(len(rows.messages))
+                   if want is None or rows.states[pos] == want]
+        out.sort(key=lambda r: r.seq)  # stable: ties keep insertion order, as in SQLite
+        return out
 
     def summaries(self, conversation_id: str) -> list[SummaryRecord]:
         with self._lock:
@@ -109,8 +160,7 @@ class MemoryStore:
 
     def delete_conversation(self, conversation_id: str) -> None:
         with self._lock:
-            self._messages.pop(conversation_id, None)
-            self._index.pop(conversation_id, None)
+            self._rows.pop(conversation_id, None)
             for rec in self._summaries.pop(conversation_id, []):
                 self._summary_ids.pop(rec.id, None)
             self._cadence.pop(conversation_id, None)
@@ -126,7 +176,7 @@ class MemoryStore:
 
     def conversations(self) -> list[str]:
         with self._lock:
-            return sorted(set(self._messages) | set(self._summaries))
+            return sorted(set(self._rows) | set(self._summaries))
 
     def claim(self, conversation_id: str, owner: str, *, takeover: bool = False) -> None:
         with self._lock:

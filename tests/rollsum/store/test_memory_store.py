@@ -1,0 +1,57 @@
+"""MemoryStore's own layout: rows by column, no object per stored message (issue #20, item 2).
+
+The contract and property tests (run against both stores) hold its behaviour; these hold what
+only the column layout could get wrong, and that it stays free of per-message objects.
+"""
+
+from __future__ import annotations
+
+import gc
+
+from rollsum.store import MemoryStore
+from rollsum.types import Message, SummaryRecord
+
+
+def _fill(store: MemoryStore, n: int, cid: str = "c1") -> list[Message]:
+    msgs = [Message("user", f"content {i}", id=f"m{i}") for i in range(n)]
+    for i, m in enumerate(msgs):
+        store.add_message(cid, i, m)
+    return msgs
+
+
+def test_each_covered_row_names_its_own_summary_among_many() -> None:
+    store = MemoryStore()
+    _fill(store, 6)
+    store.set_state("c1", ["m3"], "pending", reason="evicted")
+    for k, covered in enumerate((["m0", "m1"], ["m3"], ["m2", "m4"])):
+        store.commit_summary(SummaryRecord(id=f"s{k}", conversation_id="c1", text="t", seq=k,
+                                           covered_ids=tuple(covered)), covered)
+    assert [(r.message.id, r.state, r.summary_id, r.reason) for r in store.messages("c1")] == [
+        ("m0", "covered", "s0", None), ("m1", "covered", "s0", None), ("m2", "covered", "s2", None),
+        ("m3", "covered", "s1", None), ("m4", "covered", "s2", None), ("m5", "active", None, None)]
+
+
+def test_sequence_numbers_outside_64_bits_keep_their_value_and_order() -> None:
+    store = MemoryStore()
+    big = 2**70
+    store.add_message("c1", 5, Message("user", "a", id="a"))
+    store.add_message("c1", big, Message("user", "b", id="b"))
+    store.add_message("c1", -big, Message("user", "c", id="c"))
+    assert [(r.seq, r.message.id) for r in store.messages("c1")] == [(-big, "c"), (5, "a"), (big, "b")]
+
+
+def test_storing_messages_makes_no_object_per_message() -> None:
+    """A replay keeps every message in the store: an object per row is a million more objects
+    for every full collection to walk at 1M messages (the 1M/10k per-message ratio)."""
+    store = MemoryStore()
+    msgs = [Message("user", f"content {i}", id=f"m{i}") for i in range(5_000)]
+    gc.collect()
+    before = len(gc.get_objects())
+    for i, m in enumerate(msgs):
+        store.add_message("c1", 10_000 + i, m)
+    store.set_state("c1", [m.id for m in msgs[:2_000] if m.id], "pending", reason="evicted")
+    store.commit_summary(SummaryRecord(id="s0", conversation_id="c1", text="t",
+                                       covered_ids=tuple(f"m{i}" for i in range(1_000))),
+                         [f"m{i}" for i in range(1_000)])
+    gc.collect()
+    assert len(gc.get_objects()) - before < 50
