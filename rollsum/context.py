@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from rollsum.errors import ConfigError
+from rollsum.registry import Registry
 from rollsum.types import Message, Role, SummaryRecord
 
 Position = Literal["after-system", "after-head"]
@@ -62,7 +64,7 @@ class ContextFormat:
         return out
 
 
-FORMATS: dict[str, ContextFormat] = {
+FORMATS: Registry[ContextFormat] = Registry("context format", {
     f.name: f
     for f in (
         # seed 000: the rolling summary rides in the history as a bracketed assistant turn.
@@ -80,12 +82,13 @@ FORMATS: dict[str, ContextFormat] = {
         # baselines: nothing to render, but a format is still needed for assembly.
         ContextFormat("plain", "system", "{summary}"),
     )
-}
+}, name_of=lambda f: f.name)
+"""What a preset's `context_format`, the ``context_format=`` override and the engine read
+(`get_format`): a `ContextFormat` registered here (``FORMATS.register(fmt.name, fmt)``) can be
+named wherever a built-in one can."""
 
 
 def get_format(name: str) -> ContextFormat:
-    from rollsum.errors import ConfigError
-
     try:
         return FORMATS[name]
     except KeyError:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 from rollsum import params, policies
 from rollsum.errors import ConfigError
 from rollsum.policies.base import Policy
+from rollsum.registry import Registry
 from rollsum.settings import SETTING_NAMES, WIRING_NAMES, EngineSettings, engine_parameters, owner_of
 from rollsum.summarizers.base import Summarizer
 
@@ -80,7 +81,7 @@ class Preset:
         return f"{self.name} (seed {self.seed}): {self.description}"
 
 
-PRESETS: dict[str, Preset] = {
+PRESETS: Registry[Preset] = Registry("preset", {
     p.name: p
     for p in (
         Preset("count-and-tokens", "000",
@@ -128,7 +129,10 @@ PRESETS: dict[str, Preset] = {
         Preset("truncate", "-", "baseline: keep only the newest N messages (keep=20)",
                "truncate", "plain", None, "extractive", baseline=True),
     )
-}
+}, name_of=lambda p: p.name)
+"""What `from_preset`, a sweep's ``preset`` and `rollsum list` read, in this order: a `Preset`
+registered here (``PRESETS.register(preset.name, preset)``) is usable by name everywhere; its
+`policy` and `context_format` are looked up by name when it is built (`POLICIES`, `FORMATS`)."""
 
 
 def names() -> list[str]:

@@ -20,13 +20,14 @@ from typing import Any, ClassVar
 import pytest
 from rollsum_evals import scoring
 from rollsum_evals.data import formats
+from rollsum_evals.cli import main
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.run import run_sweep
 from rollsum_evals.rundir import Run, load_run
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
 from rollsum_evals.spec.parse import parse_spec
 
-from rollsum import summarizers
+from rollsum import RollingSummarizer, summarizers
 from rollsum.capabilities import OFFLINE_SCRIPTED
 from rollsum.context import FORMATS, ContextFormat
 from rollsum.errors import ConfigError
@@ -34,6 +35,7 @@ from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.spec import BACKENDS, Backend
 from rollsum.policies import POLICIES, Decision, WindowState
 from rollsum.presets import PRESETS, Preset
+from rollsum.registry import Registry
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from rollsum.types import Message
 
@@ -68,10 +70,11 @@ class EveryFive:
         return Decision.span("summarize", 0, state.count - self.keep, "every five")
 
 
-def test_a_registered_policy_is_reachable_from_a_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(POLICIES, EveryFive.name, EveryFive)
-    run = sweep(tmp_path, 'preset = "since-last"\n'  # the engine's attempt cap off: the policy's own cadence
-                'params = { policy = "every-five", keep = 3, min_messages_per_attempt = 0 }')
+def test_a_registered_policy_is_reachable_from_a_sweep(tmp_path: Path) -> None:
+    with POLICIES.registered(EveryFive.name, EveryFive):
+        run = sweep(tmp_path, 'preset = "since-last"\n'  # the engine's attempt cap off: the policy's own cadence
+                    'params = { policy = "every-five", keep = 3, min_messages_per_attempt = 0 }')
+    assert EveryFive.name not in POLICIES  # the block put the registry back
     assert engine_config(run)["policy"] == {"name": "every-five", "params": {"keep": 3}}
     assert int(run.units["n_summaries"].iloc[0]) >= 10
 
@@ -176,7 +179,11 @@ def test_a_scorer_import_path_that_is_not_a_scorer_is_one_line_at_the_spec(tmp_p
                    'preset = "truncate"\n', "s.toml")
 
 
-@pytest.mark.parametrize("seam", ["summarizer", "scorer"])
+MEMO = ContextFormat("memo", "system", "MEMO: {summary}")
+MEMO_PRESET = Preset("memo-every-five", "-", "a test preset", "every-five", "memo", None, "extractive")
+
+
+@pytest.mark.parametrize("seam", ["preset", "policy", "summarizer", "context", "scorer"])
 def test_the_registry_the_docs_name_is_the_one_the_code_reads(seam: str) -> None:
     """Registering through the object docs/architecture.md names makes the component
     reachable by the code that builds it (a registry that is a copy would not)."""
@@ -184,31 +191,47 @@ def test_the_registry_the_docs_name_is_the_one_the_code_reads(seam: str) -> None
     dotted = re.findall(r"`((?:rollsum|rollsum_evals)\.[\w.]+)`", row[2])[0]
     module_name, _, attr = dotted.rpartition(".")
     registry = getattr(importlib.import_module(module_name), attr)
+    assert isinstance(registry, Registry), dotted
     if seam == "summarizer":
         with registry.registered("shout", (Shout, False)):
             assert isinstance(summarizers.create("shout", volume=2), Shout)
-    else:
+    elif seam == "scorer":
         with registry.registered(LongestMessage.name, LongestMessage):
             assert isinstance(scoring.get(LongestMessage.name), LongestMessage)
+    elif seam == "policy":
+        with registry.registered(EveryFive.name, EveryFive):
+            assert RollingSummarizer.from_preset("since-last", policy="every-five", keep=4).policy == EveryFive(4)
+    elif seam == "context":
+        with registry.registered(MEMO.name, MEMO):
+            assert RollingSummarizer.from_preset("since-last", context_format="memo").format is MEMO
+    else:
+        with registry.registered(MEMO_PRESET.name, MEMO_PRESET), POLICIES.registered(EveryFive.name, EveryFive), \
+                FORMATS.registered(MEMO.name, MEMO):
+            assert RollingSummarizer.from_preset(MEMO_PRESET.name).preset == MEMO_PRESET.name
 
 
-def test_a_registered_context_format_and_preset_are_reachable_from_a_sweep(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(FORMATS, "memo", ContextFormat("memo", "system", "MEMO: {summary}"))
-    monkeypatch.setitem(PRESETS, "memo-every-five", Preset(
-        "memo-every-five", "-", "a test preset", "every-five", "memo", None, "extractive"))
-    monkeypatch.setitem(POLICIES, EveryFive.name, EveryFive)
-    run = sweep(tmp_path, 'preset = "memo-every-five"')
+def test_a_registered_context_format_and_preset_are_reachable_from_a_sweep_and_listed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One registration each (format, preset, policy) and a spec naming the preset runs with
+    them, `rollsum list` shows the preset; afterwards none of them is left registered."""
+    with FORMATS.registered(MEMO.name, MEMO), PRESETS.registered(MEMO_PRESET.name, MEMO_PRESET), \
+            POLICIES.registered(EveryFive.name, EveryFive):
+        run = sweep(tmp_path, 'preset = "memo-every-five"')
+        assert main(["list", "presets"]) == 0
     assert engine_config(run)["context_format"] == "memo"
+    assert engine_config(run)["policy"]["name"] == "every-five"
     assert any(t.content.startswith("MEMO: ") for t in run.texts().values())
+    listed = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert ["memo-every-five", "(seed", "-)", "a", "test", "preset"] in listed
+    assert "memo" not in FORMATS and "memo-every-five" not in PRESETS and "every-five" not in POLICIES
 
 
 def _table() -> list[list[str]]:
     """The extension table's rows: [seam, protocol, registry, add one by]."""
     text = (ROOT / "docs" / "architecture.md").read_text()
     section = text[text.index("## Seams and the registries production code reads"):]
-    lines = [line for line in section.splitlines() if line.startswith("| ")]
-    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[2:]]
+    lines = [line for line in section.splitlines() if line.startswith("| ")]  # not the |---| line
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[1:]]
 
 
 def _exists(dotted: str) -> bool:
@@ -219,7 +242,7 @@ def _exists(dotted: str) -> bool:
 def test_the_extension_table_names_protocols_and_registries_that_exist() -> None:
     rows = _table()
     seams = {r[0].split(" ")[0] for r in rows}
-    assert {"policy", "summarizer", "model", "loader", "scorer", "memory"} <= seams, seams
+    assert {"preset", "policy", "summarizer", "context", "model", "loader", "scorer", "memory"} <= seams, seams
     for seam, protocol, registry, _add in rows:
         for cell in (protocol, registry):
             names = re.findall(r"`((?:rollsum|rollsum_evals)\.[\w.]+)`", cell)

@@ -10,14 +10,16 @@ from rollsum.policies.count_and_tokens import CountAndTokens
 from rollsum.policies.eviction_window import EvictionWindow
 from rollsum.policies.since_last import SinceLast
 from rollsum.policies.token_ratio import TokenRatio
+from rollsum.registry import Registry
 
-POLICIES: dict[str, type] = {
+POLICIES: Registry[type] = Registry("policy", {
     cls.name: cls
     for cls in (CountAndTokens, SinceLast, BudgetTrim, TokenRatio, EvictionWindow, FullContext, Truncate,
                 FitWindow)
-}
-"""What presets (`Preset.policy`) and the ``policy=`` override read: a policy registered here is
-reachable by name from `RollingSummarizer.from_preset` and from a sweep's ``params``."""
+}, name_of=lambda cls: getattr(cls, "name", None))
+"""What presets (`Preset.policy`) and the ``policy=`` override read: a policy class registered
+here (``POLICIES.register(cls.name, cls)``, under its own ``name``) is reachable by name from
+`RollingSummarizer.from_preset` and from a sweep's ``params``."""
 
 
 def get(name: str) -> type:

@@ -1,0 +1,107 @@
+"""The policy, preset and context-format registries are public `Registry`s that the library reads.
+
+Each test adds one component with one registration (for the test's duration: ``with
+REGISTRY.registered(name, entry):``) and uses it through `RollingSummarizer.from_preset` only:
+if any reader (``policies.get``, ``presets.get``/``names``, ``get_format``, the parameter checks
+of `rollsum.presets`) read a copy or a list of its own, the new name would be refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+
+from rollsum import ConfigError, RollingSummarizer, presets
+from rollsum.context import FORMATS, ContextFormat
+from rollsum.policies import POLICIES, Decision, SinceLast, WindowState
+from rollsum.presets import PRESETS, Preset
+from rollsum.registry import Registry
+from tests.support.helpers import chat
+
+
+@dataclass(frozen=True)
+class EveryFour:
+    """Summarizes all but the newest `keep` messages every fourth message."""
+
+    keep: int = 2
+    name: ClassVar[str] = "every-four"
+
+    def decide(self, state: WindowState) -> Decision | None:
+        if state.count <= self.keep or state.total_added % 4:
+            return None
+        return Decision.span("summarize", 0, state.count - self.keep, "every four")
+
+
+NOTE = ContextFormat("note", "user", "NOTE ({depth}): {summary}")
+QUICK = Preset("quick", "-", "since-last every 6 messages, summary as a NOTE", "since-last", "note", None,
+               "extractive", engine={"max_summary_tokens": 300})
+
+
+def test_a_policy_registered_once_is_built_by_from_preset_and_drives_the_engine() -> None:
+    with POLICIES.registered(EveryFour.name, EveryFour):
+        rs = RollingSummarizer.from_preset("since-last", policy="every-four", keep=3, min_messages_per_attempt=0)
+        for message in chat(24):
+            rs.add(message)
+    assert rs.policy == EveryFour(keep=3)
+    assert rs.config()["policy"] == {"name": "every-four", "params": {"keep": 3}}
+    assert len(rs.history) >= 4 and len(rs.messages) <= 3 + 3
+    assert EveryFour.name not in POLICIES  # the block put the registry back
+    with pytest.raises(ConfigError, match="unknown policy 'every-four'; known: count-and-tokens, since-last"):
+        RollingSummarizer.from_preset("since-last", policy="every-four")
+
+
+def test_a_context_format_registered_once_shapes_the_context() -> None:
+    with FORMATS.registered(NOTE.name, NOTE):
+        rs = RollingSummarizer.from_preset("since-last", context_format="note", messages_per_summary=6, keep_last=2,
+                                           min_messages_per_attempt=0)
+        for message in chat(12):
+            rs.add(message)
+    assert rs.config()["context_format"] == "note"
+    shown = [m for m in rs.context() if m.meta.get("rollsum") == "summary"]
+    assert len(shown) == 1 and shown[0].role == "user" and shown[0].content.startswith("NOTE (")
+    with pytest.raises(ConfigError, match="context_format: expected one of .*plain"):
+        RollingSummarizer.from_preset("since-last", context_format="note")
+
+
+def test_a_preset_registered_once_is_built_listed_and_checked_like_a_built_in() -> None:
+    with PRESETS.registered(QUICK.name, QUICK), FORMATS.registered(NOTE.name, NOTE):
+        assert presets.names()[-1] == "quick" and presets.get("quick") is QUICK
+        rs = RollingSummarizer.from_preset("quick", messages_per_summary=6, keep_last=2, min_messages_per_attempt=0)
+        with pytest.raises(ConfigError, match="preset quick: keep_last: expected"):
+            RollingSummarizer.from_preset("quick", keep_last=-1)
+        for message in chat(12):
+            rs.add(message)
+        assert rs.preset == "quick" and rs.settings.max_summary_tokens == 300
+        assert rs.context()[0].content.startswith("NOTE (")
+    with pytest.raises(ConfigError, match="unknown preset 'quick'; known presets: count-and-tokens"):
+        RollingSummarizer.from_preset("quick")
+
+
+@pytest.mark.parametrize(("registry", "taken", "entry"), [
+    (POLICIES, "since-last", EveryFour), (PRESETS, "since-last", QUICK), (FORMATS, "plain", NOTE)],
+    ids=["policy", "preset", "format"])
+def test_a_built_in_name_is_not_taken_over_silently(registry: Registry[Any], taken: str, entry: Any) -> None:
+    before = registry[taken]
+    with pytest.raises(ConfigError, match=f"'{taken}' is already registered .*replace=True"):
+        registry.register(taken, entry)
+    assert registry[taken] is before
+
+
+@pytest.mark.parametrize(("registry", "entry", "own"), [
+    (POLICIES, EveryFour, "every-four"), (PRESETS, QUICK, "quick"), (FORMATS, NOTE, "note")],
+    ids=["policy", "preset", "format"])
+def test_an_entry_is_registered_under_its_own_name(registry: Registry[Any], entry: Any, own: str) -> None:
+    """The engine's `config()` records a component by its own name; registered under another,
+    a rerun from that record would find something else or nothing."""
+    with pytest.raises(ConfigError, match=f"'alias': the entry calls itself '{own}'"):
+        registry.register("alias", entry)
+    assert "alias" not in registry
+
+
+def test_the_listing_order_is_the_registration_order() -> None:
+    assert presets.names() == ["count-and-tokens", "since-last", "budget-rule-based", "token-ratio", "evict-window",
+                               "clear-tool-results", "clear+since-last", "full-context", "truncate"]
+    assert list(POLICIES)[:2] == ["count-and-tokens", "since-last"] and POLICIES["since-last"] is SinceLast
+    assert [n for n, _ in FORMATS.items()][0] == "bracketed-assistant"
