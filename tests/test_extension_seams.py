@@ -218,12 +218,14 @@ def test_a_registered_context_format_and_preset_are_reachable_from_a_sweep_and_l
             POLICIES.registered(EveryFive.name, EveryFive):
         run = sweep(tmp_path, 'preset = "memo-every-five"')
         assert main(["list", "presets"]) == 0
+        listed = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert engine_config(run)["context_format"] == "memo"
     assert engine_config(run)["policy"]["name"] == "every-five"
     assert any(t.content.startswith("MEMO: ") for t in run.texts().values())
-    listed = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert ["memo-every-five", "(seed", "-)", "a", "test", "preset"] in listed
     assert "memo" not in FORMATS and "memo-every-five" not in PRESETS and "every-five" not in POLICIES
+    assert main(["list", "presets"]) == 0  # read at each listing, not remembered from the first
+    assert "memo-every-five" not in capsys.readouterr().out
 
 
 def _table() -> list[list[str]]:
