@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 import pytest
 from rollsum_evals import scoring
-from rollsum_evals.data import formats
 from rollsum_evals.cli import main
+from rollsum_evals.data import formats
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.run import run_sweep
 from rollsum_evals.rundir import Run, load_run
