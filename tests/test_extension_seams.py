@@ -13,9 +13,8 @@ import importlib
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from rollsum_evals import scoring
@@ -33,11 +32,12 @@ from rollsum.context import FORMATS, ContextFormat
 from rollsum.errors import ConfigError
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.spec import BACKENDS, Backend
-from rollsum.policies import POLICIES, Decision, WindowState
+from rollsum.policies import POLICIES
 from rollsum.presets import PRESETS, Preset
 from rollsum.registry import Registry
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from rollsum.types import Message
+from tests.support.plugin_components import EveryFive
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = 'name = "chat"\nsource = "synth:chat?conversations=1&messages=60&seed=4"\n'
@@ -55,19 +55,6 @@ def sweep(tmp_path: Path, body: str, *, dataset: str = DATASET, head: str = "") 
 def engine_config(run: Run) -> dict[str, Any]:
     configs: dict[str, Any] = json.loads((run.path / "manifest.json").read_text())["configs"]
     return dict(next(iter(configs.values()))["engine"])
-
-
-@dataclass(frozen=True)
-class EveryFive:
-    """Summarizes everything but the newest two, every five messages."""
-
-    keep: int = 2
-    name: ClassVar[str] = "every-five"
-
-    def decide(self, state: WindowState) -> Decision | None:
-        if state.count <= self.keep or state.total_added % 5:
-            return None
-        return Decision.span("summarize", 0, state.count - self.keep, "every five")
 
 
 def test_a_registered_policy_is_reachable_from_a_sweep(tmp_path: Path) -> None:

@@ -8,31 +8,17 @@ of `rollsum.presets`) read a copy or a list of its own, the new name would be re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 from rollsum import ConfigError, RollingSummarizer, presets
 from rollsum.context import FORMATS, ContextFormat
-from rollsum.policies import POLICIES, Decision, SinceLast, WindowState
+from rollsum.policies import POLICIES, SinceLast
 from rollsum.presets import PRESETS, Preset
 from rollsum.registry import Registry
 from tests.support.helpers import chat
-
-
-@dataclass(frozen=True)
-class EveryFour:
-    """Summarizes all but the newest `keep` messages every fourth message."""
-
-    keep: int = 2
-    name: ClassVar[str] = "every-four"
-
-    def decide(self, state: WindowState) -> Decision | None:
-        if state.count <= self.keep or state.total_added % 4:
-            return None
-        return Decision.span("summarize", 0, state.count - self.keep, "every four")
-
+from tests.support.plugin_components import EveryFive
 
 NOTE = ContextFormat("note", "user", "NOTE ({depth}): {summary}")
 QUICK = Preset("quick", "-", "since-last every 6 messages, summary as a NOTE", "since-last", "note", None,
@@ -40,16 +26,16 @@ QUICK = Preset("quick", "-", "since-last every 6 messages, summary as a NOTE", "
 
 
 def test_a_policy_registered_once_is_built_by_from_preset_and_drives_the_engine() -> None:
-    with POLICIES.registered(EveryFour.name, EveryFour):
-        rs = RollingSummarizer.from_preset("since-last", policy="every-four", keep=3, min_messages_per_attempt=0)
-        for message in chat(24):
+    with POLICIES.registered(EveryFive.name, EveryFive):
+        rs = RollingSummarizer.from_preset("since-last", policy="every-five", keep=3, min_messages_per_attempt=0)
+        for message in chat(25):
             rs.add(message)
-    assert rs.policy == EveryFour(keep=3)
-    assert rs.config()["policy"] == {"name": "every-four", "params": {"keep": 3}}
-    assert len(rs.history) >= 4 and len(rs.messages) <= 3 + 3
-    assert EveryFour.name not in POLICIES  # the block put the registry back
-    with pytest.raises(ConfigError, match="unknown policy 'every-four'; known: count-and-tokens, since-last"):
-        RollingSummarizer.from_preset("since-last", policy="every-four")
+    assert rs.policy == EveryFive(keep=3)
+    assert rs.config()["policy"] == {"name": "every-five", "params": {"keep": 3}}
+    assert len(rs.history) == 5 and len(rs.messages) == 3  # since-last alone: one summary at most
+    assert EveryFive.name not in POLICIES  # the block put the registry back
+    with pytest.raises(ConfigError, match="unknown policy 'every-five'; known: count-and-tokens, since-last"):
+        RollingSummarizer.from_preset("since-last", policy="every-five")
 
 
 def test_a_context_format_registered_once_shapes_the_context() -> None:
@@ -80,7 +66,7 @@ def test_a_preset_registered_once_is_built_listed_and_checked_like_a_built_in() 
 
 
 @pytest.mark.parametrize(("registry", "taken", "entry"), [
-    (POLICIES, "since-last", EveryFour), (PRESETS, "since-last", QUICK), (FORMATS, "plain", NOTE)],
+    (POLICIES, "since-last", EveryFive), (PRESETS, "since-last", QUICK), (FORMATS, "plain", NOTE)],
     ids=["policy", "preset", "format"])
 def test_a_built_in_name_is_not_taken_over_silently(registry: Registry[Any], taken: str, entry: Any) -> None:
     before = registry[taken]
@@ -90,7 +76,7 @@ def test_a_built_in_name_is_not_taken_over_silently(registry: Registry[Any], tak
 
 
 @pytest.mark.parametrize(("registry", "entry", "own"), [
-    (POLICIES, EveryFour, "every-four"), (PRESETS, QUICK, "quick"), (FORMATS, NOTE, "note")],
+    (POLICIES, EveryFive, "every-five"), (PRESETS, QUICK, "quick"), (FORMATS, NOTE, "note")],
     ids=["policy", "preset", "format"])
 def test_an_entry_is_registered_under_its_own_name(registry: Registry[Any], entry: Any, own: str) -> None:
     """The engine's `config()` records a component by its own name; registered under another,

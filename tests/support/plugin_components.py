@@ -1,18 +1,35 @@
-"""A user's own summarizer and memory, referenced by import path from sweep specs in the tests
+"""A user's own summarizer, memory and policy, the first two referenced by import path from sweep specs in the tests
 (``tests.support.plugin_components:MarkSummarizer``). Each leaves a mark where it acts, so a test
 can tell that it, and not a built-in, made the summaries and contexts that were scored."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
 
 from rollsum.capabilities import Capabilities
 from rollsum.models.base import CompletionRequest, Model
+from rollsum.policies.base import Decision, WindowState
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from rollsum.tokens import TokenCounter
 from rollsum.types import Message, SummaryEvent, SummaryRecord
 
 OFFLINE = Capabilities(offline=True, free=True, deterministic=True, follows_prompt=False)
+
+
+@dataclass(frozen=True)
+class EveryFive:
+    """A policy no registry knows until a test registers it: summarizes everything but the
+    newest `keep` messages every five messages."""
+
+    keep: int = 2
+    name: ClassVar[str] = "every-five"
+
+    def decide(self, state: WindowState) -> Decision | None:
+        if state.count <= self.keep or state.total_added % 5:
+            return None
+        return Decision.span("summarize", 0, state.count - self.keep, "every five")
 
 
 class MarkSummarizer:
