@@ -16,7 +16,10 @@ sentences that bear on the ask are copied into a summary line or clipped text by
 person, not negated (`rollsum_evals.scoring.copies`: the same statement counts the same), or
 the context supports the answer through what is not verbatim (the matcher). An evidence
 message that only asks is stood for by the other person's reply (v8, `statements`): the
-question states nothing, the reply holds the answer. ``retained_by``
+question states nothing, the reply holds the answer. An evidence message that only reacts to the
+one before it (v9, `reactions`: another person's reply to a labelled message of the person asked
+about, holding no word of the answer) is not required: it states nothing the answer needs.
+``retained_by``
 says which. So full context with times shown scores 1.0 by
 construction; what the matcher misses in a summary counts as lost (the hand check measures how
 often). The rest are kept as rows with the reason in ``excluded``.
@@ -29,6 +32,7 @@ Method, exclusions and blind spots: docs/scoring.md.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,12 +46,13 @@ from rollsum_evals.scoring.support import content
 from rollsum_evals.scoring.text import contains
 from rollsum_evals.scoring.views import ContextViews, Shared
 
-__all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention", "asks_only", "evidence_speaker", "statements"]
+__all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention", "asks_only", "evidence_speaker", "reactions",
+           "statements"]
 
 
 class AnswerRetention:
     name = "answer_retention"
-    version = "8"
+    version = "9"
     needs = frozenset({"contexts"})
     unit_columns = (
         Column("retention", "float", math.nan, "mean `retained` over answerable asks"),
@@ -136,7 +141,8 @@ class AnswerRetention:
             cols["excluded"] = verdict.excluded
             return cols
         cols.update(answerable=True, answerable_by=verdict.by)
-        evidence = statements(inp.trace.messages, evidence, turn)
+        evidence = reactions(inp.trace.messages, statements(inp.trace.messages, evidence, turn),
+                             probe.question, probe.answer)
         source = evidence_speaker(inp.trace.messages, evidence)
         found = index.at(inp.trace, turn, probe.question, probe.answer, source) if checkable else None
         whole = bool(evidence) and _verbatim(inp.trace, turn, evidence) and (
@@ -187,6 +193,30 @@ def statements(messages: Sequence[Message], evidence: Sequence[int], turn: int) 
         else:
             out.add(e)
     return tuple(sorted(out))
+
+
+def reactions(messages: Sequence[Message], evidence: Sequence[int], question: str,
+              answer: str) -> tuple[int, ...]:
+    """The evidence messages without the reactions (v9). A reaction is an evidence message said by
+    a person the question does not name, right after a labelled message of a person it does name
+    (the message it answers), holding none of the answer's content words: "I bet they were
+    thrilled to hear about your marriage!" after Evan's "… telling my work friends about getting
+    married", for "Who did Evan tell about his marriage?". It states nothing the answer needs — the
+    message it answers does, and that one stays required — so losing it loses nothing. A reply
+    that holds a word of the answer, one by a person the question names, or one after a message
+    that is not evidence is kept; an answer with no content words (yes / no) keeps every message:
+    nothing tells what it needs."""
+    said = set(content(answer))
+    asked = {p for p in {_person(m) for m in messages} - {""}
+             if re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", question, re.IGNORECASE)}
+    if not said or not asked:
+        return tuple(evidence)
+    labelled = set(evidence)
+    kept = tuple(e for e in evidence if not (
+        0 < e < len(messages) and e - 1 in labelled
+        and _person(messages[e]) and _person(messages[e]) not in asked and _person(messages[e - 1]) in asked
+        and not said & set(content(messages[e].content))))
+    return kept or tuple(evidence)
 
 
 ASKING = frozenset("""

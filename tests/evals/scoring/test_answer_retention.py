@@ -14,7 +14,7 @@ from rollsum_evals.data.types import Conversation, Probe
 from rollsum_evals.replay import replay
 from rollsum_evals.replay.trace import Text, TextRef, Trace, TurnRecord
 from rollsum_evals.scoring import support as sp
-from rollsum_evals.scoring.answer_retention import asks_only, evidence_speaker, statements
+from rollsum_evals.scoring.answer_retention import asks_only, evidence_speaker, reactions, statements
 from rollsum_evals.scoring.asks import parse_timing
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.scoring.evidence import SupportIndex
@@ -460,3 +460,57 @@ def test_only_a_message_that_only_asks_is_replaced() -> None:
     # the same person going on is not a reply
     same = (q[0], Message("user", "I started last year.", name="Caroline"))
     assert statements(same, (0,), 1) == (0,)
+
+
+# -- an evidence message that only reacts (v9) ----------------------------------------------------
+
+TOLD = tuple(Message("user" if i % 2 == 0 else "assistant", text, id=f"r{i}", name=name) for i, (name, text) in
+             enumerate([("Evan", "Told my work friends about getting married - a minor accident put a damper on it."),
+                         ("Sam", "I bet they were thrilled to hear about your marriage, despite the mishap!"),
+                         ("Evan", "They were. How was your week?"),
+                         ("Sam", "Quiet, thanks.")]))
+
+
+def _told(composition: tuple[tuple[int, int], ...], answer: str = "his colleagues",
+          question: str = "Who did Evan tell about his marriage?") -> dict[str, Any]:
+    """Evan's message and Sam's reaction to it, both labelled; "colleagues" is in no message, so
+    only the evidence rule can hold it."""
+    conv = Conversation("c", TOLD, (Probe("told", question, answer, evidence=("r0", "r1"), category="multi-hop"),))
+    trace = Trace(unit_id="u", messages=TOLD, turns=[
+        TurnRecord(i, m.role, 10, 0, i + 1, 0, ((0, i + 1),)) for i, m in enumerate(TOLD)])
+    trace.turns[3] = TurnRecord(3, "assistant", 10, 0, 1, 0, composition)
+    row: dict[str, Any] = _score(trace, "end", conv).probes["told"]
+    return row
+
+
+def test_a_reaction_labelled_as_evidence_is_not_required() -> None:
+    # the message reacted to verbatim, the reaction gone: nothing the answer needs is lost
+    p = _told(((0, 1), (2, 4)))
+    assert p["answerable"] and p["retained"] and p["retained_by"] == "evidence-verbatim", p
+    # the message reacted to gone, the reaction verbatim: lost (the reaction states nothing)
+    assert not _told(((1, 4),))["retained"]
+    # a reply that holds a word of the answer is not a mere reaction: still required
+    p = _told(((0, 1), (2, 4)), answer="friends from work who were thrilled")
+    assert p["answerable"] and not p["retained"], p
+
+
+def test_only_a_reply_by_someone_not_asked_about_to_a_labelled_message_is_a_reaction() -> None:
+    assert reactions(TOLD, (0, 1), "Who did Evan tell about his marriage?", "his colleagues") == (0,)
+    # the replier is named in the question: the question is about them too
+    assert reactions(TOLD, (0, 1), "Who did Evan and Sam tell about the marriage?", "his colleagues") == (0, 1)
+    # the message before it is not labelled: nothing says it answers the evidence
+    assert reactions(TOLD, (1, 2), "Who did Evan tell about his marriage?", "his colleagues") == (1, 2)
+    # the message before it is said by someone the question does not name: a reply to them
+    assert reactions(TOLD, (0, 1), "Who did Sam congratulate?", "his colleagues") == (0, 1)
+    three = (Message("user", "Evan told his work friends about the wedding.", id="t0", name="Maria"),
+             Message("assistant", "I bet they were thrilled!", id="t1", name="Sam"),
+             Message("user", "Hi all.", id="t2", name="Evan"))
+    assert reactions(three, (0, 1), "Who did Evan tell about his marriage?", "his colleagues") == (0, 1)
+    # no content word in the answer (yes / no): nothing tells what it needs
+    assert reactions(TOLD, (0, 1), "Did Evan tell his work friends?", "Yes") == (0, 1)
+    # a name is matched as a word, not inside another ("Evangeline")
+    assert reactions(TOLD, (0, 1), "Who did Evangeline tell about her marriage?", "her colleagues") == (0, 1)
+    # an unnamed assistant is no person: its message after the user's is kept
+    agent = (Message("user", "I told my work friends I got married.", id="a0"),
+             Message("assistant", "They must have been thrilled!", id="a1"))
+    assert reactions(agent, (0, 1), "Who did the user tell about the marriage?", "colleagues") == (0, 1)
