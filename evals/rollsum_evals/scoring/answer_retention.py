@@ -19,6 +19,8 @@ message that only asks is stood for by the other person's reply (v8, `statements
 question states nothing, the reply holds the answer. An evidence message that only reacts to the
 one before it (v9, `reactions`: another person's reply to a labelled message of the person asked
 about, holding no word of the answer) is not required: it states nothing the answer needs.
+For an answer that is a time, a copy must also carry the message's sentence that dates it
+relative to the day it was said (v10, `copies.informative`: "Last night was amazing!").
 ``retained_by``
 says which. So full context with times shown scores 1.0 by
 construction; what the matcher misses in a summary counts as lost (the hand check measures how
@@ -52,7 +54,7 @@ __all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention", "asks_only", "evidence
 
 class AnswerRetention:
     name = "answer_retention"
-    version = "9"
+    version = "10"
     needs = frozenset({"contexts"})
     unit_columns = (
         Column("retention", "float", math.nan, "mean `retained` over answerable asks"),

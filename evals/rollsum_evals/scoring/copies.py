@@ -23,7 +23,9 @@ informative sentences (`informative`) stands in one non-verbatim line (`copied_i
   (their sentence, `support.clauses` with scope) to the last of them than the sentence itself
   ("It is not true that …" is another statement);
 - **with its day** when the answer is a time: the line carries the day the message was said (or
-  the summary's one-day header does), as the verbatim rule asks the context to show it.
+  the summary's one-day header does), as the verbatim rule asks the context to show it; and a
+  sentence of the message that dates something relative to that day ("Last night was
+  amazing!") must be copied too (v10, `informative`), since the day alone is not the answer.
 
 Pure functions over `support`'s prepared word arrays; `evidence.SupportIndex.copied` applies
 them to a trace's context and remembers the answers.
@@ -32,8 +34,10 @@ them to a trace's context and remembers the answers.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date
 from functools import lru_cache
 
+from rollsum.summarizers.dates import anchor_dates
 from rollsum.summarizers.extractive import split_sentences
 from rollsum_evals.scoring import support as sp
 
@@ -57,12 +61,20 @@ def keys(question: str, answer: str, people: Iterable[str]) -> frozenset[str]:
     return frozenset(t for t in sp.content(f"{question} . {answer}", drop=sp.HEDGES) if t not in drop)
 
 
-def informative(message: str, ask_keys: frozenset[str]) -> tuple[str, ...]:
+def informative(message: str, ask_keys: frozenset[str], said_on: date | None = None) -> tuple[str, ...]:
     """The sentences of an evidence message that bear on the ask: those sharing a content word
     with the question or the answer (`keys`); all of them when none does (the message is the
-    evidence as a whole). Sentences without content words ("Wow!") state nothing to copy."""
+    evidence as a whole). Sentences without content words ("Wow!") state nothing to copy.
+
+    `said_on`: the answer is a time and the message was said that day. Then a sentence that
+    dates something relative to it ("Last night was amazing!" before "We celebrated my
+    daughter's birthday …") bears on the ask too (v10), whatever its words: the day the message
+    was said is not the answer, the relative date is what turns it into one, and a copy of the
+    other sentence under the message's day reads one day off."""
     sentences = [s for s in split_sentences(message) if sp.content(s)]
     hit = [s for s in sentences if ask_keys & set(sp.content(s))]
+    if hit and said_on is not None:  # (with no keyed sentence every sentence is asked already)
+        hit += [s for s in sentences if s not in hit and anchor_dates(s, said_on)[1]]
     return tuple(hit or sentences)
 
 

@@ -251,7 +251,8 @@ class SupportIndex:
             lines = self._lines(text, speaker)
             header = bool(day) and any(sp.words(u.text) == (day,) for u in lines.units)
             found = True
-            for sentence in copies.informative(m.content, ask_keys):
+            said_on = parse_day(m.created_at) if day else None
+            for sentence in copies.informative(m.content, ask_keys, said_on):
                 near = sorted({k for t in sp.content(sentence) for k in lines.index.get(t, ())})
                 if not any(copies.copied_in(sentence, ask_keys, lines.units[k], c)
                            and (not day or header or day in sp.tokens(lines.units[k].text)) for k in near):

@@ -392,6 +392,26 @@ def test_a_copied_date_answer_needs_the_day_it_was_said() -> None:
         assert p["retained"] is want and p["retained_by"] == ("evidence-copied" if want else ""), text
 
 
+def test_a_copied_date_answer_needs_the_sentence_that_dates_it_too() -> None:
+    # v10: "Last night was amazing! We celebrated my daughter's birthday …", said 1 May 2023: a copy
+    # of the birthday sentence under its day reads 1 May; the answer (30 April) is in "last night"
+    said = ("Hey Caroline! Last night was amazing! We celebrated my daughter's birthday with a concert "
+            "on the beach.")
+    msgs = (DATED[0].__class__(DATED[0].role, said, id="m0", name="Melanie", created_at=DATED[0].created_at),
+            *DATED[1:])
+    conv = Conversation("c", msgs, (Probe("bday", "When is Melanie's daughter's birthday?", "30 April",
+                                          evidence=("m0",), category="temporal"),))
+    for text, want in (
+            ("[1 May 2023] Melanie: We celebrated my daughter's birthday with a concert on the beach.", False),
+            ("[1 May 2023] Melanie: Last night (30 April 2023) was amazing! We celebrated my daughter's "
+             "birthday with a concert on the beach.", True),
+            ("[1 May 2023] Melanie: Last night (30 April 2023) was amazing!", False)):  # and the birthday?
+        trace = _trace({9: (Text("system", None, text), (9, 10))})
+        trace.messages = msgs
+        p = _score(trace, "end", conv).probes["bday"]
+        assert p["retained"] is want and p["retained_by"] == ("evidence-copied" if want else ""), text
+
+
 def test_every_evidence_message_must_be_verbatim_or_copied() -> None:
     conv = Conversation("c", MSGS, (Probe("both", "Would Caroline enjoy a jazz concert at a new job?", "Likely yes",
                                           evidence=("m2", "m6"), category="open-domain"),))

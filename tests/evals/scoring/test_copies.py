@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import date
 
 from rollsum_evals.scoring import copies
 from rollsum_evals.scoring import support as sp
@@ -57,3 +58,16 @@ def test_the_informative_sentences_are_those_sharing_a_word_with_the_ask() -> No
     assert copies.informative(msg, keys) == ("I went to a support group yesterday.",)
     # none shares a word: the message as a whole is the evidence
     assert copies.informative(msg, frozenset({"kayak"})) == tuple(split_sentences(msg))
+
+
+def test_for_a_time_answer_the_sentence_dating_it_relative_to_the_message_is_informative() -> None:
+    msg = "Hey Caroline! Last night was amazing! We celebrated my daughter's birthday with a concert."
+    keys = copies.keys("When is Melanie's daughter's birthday?", "13 August", ("caroline", "melanie"))
+    birthday = "We celebrated my daughter's birthday with a concert."
+    assert copies.informative(msg, keys) == (birthday,)
+    assert copies.informative(msg, keys, date(2023, 8, 14)) == (birthday, "Last night was amazing!")
+    # no relative date in the message: nothing added; no keyed sentence: the whole message, as before
+    assert copies.informative("We celebrated my daughter's birthday.", keys, date(2023, 8, 14)) == (
+        "We celebrated my daughter's birthday.",)
+    assert copies.informative(msg, frozenset({"kayak"}), date(2023, 8, 14)) == copies.informative(
+        msg, frozenset({"kayak"}))
