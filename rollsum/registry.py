@@ -1,19 +1,21 @@
 """A name -> component table that production code reads and anyone can extend: `Registry`.
 
 The policies (`rollsum.policies.POLICIES`), presets (`rollsum.presets.PRESETS`), context formats
-(`rollsum.context.FORMATS`), summarizers (`rollsum.summarizers.REGISTRY`) and the harness's
-scorers (`rollsum_evals.scoring.REGISTRY`) are each one `Registry`. Adding a component is
-``register(name, cls)``; a test that adds one for its own duration uses ``with
-REGISTRY.registered(name, cls):`` (the previous entry, if any, comes back afterwards), so no
-test reaches into a private dict. A name is registered once: registering a taken name is an
-error unless ``replace=True`` says it is meant, because two plug-ins silently fighting over
-one name would make a sweep's result depend on import order.
+(`rollsum.context.FORMATS`), summarizers (`rollsum.summarizers.REGISTRY`), model backends
+(`rollsum.models.spec.BACKENDS`, by spec prefix), and the harness's scorers
+(`rollsum_evals.scoring.REGISTRY`) and dataset loaders (`rollsum_evals.data.formats.LOADERS`) are
+each one `Registry`. Adding a component is ``register(name, cls)``; a test that adds one for its
+own duration uses ``with REGISTRY.registered(name, cls):`` (the previous entry, if any, comes
+back afterwards), so no test reaches into a private dict. A name is registered once:
+registering a taken name is an error unless ``replace=True`` says it is meant, because two
+plug-ins silently fighting over one name would make a sweep's result depend on import order.
 
 Readers see a read-only `Mapping` (``in``, ``[name]``, iteration in registration order,
 ``values()``, ``items()``); only `register`, `unregister` and `registered` change it. An entry
-that carries its own name (a policy class's ``name``, a `Preset`'s or a `ContextFormat`'s) must
-be registered under that name (`name_of`): the engine records a component by its own name, so
-an entry reachable under another would be recorded as something a rerun cannot find.
+that carries its own name (a policy class's ``name``, a `Preset`'s or a `ContextFormat`'s, a
+`Backend`'s ``prefix``) must be registered under that name (`name_of`): the engine records a
+component by its own name (a run, a model by its spec), so an entry reachable under another
+would be recorded as something a rerun cannot find.
 """
 
 from __future__ import annotations

@@ -19,25 +19,24 @@ from typing import Any
 import pytest
 from rollsum_evals import scoring
 from rollsum_evals.cli import main
-from rollsum_evals.data import formats
+from rollsum_evals.data import formats, load
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.run import run_sweep
+from rollsum_evals.run.model_factory import ModelFactory
 from rollsum_evals.rundir import Run, load_run
 from rollsum_evals.scoring.base import Column, ScoreInput, Scores
 from rollsum_evals.spec.parse import parse_spec
 
 from rollsum import RollingSummarizer, summarizers
-from rollsum.capabilities import OFFLINE_SCRIPTED
 from rollsum.context import FORMATS, ContextFormat
 from rollsum.errors import ConfigError
-from rollsum.models.base import Completion, CompletionRequest
-from rollsum.models.spec import BACKENDS, Backend
+from rollsum.models.spec import BACKENDS
 from rollsum.policies import POLICIES
 from rollsum.presets import PRESETS, Preset
 from rollsum.registry import Registry
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from rollsum.types import Message
-from tests.support.plugin_components import EveryFive
+from tests.support.plugin_components import PARROT, EveryFive, Parrot
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = 'name = "chat"\nsource = "synth:chat?conversations=1&messages=60&seed=4"\n'
@@ -84,29 +83,18 @@ def test_a_registered_summarizer_is_reachable_from_a_sweep(tmp_path: Path) -> No
     assert texts and all(t.startswith("!!! ") and t[4:] == t[4:].upper() for t in texts)
 
 
-class Parrot:
-    """A model backend: answers with the last user message's first sentence."""
-
-    def __init__(self, rest: str) -> None:
-        self.rest = rest
-
-    @property
-    def name(self) -> str:
-        return f"parrot:{self.rest}"
-
-    @property
-    def context_window(self) -> int:
-        return 100_000
-
-    def complete(self, request: CompletionRequest) -> Completion:
-        text = request.messages[-1].content.split(".")[0]
-        return Completion(text=f"PARROT {self.rest}: {text}", input_tokens=10, output_tokens=5)
-
-
-def test_a_registered_model_backend_is_reachable_from_a_sweep(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(BACKENDS, "parrot", Backend("parrot", "parrot:NAME", Parrot, OFFLINE_SCRIPTED))
-    run = sweep(tmp_path, 'preset = "since-last"', head='models = ["parrot:polly"]')
+def test_a_registered_model_backend_is_reachable_from_a_sweep_and_listed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One registration: the spec's ``models = ["parrot:polly"]`` passes the spec check, the
+    run's model factory builds it, `rollsum list models` shows it; afterwards it is gone."""
+    with BACKENDS.registered(PARROT.prefix, PARROT):
+        run = sweep(tmp_path, 'preset = "since-last"', head='models = ["parrot:polly"]')
+        assert main(["list", "models"]) == 0
+        listed = [line.split(None, 1) for line in capsys.readouterr().out.splitlines()]
+        assert ["parrot:", "parrot:NAME (a test model that repeats)"] in listed
+    assert PARROT.prefix not in BACKENDS  # the block put the registry back
+    assert main(["list", "models"]) == 0  # read at each listing, not remembered from the first
+    assert "parrot:" not in capsys.readouterr().out
     texts = [r["record"]["text"] for r in run.summaries()]
     assert texts and all("PARROT polly" in t for t in texts)
     # its capabilities (free) come from the registration: no price table knows "parrot"
@@ -114,20 +102,50 @@ def test_a_registered_model_backend_is_reachable_from_a_sweep(tmp_path: Path,
     assert int(run.units["summarizer_calls"].iloc[0]) > 0
 
 
-def test_a_registered_loader_is_reachable_from_a_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def lines(path: str, **_: Any) -> Iterator[Conversation]:
+    """A loader no registry knows until a test registers it: one ``role|text`` message a line."""
+    rows = [line.split("|", 1) for line in Path(path).read_text().splitlines()]
+    yield Conversation(id="txt-1", messages=tuple(Message(r, c, id=f"t{i}")  # type: ignore[arg-type]
+                                                 for i, (r, c) in enumerate(rows)))
+
+
+def talk(tmp_path: Path, n: int = 30) -> Path:
     data = tmp_path / "talk.txt"
     data.write_text("\n".join(f"{'user' if i % 2 == 0 else 'assistant'}|line {i} about topic {i % 7}."
-                              for i in range(30)))
+                              for i in range(n)))
+    return data
 
-    def lines(path: str, **_: Any) -> Iterator[Conversation]:
-        rows = [line.split("|", 1) for line in Path(path).read_text().splitlines()]
-        yield Conversation(id="txt-1", messages=tuple(Message(r, c, id=f"t{i}")  # type: ignore[arg-type]
-                                                     for i, (r, c) in enumerate(rows)))
 
-    monkeypatch.setitem(formats.LOADERS, "lines", lines)
-    run = sweep(tmp_path, 'preset = "full-context"',
-                dataset=f'name = "txt"\nsource = "{data}"\nformat = "lines"\n')
+def test_a_registered_loader_is_reachable_from_a_sweep(tmp_path: Path) -> None:
+    data = talk(tmp_path)
+    with formats.LOADERS.registered("lines", lines):
+        run = sweep(tmp_path, 'preset = "full-context"',
+                    dataset=f'name = "txt"\nsource = "{data}"\nformat = "lines"\n')
+    assert "lines" not in formats.LOADERS  # the block put the registry back
     assert run.units["conversation_id"].tolist() == ["txt-1"] and int(run.units["n_messages"].iloc[0]) == 30
+
+
+def test_a_registered_loader_reads_files_for_data_validate_stats_and_a_spec(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One registration makes ``--format lines`` and a dataset's ``format = "lines"`` work, and
+    the name appears wherever the known formats are listed; afterwards it is refused again."""
+    data, bad = talk(tmp_path), tmp_path / "bad.txt"
+    bad.write_text("user|hello.\nuser|   \n")  # an empty message: refused like in any other format
+    spec = f'[[datasets]]\nname = "txt"\nsource = "{data}"\nformat = "lines"\n[[configs]]\npreset = "truncate"\n'
+    with formats.LOADERS.registered("lines", lines):
+        assert main(["data", "validate", str(data), "--format", "lines"]) == 0
+        assert f"{data}: ok: 1 record(s), 1 valid" in capsys.readouterr().out
+        assert main(["data", "stats", str(data), "--format", "lines", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["messages"] == 30
+        assert main(["data", "validate", str(bad), "--format", "lines"]) == 2  # checked, not trusted
+        assert "field messages[1].content: expected non-empty text" in capsys.readouterr().err
+        assert main(["data", "validate", str(data), "--format", "nope"]) == 2
+        assert "expected one of jsonl, chat, locomo, hf, synth, lines, got 'nope'" in capsys.readouterr().err
+        assert parse_spec(spec, str(tmp_path / "s.toml")).datasets[0].format == "lines"
+    assert main(["data", "validate", str(data), "--format", "lines"]) == 2
+    assert "expected one of jsonl, chat, locomo, hf, synth, got 'lines'" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"s\.toml:\d+: field 'datasets\[0\]\.format'"):
+        parse_spec(spec, str(tmp_path / "s.toml"))
 
 
 class LongestMessage:
@@ -170,8 +188,8 @@ MEMO = ContextFormat("memo", "system", "MEMO: {summary}")
 MEMO_PRESET = Preset("memo-every-five", "-", "a test preset", "every-five", "memo", None, "extractive")
 
 
-@pytest.mark.parametrize("seam", ["preset", "policy", "summarizer", "context", "scorer"])
-def test_the_registry_the_docs_name_is_the_one_the_code_reads(seam: str) -> None:
+@pytest.mark.parametrize("seam", ["preset", "policy", "summarizer", "context", "model", "loader", "scorer"])
+def test_the_registry_the_docs_name_is_the_one_the_code_reads(seam: str, tmp_path: Path) -> None:
     """Registering through the object docs/architecture.md names makes the component
     reachable by the code that builds it (a registry that is a copy would not)."""
     row = next(r for r in _table() if r[0].split(" ")[0] == seam)
@@ -191,6 +209,13 @@ def test_the_registry_the_docs_name_is_the_one_the_code_reads(seam: str) -> None
     elif seam == "context":
         with registry.registered(MEMO.name, MEMO):
             assert RollingSummarizer.from_preset("since-last", context_format="memo").format is MEMO
+    elif seam == "model":
+        with registry.registered(PARROT.prefix, PARROT):
+            model = ModelFactory()("parrot:polly")  # the run's model factory
+            assert isinstance(model, Parrot) and model.rest == "polly"
+    elif seam == "loader":
+        with registry.registered("lines", lines):
+            assert [len(c.messages) for c in load(talk(tmp_path, 12), "lines")] == [12]
     else:
         with registry.registered(MEMO_PRESET.name, MEMO_PRESET), POLICIES.registered(EveryFive.name, EveryFive), \
                 FORMATS.registered(MEMO.name, MEMO):

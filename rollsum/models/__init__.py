@@ -14,11 +14,10 @@ from rollsum.models.fake import FakeModel
 from rollsum.models.limits import LimitedModel, RateLimiter
 from rollsum.models.pricing import Price, PriceTable, cost_usd, price_for
 from rollsum.models.retrying import RetryingModel
-from rollsum.models.spec import BACKENDS, SPEC_FORMS, Backend, capabilities, from_spec
+from rollsum.models.spec import BACKENDS, Backend, capabilities, from_spec, spec_forms
 
 __all__ = [
     "BACKENDS",
-    "SPEC_FORMS",
     "Backend",
     "CacheMissError",
     "CacheStats",
@@ -39,6 +38,7 @@ __all__ = [
     "cost_usd",
     "from_spec",
     "price_for",
+    "spec_forms",
 ]
 
 

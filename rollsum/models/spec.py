@@ -3,6 +3,10 @@
 Forms: ``anthropic:MODEL``, ``fake[:k=v,...]``, ``replay:PATH``, ``record:PATH:INNER_SPEC``,
 ``local:PATH.gguf`` / ``local:gemma3-270m``. Keyword arguments go to the model's constructor
 (tests pass ``client=``; the harness passes nothing), so a spec stays plain, hashable text.
+
+The prefixes are the entries of `BACKENDS`, a `rollsum.registry.Registry` that `from_spec`,
+`capabilities`, pricing, the harness's model factory and `rollsum list models` all read: a new
+backend is one model class plus ``BACKENDS.register(backend.prefix, backend)``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from rollsum.capabilities import OFFLINE_MODEL, OFFLINE_SCRIPTED, ONLINE_MODEL, Capabilities
 from rollsum.errors import ConfigError
 from rollsum.models.base import Model
+from rollsum.registry import Registry
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +67,7 @@ def _local(rest: str, **kw: Any) -> Model:
     return LocalModel(rest, **kw)
 
 
-BACKENDS: dict[str, Backend] = {b.prefix: b for b in (
+BACKENDS: Registry[Backend] = Registry("model backend", {b.prefix: b for b in (
     Backend("anthropic", "anthropic:MODEL (e.g. anthropic:claude-haiku-4-5)", _anthropic, ONLINE_MODEL),
     Backend("fake", "fake[:k=v,...] (e.g. fake:mode=extractive,latency_ms=50,seed=1)", _fake,
             OFFLINE_SCRIPTED, bare=True),
@@ -71,18 +76,24 @@ BACKENDS: dict[str, Backend] = {b.prefix: b for b in (
     Backend("record", "record:PATH:INNER_SPEC (record INNER_SPEC's answers into PATH)", _record, ONLINE_MODEL),
     Backend("local", "local:PATH.gguf or local:gemma3-270m (offline GGUF model, extra 'local')", _local,
             OFFLINE_MODEL),
-)}
-"""The registry `from_spec` reads: a new backend is one class plus one line here."""
+)}, name_of=lambda backend: backend.prefix)
+"""The registry `from_spec` and `capabilities` read, by spec prefix: a new backend is one class
+plus ``BACKENDS.register(backend.prefix, backend)`` (its own `prefix`, so that the spec a run
+records builds the same model again)."""
 
-SPEC_FORMS: tuple[str, ...] = tuple(b.form for b in BACKENDS.values())
 NOT_A_MODEL = {
     "extractive": "'extractive' is not a model: it is the offline rule-based summarizer, chosen by "
                   "the summarizer layer (use it as a config's model setting, not with from_spec)",
 }
 
 
+def spec_forms() -> tuple[str, ...]:
+    """Every registered backend's spec form, in registration order (what errors list)."""
+    return tuple(b.form for b in BACKENDS.values())
+
+
 def _forms() -> str:
-    return "; ".join(SPEC_FORMS)
+    return "; ".join(spec_forms())
 
 
 def from_spec(spec: str, **kw: Any) -> Model:

@@ -1,9 +1,10 @@
-"""The policy, preset and context-format registries are public `Registry`s that the library reads.
+"""The policy, preset, context-format and model-backend registries are public `Registry`s that the library reads.
 
 Each test adds one component with one registration (for the test's duration: ``with
 REGISTRY.registered(name, entry):``) and uses it through `RollingSummarizer.from_preset` only:
 if any reader (``policies.get``, ``presets.get``/``names``, ``get_format``, the parameter checks
-of `rollsum.presets`) read a copy or a list of its own, the new name would be refused.
+of `rollsum.presets`, ``from_spec``/``capabilities``/pricing) read a copy or a list of its own,
+the new name would be refused.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from typing import Any
 import pytest
 
 from rollsum import ConfigError, RollingSummarizer, presets
+from rollsum.capabilities import OFFLINE_SCRIPTED
 from rollsum.context import FORMATS, ContextFormat
+from rollsum.models.pricing import price_for
+from rollsum.models.spec import BACKENDS, capabilities, from_spec
 from rollsum.policies import POLICIES, SinceLast
 from rollsum.presets import PRESETS, Preset
 from rollsum.registry import Registry
 from tests.support.helpers import chat
-from tests.support.plugin_components import EveryFive
+from tests.support.plugin_components import PARROT, EveryFive
 
 NOTE = ContextFormat("note", "user", "NOTE ({depth}): {summary}")
 QUICK = Preset("quick", "-", "since-last every 6 messages, summary as a NOTE", "since-last", "note", None,
@@ -65,9 +69,27 @@ def test_a_preset_registered_once_is_built_listed_and_checked_like_a_built_in() 
         RollingSummarizer.from_preset("quick")
 
 
+def test_a_model_backend_registered_once_is_built_from_its_spec_priced_and_listed_in_errors() -> None:
+    with BACKENDS.registered(PARROT.prefix, PARROT):
+        rs = RollingSummarizer.from_preset("since-last", model="parrot:polly", messages_per_summary=6, keep_last=2,
+                                           min_messages_per_attempt=0)
+        for message in chat(12):
+            rs.add(message)
+        assert capabilities("record:c.jsonl:parrot:polly") == OFFLINE_SCRIPTED  # its registration says what it is
+        assert price_for("parrot:polly").input == 0.0 and price_for("parrot:polly").known  # free, by declaration
+        with pytest.raises(ConfigError, match=r"unknown prefix 'nope'; expected one of anthropic:.*; "
+                                              r"parrot:NAME \(a test model that repeats\)$"):
+            from_spec("nope:x")
+    assert rs.history and all(r.text.startswith("PARROT polly: ") for r in rs.history)
+    assert PARROT.prefix not in BACKENDS  # the block put the registry back
+    with pytest.raises(ConfigError, match=r"unknown prefix 'parrot'; expected one of anthropic:.*'local'\)$"):
+        from_spec("parrot:polly")
+
+
 @pytest.mark.parametrize(("registry", "taken", "entry"), [
-    (POLICIES, "since-last", EveryFive), (PRESETS, "since-last", QUICK), (FORMATS, "plain", NOTE)],
-    ids=["policy", "preset", "format"])
+    (POLICIES, "since-last", EveryFive), (PRESETS, "since-last", QUICK), (FORMATS, "plain", NOTE),
+    (BACKENDS, "fake", PARROT)],
+    ids=["policy", "preset", "format", "backend"])
 def test_a_built_in_name_is_not_taken_over_silently(registry: Registry[Any], taken: str, entry: Any) -> None:
     before = registry[taken]
     with pytest.raises(ConfigError, match=f"'{taken}' is already registered .*replace=True"):
@@ -76,8 +98,9 @@ def test_a_built_in_name_is_not_taken_over_silently(registry: Registry[Any], tak
 
 
 @pytest.mark.parametrize(("registry", "entry", "own"), [
-    (POLICIES, EveryFive, "every-five"), (PRESETS, QUICK, "quick"), (FORMATS, NOTE, "note")],
-    ids=["policy", "preset", "format"])
+    (POLICIES, EveryFive, "every-five"), (PRESETS, QUICK, "quick"), (FORMATS, NOTE, "note"),
+    (BACKENDS, PARROT, "parrot")],
+    ids=["policy", "preset", "format", "backend"])
 def test_an_entry_is_registered_under_its_own_name(registry: Registry[Any], entry: Any, own: str) -> None:
     """The engine's `config()` records a component by its own name; registered under another,
     a rerun from that record would find something else or nothing."""
@@ -91,3 +114,4 @@ def test_the_listing_order_is_the_registration_order() -> None:
                                "clear-tool-results", "clear+since-last", "full-context", "truncate"]
     assert list(POLICIES)[:2] == ["count-and-tokens", "since-last"] and POLICIES["since-last"] is SinceLast
     assert next(iter(FORMATS.items()))[0] == "bracketed-assistant" and FORMATS.get("nope") is None
+    assert list(BACKENDS) == ["anthropic", "fake", "replay", "record", "local"]  # `rollsum list models`' order

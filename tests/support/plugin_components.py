@@ -1,6 +1,7 @@
-"""A user's own summarizer, memory and policy, the first two referenced by import path from sweep specs in the tests
-(``tests.support.plugin_components:MarkSummarizer``). Each leaves a mark where it acts, so a test
-can tell that it, and not a built-in, made the summaries and contexts that were scored."""
+"""A user's own summarizer, memory, policy and model backend, the first two referenced by import
+path from sweep specs in the tests (``tests.support.plugin_components:MarkSummarizer``). Each
+leaves a mark where it acts, so a test can tell that it, and not a built-in, made the summaries
+and contexts that were scored."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rollsum.capabilities import Capabilities
-from rollsum.models.base import CompletionRequest, Model
+from rollsum.capabilities import OFFLINE_SCRIPTED, Capabilities
+from rollsum.models.base import Completion, CompletionRequest, Model
+from rollsum.models.spec import Backend
 from rollsum.policies.base import Decision, WindowState
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from rollsum.tokens import TokenCounter
@@ -104,3 +106,27 @@ class NotAMemory:
 
 def broken_memory(*, context_window: int) -> MarkMemory:
     raise RuntimeError("cannot open the vector store")
+
+
+class Parrot:
+    """A model no backend knows until a test registers `PARROT`: answers with the last
+    message's first sentence behind ``PARROT <name>:``, so a test can tell it made a summary."""
+
+    def __init__(self, rest: str) -> None:
+        self.rest = rest
+
+    @property
+    def name(self) -> str:
+        return f"parrot:{self.rest}"
+
+    @property
+    def context_window(self) -> int:
+        return 100_000
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        text = request.messages[-1].content.split(".")[0]
+        return Completion(text=f"PARROT {self.rest}: {text}", input_tokens=10, output_tokens=5)
+
+
+PARROT = Backend("parrot", "parrot:NAME (a test model that repeats)", Parrot, OFFLINE_SCRIPTED)
+"""The one registration that makes ``parrot:NAME`` a model spec: ``BACKENDS.registered(PARROT.prefix, PARROT)``."""

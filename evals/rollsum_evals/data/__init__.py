@@ -8,7 +8,7 @@ file (canonical JSONL, chat export, LoCoMo JSON), a Hugging Face dataset (direct
 from __future__ import annotations
 
 from rollsum_evals.data.checks import Issue, RecordError
-from rollsum_evals.data.formats import FORMATS, guess_format, iter_conversations, load, parse_synth_spec
+from rollsum_evals.data.formats import LOADERS, guess_format, iter_conversations, load, parse_synth_spec
 from rollsum_evals.data.jsonl import write_jsonl, write_streamed
 from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, dataset_hash
 from rollsum_evals.data.types import PROBE_CATEGORIES, Conversation, Probe, Reference
@@ -16,7 +16,7 @@ from rollsum_evals.data.validate import ValidationReport, validate
 
 __all__ = [
     "DEFAULT_LIMITS",
-    "FORMATS",
+    "LOADERS",
     "PROBE_CATEGORIES",
     "Conversation",
     "Issue",

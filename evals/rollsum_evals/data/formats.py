@@ -1,7 +1,10 @@
 """One entry point for every dataset source: files of each format and generator specs.
 
-A loader is one function `(path, *, strict, limits) -> Iterator[Conversation]` plus one entry in
-`LOADERS`. The format is guessed from the name and the first bytes when it is not given.
+A loader is one function `(path, *, strict, limits) -> Iterator[Conversation]` plus one
+``LOADERS.register(name, loader)``: `LOADERS` is a `rollsum.registry.Registry` that
+`iter_conversations` (so `load`, `rollsum data validate/stats/convert --format` and a run) and a
+spec's ``[[datasets]] format`` check read, so the new name works everywhere a format is named.
+The format is guessed from the name and the first bytes when it is not given (built-ins only).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from rollsum.errors import ConfigError
+from rollsum.registry import Registry
 from rollsum.safejson import JSONInputError, loads
 from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, SkipLog, first_record_line, read_json_bytes
 from rollsum_evals.data.types import Conversation
@@ -21,7 +25,6 @@ from rollsum_evals.data.types import Conversation
 log = logging.getLogger(__name__)
 
 SYNTH_PREFIX = "synth:"
-FORMATS = ("jsonl", "chat", "locomo", "hf", "synth")
 Loader = Callable[..., Iterator[Conversation]]
 
 
@@ -54,7 +57,9 @@ def _synth(spec: str, **_: Any) -> Iterator[Conversation]:
         yield item.conversation()
 
 
-LOADERS: dict[str, Loader] = {"jsonl": _jsonl, "chat": _chat, "locomo": _locomo, "hf": _hf, "synth": _synth}
+LOADERS: Registry[Loader] = Registry("loader", {"jsonl": _jsonl, "chat": _chat, "locomo": _locomo, "hf": _hf,
+                                                "synth": _synth})
+"""Dataset formats by name, in registration order (the order errors list them in)."""
 
 
 def parse_synth_spec(spec: str) -> Iterator[Any]:
@@ -186,7 +191,7 @@ def iter_conversations(path_or_name: str | os.PathLike[str], format: str | None 
     name = os.fspath(path_or_name)
     fmt = format or guess_format(name)
     if fmt not in LOADERS:
-        raise ConfigError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise ConfigError(f"format: expected one of {', '.join(LOADERS)}, got {fmt!r}")
     if fmt not in ("synth", "hf") and not os.path.exists(name):
         raise ConfigError(f"{name}: no such file")
     loader = LOADERS[fmt]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import anthropic
@@ -53,10 +54,11 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Handler], list
             clients.append(http)
             return AnthropicModel(anthropic.Anthropic(api_key=KEY, http_client=http, max_retries=0), rest)
 
-        monkeypatch.setitem(BACKENDS, "anthropic", dataclasses.replace(BACKENDS["anthropic"], build=build))
+        stack.enter_context(BACKENDS.registered("anthropic", dataclasses.replace(BACKENDS["anthropic"], build=build)))
         return seen
 
-    yield serve
+    with ExitStack() as stack:  # the real backend comes back when the test ends
+        yield serve
     for c in clients:
         c.close()
 

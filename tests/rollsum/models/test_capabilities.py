@@ -31,12 +31,13 @@ def test_unknown_specs_are_config_errors() -> None:
             capabilities(bad)
 
 
-def test_a_new_backend_is_one_registration(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_backend_is_one_registration() -> None:
     free = Capabilities(offline=True, free=True, deterministic=True)
-    monkeypatch.setitem(BACKENDS, "mine", Backend("mine", "mine:NAME", lambda rest, **kw: FakeModel(), free))
-    assert isinstance(from_spec("mine:x"), FakeModel)
-    assert capabilities("mine:x") == free
-    assert price_for("mine:x").input == 0.0  # pricing reads the declaration, not a list of names
-    paid = Capabilities()
-    monkeypatch.setitem(BACKENDS, "mine", Backend("mine", "mine:NAME", lambda rest, **kw: FakeModel(), paid))
-    assert price_for("mine:x").known is False  # not free, and no price in the table
+    with BACKENDS.registered("mine", Backend("mine", "mine:NAME", lambda rest, **kw: FakeModel(), free)):
+        assert isinstance(from_spec("mine:x"), FakeModel)
+        assert capabilities("mine:x") == free
+        assert price_for("mine:x").input == 0.0  # pricing reads the declaration, not a list of names
+        paid = Capabilities()
+        with BACKENDS.registered("mine", Backend("mine", "mine:NAME", lambda rest, **kw: FakeModel(), paid)):
+            assert price_for("mine:x").known is False  # not free, and no price in the table
+    assert "mine" not in BACKENDS
