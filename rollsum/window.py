@@ -296,18 +296,48 @@ class Window:
 
 
 
+# `policy_state` runs on every message, and a frozen dataclass's generated ``__init__`` stores
+# each of the 22 fields through ``object.__setattr__(self, "name", value)``: half its cost. It
+# stores them here through the fields' slot descriptors instead -- what that call ends in, minus
+# the lookup by name -- into an instance made without ``__init__`` (WindowState has no
+# ``__post_init__`` and no default factory, so nothing else is skipped). Same class, same values:
+# `tests/rollsum/test_window.py` compares it with the keyword-built state.
+_new = object.__new__
+(_messages, _tokens, _active_tokens, _pinned_tokens, _summary_tokens, _summary, _chain_length, _messages_covered,
+ _total_added, _since_summary, _pending, _pending_messages, _evicted_since, _dropped, _min_tokens_since,
+ _context_window, _passes, _last_failed, _since_attempt, _attempts, _total_evicted, _summary_budget) = (
+    WindowState.__dict__[name].__set__ for name in STATE_FIELDS)
+
+
 def policy_state(w: Window, c: Cadence, history: Sequence[SummaryRecord], dropped: int, context_window: int,
                  passes: int, summary_room: int) -> WindowState:
-    """The policy's snapshot of a window and its counts. Built on every message, so positionally
-    (a frozen dataclass's keyword call costs ~25 % more): the order is `WindowState`'s field
-    order, which `tests/rollsum/test_window.py` holds to `STATE_FIELDS`."""
+    """The policy's snapshot of a window and its counts. Built on every message, so field by
+    field through the slots (above); `STATE_FIELDS` names them, in `WindowState`'s order."""
     summary = history[-1] if history else None
-    return WindowState(
-        w.active, w.tokens, w.active_tokens, w.pinned_tokens, 0 if w.summary_hidden else w.summary_tokens,
-        summary, len(history), summary.messages_covered if summary is not None else 0,
-        c.total_added, c.since_summary, len(w.pending), w.pending, c.evicted_since, dropped,
-        c.min_tokens_since, context_window, passes, c.in_backoff(), c.since_attempt, c.attempts,
-        c.total_evicted, summary_room)
+    s = _new(WindowState)
+    _messages(s, w.active)
+    _tokens(s, w.tokens)
+    _active_tokens(s, w.active_tokens)
+    _pinned_tokens(s, w.pinned_tokens)
+    _summary_tokens(s, 0 if w.summary_hidden else w.summary_tokens)
+    _summary(s, summary)
+    _chain_length(s, len(history))
+    _messages_covered(s, summary.messages_covered if summary is not None else 0)
+    _total_added(s, c.total_added)
+    _since_summary(s, c.since_summary)
+    _pending(s, len(w.pending))
+    _pending_messages(s, w.pending)
+    _evicted_since(s, c.evicted_since)
+    _dropped(s, dropped)
+    _min_tokens_since(s, c.min_tokens_since)
+    _context_window(s, context_window)
+    _passes(s, passes)
+    _last_failed(s, c.in_backoff())
+    _since_attempt(s, c.since_attempt)
+    _attempts(s, c.attempts)
+    _total_evicted(s, c.total_evicted)
+    _summary_budget(s, summary_room)
+    return s
 
 
 __all__ = ["STATE_FIELDS", "Window", "policy_state"]

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollsum import Message
+from rollsum import Message, SummaryRecord
+from rollsum.cadence import Cadence
 from rollsum.policies.base import WindowState
-from rollsum.window import STATE_FIELDS, Window
+from rollsum.window import STATE_FIELDS, Window, policy_state
 
 
 def _window(n: int) -> Window:
@@ -72,3 +74,33 @@ def test_policy_state_passes_values_in_the_field_order_of_window_state() -> None
     """`policy_state` passes values by position (cheaper per message): a field added or moved in
     `WindowState` without it following would hand a policy the wrong numbers."""
     assert tuple(f.name for f in dataclasses.fields(WindowState)) == STATE_FIELDS
+
+
+def test_policy_state_is_the_state_its_keyword_constructor_builds() -> None:
+    """`policy_state` fills a `WindowState` through its slots, not its ``__init__``: with every
+    source value different, each field must hold the value the keyword call puts there, and the
+    result must be as frozen as one built the usual way."""
+    w = _window(5)
+    w.pin(Message("system", "be brief", id="s0"), 4)
+    w.add_pending(w.remove({"m0"}, at=[0]))
+    w.summary_tokens = 17
+    record = SummaryRecord("sum-1", "conv", "earlier", messages_covered=23)
+    c = Cadence(total_added=101, since_summary=7, since_attempt=5, attempts=9, failures=1, retry_at=200,
+                total_evicted=13, evicted_since=3, min_tokens_since=55)
+    state = policy_state(w, c, [record, record], 2, 8000, 1, 321)
+    expected = WindowState(
+        messages=w.active, tokens=w.tokens, active_tokens=w.active_tokens, pinned_tokens=4, summary_tokens=17,
+        summary=record, chain_length=2, messages_covered=23, total_added=101, since_summary=7, pending=1,
+        pending_messages=w.pending, evicted_since_summary=3, dropped=2, min_tokens_since_summary=55,
+        context_window=8000, passes=1, last_failed=True, since_attempt=5, attempts=9, total_evicted=13,
+        summary_budget=321)
+    assert type(state) is WindowState
+    assert {f: getattr(state, f) for f in STATE_FIELDS} == {f: getattr(expected, f) for f in STATE_FIELDS}
+    assert state == expected
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.passes = 2  # type: ignore[misc]
+    w.summary_hidden = True  # the guard left the summary out: the policy sees no summary tokens
+    c.retry_at = 101  # the backoff is over at this count
+    assert policy_state(w, c, [], 0, 8000, 0, 321).summary_tokens == 0
+    assert policy_state(w, c, [], 0, 8000, 0, 321).last_failed is False
+    assert policy_state(w, c, [], 0, 8000, 0, 321).messages_covered == 0
