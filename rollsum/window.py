@@ -201,6 +201,9 @@ class Window:
         """
         if not indices:
             return ()
+        lo, n = indices[0], len(indices)
+        if lo >= 0 and lo + n <= len(self.active) and tuple(indices) == tuple(range(lo, lo + n)):
+            return self._keep_tool_pairs_run(lo, lo + n)
         chosen = set(indices)
         shrunk: list[int] = []
         grown: list[int] = []
@@ -210,6 +213,17 @@ class Window:
             if all(k in chosen for k in g):
                 shrunk.extend(g)
         return tuple(shrunk) if shrunk else tuple(grown)
+
+    def _keep_tool_pairs_run(self, lo: int, hi: int) -> tuple[int, ...]:
+        """`keep_tool_pairs` for one run of positions ``lo .. hi-1`` (what policies decide almost
+        always: `Decision.span`). The tool groups partition the window, so the groups holding a
+        run are consecutive, and every one of them but the first and the last lies inside it:
+        only those two are looked at, and the answer is a run again."""
+        ((first, first_stop),) = units_holding(self.active, (lo,))
+        ((last_start, last),) = units_holding(self.active, (hi - 1,))
+        start = lo if first == lo else first_stop  # the first group, if it sticks out, stays
+        stop = hi if last == hi else last_start  # and so does the last one
+        return tuple(range(start, stop)) if start < stop else tuple(range(first, last))
 
     def span(self, indices: Sequence[int], include_pending: bool, count: Callable[[Message], int],
              max_tokens: int) -> tuple[tuple[Message, ...], frozenset[str]]:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from rollsum import Message, SummaryRecord
 from rollsum.cadence import Cadence
+from rollsum.policies._util import tool_units
 from rollsum.policies.base import WindowState
 from rollsum.window import STATE_FIELDS, Window, policy_state
 
@@ -104,3 +105,37 @@ def test_policy_state_is_the_state_its_keyword_constructor_builds() -> None:
     assert policy_state(w, c, [], 0, 8000, 0, 321).summary_tokens == 0
     assert policy_state(w, c, [], 0, 8000, 0, 321).last_failed is False
     assert policy_state(w, c, [], 0, 8000, 0, 321).messages_covered == 0
+
+
+_KINDS = {
+    "user": Message("user", "hi"),
+    "assistant": Message("assistant", "ok"),
+    "call": Message("assistant", "running it", meta={"tool_calls": ["c1"]}),
+    "tool": Message("tool", "output", name="bash"),
+}
+
+
+def _pairs_by_definition(active: list[Message], indices: list[int]) -> tuple[int, ...]:
+    """`keep_tool_pairs` as documented, over the whole window's tool groups (`tool_units`)."""
+    chosen = set(indices)
+    holding = [range(a, b) for a, b in tool_units(active, 0, len(active)) if chosen.intersection(range(a, b))]
+    shrunk = [k for g in holding if chosen.issuperset(g) for k in g]
+    return tuple(shrunk) if shrunk else tuple(k for g in holding for k in g)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(sorted(_KINDS)), min_size=1, max_size=30), st.data())
+def test_keep_tool_pairs_keeps_whole_groups_for_a_run_and_for_any_set(kinds: list[str], data: st.DataObject) -> None:
+    """Runs of positions (what `Decision.span` gives) take a shortcut that looks only at the
+    groups at the run's two ends; it and the general path must both give the definition's
+    answer, with every start, end and group layout (a call at either end, results spilling
+    out of the run, one group wider than the run, results without a call)."""
+    w = Window()
+    for i, kind in enumerate(kinds):
+        w.push(i, _KINDS[kind], 1)
+    n = len(kinds)
+    lo = data.draw(st.integers(0, n - 1))
+    run = list(range(lo, data.draw(st.integers(lo + 1, n))))
+    anyset = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n))
+    for indices in (run, anyset):
+        assert w.keep_tool_pairs(tuple(indices)) == _pairs_by_definition(w.active, indices), indices
