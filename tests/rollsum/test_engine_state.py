@@ -56,7 +56,7 @@ def test_the_policy_is_asked_once_per_message_and_never_for_a_system_message() -
     rs.add(Message("user", "the deploy is on Friday"))
     assert policy.asked == [1] and rs.summary is None
     rs.add(Message("system", "answer briefly"))
-    assert policy.asked == [1] and rs.last_events == ()
+    assert policy.asked == [1] and not rs.last_events
     rs.add(Message("user", "and the rollback plan is ready"))
     assert policy.asked == [1, 2, 2] and len(rs.history) == 1  # a summary, then the second pass's question
     assert [e.kind for e in rs.last_events] == ["summary"]
