@@ -414,8 +414,8 @@ class RollingSummarizer(SettingAttributes):
                 if ev.kind != "summary":
                     break
         events.extend(self._guard(launch, busy))
-        self._c.observed(w.context_tokens())  # context_tokens() without a system prompt, one call less
-        self._persist_cadence()
+        if self._c.observed(w.context_tokens()) or events:  # else no count `Cadence.key` holds moved
+            self._persist_cadence()
         return events
 
     def _summary_due(self) -> bool:
