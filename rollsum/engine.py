@@ -402,7 +402,10 @@ class RollingSummarizer(SettingAttributes):
             w.unclip(self.counter.count_message)
         if self.settings.clear_tool_results:  # old tool results to placeholders (`rollsum.clearing`)
             w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
-        first = self._decide(0) if not system and not busy() and self._summary_due() else None
+        # with clearing on, the policy is asked only while the cleared context is still over the
+        # clearing trigger: clear first, summarize only if that was not enough
+        first = None if system or busy() or (self.settings.clear_tool_results and self.context_tokens()
+                                              <= self.clearing.trigger) else self._decide(0)
         if first is not None:
             for decision in self._summary_decisions(events, first):
                 if not self._may_attempt():
@@ -413,15 +416,11 @@ class RollingSummarizer(SettingAttributes):
                 events.append(ev)
                 if ev.kind != "summary":
                     break
-        events.extend(self._guard(launch, busy))
+        if self.enforce_window and w.context_tokens() > self._limit:  # else the guard has nothing to do
+            events.extend(self._guard(launch, busy))
         if self._c.observed(w.context_tokens()) or events:  # else no count `Cadence.key` holds moved
             self._persist_cadence()
         return events
-
-    def _summary_due(self) -> bool:
-        """With clearing on, the policy is asked only while the cleared context is still over
-        the clearing trigger: clear first, summarize only if that was not enough."""
-        return not self.settings.clear_tool_results or self.context_tokens() > self.clearing.trigger
 
     def _launch(self, job: Job) -> SummaryEvent | None:
         outcome = self._run(job)
