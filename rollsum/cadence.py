@@ -93,10 +93,13 @@ class Cadence:
         self.since_attempt = 0
         self.attempts += 1
 
-    def observed(self, context_tokens: int) -> None:
-        """The context's size after a round: the lowest since the last summary is kept."""
+    def observed(self, context_tokens: int) -> bool:
+        """The context's size after a round: the lowest since the last summary is kept. True
+        when that changed it (the saved form then has to be written again)."""
         if self.min_tokens_since is None or context_tokens < self.min_tokens_since:
             self.min_tokens_since = context_tokens
+            return True
+        return False
 
     def summarized(self, added_at: int, pending: int) -> None:
         """A summary planned at `added_at` was committed; `pending` messages still wait."""

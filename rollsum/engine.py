@@ -244,7 +244,8 @@ class RollingSummarizer(SettingAttributes):
         except Exception as err:  # stored already: a failure is an event, never an exception
             events.append(self._internal_failure(err))
         self.last_events = tuple(events)
-        self._emit(events)
+        if self.on_event is not None:  # the usual case has no callback: no call per message
+            self._emit(events)
         return events[-1] if events else None
 
     def flush(self) -> SummaryEvent | None:
@@ -295,7 +296,6 @@ class RollingSummarizer(SettingAttributes):
     def context_tokens(self, system: str | None = None) -> int:
         extra = self.counter.count(system) + getattr(self.counter, "overhead", 0) if system else 0
         return self._window.context_tokens() + extra
-
 
     def summary_text(self) -> str:
         """The summary as it appears in the context (budgeted), or "" without one."""
@@ -372,15 +372,15 @@ class RollingSummarizer(SettingAttributes):
             return self._drop(decision)
         return None
 
-    def _summary_decisions(self, events: list[SummaryEvent]) -> Iterator[Decision]:
-        """This turn's summarize decisions; evictions and drops are applied on the way.
-
-        `WindowState.passes` counts the summaries already made this turn (seed 003's second
-        pass); `max_passes` bounds the whole loop so a policy cannot spin.
-        """
+    def _summary_decisions(self, events: list[SummaryEvent], decision: Decision | None) -> Iterator[Decision]:
+        """This turn's summarize decisions, from the first pass's `decision` (asked by the caller:
+        most messages need none, and then make no generator); evictions and drops are applied on
+        the way. `WindowState.passes` counts the summaries already made this turn (seed 003's
+        second pass); `max_passes` (>= 1) bounds the whole loop so a policy cannot spin."""
         summaries = 0
-        for _ in range(self.settings.max_passes):
-            decision = self._decide(summaries)
+        for n in range(self.settings.max_passes):
+            if n:
+                decision = self._decide(summaries)
             if decision is None:
                 return
             cheap = self._apply_cheap(decision)
@@ -402,8 +402,12 @@ class RollingSummarizer(SettingAttributes):
             w.unclip(self.counter.count_message)
         if self.settings.clear_tool_results:  # old tool results to placeholders (`rollsum.clearing`)
             w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
-        if not system and not busy() and self._summary_due():
-            for decision in self._summary_decisions(events):
+        # with clearing on, the policy is asked only while the cleared context is still over the
+        # clearing trigger: clear first, summarize only if that was not enough
+        first = None if system or busy() or (self.settings.clear_tool_results and self.context_tokens()
+                                              <= self.clearing.trigger) else self._decide(0)
+        if first is not None:
+            for decision in self._summary_decisions(events, first):
                 if not self._may_attempt():
                     break
                 ev = launch(self._plan(decision))
@@ -412,15 +416,11 @@ class RollingSummarizer(SettingAttributes):
                 events.append(ev)
                 if ev.kind != "summary":
                     break
-        events.extend(self._guard(launch, busy))
-        self._c.observed(self.context_tokens())
-        self._persist_cadence()
+        if self.enforce_window and w.context_tokens() > self._limit:  # else the guard has nothing to do
+            events.extend(self._guard(launch, busy))
+        if self._c.observed(w.context_tokens()) or events:  # else no count `Cadence.key` holds moved
+            self._persist_cadence()
         return events
-
-    def _summary_due(self) -> bool:
-        """With clearing on, the policy is asked only while the cleared context is still over
-        the clearing trigger: clear first, summarize only if that was not enough."""
-        return not self.settings.clear_tool_results or self.context_tokens() > self.clearing.trigger
 
     def _launch(self, job: Job) -> SummaryEvent | None:
         outcome = self._run(job)
@@ -466,7 +466,7 @@ class RollingSummarizer(SettingAttributes):
         """Keep ``context_tokens() <= context_window − reserved_output_tokens``: compact, else
         evict to pending, else clip (`rollsum.guard` has the arithmetic)."""
         window = self._limit
-        if not self.enforce_window or self.context_tokens() <= window:
+        if not self.enforce_window or self._window.context_tokens() <= window:
             return []
         events: list[SummaryEvent] = []
         if not busy() and self._guard_may_compact():

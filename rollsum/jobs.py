@@ -241,7 +241,10 @@ def record(job: Job, outcome: Outcome, draft: SummaryDraft, maker: Maker, *, seq
         meta={**_plain(draft.meta), "reason": job.decision.reason, "turn": job.turn, "preset": preset,
               **({"guard": True} if job.guard else {}), **cap_meta(job, maker)},
     )
-    return replace(rec, tokens=maker.counter.count(rec.render()))
+    # its size is its rendered text's: set on the record just built, before anyone holds it (the
+    # way a frozen dataclass's __post_init__ does), not by `replace` building all 24 fields again
+    object.__setattr__(rec, "tokens", maker.counter.count(rec.render()))
+    return rec
 
 
 def summary_event(job: Job, outcome: Outcome, rec: SummaryRecord, *, lag: int, tokens_after: int) -> SummaryEvent:

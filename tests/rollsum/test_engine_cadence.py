@@ -181,3 +181,22 @@ def test_a_damaged_saved_cadence_is_ignored_with_a_warning(tmp_path: Path, caplo
         assert [m.id for m in again.messages] == [m.id for m in rs.messages]
         assert "saved cadence unreadable" in caplog.text
         again.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(preset=st.sampled_from(WINDOWED), fail_rate=st.sampled_from([0.0, 0.4, 1.0]), lag=st.integers(0, 2),
+       window=st.sampled_from([1300, 2500, 5000]), sizes=st.lists(st.integers(5, 400), min_size=30, max_size=90),
+       seed=st.integers(0, 9))
+def test_the_stored_cadence_is_the_engines_after_every_message(preset: str, fail_rate: float, lag: int,
+                                                               window: int, sizes: list[int], seed: int) -> None:
+    """The engine writes its counts only after a round that did something (an event) or lowered
+    the lowest context size: whatever the stream, failures, lag and window guard, what the
+    store holds after each `add()` must be what the engine would save at that moment."""
+    model = FakeModel("extractive", fail_rate=fail_rate, seed=seed, sleep=lambda s: None)
+    store = MemoryStore()
+    rs = build(preset, model, window, store=store, conversation_id="c", lag_turns=lag, min_messages_per_attempt=2)
+    for i, words in enumerate(sizes):
+        if i % 29 == 5:
+            rs.add(Message("system", "be brief " * (words // 20 + 1)))
+        rs.add(Message("user" if i % 2 else "assistant", f"item {i} " + "lorem " * words))
+        assert store.cadence("c") == rs._c.saved(), i

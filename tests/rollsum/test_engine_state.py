@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from rollsum import Message, RollingSummarizer
+from rollsum.policies.base import Decision, WindowState
+from rollsum.summarizers.extractive import ExtractiveSummarizer
 
 
 def test_each_value_lands_in_its_field() -> None:
@@ -30,3 +32,31 @@ def test_each_value_lands_in_its_field() -> None:
     assert state.messages_covered == rs.history[-1].messages_covered and state.summary_tokens == w.summary_tokens
     assert state.summary_budget == rs._summary_room and state.last_failed is False and state.dropped == 0
     assert state.context_tokens == rs.context_tokens()
+
+
+class _Asking:
+    """Summarizes everything but the newest message, and records each time it is asked."""
+
+    name = "asking"
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def decide(self, state: WindowState) -> Decision | None:
+        self.asked.append(state.total_added)
+        return Decision.span("summarize", 0, state.count - 1, "all but the newest") if state.count > 1 else None
+
+
+def test_the_policy_is_asked_once_per_message_and_never_for_a_system_message() -> None:
+    """The first pass's decision is asked before the pass loop (no generator for a message that
+    needs nothing): it must still be asked exactly once a turn -- again after a summary only
+    for the second pass -- and not at all when the message is a pinned system message."""
+    policy = _Asking()
+    rs = RollingSummarizer(policy, ExtractiveSummarizer(), min_messages_per_attempt=0, max_passes=2)
+    rs.add(Message("user", "the deploy is on Friday"))
+    assert policy.asked == [1] and rs.summary is None
+    rs.add(Message("system", "answer briefly"))
+    assert policy.asked == [1] and not rs.last_events
+    rs.add(Message("user", "and the rollback plan is ready"))
+    assert policy.asked == [1, 2, 2] and len(rs.history) == 1  # a summary, then the second pass's question
+    assert [e.kind for e in rs.last_events] == ["summary"]

@@ -97,6 +97,23 @@ def test_the_record_carries_the_lineage_and_the_ledger() -> None:
     assert rec.meta["preset"] == "p" and rec.tokens > 0 and rec.ledger["kept"] == 3
 
 
+
+def test_a_records_size_is_its_rendered_text_and_the_record_stays_whole() -> None:
+    """`record` sets the size on the record it just built (no second construction): it must be
+    the count of the *rendered* text (key points and pinned facts with it, not the narrative
+    alone)."""
+    maker = _maker(Scripted("deploys happened"))
+    job = _job()
+    out = jobs.run(job, maker)
+    assert out.draft is not None and out.pinned  # the ledger pinned the ticket numbers
+    draft = SummaryDraft("deploys happened", key_points=("ship on Friday", "roll back on error"))
+    rec = jobs.record(job, out, draft, maker, seq=0, preset="p", created_at="t")
+    rendered = rec.render()
+    assert "ship on Friday" in rendered and "OPS-0" in rendered
+    assert rec.tokens == maker.counter.count(rendered) > maker.counter.count(rec.text)
+    assert SummaryRecord.from_dict(rec.to_dict()) == rec  # the size survives the store's round trip
+
+
 _SCALAR = st.one_of(st.text(max_size=8), st.integers(), st.floats(), st.booleans(), st.none())
 _VALUE = st.recursive(_SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                        st.tuples(inner, inner),

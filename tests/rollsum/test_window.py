@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollsum import Message
+from rollsum import Message, SummaryRecord
+from rollsum.cadence import Cadence
+from rollsum.policies._util import tool_units
 from rollsum.policies.base import WindowState
-from rollsum.window import STATE_FIELDS, Window
+from rollsum.window import STATE_FIELDS, Window, policy_state
 
 
 def _window(n: int) -> Window:
@@ -72,3 +75,67 @@ def test_policy_state_passes_values_in_the_field_order_of_window_state() -> None
     """`policy_state` passes values by position (cheaper per message): a field added or moved in
     `WindowState` without it following would hand a policy the wrong numbers."""
     assert tuple(f.name for f in dataclasses.fields(WindowState)) == STATE_FIELDS
+
+
+def test_policy_state_is_the_state_its_keyword_constructor_builds() -> None:
+    """`policy_state` fills a `WindowState` through its slots, not its ``__init__``: with every
+    source value different, each field must hold the value the keyword call puts there, and the
+    result must be as frozen as one built the usual way."""
+    w = _window(5)
+    w.pin(Message("system", "be brief", id="s0"), 4)
+    w.add_pending(w.remove({"m0"}, at=[0]))
+    w.summary_tokens = 17
+    record = SummaryRecord("sum-1", "conv", "earlier", messages_covered=23)
+    c = Cadence(total_added=101, since_summary=7, since_attempt=5, attempts=9, failures=1, retry_at=200,
+                total_evicted=13, evicted_since=3, min_tokens_since=55)
+    state = policy_state(w, c, [record, record], 2, 8000, 1, 321)
+    expected = WindowState(
+        messages=w.active, tokens=w.tokens, active_tokens=w.active_tokens, pinned_tokens=4, summary_tokens=17,
+        summary=record, chain_length=2, messages_covered=23, total_added=101, since_summary=7, pending=1,
+        pending_messages=w.pending, evicted_since_summary=3, dropped=2, min_tokens_since_summary=55,
+        context_window=8000, passes=1, last_failed=True, since_attempt=5, attempts=9, total_evicted=13,
+        summary_budget=321)
+    assert type(state) is WindowState
+    assert {f: getattr(state, f) for f in STATE_FIELDS} == {f: getattr(expected, f) for f in STATE_FIELDS}
+    assert state == expected
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.passes = 2  # type: ignore[misc]
+    w.summary_hidden = True  # the guard left the summary out: the policy sees no summary tokens
+    c.retry_at = 101  # the backoff is over at this count
+    assert policy_state(w, c, [], 0, 8000, 0, 321).summary_tokens == 0
+    assert policy_state(w, c, [], 0, 8000, 0, 321).last_failed is False
+    assert policy_state(w, c, [], 0, 8000, 0, 321).messages_covered == 0
+
+
+_KINDS = {
+    "user": Message("user", "hi"),
+    "assistant": Message("assistant", "ok"),
+    "call": Message("assistant", "running it", meta={"tool_calls": ["c1"]}),
+    "tool": Message("tool", "output", name="bash"),
+}
+
+
+def _pairs_by_definition(active: list[Message], indices: list[int]) -> tuple[int, ...]:
+    """`keep_tool_pairs` as documented, over the whole window's tool groups (`tool_units`)."""
+    chosen = set(indices)
+    holding = [range(a, b) for a, b in tool_units(active, 0, len(active)) if chosen.intersection(range(a, b))]
+    shrunk = [k for g in holding if chosen.issuperset(g) for k in g]
+    return tuple(shrunk) if shrunk else tuple(k for g in holding for k in g)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(sorted(_KINDS)), min_size=1, max_size=30), st.data())
+def test_keep_tool_pairs_keeps_whole_groups_for_a_run_and_for_any_set(kinds: list[str], data: st.DataObject) -> None:
+    """Runs of positions (what `Decision.span` gives) take a shortcut that looks only at the
+    groups at the run's two ends; it and the general path must both give the definition's
+    answer, with every start, end and group layout (a call at either end, results spilling
+    out of the run, one group wider than the run, results without a call)."""
+    w = Window()
+    for i, kind in enumerate(kinds):
+        w.push(i, _KINDS[kind], 1)
+    n = len(kinds)
+    lo = data.draw(st.integers(0, n - 1))
+    run = list(range(lo, data.draw(st.integers(lo + 1, n))))
+    anyset = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n))
+    for indices in (run, anyset):
+        assert w.keep_tool_pairs(tuple(indices)) == _pairs_by_definition(w.active, indices), indices
