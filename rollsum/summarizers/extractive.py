@@ -44,7 +44,7 @@ for candidates that can be chosen. The caches are bounded and never change an ou
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from itertools import groupby, pairwise, repeat
@@ -184,6 +184,44 @@ def _norm(text: str) -> str:
 def _content(feat: salience.Features) -> bool:
     """Whether `feat` names something beyond common words (else the sentence is never worth a line)."""
     return bool(feat.weights) and max(feat.weights) >= salience.W_CONTENT
+
+
+def _distinct(pieces: Iterable[_Piece],
+              norm: Callable[[str], str]) -> tuple[list[_Piece], Collection[tuple[str, ...]]]:
+    """The pieces worth a line, each said once: without those naming nothing specific (unless
+    a bonus makes them worth it), and without a later piece whose words are an earlier kept
+    one's (any case or punctuation: the same `norm` and the same word keys).
+
+    Duplicates have the same key tuple, so the tuple finds candidates and `norm` decides. Per key
+    tuple: the first kept body, and the normalized texts of the kept ones once a second body has
+    those keys (a set, not a scan of the kept bodies: a long span repeats a sentence hundreds
+    of times). Also gives the kept pieces' distinct key tuples (their union is the vocabulary
+    that needs factors).
+    """
+    out: list[_Piece] = []
+    seen: dict[tuple[str, ...], str] = {}
+    kept_norms: dict[tuple[str, ...], set[str]] = {}
+    for piece in pieces:
+        text = piece.text
+        if not text.content and piece.bonus <= 0.0:
+            continue  # names nothing specific (only common words): never worth a line
+        keys = text.feat.keys
+        first = seen.get(keys)
+        if first is None:
+            seen[keys] = text.body
+        else:
+            body = text.body
+            if body == first:
+                continue  # the same sentence again
+            norms = kept_norms.get(keys)
+            if norms is None:
+                norms = kept_norms[keys] = {norm(first)}
+            key = norm(body)
+            if key in norms:
+                continue
+            norms.add(key)
+        out.append(piece)
+    return out, seen.keys()
 
 
 def _participant_keys(speakers: Iterable[str]) -> tuple[set[str], set[str]]:
@@ -589,29 +627,11 @@ class ExtractiveSummarizer:
         header_cost = 0 if per_line or not days else count(f"[{min(days)}]") + 1
         participants = _participant_keys(speakers)
         must_keep = [f for f in request.must_keep if f]
-        pieces: list[_Piece] = []
-        # duplicates (same words, any case or punctuation) have the same word keys: the cheap
-        # key tuple finds candidates, the normalized text decides
-        seen: dict[tuple[str, ...], list[str]] = {}
         prefix_cost: dict[tuple[str, str], int] = {}
-        norm = self._norm
-        for piece in pieces_in:
-            text = piece.text
-            if not text.content and piece.bonus <= 0.0:
-                continue  # names nothing specific (only common words): never worth a line
-            keys = text.feat.keys
-            same = seen.get(keys)
-            if same is None:
-                seen[keys] = [text.body]
-            else:
-                key = norm(text.body)
-                if any(norm(b) == key for b in same):
-                    continue
-                same.append(text.body)
-            pieces.append(piece)
+        pieces, key_tuples = _distinct(pieces_in, self._norm)
         # the words' factors only for candidates that can be chosen (no work for the rest)
         texts = [p.text for p in pieces]
-        word_f, name_f = self._key_factors(set().union(*seen), set().union(*[t.names for t in texts]), counts,
+        word_f, name_f = self._key_factors(set().union(*key_tuples), set().union(*[t.names for t in texts]), counts,
                                            participants)
         known_pos = counts.positions.get
         groups = [p.group for p in pieces]
