@@ -155,6 +155,22 @@ class _Piece:
 
 
 @dataclass(slots=True)
+class _Span:
+    """The span read into pieces, and what the statistics and the order need from all of it."""
+
+    pieces: list[_Piece]
+    """Its pieces in order (groups -1, -2, ... by message), without a sentence said again on a
+    day it was already said in the span: `_distinct` would drop that one (same text, and the
+    first is always before it, in message order or by day), and a long span repeats greetings
+    and preambles hundreds of times."""
+    docs: list[tuple[str, ...]]
+    """Every sentence's word keys, repeats included (each is a document for the statistics)."""
+    day_runs: list[str]
+    """The day of each run of consecutive pieces on one day, repeats included (to see whether
+    they are in order; equal neighbours never are out of it, so runs tell what every piece would)."""
+
+
+@dataclass(slots=True)
 class _Old:
     """A previous summary read back, and what every call that meets it again needs from it."""
 
@@ -393,7 +409,7 @@ class ExtractiveSummarizer:
         prev = request.previous.text.strip() if request.previous is not None else ""
         speakers: set[str] = set()
         new = self._new_pieces(request.messages, speakers)
-        docs = [p.text.feat.keys for p in new]
+        docs = new.docs
         counts, _ = self._corpus.checkout(request.conversation_id, prev,
                                           lambda: [p.text.feat.keys for p in self._old_pieces(prev).pieces])
         counts.add(docs)
@@ -460,10 +476,15 @@ class ExtractiveSummarizer:
             self._days[timestamp] = hit
         return hit
 
-    def _new_pieces(self, messages: Sequence[Message], speakers: set[str]) -> list[_Piece]:
-        """The span as pieces (groups -1, -2, ... by message); `speakers` collects names."""
+    def _new_pieces(self, messages: Sequence[Message], speakers: set[str]) -> _Span:
+        """The span as pieces (`_Span`); `speakers` collects names."""
         out: list[_Piece] = []
         append = out.append
+        docs: list[tuple[str, ...]] = []
+        runs: list[str] = []
+        run_day: str | None = None
+        # each sentence said in the span, by its day: its word keys (a repeat adds only those)
+        said_here: dict[tuple[str, str], tuple[str, ...]] = {}
         conversational = self.conversational
         feats = self._features
         said = self._sentences
@@ -479,22 +500,34 @@ class ExtractiveSummarizer:
             if m.role == "tool" or not conversational:
                 ts = summarize_tool_result(m)
                 body = format_tool_summary(ts)
-                append(_Piece(self._tool_text(body, " | ".join(ts.key_facts)), "", day, group,
-                              TOOL_ERROR_BONUS if ts.status == "error" else 0.0,
+                text = self._tool_text(body, " | ".join(ts.key_facts))
+                append(_Piece(text, "", day, group, TOOL_ERROR_BONUS if ts.status == "error" else 0.0,
                               tool=conversational and m.role == "tool"))
+                docs.append(text.feat.keys)
+                if day != run_day:
+                    runs.append(run_day := day)
                 continue
             speaker = (m.name or "").strip() if m.role != "system" else ""
             if speaker and len(speaker) <= 40 and ":" not in speaker and "\n" not in speaker:
                 speakers.add(speaker)
             else:
                 speaker = _GENERIC_SPEAKERS[m.role]
-            for sentence in split_sentences(m.content):
+            sentences = split_sentences(m.content)
+            if sentences and day != run_day:
+                runs.append(run_day := day)
+            for sentence in sentences:
+                again = said_here.get((sentence, day))
+                if again is not None:
+                    docs.append(again)
+                    continue
                 hit = said.get(sentence)
                 if hit is None or (anchor is not None and hit.relative is not False):
                     hit = self._sentence(sentence, anchor)
                 feats[hit.body] = hit
                 append(_Piece(hit, speaker, day, group))
-        return out
+                keys = said_here[sentence, day] = hit.feat.keys
+                docs.append(keys)
+        return _Span(out, docs, runs)
 
     def _sentence(self, sentence: str, anchor: date | None) -> _Text:
         """A said sentence as a candidate's body (shortened, dates anchored, empty tail trimmed)
@@ -598,7 +631,7 @@ class ExtractiveSummarizer:
         self._old_lines[rest] = hit
         return hit
 
-    def _pool(self, request: SummaryRequest, new: Sequence[_Piece], old_text: str, speakers: set[str],
+    def _pool(self, request: SummaryRequest, new: _Span, old_text: str, speakers: set[str],
               counts: Counts) -> tuple[_Pool, float]:
         """Candidates from the previous text and the span, weighted; and the span's end position."""
         prior = self._old_pieces(old_text) if old_text else _Old([], frozenset(), set(), [], {}, {})
@@ -608,11 +641,11 @@ class ExtractiveSummarizer:
         n_old = (old[-1].group + 1) if old else 0
         covered = request.previous.messages_covered if request.previous is not None else 0
         p0 = float(max(covered, n_old))
-        new_days = [p.day for p in new]
+        new_days = new.day_runs
         days = prior.days.union(new_days)
         # conversation order: by day where lines have one (an append-mode history is in the order
         # messages were dropped, not said), then previous lines before the span's
-        pieces_in: Sequence[_Piece] = [*old, *new]
+        pieces_in: Sequence[_Piece] = [*old, *new.pieces]
         rank = prior.rank
         if len(days) > 1:
             ordinal = {d: self._ordinal(d) for d in days}
@@ -732,7 +765,7 @@ class ExtractiveSummarizer:
         kept = {pool.pieces[i].group for i in chosen}
         return [line for group, line in pool.previous_lines.items() if group not in kept]
 
-    def _summary(self, request: SummaryRequest, new: Sequence[_Piece], old_text: str, speakers: set[str],
+    def _summary(self, request: SummaryRequest, new: _Span, old_text: str, speakers: set[str],
                  counts: Counts, budget: int,
                  header: str = "") -> tuple[str, list[str], dict[str, Any], dict[str, float]]:
         """Select and render; returns (text, notes, meta, position of each kept sentence)."""
@@ -756,7 +789,7 @@ class ExtractiveSummarizer:
 
     # -- merge modes -----------------------------------------------------------------------
 
-    def _select(self, request: SummaryRequest, new: Sequence[_Piece], speakers: set[str], counts: Counts,
+    def _select(self, request: SummaryRequest, new: _Span, speakers: set[str], counts: Counts,
                 budget: int) -> tuple[SummaryDraft, dict[str, float]]:
         prev = request.previous.text.strip() if request.previous is not None else ""
         text, notes, meta, positions = self._summary(request, new, prev, speakers, counts, budget)
@@ -765,7 +798,7 @@ class ExtractiveSummarizer:
             notes.append("no salient sentences found")
         return self._draft(text, notes, meta), positions
 
-    def _append(self, request: SummaryRequest, new: Sequence[_Piece], speakers: set[str], counts: Counts,
+    def _append(self, request: SummaryRequest, new: _Span, speakers: set[str], counts: Counts,
                 budget: int) -> tuple[SummaryDraft, dict[str, float]]:
         """Seed 002's versioned history: previous text + ``[Update N]`` + a block for the span.
 
