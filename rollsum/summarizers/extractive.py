@@ -433,7 +433,8 @@ class ExtractiveSummarizer:
             if t is None:
                 t = _text(facts, tool_features(facts, self._tokens), 0)
             self._features[key] = t
-        return _text(line, t.feat, self.counter.count(line) + 1)
+        # what `_text` derives from the features (content, names) is the facts' already
+        return _Text(line, t.feat, self.counter.count(line) + 1, t.content, t.names)
 
     def _carried(self, sentence: str) -> _Text:
         """A previous summary's sentence as a candidate: the one the span made of it when it was
