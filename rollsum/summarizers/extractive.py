@@ -242,6 +242,20 @@ def _distinct(pieces: Iterable[_Piece],
     return out, seen.keys()
 
 
+def _day_key(timestamp: str) -> str:
+    """What of `timestamp` decides its day for `dates.parse_day`: the date of an ISO-8601
+    extended timestamp ("2024-03-04T09:03:22Z" -> "2024-03-04"), else all of it.
+
+    Why the first ten characters decide when the fifth and eighth are "-": `datetime.fromisoformat`
+    reads them as the date (a week date has "W" sixth and a digit eighth, an ordinal or basic
+    one no "-" eighth, and leading spaces would put a digit fifth), whatever the time after it
+    is; and when the whole does not parse, `parse_day` falls back to exactly these characters.
+    """
+    if len(timestamp) >= 10 and timestamp[4] == "-" and timestamp[7] == "-":
+        return timestamp[:10]
+    return timestamp
+
+
 def _participant_keys(speakers: Iterable[str]) -> tuple[set[str], set[str]]:
     """Word keys that name a participant, demoted to common words when scoring: each word of
     their names, and (only where written as a name) its short forms, "Mel" for Melanie."""
@@ -384,7 +398,6 @@ class ExtractiveSummarizer:
         self._tokens: salience.TokenCache = {}
         self._days: dict[str, tuple[str, date | None]] = {}
         self._ordinals: dict[str, int] = {}
-        self._day_names: dict[date, tuple[str, date]] = {}
         self._corpus = Corpus()
         self._old_memo: dict[str, _Old] = {}
         self._norms: dict[str, str] = {}
@@ -457,24 +470,18 @@ class ExtractiveSummarizer:
         return hit
 
     def _day(self, timestamp: str | None) -> tuple[str, date | None]:
-        """The display day ("8 May 2023") and date of a message timestamp; ("", None) without one."""
+        """The display day ("8 May 2023") and date of a message timestamp; ("", None) without one.
+        Cached by `_day_key`: timestamps are mostly unique, their days are not (a cache by the
+        whole timestamp would miss at every message and hold one entry per message)."""
         if not timestamp:
             return "", None
-        hit = self._days.get(timestamp)
+        key = _day_key(timestamp)
+        hit = self._days.get(key)
         if hit is None:
             if len(self._days) > _CACHE_LIMIT:
                 self._days.clear()
             d = dates.parse_day(timestamp)
-            if d is None:
-                hit = ("", None)
-            else:  # timestamps are often unique, days are not: the day's name is kept by date
-                named = self._day_names.get(d)
-                if named is None:
-                    if len(self._day_names) > _CACHE_LIMIT:
-                        self._day_names.clear()
-                    named = self._day_names[d] = (dates.format_date(d), d)
-                hit = named
-            self._days[timestamp] = hit
+            hit = self._days[key] = ("", None) if d is None else (dates.format_date(d), d)
         return hit
 
     def _new_pieces(self, messages: Sequence[Message], speakers: set[str]) -> _Span:
@@ -494,7 +501,7 @@ class ExtractiveSummarizer:
             group = -1 - i
             stamp = m.created_at
             if stamp:
-                dated = known_days.get(stamp)
+                dated = known_days.get(_day_key(stamp))
                 day, anchor = dated if dated is not None else self._day(stamp)
             else:
                 day, anchor = "", None

@@ -3,7 +3,8 @@
 `_new_pieces` makes no piece for a sentence said again on a day it was already said in the
 span (`_distinct` would drop it), and `_distinct` finds duplicates with a set of normalized
 texts per key tuple instead of scanning every kept body with the same keys. A long span
-(token-ratio, budget-rule-based: ~1,750 messages) repeats sentences hundreds of times.
+(token-ratio, budget-rule-based: ~1,750 messages) repeats sentences hundreds of times. A
+message's day is cached by the date part of its timestamp.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Literal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollsum.summarizers import ExtractiveSummarizer, SummaryRequest, salience
+from rollsum.summarizers import ExtractiveSummarizer, SummaryRequest, dates, salience
 from rollsum.summarizers.base import SummaryDraft
 from rollsum.summarizers.extractive import (
     TOOL_ERROR_BONUS,
@@ -155,3 +156,22 @@ def test_a_repeat_on_another_day_is_its_own_piece_and_the_order_sees_every_day()
     b, c = new.pieces[0].text.feat.keys, new.pieces[2].text.feat.keys
     assert b != c
     assert new.docs == [b, b, b, c, b]  # every sentence is a document, repeats included
+
+
+_STAMP = st.tuples(
+    st.sampled_from(["2024-03-04", "2024-03-05", "2024-02-30", "2023-12-31", " 2024-03-04", " 2024-03-05",
+                     "\t2024-03-05", "2024-W10-1", "2024-W10-2", "2024-064", "2024-065", "20240304", "20240305",
+                     "2024-3-04", "abcd-ef-gh", "2024-03-0", "2024-03-1", "", "-2024-03-0"]),
+    st.lists(st.sampled_from(["T", "09:03:22", "Z", "+14:00", "-05:00", " ", "x", "99:99", ".123", "1", "4",
+                              "T23:59:59.999999", "\n", "-"]), max_size=4).map("".join)).map("".join)
+"""Extended ISO dates with any time after them (valid or not), and timestamps whose first ten
+characters are not their date: a leading space, week, ordinal and basic forms, broken ones."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_STAMP, min_size=1, max_size=20))
+def test_a_timestamps_day_is_what_parse_day_gives_with_the_cache_warm(stamps: list[str]) -> None:
+    s = ExtractiveSummarizer()
+    for stamp in stamps:  # one summarizer: each stamp meets the entries of the ones before it
+        d = dates.parse_day(stamp)
+        assert s._day(stamp) == (("", None) if d is None else (dates.format_date(d), d)), stamp
