@@ -44,7 +44,7 @@ for candidates that can be chosen. The caches are bounded and never change an ou
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from itertools import groupby, pairwise, repeat
@@ -85,9 +85,11 @@ The punctuation is captured (and given back to its sentence) rather than looked 
 pattern that starts with a character class lets the regex engine skip to the candidates, 2.5×
 faster than testing a lookbehind at every position."""
 _ABBREVIATION_RE = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|vs|etc|No|Fig|approx)\.|\b[A-Z]\.)$")
-_ABBREVIATION_LAST = frozenset("rstfocgxABCDEFGHIJKLMNOPQRSTUVWXYZ")
-"""The letter before the full stop of every abbreviation `_ABBREVIATION_RE` knows (Mr, Mrs, Ms,
-Dr, St, Jr, Sr, Prof, vs, etc, No, Fig, approx, and single capitals)."""
+_ABBREVIATION_ENDS = ("Mr.", "Mrs.", "Ms.", "Dr.", "St.", "Jr.", "Sr.", "Prof.", "vs.", "etc.", "No.", "Fig.",
+                      "approx.")
+"""The words `_ABBREVIATION_RE` knows besides single capitals: a sentence that ends with none of
+them (nor with a capital and a full stop) cannot end with an abbreviation, and most sentences
+end with "." after a common letter ("test.", "for."), so this string test spares the regex."""
 _CLAUSE_RE = re.compile(r"[,;:]\s|\s[-–—]\s")
 _HEADER_LINE_RE = re.compile(
     r"^(?:\[Update \d+\]|\[Condensed history\]|--- Summarized Context .*---|\[\d+ messages with no "
@@ -153,6 +155,22 @@ class _Piece:
 
 
 @dataclass(slots=True)
+class _Span:
+    """The span read into pieces, and what the statistics and the order need from all of it."""
+
+    pieces: list[_Piece]
+    """Its pieces in order (groups -1, -2, ... by message), without a sentence said again on a
+    day it was already said in the span: `_distinct` would drop that one (same text, and the
+    first is always before it, in message order or by day), and a long span repeats greetings
+    and preambles hundreds of times."""
+    docs: list[tuple[str, ...]]
+    """Every sentence's word keys, repeats included (each is a document for the statistics)."""
+    day_runs: list[str]
+    """The day of each run of consecutive pieces on one day, repeats included (to see whether
+    they are in order; equal neighbours never are out of it, so runs tell what every piece would)."""
+
+
+@dataclass(slots=True)
 class _Old:
     """A previous summary read back, and what every call that meets it again needs from it."""
 
@@ -184,6 +202,58 @@ def _norm(text: str) -> str:
 def _content(feat: salience.Features) -> bool:
     """Whether `feat` names something beyond common words (else the sentence is never worth a line)."""
     return bool(feat.weights) and max(feat.weights) >= salience.W_CONTENT
+
+
+def _distinct(pieces: Iterable[_Piece],
+              norm: Callable[[str], str]) -> tuple[list[_Piece], Collection[tuple[str, ...]]]:
+    """The pieces worth a line, each said once: without those naming nothing specific (unless
+    a bonus makes them worth it), and without a later piece whose words are an earlier kept
+    one's (any case or punctuation: the same `norm` and the same word keys).
+
+    Duplicates have the same key tuple, so the tuple finds candidates and `norm` decides. Per key
+    tuple: the first kept body, and the normalized texts of the kept ones once a second body has
+    those keys (a set, not a scan of the kept bodies: a long span repeats a sentence hundreds
+    of times). Also gives the kept pieces' distinct key tuples (their union is the vocabulary
+    that needs factors).
+    """
+    out: list[_Piece] = []
+    seen: dict[tuple[str, ...], str] = {}
+    kept_norms: dict[tuple[str, ...], set[str]] = {}
+    for piece in pieces:
+        text = piece.text
+        if not text.content and piece.bonus <= 0.0:
+            continue  # names nothing specific (only common words): never worth a line
+        keys = text.feat.keys
+        first = seen.get(keys)
+        if first is None:
+            seen[keys] = text.body
+        else:
+            body = text.body
+            if body == first:
+                continue  # the same sentence again
+            norms = kept_norms.get(keys)
+            if norms is None:
+                norms = kept_norms[keys] = {norm(first)}
+            key = norm(body)
+            if key in norms:
+                continue
+            norms.add(key)
+        out.append(piece)
+    return out, seen.keys()
+
+
+def _day_key(timestamp: str) -> str:
+    """What of `timestamp` decides its day for `dates.parse_day`: the date of an ISO-8601
+    extended timestamp ("2024-03-04T09:03:22Z" -> "2024-03-04"), else all of it.
+
+    Why the first ten characters decide when the fifth and eighth are "-": `datetime.fromisoformat`
+    reads them as the date (a week date has "W" sixth and a digit eighth, an ordinal or basic
+    one no "-" eighth, and leading spaces would put a digit fifth), whatever the time after it
+    is; and when the whole does not parse, `parse_day` falls back to exactly these characters.
+    """
+    if len(timestamp) >= 10 and timestamp[4] == "-" and timestamp[7] == "-":
+        return timestamp[:10]
+    return timestamp
 
 
 def _participant_keys(speakers: Iterable[str]) -> tuple[set[str], set[str]]:
@@ -228,10 +298,11 @@ def split_sentences(text: str) -> list[str]:
                 continue
             if out:
                 last = out[-1]
-                # an abbreviation ends with "." after a capital or one of its own last letters,
-                # and is at most 7 characters (and the one before them, for its word boundary):
-                # search only the end
-                if last[-1] == "." and last[-2:-1] in _ABBREVIATION_LAST and abbreviation(last, max(0, len(last) - 8)):
+                # an abbreviation is one of a few words or a capital, then "." (the regex checks
+                # the word boundary before it); it is at most 7 characters (and the one before
+                # them, for that boundary): search only the end
+                if (last[-1] == "." and (last.endswith(_ABBREVIATION_ENDS) or "A" <= last[-2:-1] <= "Z")
+                        and abbreviation(last, max(0, len(last) - 8))):
                     out[-1] = f"{last} {piece}"
                     continue
             out.append(piece)
@@ -327,7 +398,6 @@ class ExtractiveSummarizer:
         self._tokens: salience.TokenCache = {}
         self._days: dict[str, tuple[str, date | None]] = {}
         self._ordinals: dict[str, int] = {}
-        self._day_names: dict[date, tuple[str, date]] = {}
         self._corpus = Corpus()
         self._old_memo: dict[str, _Old] = {}
         self._norms: dict[str, str] = {}
@@ -352,7 +422,7 @@ class ExtractiveSummarizer:
         prev = request.previous.text.strip() if request.previous is not None else ""
         speakers: set[str] = set()
         new = self._new_pieces(request.messages, speakers)
-        docs = [p.text.feat.keys for p in new]
+        docs = new.docs
         counts, _ = self._corpus.checkout(request.conversation_id, prev,
                                           lambda: [p.text.feat.keys for p in self._old_pieces(prev).pieces])
         counts.add(docs)
@@ -376,7 +446,8 @@ class ExtractiveSummarizer:
             if t is None:
                 t = _text(facts, tool_features(facts, self._tokens), 0)
             self._features[key] = t
-        return _text(line, t.feat, self.counter.count(line) + 1)
+        # what `_text` derives from the features (content, names) is the facts' already
+        return _Text(line, t.feat, self.counter.count(line) + 1, t.content, t.names)
 
     def _carried(self, sentence: str) -> _Text:
         """A previous summary's sentence as a candidate: the one the span made of it when it was
@@ -399,30 +470,29 @@ class ExtractiveSummarizer:
         return hit
 
     def _day(self, timestamp: str | None) -> tuple[str, date | None]:
-        """The display day ("8 May 2023") and date of a message timestamp; ("", None) without one."""
+        """The display day ("8 May 2023") and date of a message timestamp; ("", None) without one.
+        Cached by `_day_key`: timestamps are mostly unique, their days are not (a cache by the
+        whole timestamp would miss at every message and hold one entry per message)."""
         if not timestamp:
             return "", None
-        hit = self._days.get(timestamp)
+        key = _day_key(timestamp)
+        hit = self._days.get(key)
         if hit is None:
             if len(self._days) > _CACHE_LIMIT:
                 self._days.clear()
             d = dates.parse_day(timestamp)
-            if d is None:
-                hit = ("", None)
-            else:  # timestamps are often unique, days are not: the day's name is kept by date
-                named = self._day_names.get(d)
-                if named is None:
-                    if len(self._day_names) > _CACHE_LIMIT:
-                        self._day_names.clear()
-                    named = self._day_names[d] = (dates.format_date(d), d)
-                hit = named
-            self._days[timestamp] = hit
+            hit = self._days[key] = ("", None) if d is None else (dates.format_date(d), d)
         return hit
 
-    def _new_pieces(self, messages: Sequence[Message], speakers: set[str]) -> list[_Piece]:
-        """The span as pieces (groups -1, -2, ... by message); `speakers` collects names."""
+    def _new_pieces(self, messages: Sequence[Message], speakers: set[str]) -> _Span:
+        """The span as pieces (`_Span`); `speakers` collects names."""
         out: list[_Piece] = []
         append = out.append
+        docs: list[tuple[str, ...]] = []
+        runs: list[str] = []
+        run_day: str | None = None
+        # each sentence said in the span, by its day: its word keys (a repeat adds only those)
+        said_here: dict[tuple[str, str], tuple[str, ...]] = {}
         conversational = self.conversational
         feats = self._features
         said = self._sentences
@@ -431,29 +501,41 @@ class ExtractiveSummarizer:
             group = -1 - i
             stamp = m.created_at
             if stamp:
-                dated = known_days.get(stamp)
+                dated = known_days.get(_day_key(stamp))
                 day, anchor = dated if dated is not None else self._day(stamp)
             else:
                 day, anchor = "", None
             if m.role == "tool" or not conversational:
                 ts = summarize_tool_result(m)
                 body = format_tool_summary(ts)
-                append(_Piece(self._tool_text(body, " | ".join(ts.key_facts)), "", day, group,
-                              TOOL_ERROR_BONUS if ts.status == "error" else 0.0,
+                text = self._tool_text(body, " | ".join(ts.key_facts))
+                append(_Piece(text, "", day, group, TOOL_ERROR_BONUS if ts.status == "error" else 0.0,
                               tool=conversational and m.role == "tool"))
+                docs.append(text.feat.keys)
+                if day != run_day:
+                    runs.append(run_day := day)
                 continue
             speaker = (m.name or "").strip() if m.role != "system" else ""
             if speaker and len(speaker) <= 40 and ":" not in speaker and "\n" not in speaker:
                 speakers.add(speaker)
             else:
                 speaker = _GENERIC_SPEAKERS[m.role]
-            for sentence in split_sentences(m.content):
+            sentences = split_sentences(m.content)
+            if sentences and day != run_day:
+                runs.append(run_day := day)
+            for sentence in sentences:
+                again = said_here.get((sentence, day))
+                if again is not None:
+                    docs.append(again)
+                    continue
                 hit = said.get(sentence)
                 if hit is None or (anchor is not None and hit.relative is not False):
                     hit = self._sentence(sentence, anchor)
                 feats[hit.body] = hit
                 append(_Piece(hit, speaker, day, group))
-        return out
+                keys = said_here[sentence, day] = hit.feat.keys
+                docs.append(keys)
+        return _Span(out, docs, runs)
 
     def _sentence(self, sentence: str, anchor: date | None) -> _Text:
         """A said sentence as a candidate's body (shortened, dates anchored, empty tail trimmed)
@@ -557,7 +639,7 @@ class ExtractiveSummarizer:
         self._old_lines[rest] = hit
         return hit
 
-    def _pool(self, request: SummaryRequest, new: Sequence[_Piece], old_text: str, speakers: set[str],
+    def _pool(self, request: SummaryRequest, new: _Span, old_text: str, speakers: set[str],
               counts: Counts) -> tuple[_Pool, float]:
         """Candidates from the previous text and the span, weighted; and the span's end position."""
         prior = self._old_pieces(old_text) if old_text else _Old([], frozenset(), set(), [], {}, {})
@@ -567,11 +649,11 @@ class ExtractiveSummarizer:
         n_old = (old[-1].group + 1) if old else 0
         covered = request.previous.messages_covered if request.previous is not None else 0
         p0 = float(max(covered, n_old))
-        new_days = [p.day for p in new]
+        new_days = new.day_runs
         days = prior.days.union(new_days)
         # conversation order: by day where lines have one (an append-mode history is in the order
         # messages were dropped, not said), then previous lines before the span's
-        pieces_in: Sequence[_Piece] = [*old, *new]
+        pieces_in: Sequence[_Piece] = [*old, *new.pieces]
         rank = prior.rank
         if len(days) > 1:
             ordinal = {d: self._ordinal(d) for d in days}
@@ -589,29 +671,11 @@ class ExtractiveSummarizer:
         header_cost = 0 if per_line or not days else count(f"[{min(days)}]") + 1
         participants = _participant_keys(speakers)
         must_keep = [f for f in request.must_keep if f]
-        pieces: list[_Piece] = []
-        # duplicates (same words, any case or punctuation) have the same word keys: the cheap
-        # key tuple finds candidates, the normalized text decides
-        seen: dict[tuple[str, ...], list[str]] = {}
         prefix_cost: dict[tuple[str, str], int] = {}
-        norm = self._norm
-        for piece in pieces_in:
-            text = piece.text
-            if not text.content and piece.bonus <= 0.0:
-                continue  # names nothing specific (only common words): never worth a line
-            keys = text.feat.keys
-            same = seen.get(keys)
-            if same is None:
-                seen[keys] = [text.body]
-            else:
-                key = norm(text.body)
-                if any(norm(b) == key for b in same):
-                    continue
-                same.append(text.body)
-            pieces.append(piece)
+        pieces, key_tuples = _distinct(pieces_in, self._norm)
         # the words' factors only for candidates that can be chosen (no work for the rest)
         texts = [p.text for p in pieces]
-        word_f, name_f = self._key_factors(set().union(*seen), set().union(*[t.names for t in texts]), counts,
+        word_f, name_f = self._key_factors(set().union(*key_tuples), set().union(*[t.names for t in texts]), counts,
                                            participants)
         known_pos = counts.positions.get
         groups = [p.group for p in pieces]
@@ -709,7 +773,7 @@ class ExtractiveSummarizer:
         kept = {pool.pieces[i].group for i in chosen}
         return [line for group, line in pool.previous_lines.items() if group not in kept]
 
-    def _summary(self, request: SummaryRequest, new: Sequence[_Piece], old_text: str, speakers: set[str],
+    def _summary(self, request: SummaryRequest, new: _Span, old_text: str, speakers: set[str],
                  counts: Counts, budget: int,
                  header: str = "") -> tuple[str, list[str], dict[str, Any], dict[str, float]]:
         """Select and render; returns (text, notes, meta, position of each kept sentence)."""
@@ -733,7 +797,7 @@ class ExtractiveSummarizer:
 
     # -- merge modes -----------------------------------------------------------------------
 
-    def _select(self, request: SummaryRequest, new: Sequence[_Piece], speakers: set[str], counts: Counts,
+    def _select(self, request: SummaryRequest, new: _Span, speakers: set[str], counts: Counts,
                 budget: int) -> tuple[SummaryDraft, dict[str, float]]:
         prev = request.previous.text.strip() if request.previous is not None else ""
         text, notes, meta, positions = self._summary(request, new, prev, speakers, counts, budget)
@@ -742,7 +806,7 @@ class ExtractiveSummarizer:
             notes.append("no salient sentences found")
         return self._draft(text, notes, meta), positions
 
-    def _append(self, request: SummaryRequest, new: Sequence[_Piece], speakers: set[str], counts: Counts,
+    def _append(self, request: SummaryRequest, new: _Span, speakers: set[str], counts: Counts,
                 budget: int) -> tuple[SummaryDraft, dict[str, float]]:
         """Seed 002's versioned history: previous text + ``[Update N]`` + a block for the span.
 

@@ -50,7 +50,12 @@ def test_split_sentences_equals_the_one_regex_definition(text: str) -> None:
 def test_split_sentences_on_the_cases_that_differ_between_lines_and_whole_text() -> None:
     # whitespace around a line break, a break after end punctuation before lower case, an
     # abbreviation at a line's end (joined with the next line), a tab after a full stop
-    for text in ("A.  \n  next one", "Ends here.\nlower start", "Ask Dr.\nSmith today", "One.\tTwo", "x\r\ny. Z"):
+    for text in ("A.  \n  next one", "Ends here.\nlower start", "Ask Dr.\nSmith today", "One.\tTwo", "x\r\ny. Z",
+                 # every abbreviation's last letter, capitals at both ends of the alphabet (the
+                 # string test before the regex must let each through)
+                 "Plan Z. Then go", "Plan A. Then go", "Ask Mr. Li", "Ask Mrs. Li", "Ask Ms. Li", "Ask Dr. Li",
+                 "Main St. Then", "Li Jr. Then", "Li Sr. Then", "Ask Prof. Li", "A vs. B", "Pens, etc. Then",
+                 "No. Five", "See Fig. Two", "Some approx. Two", "Ask xMr. Li", "Ask (Dr. Li", "Ask é. Li"):
         assert split_sentences(text) == one_regex_split(text), text
 
 
