@@ -20,6 +20,7 @@ import pytest
 from rollsum_evals import scoring
 from rollsum_evals.cli import main
 from rollsum_evals.data import formats, load
+from rollsum_evals.data.checks import RecordError
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.run import run_sweep
 from rollsum_evals.run.model_factory import ModelFactory
@@ -262,3 +263,14 @@ def test_the_extension_table_names_protocols_and_registries_that_exist() -> None
             names = re.findall(r"`((?:rollsum|rollsum_evals)\.[\w.]+)`", cell)
             assert names, f"row {seam!r}: {cell!r} names nothing importable"
             assert _exists(names[0]), f"row {seam!r}: {names[0]} does not exist"
+
+
+def test_a_loader_registered_over_a_built_in_name_is_checked_not_trusted(tmp_path: Path) -> None:
+    """The built-in "jsonl" loader checks its own records; one registered in its place
+    (``replace=True``) does not inherit that trust because it took the name."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("user|hello.\nuser|   \n")  # `lines` reads it: an empty message
+    with formats.LOADERS.registered("jsonl", lines), \
+            pytest.raises(RecordError, match=r"messages\[1\]\.content: expected non-empty text"):
+        list(formats.iter_conversations(str(bad), "jsonl", strict=True))
+    assert formats.LOADERS["jsonl"] in formats.SELF_CHECKED  # the built-in is back, and trusted

@@ -175,10 +175,11 @@ def is_canonical(obj: Any) -> bool:
                                              for m in msgs)
 
 
-SELF_CHECKED = frozenset({"jsonl", "chat", "hf", "synth"})
+SELF_CHECKED: frozenset[Loader] = frozenset(LOADERS[n] for n in ("jsonl", "chat", "hf", "synth"))
 """Loaders that check every record with `rollsum_evals.data.validate.check_record` themselves
 (with its line or row); any other loader's conversations are checked here, so no loader can
-hand a run a conversation that `rollsum data validate` would refuse."""
+hand a run a conversation that `rollsum data validate` would refuse. Held by the loader itself,
+not its name: a loader registered over a built-in's name (``replace=True``) is checked here."""
 
 
 def iter_conversations(path_or_name: str | os.PathLike[str], format: str | None = None, *,
@@ -199,7 +200,7 @@ def iter_conversations(path_or_name: str | os.PathLike[str], format: str | None 
     if skips is not None and _takes(loader, "skips"):
         options["skips"] = skips
     convs = loader(name, **options)
-    return convs if fmt in SELF_CHECKED else _checked(convs, name, strict=strict, limits=limits, skips=skips)
+    return convs if loader in SELF_CHECKED else _checked(convs, name, strict=strict, limits=limits, skips=skips)
 
 
 def _takes(fn: Callable[..., Any], name: str) -> bool:
