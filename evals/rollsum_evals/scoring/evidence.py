@@ -21,6 +21,7 @@ context (a test checks it against the direct call on real replays).
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -81,7 +82,7 @@ class SupportIndex:
         self._by_text: dict[tuple[tuple[str, str], str, str], Strengths] = {}
         self._texts: dict[tuple[str, str], _Lines] = {}
         self._index: dict[str, list[int]] | None = None
-        self._copies: dict[tuple[int, frozenset[str], str, str, str], bool] = {}
+        self._copies: dict[tuple[int, frozenset[str], str, str, datetime.date | None], bool] = {}
         chat = sp.claim("", "x", self.names)  # only its people and parties (`by_source` reads them)
         assert chat is not None
         self._chat = chat
@@ -233,25 +234,27 @@ class SupportIndex:
                 continue
             if date and day is None:
                 return ""
-            want = copies.day_token(format_date(day)) if date and day is not None else ""
-            hit = next((w for w, text, speaker in texts if self._copied(e, ask_keys, text, speaker, want)), "")
+            said_on = day if date else None
+            hit = next((w for w, text, speaker in texts if self._copied(e, ask_keys, text, speaker, said_on)), "")
             if not hit:
                 return ""
             where = where or hit
         return where
 
-    def _copied(self, e: int, ask_keys: frozenset[str], text: str, speaker: str, day: str) -> bool:
-        """Each informative sentence of message `e` is copied into one line of `text` (with
-        `day` on that line or as the text's header, when given)."""
-        key = (e, ask_keys, text, speaker, day)
+    def _copied(self, e: int, ask_keys: frozenset[str], text: str, speaker: str,
+                said_on: datetime.date | None) -> bool:
+        """Each informative sentence of message `e` is copied into one line of `text`; when the
+        answer is a time, `said_on` is the day `e` was said: that day on the line or as the text's
+        header, and its relative dates copied too (`copies.informative`)."""
+        key = (e, ask_keys, text, speaker, said_on)
         found = self._copies.get(key)
         if found is None:
             m = self.messages[e]
             c = dataclasses.replace(self._chat, source=sp._speaker_stems(m.name or m.role))
             lines = self._lines(text, speaker)
+            day = copies.day_token(format_date(said_on)) if said_on is not None else ""
             header = bool(day) and any(sp.words(u.text) == (day,) for u in lines.units)
             found = True
-            said_on = parse_day(m.created_at) if day else None
             for sentence in copies.informative(m.content, ask_keys, said_on):
                 near = sorted({k for t in sp.content(sentence) for k in lines.index.get(t, ())})
                 if not any(copies.copied_in(sentence, ask_keys, lines.units[k], c)
