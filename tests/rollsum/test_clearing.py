@@ -213,19 +213,23 @@ def test_a_long_agent_stream_is_cleared_exactly_as_the_plain_rule_clears_it(pres
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(preset=st.sampled_from(["clear-tool-results", "clear+since-last"]),
+@given(preset=st.sampled_from(["clear-tool-results", "clear+since-last", "evict-window"]),
        stream=st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool", "tool", "system"]),
                                  st.sampled_from([1, 2, 5, 20, 60, 150]), st.sampled_from(["grep", "read_file"])),
                        min_size=1, max_size=150),
        window=st.integers(300, 3000), trigger=st.sampled_from([None, 0, 100, 600]), keep=st.integers(0, 4),
        at_least=st.sampled_from([0, 0, 30, 400]), exclude=st.sampled_from([(), ("read_file",)]),
-       every=st.integers(1, 15))
+       every=st.integers(1, 15), head=st.integers(0, 3))
 def test_random_streams_are_cleared_exactly_as_the_plain_rule_clears_them(
         preset: str, stream: list[tuple[str, int, str]], window: int, trigger: int | None, keep: int, at_least: int,
-        exclude: tuple[str, ...], every: int) -> None:
+        exclude: tuple[str, ...], every: int, head: int) -> None:
+    """Including evict-window with clearing on: its head stays while the middle leaves, so the
+    newest results can leave before older ones (the queue then protects an older one again)."""
     msgs = [Message(role, f"m{i} " + " ".join(f"w{j}" for j in range(words)), id=f"m{i}",  # type: ignore[arg-type]
                     name=tool if role == "tool" else None) for i, (role, words, tool) in enumerate(stream)]
-    extra = {"messages_per_summary": every} if preset == "clear+since-last" else {}
+    extra: dict[str, Any] = {"messages_per_summary": every} if preset == "clear+since-last" else {}
+    if preset == "evict-window":
+        extra = {"clear_tool_results": True, "head": head, "tail": 1 + every % 4, "min_evicted": every}
     replay_against_rule(preset, msgs, context_window=window, clear_trigger=trigger, clear_keep=keep,
                         clear_at_least=at_least, clear_exclude_tools=exclude, **extra)
 
