@@ -29,9 +29,8 @@ import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rollsum import clearing
 from rollsum.cadence import Cadence
-from rollsum.clearing import ClearSettings
+from rollsum.clearing import ClearQueue, ClearSettings
 from rollsum.policies._util import units_holding
 from rollsum.policies.base import WindowState
 from rollsum.store.base import StoredMessage
@@ -47,8 +46,9 @@ STATE_FIELDS = ("messages", "tokens", "active_tokens", "pinned_tokens", "summary
 class Window:
     """Pinned, active and pending messages of one conversation, with their token counts."""
 
-    __slots__ = ("active", "active_seq", "active_tokens", "cleared", "clips", "omitted", "pending", "pending_seq",
-                 "pinned", "pinned_n", "pinned_tokens", "summary", "summary_hidden", "summary_tokens", "tokens")
+    __slots__ = ("active", "active_seq", "active_tokens", "cleared", "clearing", "clips", "omitted", "pending",
+                 "pending_seq", "pinned", "pinned_n", "pinned_tokens", "summary", "summary_hidden", "summary_tokens",
+                 "tokens")
 
     def __init__(self) -> None:
         self.pinned: list[Message] = []
@@ -64,6 +64,9 @@ class Window:
         """The guard's last resort: display versions of clipped messages, by id."""
         self.cleared: dict[str, Message] = {}
         """Tool-result clearing (`rollsum.clearing`): display versions of cleared results, by id."""
+        self.clearing: ClearQueue | None = None
+        """What clearing would clear next, kept up to date as messages come and go (made on the
+        first `clear_tool_results`: a window that never clears keeps none)."""
         self.omitted: set[str] = set()
         """Pinned messages the guard left out of the context."""
         self.summary: Message | None = None
@@ -92,6 +95,8 @@ class Window:
         self.active_seq.append(seq)
         self.tokens.append(n)
         self.active_tokens += n
+        if self.clearing is not None:
+            self.clearing.push(seq, message, n)
 
     def park(self, seq: int, message: Message) -> None:
         """A pending message read back from the store (they come in conversation order)."""
@@ -141,6 +146,8 @@ class Window:
                 removed.append((s, m))
                 self.clips.pop(m.id, None)
                 self.cleared.pop(m.id, None)
+                if self.clearing is not None:
+                    self.clearing.remove(s, m)
             else:
                 kept.append(m)
                 kept_seq.append(s)
@@ -153,10 +160,13 @@ class Window:
         """`remove` by ascending active positions: runs deleted from the back, in place."""
         active, seqs, tokens = self.active, self.active_seq, self.tokens
         removed = [(seqs[i], active[i]) for i in positions]
-        for _, m in removed:
+        queue = self.clearing
+        for s, m in removed:
             if m.id is not None:
                 self.clips.pop(m.id, None)
                 self.cleared.pop(m.id, None)
+            if queue is not None:
+                queue.remove(s, m)
         freed = 0
         k = len(positions)
         while k > 0:
@@ -281,11 +291,23 @@ class Window:
 
     def clear_tool_results(self, rule: ClearSettings, context_tokens: int, count: Callable[[Message], int]) -> None:
         """Show old tool results as placeholders, as `rule` asks at this context size
-        (`rollsum.clearing.plan`)."""
-        self.show_cleared(clearing.plan(self.active, self.tokens, self.cleared, context_tokens, rule, count), count)
+        (`rollsum.clearing.ClearQueue`: O(1) a message, not a pass over the window)."""
+        queue = self.clearing
+        if queue is None or (queue.rule is not rule and queue.rule != rule) or queue.count != count:  # a new rule
+            queue = self.clearing = ClearQueue(rule, count, self.cleared)
+            for s, m in zip(self.active_seq, self.active):
+                queue.push(s, m, count(m))
+        found = queue.take(context_tokens)
+        if found:
+            self.show_cleared({self._position(s): shown for s, shown in found.items()}, count)
+
+    def _position(self, seq: int) -> int:
+        """Where the active message with sequence number `seq` is (they are in sequence order)."""
+        i = bisect.bisect_left(self.active_seq, seq)
+        return i if i < len(self.active_seq) and self.active_seq[i] == seq else self.active_seq.index(seq)
 
     def show_cleared(self, found: Mapping[int, Message], count: Callable[[Message], int]) -> None:
-        """Tool results cleared now (`rollsum.clearing.plan`: active position -> placeholder)."""
+        """Tool results cleared now (active position -> placeholder)."""
         for i, shown in found.items():
             self.cleared[shown.id] = shown  # type: ignore[index]
             n = count(shown)
