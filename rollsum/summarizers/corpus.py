@@ -36,8 +36,7 @@ from itertools import chain
 MAX_CONVERSATIONS = 256
 _N_LOGS = 4096
 _LOGS = tuple(math.log(d) if d else 0.0 for d in range(_N_LOGS))
-"""ln(df) for the common small document frequencies: `factors` runs for every word of every
-summary, and a table lookup is the same float as the call."""
+"""ln(df) for the common small document frequencies: a table lookup is the same float as the call."""
 
 
 @dataclass(slots=True)
@@ -45,7 +44,8 @@ class Counts:
     n: int = 0
     """Sentences seen so far."""
     df: Counter[str] = field(default_factory=Counter)
-    """Sentences that contained each word key."""
+    """Sentences that contained each word key (at least 1: a key no sentence holds any more is
+    deleted, so ``df.get(key, 1)`` is a key's frequency for `by_frequency`)."""
     positions: dict[str, float] = field(default_factory=dict)
     """Where in the conversation (message index) each sentence of the summary these statistics
     led to was said: a summary line does not say it, and coverage needs it."""
@@ -64,35 +64,44 @@ class Counts:
             if df[k] <= 0:
                 del df[k]
 
-    def factors(self, keys: Iterable[str],
-                names: Iterable[str] | None = None) -> tuple[dict[str, float], dict[str, float]]:
-        """For each key: its `specificity`, and the multiplier of a name or number,
-        ``recurrence × √specificity`` (central when it recurs, boilerplate when everywhere),
-        the latter only for `names` when given (a subset of `keys`: the keys some candidate
-        holds as a name, number or date). One pass with the logarithms inlined: it runs for
-        every word of every summary."""
-        spec_of: dict[str, float] = {}
-        name_of: dict[str, float] = {}
+    def by_frequency(self, frequencies: Iterable[int]) -> dict[int, float]:
+        """The factors of a key by its document frequency ``d`` (as `df` holds it, or 1 for a
+        key not in it): under ``d`` a word's `specificity`, under ``-d`` the multiplier of a
+        name or number, ``recurrence × √specificity`` (central when it recurs, boilerplate when
+        everywhere). Both depend on the key only through its frequency (and ``n``), and a
+        summary's few hundred keys share about a hundred frequencies: the summarizer computes
+        each once per summary and looks its words up (`factors` is the same per key)."""
+        out: dict[int, float] = {}
         if self.n <= 1:
-            for k in keys:
-                spec_of[k] = 1.0
-            for k in (spec_of if names is None else names):
-                name_of[k] = 1.0
-            return spec_of, name_of
+            return dict.fromkeys(frequencies, 1.0)
         log_n1 = math.log(self.n + 1)
         inv = 1.0 / log_n1
-        sqrt, get = math.sqrt, self.df.get
+        sqrt = math.sqrt
         logs = _LOGS
-        for k in keys:
-            d = get(k) or 1
-            spec = (log_n1 - (logs[d] if d < _N_LOGS else math.log(d))) * inv
-            spec_of[k] = spec if spec > 0.0 else 0.0
-        for k in (spec_of if names is None else names):
-            d = get(k) or 1
+        for signed in frequencies:
+            d = signed if signed > 0 else -signed
             ld = logs[d] if d < _N_LOGS else math.log(d)
-            rec = 1.0 + 0.15 * ld
-            name_of[k] = (rec if rec < 1.5 else 1.5) * sqrt(spec_of[k])
-        return spec_of, name_of
+            spec = (log_n1 - ld) * inv
+            if spec < 0.0:
+                spec = 0.0
+            if signed > 0:
+                out[signed] = spec
+            else:
+                rec = 1.0 + 0.15 * ld
+                out[signed] = (rec if rec < 1.5 else 1.5) * sqrt(spec)
+        return out
+
+    def factors(self, keys: Iterable[str],
+                names: Iterable[str] | None = None) -> tuple[dict[str, float], dict[str, float]]:
+        """For each key: its `specificity`, and the multiplier of a name or number
+        (`by_frequency`), the latter only for `names` when given (default: every key)."""
+        keys = list(keys)
+        names = keys if names is None else list(names)
+        get = self.df.get
+        ds = [get(k) or 1 for k in keys]
+        name_ds = [-(get(k) or 1) for k in names]
+        table = self.by_frequency({*ds, *name_ds})
+        return dict(zip(keys, map(table.__getitem__, ds))), dict(zip(names, map(table.__getitem__, name_ds)))
 
     def specificity(self, key: str) -> float:
         """1 for a word seen in one sentence, falling to 0 for a word in every sentence:

@@ -48,7 +48,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from itertools import groupby, pairwise, repeat
-from operator import add
+from operator import add, mul
 from typing import Any, Literal, NamedTuple
 
 from rollsum.capabilities import OFFLINE_SCRIPTED
@@ -120,13 +120,24 @@ class _Text(NamedTuple):
     per-sentence cache's entries are these texts: one object per sentence, not two)."""
     relative: bool | None = None
     """A said sentence: whether anchoring dates changes it (None: not asked yet)."""
+    scaled: tuple[float, ...] = ()
+    """Each key's base weight times the sentence factor: the first product of its weight in
+    the pool (``w * factor * key factor``), so the same float."""
+    signs: tuple[int, ...] = ()
+    """Per key, -1 for a name, number or date and 1 for a word (`Counts.by_frequency` holds
+    a name's factor under its negated frequency); () when it holds no name."""
 
 
 def _text(body: str, feat: salience.Features, cost: int, short: str = "", relative: bool | None = None) -> _Text:
-    keys, weights, _ = feat
+    keys, weights, factor = feat
     top = max(weights) if weights else 0.0
-    names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC]) if top >= _SPECIFIC else ()
-    return _Text(body, feat, cost, top >= salience.W_CONTENT, names, short, relative)
+    names: tuple[str, ...] = ()
+    signs: tuple[int, ...] = ()
+    if top >= _SPECIFIC:
+        names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC])
+        signs = tuple([-1 if w >= _SPECIFIC else 1 for w in weights])
+    return _Text(body, feat, cost, top >= salience.W_CONTENT, names, short, relative,
+                 tuple([w * factor for w in weights]), signs)
 
 
 @dataclass(slots=True)
@@ -446,8 +457,8 @@ class ExtractiveSummarizer:
             if t is None:
                 t = _text(facts, tool_features(facts, self._tokens), 0)
             self._features[key] = t
-        # what `_text` derives from the features (content, names) is the facts' already
-        return _Text(line, t.feat, self.counter.count(line) + 1, t.content, t.names)
+        # what `_text` derives from the features (content, names, weights) is the facts' already
+        return t._replace(body=line, cost=self.counter.count(line) + 1)
 
     def _carried(self, sentence: str) -> _Text:
         """A previous summary's sentence as a candidate: the one the span made of it when it was
@@ -672,11 +683,9 @@ class ExtractiveSummarizer:
         participants = _participant_keys(speakers)
         must_keep = [f for f in request.must_keep if f]
         prefix_cost: dict[tuple[str, str], int] = {}
-        pieces, key_tuples = _distinct(pieces_in, self._norm)
-        # the words' factors only for candidates that can be chosen (no work for the rest)
+        pieces, _ = _distinct(pieces_in, self._norm)
         texts = [p.text for p in pieces]
-        word_f, name_f = self._key_factors(set().union(*key_tuples), set().union(*[t.names for t in texts]), counts,
-                                           participants)
+        weights = self._weights(texts, counts, participants)
         known_pos = counts.positions.get
         groups = [p.group for p in pieces]
         pos = [p0 - g - 0.5 if g < 0 else (known if (known := known_pos(t.body)) is not None
@@ -693,11 +702,7 @@ class ExtractiveSummarizer:
         bonus = [p.bonus for p in pieces]
         if must_keep:
             bonus = [b + MUST_KEEP_BONUS * sum(1 for f in must_keep if f in t.body) for b, t in zip(bonus, texts)]
-        specific = _SPECIFIC
-        feats = [t.feat for t in texts]
-        weights = [tuple([w * f * (name_f[k] if w >= specific else word_f[k]) for k, w in zip(keys, ws)])
-                   for keys, ws, f in feats]
-        cols = Columns([f.keys for f in feats], weights, cost, join, groups, pos, bonus,
+        cols = Columns([t.feat.keys for t in texts], weights, cost, join, groups, pos, bonus,
                        [TOOL_PRIORITY if p.tool else 1.0 for p in pieces])
         return _Pool(pieces, cols, header_cost, prior.lines), p0 + len(request.messages)
 
@@ -711,26 +716,53 @@ class ExtractiveSummarizer:
         return hit
 
     @staticmethod
-    def _key_factors(keys: set[str], names: set[str], counts: Counts,
-                     participants: tuple[set[str], set[str]]) -> tuple[dict[str, float], dict[str, float]]:
-        """Multipliers of each word's base weight: as a word, and as a name/number/date.
+    def _weights(texts: Sequence[_Text], counts: Counts,
+                 participants: tuple[set[str], set[str]]) -> list[tuple[float, ...]]:
+        """Each candidate's key weights: ``w × sentence factor × the key's factor``, as a word
+        or as a name/number/date.
 
         Words weigh by how specific they are to the conversation (inverse document frequency);
         names, numbers and dates keep their weight, gain a little when they recur and lose some
         when they are everywhere (boilerplate paths, tool names). A participant's own name
-        counts as a common word ("Thanks, Caroline!" says nothing about Caroline). The name
-        multiplier is computed only for `names`, the keys some candidate holds as one.
+        counts as a common word ("Thanks, Caroline!" says nothing about Caroline).
+
+        Both factors depend on a key only through its document frequency (`Counts.by_frequency`):
+        each candidate's frequencies are looked up (a name's negated), the factor of each
+        distinct frequency is computed once, and the weights are products of lookups, in C.
+        A candidate holding a participant's name is weighed key by key (`_key_weights`).
         """
+        one = repeat(1)  # a key no sentence holds counts as in one (`Counts.df`)
+        df = counts.df.get
+        freqs = [tuple(map(mul, t.signs, map(df, t.feat.keys, one))) if t.signs else tuple(map(df, t.feat.keys, one))
+                 for t in texts]
+        factor = counts.by_frequency(set().union(*freqs)).__getitem__
+        weights = [tuple(map(mul, t.scaled, map(factor, f))) for t, f in zip(texts, freqs)]
         full, short = participants
-        word, name = counts.factors(keys, names)
+        if full or short:
+            named = full | short
+            for i, t in enumerate(texts):
+                if not named.isdisjoint(t.feat.keys):
+                    weights[i] = ExtractiveSummarizer._key_weights(t, counts, participants)
+        return weights
+
+    @staticmethod
+    def _key_weights(t: _Text, counts: Counts, participants: tuple[set[str], set[str]]) -> tuple[float, ...]:
+        """The weights of one candidate that holds a participant's name, key by key: the
+        participant's full name weighs as a common word, and a short form of it written as a
+        name ("Mel" for Melanie) as a common word too."""
+        full, short = participants
+        keys = t.feat.keys
+        word, name = counts.factors(keys)
         low = salience.W_COMMON / salience.W_NAME
-        for k in full & keys:
-            spec = word[k]
-            word[k] = salience.W_COMMON * spec
-            name[k] = low * spec
-        for k in (short & keys) - full:
-            name[k] = low * word[k]
-        return word, name
+        for k in keys:
+            if k in full:
+                spec = word[k]
+                word[k] = salience.W_COMMON * spec
+                name[k] = low * spec
+            elif k in short:
+                name[k] = low * word[k]
+        specific = _SPECIFIC
+        return tuple([s * (name[k] if w >= specific else word[k]) for k, w, s in zip(keys, t.feat.weights, t.scaled)])
 
     # -- selection and rendering -----------------------------------------------------------
 
