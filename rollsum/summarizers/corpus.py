@@ -39,6 +39,35 @@ _LOGS = tuple(math.log(d) if d else 0.0 for d in range(_N_LOGS))
 """ln(df) for the common small document frequencies: a table lookup is the same float as the call."""
 
 
+class FactorTable(dict[int, float]):
+    """`Counts.by_frequency` for one ``n``, filled on demand (`Counts.factor_table`)."""
+
+    __slots__ = ("_log_n1", "_inv")
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self._log_n1 = math.log(n + 1) if n > 1 else 0.0
+        self._inv = 1.0 / self._log_n1 if n > 1 else 0.0
+
+    def __missing__(self, signed: int) -> float:
+        log_n1 = self._log_n1
+        if not log_n1:  # at most one sentence seen: every word is as specific as can be
+            self[signed] = 1.0
+            return 1.0
+        d = signed if signed > 0 else -signed
+        ld = _LOGS[d] if d < _N_LOGS else math.log(d)
+        spec = (log_n1 - ld) * self._inv
+        if spec < 0.0:
+            spec = 0.0
+        if signed > 0:
+            out = spec
+        else:
+            rec = 1.0 + 0.15 * ld
+            out = (rec if rec < 1.5 else 1.5) * math.sqrt(spec)
+        self[signed] = out
+        return out
+
+
 @dataclass(slots=True)
 class Counts:
     n: int = 0
@@ -68,28 +97,15 @@ class Counts:
         """The factors of a key by its document frequency ``d`` (as `df` holds it, or 1 for a
         key not in it): under ``d`` a word's `specificity`, under ``-d`` the multiplier of a
         name or number, ``recurrence × √specificity`` (central when it recurs, boilerplate when
-        everywhere). Both depend on the key only through its frequency (and ``n``), and a
-        summary's few hundred keys share about a hundred frequencies: the summarizer computes
-        each once per summary and looks its words up (`factors` is the same per key)."""
-        out: dict[int, float] = {}
-        if self.n <= 1:
-            return dict.fromkeys(frequencies, 1.0)
-        log_n1 = math.log(self.n + 1)
-        inv = 1.0 / log_n1
-        sqrt = math.sqrt
-        logs = _LOGS
-        for signed in frequencies:
-            d = signed if signed > 0 else -signed
-            ld = logs[d] if d < _N_LOGS else math.log(d)
-            spec = (log_n1 - ld) * inv
-            if spec < 0.0:
-                spec = 0.0
-            if signed > 0:
-                out[signed] = spec
-            else:
-                rec = 1.0 + 0.15 * ld
-                out[signed] = (rec if rec < 1.5 else 1.5) * sqrt(spec)
-        return out
+        everywhere). Both depend on the key only through its frequency (and ``n``)."""
+        table = self.factor_table()
+        return {d: table[d] for d in frequencies}
+
+    def factor_table(self) -> FactorTable:
+        """`by_frequency` as a table that computes each frequency's factor when first asked:
+        a summary's few hundred keys share about a hundred frequencies, so the summarizer
+        looks every key up in it (in C) and each factor is computed once per summary."""
+        return FactorTable(self.n)
 
     def factors(self, keys: Iterable[str],
                 names: Iterable[str] | None = None) -> tuple[dict[str, float], dict[str, float]]:

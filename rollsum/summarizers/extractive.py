@@ -733,10 +733,9 @@ class ExtractiveSummarizer:
         """
         one = repeat(1)  # a key no sentence holds counts as in one (`Counts.df`)
         df = counts.df.get
-        freqs = [tuple(map(mul, t.signs, map(df, t.feat.keys, one))) if t.signs else tuple(map(df, t.feat.keys, one))
-                 for t in texts]
-        factor = counts.by_frequency(set().union(*freqs)).__getitem__
-        weights = [tuple(map(mul, t.scaled, map(factor, f))) for t, f in zip(texts, freqs)]
+        factor = counts.factor_table().__getitem__
+        weights = [tuple(map(mul, t.scaled, map(factor, map(mul, t.signs, map(df, t.feat.keys, one))))) if t.signs
+                   else tuple(map(mul, t.scaled, map(factor, map(df, t.feat.keys, one)))) for t in texts]
         full, short = participants
         if full or short:
             named = full | short
