@@ -109,7 +109,7 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
     keys_of, weights_of, bonus_of, priority_of = cands.keys, cands.weights, cands.bonus, cands.priority
     group_of, join_cost_of, cost_of = cands.group, cands.join_cost, cands.cost
     costs = [c if c > 1 else 1 for c in cost_of]
-    v0 = [sum(w) + b for w, b in zip(weights_of, bonus_of)]
+    v0 = list(map(add, map(sum, weights_of), bonus_of))  # sum(w) + b
     # (-gain, index) pairs are all distinct, so the heap pops in the same order however it is built
     heap = [(-value * priority_of[i] / costs[i], i) for i, value in enumerate(v0)
             if value >= MIN_VALUE and cost_of[i] <= budget]
