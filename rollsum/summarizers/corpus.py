@@ -42,7 +42,7 @@ _LOGS = tuple(math.log(d) if d else 0.0 for d in range(_N_LOGS))
 class FactorTable(dict[int, float]):
     """`Counts.by_frequency` for one ``n``, filled on demand (`Counts.factor_table`)."""
 
-    __slots__ = ("_log_n1", "_inv")
+    __slots__ = ("_inv", "_log_n1")
 
     def __init__(self, n: int) -> None:
         super().__init__()

@@ -84,6 +84,11 @@ _SENTENCE_END_RE = re.compile(r"([.!?…])\s+(?=[\"'“‘(\[]?[A-Z0-9\[])")
 The punctuation is captured (and given back to its sentence) rather than looked behind for: a
 pattern that starts with a character class lets the regex engine skip to the candidates, 2.5×
 faster than testing a lookbehind at every position."""
+_SENTENCE_END_DOT_RE = re.compile(r"(\.)\s+(?=[\"'“‘(\[]?[A-Z0-9\[])")
+"""`_SENTENCE_END_RE` for a text whose only end mark is ".", most messages: the same splits
+(no other mark can match), and a pattern that starts with one literal lets the regex engine
+scan for that character instead of testing a character class at every position (which
+was a quarter of the sentence split's instructions)."""
 _ABBREVIATION_RE = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|vs|etc|No|Fig|approx)\.|\b[A-Z]\.)$")
 _ABBREVIATION_ENDS = ("Mr.", "Mrs.", "Ms.", "Dr.", "St.", "Jr.", "Sr.", "Prof.", "vs.", "etc.", "No.", "Fig.",
                       "approx.")
@@ -298,7 +303,7 @@ def split_sentences(text: str) -> list[str]:
         stripped = text.strip()
         return [stripped] if stripped else []
     out: list[str] = []
-    split = _SENTENCE_END_RE.split
+    split = (_SENTENCE_END_RE if "!" in text or "?" in text or "…" in text else _SENTENCE_END_DOT_RE).split
     abbreviation = _ABBREVIATION_RE.search
     for line in text.split("\n"):
         parts = split(line)  # sentence, its end mark, sentence, end mark, ..., last sentence
