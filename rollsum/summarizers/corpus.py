@@ -40,7 +40,10 @@ _LOGS = tuple(math.log(d) if d else 0.0 for d in range(_N_LOGS))
 
 
 class FactorTable(dict[int, float]):
-    """`Counts.by_frequency` for one ``n``, filled on demand (`Counts.factor_table`)."""
+    """`Counts.by_frequency` for one ``n``, filled on demand (`Counts.factor_table`), keyed by
+    code: ``d`` for a word and ``~d`` (``-d - 1``) for a name, where ``d`` is the key's count
+    in `Counts.df` and 0 (a key no sentence holds) counts as 1. The summarizer gets ``d`` from
+    ``df[key]`` (a Counter gives 0 for a missing key) and a name's code with ``d ^ -1``."""
 
     __slots__ = ("_inv", "_log_n1")
 
@@ -49,22 +52,22 @@ class FactorTable(dict[int, float]):
         self._log_n1 = math.log(n + 1) if n > 1 else 0.0
         self._inv = 1.0 / self._log_n1 if n > 1 else 0.0
 
-    def __missing__(self, signed: int) -> float:
+    def __missing__(self, code: int) -> float:
         log_n1 = self._log_n1
         if not log_n1:  # at most one sentence seen: every word is as specific as can be
-            self[signed] = 1.0
+            self[code] = 1.0
             return 1.0
-        d = signed if signed > 0 else -signed
+        d = (code if code >= 0 else ~code) or 1
         ld = _LOGS[d] if d < _N_LOGS else math.log(d)
         spec = (log_n1 - ld) * self._inv
         if spec < 0.0:
             spec = 0.0
-        if signed > 0:
+        if code >= 0:
             out = spec
         else:
             rec = 1.0 + 0.15 * ld
             out = (rec if rec < 1.5 else 1.5) * math.sqrt(spec)
-        self[signed] = out
+        self[code] = out
         return out
 
 
@@ -99,7 +102,7 @@ class Counts:
         name or number, ``recurrence × √specificity`` (central when it recurs, boilerplate when
         everywhere). Both depend on the key only through its frequency (and ``n``)."""
         table = self.factor_table()
-        return {d: table[d] for d in frequencies}
+        return {d: table[d if d > 0 else ~-d] for d in frequencies}
 
     def factor_table(self) -> FactorTable:
         """`by_frequency` as a table that computes each frequency's factor when first asked:

@@ -48,7 +48,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from itertools import groupby, pairwise, repeat
-from operator import add, mul
+from operator import add, mul, xor
 from typing import Any, Literal, NamedTuple
 
 from rollsum.capabilities import OFFLINE_SCRIPTED
@@ -129,8 +129,8 @@ class _Text(NamedTuple):
     """Each key's base weight times the sentence factor: the first product of its weight in
     the pool (``w * factor * key factor``), so the same float."""
     signs: tuple[int, ...] = ()
-    """Per key, -1 for a name, number or date and 1 for a word (`Counts.by_frequency` holds
-    a name's factor under its negated frequency); () when it holds no name."""
+    """Per key, -1 for a name, number or date and 0 for a word: ``frequency ^ sign`` is the
+    key's code in `Counts.factor_table`; () when it holds no name."""
 
 
 def _text(body: str, feat: salience.Features, cost: int, short: str = "", relative: bool | None = None) -> _Text:
@@ -140,7 +140,7 @@ def _text(body: str, feat: salience.Features, cost: int, short: str = "", relati
     signs: tuple[int, ...] = ()
     if top >= _SPECIFIC:
         names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC])
-        signs = tuple([-1 if w >= _SPECIFIC else 1 for w in weights])
+        signs = tuple([-1 if w >= _SPECIFIC else 0 for w in weights])
     return _Text(body, feat, cost, top >= salience.W_CONTENT, names, short, relative,
                  tuple([w * factor for w in weights]), signs)
 
@@ -732,15 +732,15 @@ class ExtractiveSummarizer:
         counts as a common word ("Thanks, Caroline!" says nothing about Caroline).
 
         Both factors depend on a key only through its document frequency (`Counts.by_frequency`):
-        each candidate's frequencies are looked up (a name's negated), the factor of each
-        distinct frequency is computed once, and the weights are products of lookups, in C.
+        each candidate's frequencies are looked up (a name's as its code ``~d``), the factor of
+        each distinct code is computed once per summary when first asked (`Counts.factor_table`),
+        and the weights are products of lookups, in C.
         A candidate holding a participant's name is weighed key by key (`_key_weights`).
         """
-        one = repeat(1)  # a key no sentence holds counts as in one (`Counts.df`)
-        df = counts.df.get
+        df = counts.df.__getitem__  # 0 for a key no sentence holds (a Counter)
         factor = counts.factor_table().__getitem__
-        weights = [tuple(map(mul, t.scaled, map(factor, map(mul, t.signs, map(df, t.feat.keys, one))))) if t.signs
-                   else tuple(map(mul, t.scaled, map(factor, map(df, t.feat.keys, one)))) for t in texts]
+        weights = [tuple(map(mul, t.scaled, map(factor, map(xor, t.signs, map(df, t.feat.keys))))) if t.signs
+                   else tuple(map(mul, t.scaled, map(factor, map(df, t.feat.keys)))) for t in texts]
         full, short = participants
         if full or short:
             named = full | short
