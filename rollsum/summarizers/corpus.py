@@ -36,7 +36,10 @@ from itertools import chain
 MAX_CONVERSATIONS = 256
 _N_LOGS = 4096
 _LOGS = tuple(math.log(d) if d else 0.0 for d in range(_N_LOGS))
-"""ln(df) for the common small document frequencies: a table lookup is the same float as the call."""
+"""ln(df) for the common small document frequencies (0 counts as 1): a table lookup is the same
+float as the call."""
+_RECURRENCE = tuple(min(1.5, 1.0 + 0.15 * ld) for ld in _LOGS)
+"""`Counts.recurrence` by frequency, for the same frequencies."""
 
 
 class FactorTable(dict[int, float]):
@@ -49,26 +52,32 @@ class FactorTable(dict[int, float]):
 
     def __init__(self, n: int) -> None:
         super().__init__()
-        self._log_n1 = math.log(n + 1) if n > 1 else 0.0
-        self._inv = 1.0 / self._log_n1 if n > 1 else 0.0
+        self._log_n1 = math.log(n + 1)
+        self._inv = 1.0 / self._log_n1 if n > 0 else 0.0
 
     def __missing__(self, code: int) -> float:
-        log_n1 = self._log_n1
-        if not log_n1:  # at most one sentence seen: every word is as specific as can be
-            self[code] = 1.0
-            return 1.0
-        d = (code if code >= 0 else ~code) or 1
-        ld = _LOGS[d] if d < _N_LOGS else math.log(d)
-        spec = (log_n1 - ld) * self._inv
-        if spec < 0.0:
-            spec = 0.0
+        # a few lines: it runs for each distinct code of every summary (~90)
         if code >= 0:
-            out = spec
+            spec = (self._log_n1 - (_LOGS[code] if code < _N_LOGS else math.log(code))) * self._inv
+            out = spec if spec > 0.0 else 0.0
         else:
-            rec = 1.0 + 0.15 * ld
-            out = (rec if rec < 1.5 else 1.5) * math.sqrt(spec)
+            d = ~code
+            ld = _LOGS[d] if d < _N_LOGS else math.log(d)
+            spec = (self._log_n1 - ld) * self._inv
+            rec = _RECURRENCE[d] if d < _N_LOGS else min(1.5, 1.0 + 0.15 * ld)
+            out = rec * math.sqrt(spec if spec > 0.0 else 0.0)
         self[code] = out
         return out
+
+
+class _Flat(FactorTable):
+    """The table while at most one sentence has been seen: every factor is 1."""
+
+    __slots__ = ()
+
+    def __missing__(self, code: int) -> float:
+        self[code] = 1.0
+        return 1.0
 
 
 @dataclass(slots=True)
@@ -108,7 +117,7 @@ class Counts:
         """`by_frequency` as a table that computes each frequency's factor when first asked:
         a summary's few hundred keys share about a hundred frequencies, so the summarizer
         looks every key up in it (in C) and each factor is computed once per summary."""
-        return FactorTable(self.n)
+        return FactorTable(self.n) if self.n > 1 else _Flat(self.n)
 
     def factors(self, keys: Iterable[str],
                 names: Iterable[str] | None = None) -> tuple[dict[str, float], dict[str, float]]:

@@ -24,20 +24,31 @@ _WORDS = ["Melanie", "Mel", "Caroline", "Sweden", "pottery", "painting", "the", 
           "Tromsø", "1,200"]
 
 
+def key_factors(counts: Counts, key: str) -> tuple[float, float]:
+    """A key's specificity and its multiplier as a name, from the formulas (the same float
+    operations, in the same order, as the summarizer has always used)."""
+    if counts.n <= 1:
+        return 1.0, 1.0
+    log_n1 = math.log(counts.n + 1)
+    ld = math.log(counts.df.get(key) or 1)
+    spec = (log_n1 - ld) * (1.0 / log_n1)
+    spec = spec if spec > 0.0 else 0.0
+    return spec, min(1.5, 1.0 + 0.15 * ld) * math.sqrt(spec)
+
+
 def definition(body: str, counts: Counts, speakers: list[str]) -> tuple[float, ...]:
-    """The per-key definition, each factor from `Counts.factors` of that key alone."""
+    """The per-key definition."""
     full, short = _participant_keys(speakers)
     keys, weights, factor = salience.features(body)
     out = []
     for k, w in zip(keys, weights):
-        word, name = counts.factors([k])
-        spec = word[k]
+        spec, as_name = key_factors(counts, k)
         if k in full:
             word_f, name_f = salience.W_COMMON * spec, salience.W_COMMON / salience.W_NAME * spec
         elif k in short:
             word_f, name_f = spec, salience.W_COMMON / salience.W_NAME * spec
         else:
-            word_f, name_f = spec, name[k]
+            word_f, name_f = spec, as_name
         out.append(w * factor * (name_f if w >= salience.W_NUMBER else word_f))
     return tuple(out)
 
@@ -45,12 +56,14 @@ def definition(body: str, counts: Counts, speakers: list[str]) -> tuple[float, .
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=9), min_size=1, max_size=12),
        st.lists(st.lists(st.sampled_from(_WORDS), max_size=6), max_size=30),
-       st.lists(st.sampled_from(["Melanie Ortiz", "Caroline", "User", "Dr. Amy Ellis"]), max_size=2))
+       st.lists(st.sampled_from(["Melanie Ortiz", "Caroline", "User", "Dr. Amy Ellis"]), max_size=2),
+       st.sampled_from([1, 2, 300]))
 def test_weights_are_the_per_key_definition(sentences: list[list[str]], docs: list[list[str]],
-                                            speakers: list[str]) -> None:
+                                            speakers: list[str], repeats: int) -> None:
     # the conversation's counts from documents of the same words (n from 0: the n <= 1 case too)
+    # (sentences repeated so that some frequencies pass the logarithm table's 4,096)
     counts = Counts()
-    counts.add([salience.features(" ".join(d)).keys for d in docs])
+    counts.add([salience.features(" ".join(d)).keys for d in docs] * repeats)
     bodies = ["It was " + " ".join(s) + "." for s in sentences]
     texts = [_text(b, salience.features(b), len(b)) for b in bodies]
     got = ExtractiveSummarizer._weights(texts, counts, _participant_keys(speakers))
@@ -69,3 +82,21 @@ def test_by_frequency_is_specificity_and_the_name_multiplier() -> None:
     # a key no sentence holds counts as in one
     word, name = counts.factors(["absent"])
     assert word["absent"] == table[1] and name["absent"] == table[-1]
+
+
+def test_no_character_is_both_a_letter_and_a_digit() -> None:
+    # `salience._kind_weight` takes an all-letter token as holding no digit without looking
+    for cp in range(0x110000):
+        ch = chr(cp)
+        assert not (ch.isalpha() and ch.isdigit()), hex(cp)
+
+
+@given(st.text(st.sampled_from("aZé٣3²x_.-"), min_size=1, max_size=6), st.booleans())
+def test_a_tokens_kind_is_what_its_characters_say(tok: str, first: bool) -> None:
+    has_digit = any(ch.isdigit() for ch in tok)
+    has_alpha = any(ch.isalpha() for ch in tok)
+    weight = salience._kind_weight(tok, tok.lower(), first)
+    if has_digit:
+        assert weight == (salience.W_NAME if has_alpha else salience.W_NUMBER)
+    else:
+        assert weight != salience.W_NUMBER
