@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from datetime import date
 from itertools import groupby, pairwise, repeat
 from operator import add, mul, xor
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from rollsum.capabilities import OFFLINE_SCRIPTED
 from rollsum.errors import ConfigError, ErrorKind, SummarizeError
@@ -108,9 +108,12 @@ _NORM_TABLE = str.maketrans({c: " " for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~
 _GENERIC_SPEAKERS = {"user": "User", "assistant": "Assistant", "system": "System"}
 
 
-class _Text(NamedTuple):
+@dataclass(slots=True)
+class _Text:
     """A candidate's body processed once, with what scoring needs from it at every call
-    (carried from call to call: a kept sentence comes back as a previous line)."""
+    (carried from call to call: a kept sentence comes back as a previous line). Never changed
+    once made (a slots dataclass rather than a named tuple: its fields are read ~1,000 times
+    per summary, and the interpreter reads a slot faster than a named tuple's field)."""
 
     body: str
     feat: salience.Features
@@ -131,6 +134,8 @@ class _Text(NamedTuple):
     signs: tuple[int, ...] = ()
     """Per key, -1 for a name, number or date and 0 for a word: ``frequency ^ sign`` is the
     key's code in `Counts.factor_table`; () when it holds no name."""
+    keys: tuple[str, ...] = ()
+    """``feat.keys``."""
 
 
 def _text(body: str, feat: salience.Features, cost: int, short: str = "", relative: bool | None = None) -> _Text:
@@ -142,7 +147,7 @@ def _text(body: str, feat: salience.Features, cost: int, short: str = "", relati
         names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC])
         signs = tuple([-1 if w >= _SPECIFIC else 0 for w in weights])
     return _Text(body, feat, cost, top >= salience.W_CONTENT, names, short, relative,
-                 tuple([w * factor for w in weights]), signs)
+                 tuple([w * factor for w in weights]), signs, keys)
 
 
 @dataclass(slots=True)
@@ -239,7 +244,7 @@ def _distinct(pieces: Iterable[_Piece],
         text = piece.text
         if not text.content and piece.bonus <= 0.0:
             continue  # names nothing specific (only common words): never worth a line
-        keys = text.feat.keys
+        keys = text.keys
         first = seen.get(keys)
         if first is None:
             seen[keys] = text.body
@@ -440,7 +445,7 @@ class ExtractiveSummarizer:
         new = self._new_pieces(request.messages, speakers)
         docs = new.docs
         counts, _ = self._corpus.checkout(request.conversation_id, prev,
-                                          lambda: [p.text.feat.keys for p in self._old_pieces(prev).pieces])
+                                          lambda: [p.text.keys for p in self._old_pieces(prev).pieces])
         counts.add(docs)
         previous_positions = counts.positions
         if self.merge == "append":
@@ -463,7 +468,8 @@ class ExtractiveSummarizer:
                 t = _text(facts, tool_features(facts, self._tokens), 0)
             self._features[key] = t
         # what `_text` derives from the features (content, names, weights) is the facts' already
-        return t._replace(body=line, cost=self.counter.count(line) + 1)
+        return _Text(line, t.feat, self.counter.count(line) + 1, t.content, t.names, t.short, t.relative, t.scaled,
+                     t.signs, t.keys)
 
     def _carried(self, sentence: str) -> _Text:
         """A previous summary's sentence as a candidate: the one the span made of it when it was
@@ -527,7 +533,7 @@ class ExtractiveSummarizer:
                 text = self._tool_text(body, " | ".join(ts.key_facts))
                 append(_Piece(text, "", day, group, TOOL_ERROR_BONUS if ts.status == "error" else 0.0,
                               tool=conversational and m.role == "tool"))
-                docs.append(text.feat.keys)
+                docs.append(text.keys)
                 if day != run_day:
                     runs.append(run_day := day)
                 continue
@@ -549,7 +555,7 @@ class ExtractiveSummarizer:
                     hit = self._sentence(sentence, anchor)
                 feats[hit.body] = hit
                 append(_Piece(hit, speaker, day, group))
-                keys = said_here[sentence, day] = hit.feat.keys
+                keys = said_here[sentence, day] = hit.keys
                 docs.append(keys)
         return _Span(out, docs, runs)
 
@@ -571,7 +577,8 @@ class ExtractiveSummarizer:
         if anchor is None:
             return hit
         if hit.relative is None:  # asked only when there is a day to anchor to
-            hit = cache[sentence] = hit._replace(relative=dates.holds_relative(hit.short))
+            hit = cache[sentence] = _Text(hit.body, hit.feat, hit.cost, hit.content, hit.names, hit.short,
+                                          dates.holds_relative(hit.short), hit.scaled, hit.signs, hit.keys)
         if not hit.relative:
             return hit
         key = (sentence, anchor)
@@ -707,7 +714,7 @@ class ExtractiveSummarizer:
         bonus = [p.bonus for p in pieces]
         if must_keep:
             bonus = [b + MUST_KEEP_BONUS * sum(1 for f in must_keep if f in t.body) for b, t in zip(bonus, texts)]
-        cols = Columns([t.feat.keys for t in texts], weights, cost, join, groups, pos, bonus,
+        cols = Columns([t.keys for t in texts], weights, cost, join, groups, pos, bonus,
                        [TOOL_PRIORITY if p.tool else 1.0 for p in pieces])
         return _Pool(pieces, cols, header_cost, prior.lines), p0 + len(request.messages)
 
@@ -739,13 +746,13 @@ class ExtractiveSummarizer:
         """
         df = counts.df.__getitem__  # 0 for a key no sentence holds (a Counter)
         factor = counts.factor_table().__getitem__
-        weights = [tuple(map(mul, t.scaled, map(factor, map(xor, t.signs, map(df, t.feat.keys))))) if t.signs
-                   else tuple(map(mul, t.scaled, map(factor, map(df, t.feat.keys)))) for t in texts]
+        weights = [tuple(map(mul, t.scaled, map(factor, map(xor, t.signs, map(df, t.keys))))) if t.signs
+                   else tuple(map(mul, t.scaled, map(factor, map(df, t.keys)))) for t in texts]
         full, short = participants
         if full or short:
             named = full | short
             for i, t in enumerate(texts):
-                if not named.isdisjoint(t.feat.keys):
+                if not named.isdisjoint(t.keys):
                     weights[i] = ExtractiveSummarizer._key_weights(t, counts, participants)
         return weights
 
@@ -755,7 +762,7 @@ class ExtractiveSummarizer:
         participant's full name weighs as a common word, and a short form of it written as a
         name ("Mel" for Melanie) as a common word too."""
         full, short = participants
-        keys = t.feat.keys
+        keys = t.keys
         word, name = counts.factors(keys)
         low = salience.W_COMMON / salience.W_NAME
         for k in keys:
