@@ -801,14 +801,14 @@ class ExtractiveSummarizer:
         for i in chosen:
             p = pieces[i]
             if p.group == last_group and lines:
-                lines[-1] += " " + p.body
+                lines[-1] += " " + p.text.body
                 continue
             last_group = p.group
             if not per_line and p.day and not header_done:
                 lines.append(f"[{p.day}]")
                 header_done = True
             prefix = f"[{p.day}] " if per_line and p.day else ""
-            lines.append(prefix + (f"{p.speaker}: " if p.speaker else "") + p.body)
+            lines.append(prefix + (f"{p.speaker}: " if p.speaker else "") + p.text.body)
         return "\n".join(lines)
 
     def _dropped(self, pool: _Pool, chosen: Sequence[int]) -> list[str]:
