@@ -240,15 +240,15 @@ def _distinct(pieces: Iterable[_Piece],
     out: list[_Piece] = []
     seen: dict[tuple[str, ...], str] = {}
     kept_norms: dict[tuple[str, ...], set[str]] = {}
+    setdefault = seen.setdefault
     for piece in pieces:
         text = piece.text
         if not text.content and piece.bonus <= 0.0:
             continue  # names nothing specific (only common words): never worth a line
         keys = text.keys
-        first = seen.get(keys)
-        if first is None:
-            seen[keys] = text.body
-        else:
+        n = len(seen)
+        first = setdefault(keys, text.body)  # one hash of the key tuple, not two
+        if len(seen) == n:
             body = text.body
             if body == first:
                 continue  # the same sentence again
@@ -514,7 +514,9 @@ class ExtractiveSummarizer:
         runs: list[str] = []
         run_day: str | None = None
         # each sentence said in the span, by its day: its word keys (a repeat adds only those)
-        said_here: dict[tuple[str, str], tuple[str, ...]] = {}
+        said_here: dict[str, dict[str, tuple[str, ...]]] = {}
+        said_today: dict[str, tuple[str, ...]] = {}
+        today: str | None = None
         conversational = self.conversational
         feats = self._features
         said = self._sentences
@@ -545,8 +547,11 @@ class ExtractiveSummarizer:
             sentences = split_sentences(m.content)
             if sentences and day != run_day:
                 runs.append(run_day := day)
+            if day != today:
+                today = day
+                said_today = said_here.setdefault(day, {})
             for sentence in sentences:
-                again = said_here.get((sentence, day))
+                again = said_today.get(sentence)
                 if again is not None:
                     docs.append(again)
                     continue
@@ -555,7 +560,7 @@ class ExtractiveSummarizer:
                     hit = self._sentence(sentence, anchor)
                 feats[hit.body] = hit
                 append(_Piece(hit, speaker, day, group))
-                keys = said_here[sentence, day] = hit.keys
+                keys = said_today[sentence] = hit.keys
                 docs.append(keys)
         return _Span(out, docs, runs)
 
