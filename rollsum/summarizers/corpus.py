@@ -36,8 +36,48 @@ from itertools import chain
 MAX_CONVERSATIONS = 256
 _N_LOGS = 4096
 _LOGS = tuple(math.log(d) if d else 0.0 for d in range(_N_LOGS))
-"""ln(df) for the common small document frequencies: `factors` runs for every word of every
-summary, and a table lookup is the same float as the call."""
+"""ln(df) for the common small document frequencies (0 counts as 1): a table lookup is the same
+float as the call."""
+_RECURRENCE = tuple(min(1.5, 1.0 + 0.15 * ld) for ld in _LOGS)
+"""`Counts.recurrence` by frequency, for the same frequencies."""
+
+
+class FactorTable(dict[int, float]):
+    """`Counts.by_frequency` for one ``n``, filled on demand (`Counts.factor_table`), keyed by
+    code: ``d`` for a word and ``~d`` (``-d - 1``) for a name, where ``d`` is the key's count
+    in `Counts.df` and 0 (a key no sentence holds) counts as 1. The summarizer gets ``d`` from
+    ``df[key]`` (a Counter gives 0 for a missing key) and a name's code with ``d ^ -1``."""
+
+    __slots__ = ("_inv", "_log_n1")
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self._log_n1 = math.log(n + 1)
+        self._inv = 1.0 / self._log_n1 if n > 0 else 0.0
+
+    def __missing__(self, code: int) -> float:
+        # a few lines: it runs for each distinct code of every summary (~90)
+        if code >= 0:
+            spec = (self._log_n1 - (_LOGS[code] if code < _N_LOGS else math.log(code))) * self._inv
+            out = spec if spec > 0.0 else 0.0
+        else:
+            d = ~code
+            ld = _LOGS[d] if d < _N_LOGS else math.log(d)
+            spec = (self._log_n1 - ld) * self._inv
+            rec = _RECURRENCE[d] if d < _N_LOGS else min(1.5, 1.0 + 0.15 * ld)
+            out = rec * math.sqrt(spec if spec > 0.0 else 0.0)
+        self[code] = out
+        return out
+
+
+class _Flat(FactorTable):
+    """The table while at most one sentence has been seen: every factor is 1."""
+
+    __slots__ = ()
+
+    def __missing__(self, code: int) -> float:
+        self[code] = 1.0
+        return 1.0
 
 
 @dataclass(slots=True)
@@ -45,7 +85,8 @@ class Counts:
     n: int = 0
     """Sentences seen so far."""
     df: Counter[str] = field(default_factory=Counter)
-    """Sentences that contained each word key."""
+    """Sentences that contained each word key (at least 1: a key no sentence holds any more is
+    deleted, so ``df.get(key, 1)`` is a key's frequency for `by_frequency`)."""
     positions: dict[str, float] = field(default_factory=dict)
     """Where in the conversation (message index) each sentence of the summary these statistics
     led to was said: a summary line does not say it, and coverage needs it."""
@@ -64,35 +105,31 @@ class Counts:
             if df[k] <= 0:
                 del df[k]
 
+    def by_frequency(self, frequencies: Iterable[int]) -> dict[int, float]:
+        """The factors of a key by its document frequency ``d`` (as `df` holds it, or 1 for a
+        key not in it): under ``d`` a word's `specificity`, under ``-d`` the multiplier of a
+        name or number, ``recurrence × √specificity`` (central when it recurs, boilerplate when
+        everywhere). Both depend on the key only through its frequency (and ``n``)."""
+        table = self.factor_table()
+        return {d: table[d if d > 0 else ~-d] for d in frequencies}
+
+    def factor_table(self) -> FactorTable:
+        """`by_frequency` as a table that computes each frequency's factor when first asked:
+        a summary's few hundred keys share about a hundred frequencies, so the summarizer
+        looks every key up in it (in C) and each factor is computed once per summary."""
+        return FactorTable(self.n) if self.n > 1 else _Flat(self.n)
+
     def factors(self, keys: Iterable[str],
                 names: Iterable[str] | None = None) -> tuple[dict[str, float], dict[str, float]]:
-        """For each key: its `specificity`, and the multiplier of a name or number,
-        ``recurrence × √specificity`` (central when it recurs, boilerplate when everywhere),
-        the latter only for `names` when given (a subset of `keys`: the keys some candidate
-        holds as a name, number or date). One pass with the logarithms inlined: it runs for
-        every word of every summary."""
-        spec_of: dict[str, float] = {}
-        name_of: dict[str, float] = {}
-        if self.n <= 1:
-            for k in keys:
-                spec_of[k] = 1.0
-            for k in (spec_of if names is None else names):
-                name_of[k] = 1.0
-            return spec_of, name_of
-        log_n1 = math.log(self.n + 1)
-        inv = 1.0 / log_n1
-        sqrt, get = math.sqrt, self.df.get
-        logs = _LOGS
-        for k in keys:
-            d = get(k) or 1
-            spec = (log_n1 - (logs[d] if d < _N_LOGS else math.log(d))) * inv
-            spec_of[k] = spec if spec > 0.0 else 0.0
-        for k in (spec_of if names is None else names):
-            d = get(k) or 1
-            ld = logs[d] if d < _N_LOGS else math.log(d)
-            rec = 1.0 + 0.15 * ld
-            name_of[k] = (rec if rec < 1.5 else 1.5) * sqrt(spec_of[k])
-        return spec_of, name_of
+        """For each key: its `specificity`, and the multiplier of a name or number
+        (`by_frequency`), the latter only for `names` when given (default: every key)."""
+        keys = list(keys)
+        names = keys if names is None else list(names)
+        get = self.df.get
+        ds = [get(k) or 1 for k in keys]
+        name_ds = [-(get(k) or 1) for k in names]
+        table = self.by_frequency({*ds, *name_ds})
+        return dict(zip(keys, map(table.__getitem__, ds))), dict(zip(names, map(table.__getitem__, name_ds)))
 
     def specificity(self, key: str) -> float:
         """1 for a word seen in one sentence, falling to 0 for a word in every sentence:

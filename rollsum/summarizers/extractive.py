@@ -48,8 +48,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from itertools import groupby, pairwise, repeat
-from operator import add
-from typing import Any, Literal, NamedTuple
+from operator import add, mul, xor
+from typing import Any, Literal
 
 from rollsum.capabilities import OFFLINE_SCRIPTED
 from rollsum.errors import ConfigError, ErrorKind, SummarizeError
@@ -84,6 +84,11 @@ _SENTENCE_END_RE = re.compile(r"([.!?…])\s+(?=[\"'“‘(\[]?[A-Z0-9\[])")
 The punctuation is captured (and given back to its sentence) rather than looked behind for: a
 pattern that starts with a character class lets the regex engine skip to the candidates, 2.5×
 faster than testing a lookbehind at every position."""
+_SENTENCE_END_DOT_RE = re.compile(r"(\.)\s+(?=[\"'“‘(\[]?[A-Z0-9\[])")
+"""`_SENTENCE_END_RE` for a text whose only end mark is ".", most messages: the same splits
+(no other mark can match), and a pattern that starts with one literal lets the regex engine
+scan for that character instead of testing a character class at every position (which
+was a quarter of the sentence split's instructions)."""
 _ABBREVIATION_RE = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|vs|etc|No|Fig|approx)\.|\b[A-Z]\.)$")
 _ABBREVIATION_ENDS = ("Mr.", "Mrs.", "Ms.", "Dr.", "St.", "Jr.", "Sr.", "Prof.", "vs.", "etc.", "No.", "Fig.",
                       "approx.")
@@ -103,9 +108,12 @@ _NORM_TABLE = str.maketrans({c: " " for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~
 _GENERIC_SPEAKERS = {"user": "User", "assistant": "Assistant", "system": "System"}
 
 
-class _Text(NamedTuple):
+@dataclass(slots=True)
+class _Text:
     """A candidate's body processed once, with what scoring needs from it at every call
-    (carried from call to call: a kept sentence comes back as a previous line)."""
+    (carried from call to call: a kept sentence comes back as a previous line). Never changed
+    once made (a slots dataclass rather than a named tuple: its fields are read ~1,000 times
+    per summary, and the interpreter reads a slot faster than a named tuple's field)."""
 
     body: str
     feat: salience.Features
@@ -120,13 +128,26 @@ class _Text(NamedTuple):
     per-sentence cache's entries are these texts: one object per sentence, not two)."""
     relative: bool | None = None
     """A said sentence: whether anchoring dates changes it (None: not asked yet)."""
+    scaled: tuple[float, ...] = ()
+    """Each key's base weight times the sentence factor: the first product of its weight in
+    the pool (``w * factor * key factor``), so the same float."""
+    signs: tuple[int, ...] = ()
+    """Per key, -1 for a name, number or date and 0 for a word: ``frequency ^ sign`` is the
+    key's code in `Counts.factor_table`; () when it holds no name."""
+    keys: tuple[str, ...] = ()
+    """``feat.keys``."""
 
 
 def _text(body: str, feat: salience.Features, cost: int, short: str = "", relative: bool | None = None) -> _Text:
-    keys, weights, _ = feat
+    keys, weights, factor = feat
     top = max(weights) if weights else 0.0
-    names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC]) if top >= _SPECIFIC else ()
-    return _Text(body, feat, cost, top >= salience.W_CONTENT, names, short, relative)
+    names: tuple[str, ...] = ()
+    signs: tuple[int, ...] = ()
+    if top >= _SPECIFIC:
+        names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC])
+        signs = tuple([-1 if w >= _SPECIFIC else 0 for w in weights])
+    return _Text(body, feat, cost, top >= salience.W_CONTENT, names, short, relative,
+                 tuple([w * factor for w in weights]), signs, keys)
 
 
 @dataclass(slots=True)
@@ -219,15 +240,15 @@ def _distinct(pieces: Iterable[_Piece],
     out: list[_Piece] = []
     seen: dict[tuple[str, ...], str] = {}
     kept_norms: dict[tuple[str, ...], set[str]] = {}
+    setdefault = seen.setdefault
     for piece in pieces:
         text = piece.text
         if not text.content and piece.bonus <= 0.0:
             continue  # names nothing specific (only common words): never worth a line
-        keys = text.feat.keys
-        first = seen.get(keys)
-        if first is None:
-            seen[keys] = text.body
-        else:
+        keys = text.keys
+        n = len(seen)
+        first = setdefault(keys, text.body)  # one hash of the key tuple, not two
+        if len(seen) == n:
             body = text.body
             if body == first:
                 continue  # the same sentence again
@@ -287,7 +308,7 @@ def split_sentences(text: str) -> list[str]:
         stripped = text.strip()
         return [stripped] if stripped else []
     out: list[str] = []
-    split = _SENTENCE_END_RE.split
+    split = (_SENTENCE_END_RE if "!" in text or "?" in text or "…" in text else _SENTENCE_END_DOT_RE).split
     abbreviation = _ABBREVIATION_RE.search
     for line in text.split("\n"):
         parts = split(line)  # sentence, its end mark, sentence, end mark, ..., last sentence
@@ -424,7 +445,7 @@ class ExtractiveSummarizer:
         new = self._new_pieces(request.messages, speakers)
         docs = new.docs
         counts, _ = self._corpus.checkout(request.conversation_id, prev,
-                                          lambda: [p.text.feat.keys for p in self._old_pieces(prev).pieces])
+                                          lambda: [p.text.keys for p in self._old_pieces(prev).pieces])
         counts.add(docs)
         previous_positions = counts.positions
         if self.merge == "append":
@@ -446,8 +467,9 @@ class ExtractiveSummarizer:
             if t is None:
                 t = _text(facts, tool_features(facts, self._tokens), 0)
             self._features[key] = t
-        # what `_text` derives from the features (content, names) is the facts' already
-        return _Text(line, t.feat, self.counter.count(line) + 1, t.content, t.names)
+        # what `_text` derives from the features (content, names, weights) is the facts' already
+        return _Text(line, t.feat, self.counter.count(line) + 1, t.content, t.names, t.short, t.relative, t.scaled,
+                     t.signs, t.keys)
 
     def _carried(self, sentence: str) -> _Text:
         """A previous summary's sentence as a candidate: the one the span made of it when it was
@@ -492,7 +514,9 @@ class ExtractiveSummarizer:
         runs: list[str] = []
         run_day: str | None = None
         # each sentence said in the span, by its day: its word keys (a repeat adds only those)
-        said_here: dict[tuple[str, str], tuple[str, ...]] = {}
+        said_here: dict[str, dict[str, tuple[str, ...]]] = {}
+        said_today: dict[str, tuple[str, ...]] = {}
+        today: str | None = None
         conversational = self.conversational
         feats = self._features
         said = self._sentences
@@ -511,7 +535,7 @@ class ExtractiveSummarizer:
                 text = self._tool_text(body, " | ".join(ts.key_facts))
                 append(_Piece(text, "", day, group, TOOL_ERROR_BONUS if ts.status == "error" else 0.0,
                               tool=conversational and m.role == "tool"))
-                docs.append(text.feat.keys)
+                docs.append(text.keys)
                 if day != run_day:
                     runs.append(run_day := day)
                 continue
@@ -523,8 +547,11 @@ class ExtractiveSummarizer:
             sentences = split_sentences(m.content)
             if sentences and day != run_day:
                 runs.append(run_day := day)
+            if day != today:
+                today = day
+                said_today = said_here.setdefault(day, {})
             for sentence in sentences:
-                again = said_here.get((sentence, day))
+                again = said_today.get(sentence)
                 if again is not None:
                     docs.append(again)
                     continue
@@ -533,7 +560,7 @@ class ExtractiveSummarizer:
                     hit = self._sentence(sentence, anchor)
                 feats[hit.body] = hit
                 append(_Piece(hit, speaker, day, group))
-                keys = said_here[sentence, day] = hit.feat.keys
+                keys = said_today[sentence] = hit.keys
                 docs.append(keys)
         return _Span(out, docs, runs)
 
@@ -555,7 +582,8 @@ class ExtractiveSummarizer:
         if anchor is None:
             return hit
         if hit.relative is None:  # asked only when there is a day to anchor to
-            hit = cache[sentence] = hit._replace(relative=dates.holds_relative(hit.short))
+            hit = cache[sentence] = _Text(hit.body, hit.feat, hit.cost, hit.content, hit.names, hit.short,
+                                          dates.holds_relative(hit.short), hit.scaled, hit.signs, hit.keys)
         if not hit.relative:
             return hit
         key = (sentence, anchor)
@@ -672,11 +700,9 @@ class ExtractiveSummarizer:
         participants = _participant_keys(speakers)
         must_keep = [f for f in request.must_keep if f]
         prefix_cost: dict[tuple[str, str], int] = {}
-        pieces, key_tuples = _distinct(pieces_in, self._norm)
-        # the words' factors only for candidates that can be chosen (no work for the rest)
+        pieces, _ = _distinct(pieces_in, self._norm)
         texts = [p.text for p in pieces]
-        word_f, name_f = self._key_factors(set().union(*key_tuples), set().union(*[t.names for t in texts]), counts,
-                                           participants)
+        weights = self._weights(texts, counts, participants)
         known_pos = counts.positions.get
         groups = [p.group for p in pieces]
         pos = [p0 - g - 0.5 if g < 0 else (known if (known := known_pos(t.body)) is not None
@@ -693,11 +719,7 @@ class ExtractiveSummarizer:
         bonus = [p.bonus for p in pieces]
         if must_keep:
             bonus = [b + MUST_KEEP_BONUS * sum(1 for f in must_keep if f in t.body) for b, t in zip(bonus, texts)]
-        specific = _SPECIFIC
-        feats = [t.feat for t in texts]
-        weights = [tuple([w * f * (name_f[k] if w >= specific else word_f[k]) for k, w in zip(keys, ws)])
-                   for keys, ws, f in feats]
-        cols = Columns([f.keys for f in feats], weights, cost, join, groups, pos, bonus,
+        cols = Columns([t.keys for t in texts], weights, cost, join, groups, pos, bonus,
                        [TOOL_PRIORITY if p.tool else 1.0 for p in pieces])
         return _Pool(pieces, cols, header_cost, prior.lines), p0 + len(request.messages)
 
@@ -711,26 +733,52 @@ class ExtractiveSummarizer:
         return hit
 
     @staticmethod
-    def _key_factors(keys: set[str], names: set[str], counts: Counts,
-                     participants: tuple[set[str], set[str]]) -> tuple[dict[str, float], dict[str, float]]:
-        """Multipliers of each word's base weight: as a word, and as a name/number/date.
+    def _weights(texts: Sequence[_Text], counts: Counts,
+                 participants: tuple[set[str], set[str]]) -> list[tuple[float, ...]]:
+        """Each candidate's key weights: ``w × sentence factor × the key's factor``, as a word
+        or as a name/number/date.
 
         Words weigh by how specific they are to the conversation (inverse document frequency);
         names, numbers and dates keep their weight, gain a little when they recur and lose some
         when they are everywhere (boilerplate paths, tool names). A participant's own name
-        counts as a common word ("Thanks, Caroline!" says nothing about Caroline). The name
-        multiplier is computed only for `names`, the keys some candidate holds as one.
+        counts as a common word ("Thanks, Caroline!" says nothing about Caroline).
+
+        Both factors depend on a key only through its document frequency (`Counts.by_frequency`):
+        each candidate's frequencies are looked up (a name's as its code ``~d``), the factor of
+        each distinct code is computed once per summary when first asked (`Counts.factor_table`),
+        and the weights are products of lookups, in C.
+        A candidate holding a participant's name is weighed key by key (`_key_weights`).
         """
+        df = counts.df.__getitem__  # 0 for a key no sentence holds (a Counter)
+        factor = counts.factor_table().__getitem__
+        weights = [tuple(map(mul, t.scaled, map(factor, map(xor, t.signs, map(df, t.keys))))) if t.signs
+                   else tuple(map(mul, t.scaled, map(factor, map(df, t.keys)))) for t in texts]
         full, short = participants
-        word, name = counts.factors(keys, names)
+        if full or short:
+            named = full | short
+            for i, t in enumerate(texts):
+                if not named.isdisjoint(t.keys):
+                    weights[i] = ExtractiveSummarizer._key_weights(t, counts, participants)
+        return weights
+
+    @staticmethod
+    def _key_weights(t: _Text, counts: Counts, participants: tuple[set[str], set[str]]) -> tuple[float, ...]:
+        """The weights of one candidate that holds a participant's name, key by key: the
+        participant's full name weighs as a common word, and a short form of it written as a
+        name ("Mel" for Melanie) as a common word too."""
+        full, short = participants
+        keys = t.keys
+        word, name = counts.factors(keys)
         low = salience.W_COMMON / salience.W_NAME
-        for k in full & keys:
-            spec = word[k]
-            word[k] = salience.W_COMMON * spec
-            name[k] = low * spec
-        for k in (short & keys) - full:
-            name[k] = low * word[k]
-        return word, name
+        for k in keys:
+            if k in full:
+                spec = word[k]
+                word[k] = salience.W_COMMON * spec
+                name[k] = low * spec
+            elif k in short:
+                name[k] = low * word[k]
+        specific = _SPECIFIC
+        return tuple([s * (name[k] if w >= specific else word[k]) for k, w, s in zip(keys, t.feat.weights, t.scaled)])
 
     # -- selection and rendering -----------------------------------------------------------
 
@@ -758,14 +806,14 @@ class ExtractiveSummarizer:
         for i in chosen:
             p = pieces[i]
             if p.group == last_group and lines:
-                lines[-1] += " " + p.body
+                lines[-1] += " " + p.text.body
                 continue
             last_group = p.group
             if not per_line and p.day and not header_done:
                 lines.append(f"[{p.day}]")
                 header_done = True
             prefix = f"[{p.day}] " if per_line and p.day else ""
-            lines.append(prefix + (f"{p.speaker}: " if p.speaker else "") + p.body)
+            lines.append(prefix + (f"{p.speaker}: " if p.speaker else "") + p.text.body)
         return "\n".join(lines)
 
     def _dropped(self, pool: _Pool, chosen: Sequence[int]) -> list[str]:

@@ -83,15 +83,16 @@ def stem(low: str) -> str:
 
 def _kind_weight(tok: str, low: str, first: bool) -> float:
     """The base weight of one token (see the module table); 0 for function words."""
-    has_digit = False
-    has_alpha = False
-    for ch in tok:
-        if ch.isdigit():
-            has_digit = True
-        elif ch.isalpha():
-            has_alpha = True
-    if has_digit:
-        return W_NAME if has_alpha else W_NUMBER
+    if not tok.isalpha():  # all letters: no digit (no character is both), most tokens
+        has_digit = False
+        has_alpha = False
+        for ch in tok:
+            if ch.isdigit():
+                has_digit = True
+            elif ch.isalpha():
+                has_alpha = True
+        if has_digit:
+            return W_NAME if has_alpha else W_NUMBER
     if len(tok) == 1:
         return 0.0  # a lone letter ("R&R", "a", "x") names nothing
     if low in _CALENDAR and (low != "may" or (tok[0].isupper() and not first)):

@@ -30,6 +30,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import reduce
+from itertools import pairwise
 from operator import add
 
 DECAY = 0.3
@@ -40,6 +41,9 @@ LINES_PER_BUCKET = 2
 MAX_BUCKETS = 64
 _MAX_REPEATS = 15
 _DECAY_POW = tuple(DECAY ** k for k in range(_MAX_REPEATS + 1))
+_DECAY_STEP = {**dict(pairwise(_DECAY_POW)), _DECAY_POW[-1]: _DECAY_POW[-1]}
+"""DECAY ** n -> DECAY ** (n + 1), capped at ``_MAX_REPEATS`` (the powers are distinct floats):
+a key's multiplier after one more kept line says it, from its multiplier alone."""
 _RHO_POW = tuple(RHO ** k for k in range(64))
 
 
@@ -109,7 +113,7 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
     keys_of, weights_of, bonus_of, priority_of = cands.keys, cands.weights, cands.bonus, cands.priority
     group_of, join_cost_of, cost_of = cands.group, cands.join_cost, cands.cost
     costs = [c if c > 1 else 1 for c in cost_of]
-    v0 = [sum(w) + b for w, b in zip(weights_of, bonus_of)]
+    v0 = list(map(add, map(sum, weights_of), bonus_of))  # sum(w) + b
     # (-gain, index) pairs are all distinct, so the heap pops in the same order however it is built
     heap = [(-value * priority_of[i] / costs[i], i) for i, value in enumerate(v0)
             if value >= MIN_VALUE and cost_of[i] <= budget]
@@ -122,14 +126,12 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
     width = max(span_end, 1.0) / buckets
     last = buckets - 1
     bucket_of = [(b if b < last else last) if p > 0 else 0 for p in cands.pos for b in (int(p / width),)]
-    covered: dict[str, int] = {}
-    covered_get = covered.get
-    # each covered key's DECAY ** (lines that say it), kept beside the counts: the inner loop
+    # each covered key's DECAY ** (lines that say it, at most _MAX_REPEATS): the inner loop
     # reads the multiplier with one lookup (an uncovered key weighs w × 1.0, which is w)
     mult: dict[str, float] = {}
     mult_get = mult.get
-    covered_keys = covered.keys()
-    decay = _DECAY_POW
+    covered_keys = mult.keys()
+    step = _DECAY_STEP
     rho = _RHO_POW
     in_bucket = [0] * buckets
     groups: set[int] = set()
@@ -170,9 +172,6 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
         if in_bucket[b] < 63:
             in_bucket[b] += 1
         for k in keys_of[i]:
-            n = covered_get(k, 0)
-            if n < _MAX_REPEATS:
-                covered[k] = n + 1
-                mult[k] = decay[n + 1]
+            mult[k] = step[mult_get(k, 1.0)]
     chosen.sort()
     return Selection(tuple(chosen), used)

@@ -96,7 +96,21 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+_ERROR_WORDS = ("error", "failed", "exception", "traceback", "fatal")
+"""`_ERROR_LINE_RE`'s words."""
+_ERROR_CASE_EXTRAS = ("\u0130", "\u0131")
+"""The characters `_ERROR_LINE_RE` (case-insensitive) takes for a letter of its words whose
+lowercase is not that letter: "İ" and "ı" for "i" (a test checks every code point)."""
+
+
 def _error_line(content: str) -> str | None:
+    # a case-insensitive pattern has no literal prefix, so the regex engine tries a match at
+    # every character of every line; a line can only match when the lowercased text holds one
+    # of the words (each matched character lowers to its letter) or one of the extras, and
+    # five plain substring scans rule most outputs out at a fraction of the cost
+    low = content.lower()
+    if not any(w in low for w in _ERROR_WORDS) and not any(c in content for c in _ERROR_CASE_EXTRAS):
+        return None
     for line in content.splitlines():
         if _ERROR_LINE_RE.search(line) and not _NOT_AN_ERROR_RE.search(line):
             return line.strip()

@@ -17,7 +17,7 @@ from datetime import date, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollsum.summarizers import ExtractiveSummarizer, SummaryRequest, dates
+from rollsum.summarizers import ExtractiveSummarizer, SummaryRequest, dates, selection
 from rollsum.summarizers.selection import (
     DECAY,
     LINES_PER_BUCKET,
@@ -189,6 +189,17 @@ def test_select_equals_the_greedy_it_replaced(cands: list[Candidate], budget: in
     """Columns, a heap built at once and stopping when nothing fits any more change nothing
     (costs below a candidate's joined cost included: the stop must look at both)."""
     assert select(cands, budget, span_end=span_end).chosen == _reference_select(cands, budget, span_end)
+
+
+def test_a_word_said_by_more_kept_lines_than_the_cap_keeps_the_capped_multiplier() -> None:
+    """"a" is in every candidate, each also naming something of its own: all are kept, so "a"
+    is covered 24 times, past the 15 where its multiplier stops falling."""
+    cands = [Candidate(("a", f"u{i}"), (1.0, 5.0 + i / 100), 3, 3, i, float(i)) for i in range(24)]
+    assert select(cands, 200, span_end=30.0).chosen == _reference_select(cands, 200, 30.0) == tuple(range(24))
+    # the step from a multiplier to the next: DECAY ** n -> DECAY ** min(n + 1, 15), the powers
+    # distinct (a multiplier alone tells how many lines say the word)
+    powers = [DECAY ** n for n in range(16)]
+    assert [selection._DECAY_STEP[p] for p in powers] == [DECAY ** min(n + 1, 15) for n in range(16)]
 
 
 def test_select_stops_only_when_not_even_the_cheapest_candidate_fits() -> None:

@@ -55,7 +55,11 @@ def test_split_sentences_on_the_cases_that_differ_between_lines_and_whole_text()
                  # string test before the regex must let each through)
                  "Plan Z. Then go", "Plan A. Then go", "Ask Mr. Li", "Ask Mrs. Li", "Ask Ms. Li", "Ask Dr. Li",
                  "Main St. Then", "Li Jr. Then", "Li Sr. Then", "Ask Prof. Li", "A vs. B", "Pens, etc. Then",
-                 "No. Five", "See Fig. Two", "Some approx. Two", "Ask xMr. Li", "Ask (Dr. Li", "Ask é. Li"):
+                 "No. Five", "See Fig. Two", "Some approx. Two", "Ask xMr. Li", "Ask (Dr. Li", "Ask é. Li",
+                 # each end mark alone, and with a full stop (a text whose only mark is "." is
+                 # split by a pattern of its own)
+                 "Why? Because", "Stop! Now", "Wait… Then", "Done. Why? Because", "Done. Stop! Now",
+                 "Done. Wait… Then", "Done. Next one"):
         assert split_sentences(text) == one_regex_split(text), text
 
 

@@ -161,3 +161,44 @@ def test_the_first_line_of_a_result_counts_like_any_other() -> None:
     assert "Defines: first" in gutter.key_facts
     edit = summarize_tool_result(tool("edit_file", "+added\n-removed\n context", path="a.py"))
     assert "Changes: +1 -1" in edit.key_facts
+
+
+def _error_line_definition(content: str) -> str | None:
+    """The first line the case-insensitive pattern finds an error word in (and no "0 failed")."""
+    for line in content.splitlines():
+        if tools._ERROR_LINE_RE.search(line) and not tools._NOT_AN_ERROR_RE.search(line):
+            return line.strip()
+    return None
+
+
+def test_error_words_pre_check_knows_every_character_the_pattern_takes_for_a_letter() -> None:
+    # `_error_line` rules a text out when its lowercase holds none of the words and it holds
+    # none of the extras: that is exact only if every character the case-insensitive pattern
+    # takes for a letter of a word lowers to that letter or is an extra
+    assert tools._ERROR_LINE_RE.pattern == "|".join(tools._ERROR_WORDS)
+    letters = sorted(set("".join(tools._ERROR_WORDS)))
+    any_letter = re.compile(f"[{''.join(letters)}]", re.I)
+    for cp in range(0x110000):
+        ch = chr(cp)
+        if any_letter.fullmatch(ch) and ch.lower() not in letters:
+            assert ch in tools._ERROR_CASE_EXTRAS, hex(cp)
+
+
+_OUTPUT = st.lists(st.sampled_from([
+    "error", "ERROR", "Error:", "failed", "FAILED", "0 failed", "no errors", "exception", "Exception",
+    "TRACEBACK", "fatal", "exceptİon", "faıled", "KELVİN", "ok", " ", "\n", "\r\n", "x", "é", "E", "rror",
+]), max_size=20).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_OUTPUT)
+def test_error_line_is_the_first_line_the_pattern_finds(text: str) -> None:
+    assert tools._error_line(text) == _error_line_definition(text)
+
+
+def test_error_line_with_a_dotted_or_dotless_i() -> None:
+    # "İ" lowers to "i" and a combining dot, "ı" stays itself: neither leaves "exception" or
+    # "failed" in the lowercased text, and the pattern still finds them
+    for text in ("ok\nExceptİon raised", "ok\nbuild faıled", "ok\nall good"):
+        assert tools._error_line(text) == _error_line_definition(text)
+    assert tools._error_line("ok\nbuild faıled") == "build faıled"
