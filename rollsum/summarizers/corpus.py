@@ -43,7 +43,7 @@ _RECURRENCE = tuple(min(1.5, 1.0 + 0.15 * ld) for ld in _LOGS)
 
 
 class FactorTable(dict[int, float]):
-    """`Counts.by_frequency` for one ``n``, filled on demand (`Counts.factor_table`), keyed by
+    """A key's factors for one ``n``, filled on demand (`Counts.factor_table`), keyed by
     code: ``d`` for a word and ``~d`` (``-d - 1``) for a name, where ``d`` is the key's count
     in `Counts.df` and 0 (a key no sentence holds) counts as 1. The summarizer gets ``d`` from
     ``df[key]`` (a Counter gives 0 for a missing key) and a name's code with ``d ^ -1``."""
@@ -86,7 +86,7 @@ class Counts:
     """Sentences seen so far."""
     df: Counter[str] = field(default_factory=Counter)
     """Sentences that contained each word key (at least 1: a key no sentence holds any more is
-    deleted, so ``df.get(key, 1)`` is a key's frequency for `by_frequency`)."""
+    deleted, so ``df[key]`` -- 0 for a key it does not hold -- is the key's code in `factor_table`)."""
     positions: dict[str, float] = field(default_factory=dict)
     """Where in the conversation (message index) each sentence of the summary these statistics
     led to was said: a summary line does not say it, and coverage needs it."""
@@ -105,31 +105,26 @@ class Counts:
             if df[k] <= 0:
                 del df[k]
 
-    def by_frequency(self, frequencies: Iterable[int]) -> dict[int, float]:
-        """The factors of a key by its document frequency ``d`` (as `df` holds it, or 1 for a
-        key not in it): under ``d`` a word's `specificity`, under ``-d`` the multiplier of a
-        name or number, ``recurrence × √specificity`` (central when it recurs, boilerplate when
-        everywhere). Both depend on the key only through its frequency (and ``n``)."""
-        table = self.factor_table()
-        return {d: table[d if d > 0 else ~-d] for d in frequencies}
-
     def factor_table(self) -> FactorTable:
-        """`by_frequency` as a table that computes each frequency's factor when first asked:
-        a summary's few hundred keys share about a hundred frequencies, so the summarizer
-        looks every key up in it (in C) and each factor is computed once per summary."""
+        """A key's factors by its document frequency, computed when first asked: under code
+        ``d`` (its count in `df`; 0, a key no sentence holds, counts as 1) a word's
+        `specificity`, under ``~d`` the multiplier of a name or number, ``recurrence ×
+        √specificity`` (central when it recurs, boilerplate when everywhere). Both depend on
+        the key only through its frequency (and ``n``): a summary's few hundred keys share
+        about a hundred frequencies, so the summarizer looks every key up in it (in C) and each
+        factor is computed once per summary."""
         return FactorTable(self.n) if self.n > 1 else _Flat(self.n)
 
-    def factors(self, keys: Iterable[str],
-                names: Iterable[str] | None = None) -> tuple[dict[str, float], dict[str, float]]:
+    def factors(self, keys: Iterable[str], names: Iterable[str] | None = None,
+                table: FactorTable | None = None) -> tuple[dict[str, float], dict[str, float]]:
         """For each key: its `specificity`, and the multiplier of a name or number
-        (`by_frequency`), the latter only for `names` when given (default: every key)."""
+        (`factor_table`), the latter only for `names` when given (default: every key).
+        `table`: this `n`'s `factor_table` when the caller already has one (its factors are
+        computed once for all the keys it is asked for)."""
         keys = list(keys)
-        names = keys if names is None else list(names)
-        get = self.df.get
-        ds = [get(k) or 1 for k in keys]
-        name_ds = [-(get(k) or 1) for k in names]
-        table = self.by_frequency({*ds, *name_ds})
-        return dict(zip(keys, map(table.__getitem__, ds))), dict(zip(names, map(table.__getitem__, name_ds)))
+        table = self.factor_table() if table is None else table
+        df = self.df  # a Counter: 0 for a key it does not hold
+        return {k: table[df[k]] for k in keys}, {k: table[~df[k]] for k in (keys if names is None else names)}
 
     def specificity(self, key: str) -> float:
         """1 for a word seen in one sentence, falling to 0 for a word in every sentence:

@@ -55,7 +55,7 @@ from rollsum.capabilities import OFFLINE_SCRIPTED
 from rollsum.errors import ConfigError, ErrorKind, SummarizeError
 from rollsum.summarizers import dates, salience
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
-from rollsum.summarizers.corpus import Corpus, Counts
+from rollsum.summarizers.corpus import Corpus, Counts, FactorTable
 from rollsum.summarizers.selection import Columns, select_columns
 from rollsum.summarizers.tools import format_tool_summary, summarize_dropped, summarize_tool_result
 from rollsum.tokens import HeuristicCounter, TokenCounter
@@ -743,14 +743,15 @@ class ExtractiveSummarizer:
         when they are everywhere (boilerplate paths, tool names). A participant's own name
         counts as a common word ("Thanks, Caroline!" says nothing about Caroline).
 
-        Both factors depend on a key only through its document frequency (`Counts.by_frequency`):
+        Both factors depend on a key only through its document frequency (`Counts.factor_table`):
         each candidate's frequencies are looked up (a name's as its code ``~d``), the factor of
         each distinct code is computed once per summary when first asked (`Counts.factor_table`),
         and the weights are products of lookups, in C.
         A candidate holding a participant's name is weighed key by key (`_key_weights`).
         """
         df = counts.df.__getitem__  # 0 for a key no sentence holds (a Counter)
-        factor = counts.factor_table().__getitem__
+        table = counts.factor_table()
+        factor = table.__getitem__
         weights = [tuple(map(mul, t.scaled, map(factor, map(xor, t.signs, map(df, t.keys))))) if t.signs
                    else tuple(map(mul, t.scaled, map(factor, map(df, t.keys)))) for t in texts]
         full, short = participants
@@ -758,17 +759,19 @@ class ExtractiveSummarizer:
             named = full | short
             for i, t in enumerate(texts):
                 if not named.isdisjoint(t.keys):
-                    weights[i] = ExtractiveSummarizer._key_weights(t, counts, participants)
+                    weights[i] = ExtractiveSummarizer._key_weights(t, counts, participants, table)
         return weights
 
     @staticmethod
-    def _key_weights(t: _Text, counts: Counts, participants: tuple[set[str], set[str]]) -> tuple[float, ...]:
+    def _key_weights(t: _Text, counts: Counts, participants: tuple[set[str], set[str]],
+                     table: FactorTable) -> tuple[float, ...]:
         """The weights of one candidate that holds a participant's name, key by key: the
         participant's full name weighs as a common word, and a short form of it written as a
-        name ("Mel" for Melanie) as a common word too."""
+        name ("Mel" for Melanie) as a common word too. `table`: the summary's factor table
+        (shared by every candidate, so no factor is computed twice)."""
         full, short = participants
         keys = t.keys
-        word, name = counts.factors(keys)
+        word, name = counts.factors(keys, table=table)
         low = salience.W_COMMON / salience.W_NAME
         for k in keys:
             if k in full:

@@ -1,7 +1,7 @@
 """A candidate's key weights are the per-key definition, however they are computed (issue #20).
 
-`ExtractiveSummarizer._weights` looks each key's document frequency up (a name's negated),
-computes the factor of each distinct frequency once (`Counts.by_frequency`) and multiplies
+`ExtractiveSummarizer._weights` looks each key's document frequency up (a name's as its code ``~d``),
+computes the factor of each distinct frequency once (`Counts.factor_table`) and multiplies
 with lookups, and weighs a candidate holding a participant's name key by key. The definition:
 for every key, ``w × sentence factor × (its name multiplier if w is a name's, number's or
 date's weight, else its specificity)``, with a participant's name weighing as a common word.
@@ -70,18 +70,18 @@ def test_weights_are_the_per_key_definition(sentences: list[list[str]], docs: li
     assert got == [definition(b, counts, speakers) for b in bodies]
 
 
-def test_by_frequency_is_specificity_and_the_name_multiplier() -> None:
+def test_the_factor_table_is_specificity_and_the_name_multiplier() -> None:
     counts = Counts()
     counts.add([("sweden", "pottery"), ("sweden",), ("sweden", "bowling"), ("x",)] * 50)
     n = counts.n
-    table = counts.by_frequency([150, -150, 50, -50, 1, -1])
+    table = counts.factor_table()
     for d in (150, 50, 1):
         spec = math.log((n + 1) / d) / math.log(n + 1)
         assert math.isclose(table[d], spec, rel_tol=1e-12)
-        assert math.isclose(table[-d], min(1.5, 1 + 0.15 * math.log(d)) * math.sqrt(spec), rel_tol=1e-12)
+        assert math.isclose(table[~d], min(1.5, 1 + 0.15 * math.log(d)) * math.sqrt(spec), rel_tol=1e-12)
     # a key no sentence holds counts as in one
     word, name = counts.factors(["absent"])
-    assert word["absent"] == table[1] and name["absent"] == table[-1]
+    assert word["absent"] == table[1] and name["absent"] == table[~1]
 
 
 def test_no_character_is_both_a_letter_and_a_digit() -> None:
