@@ -59,7 +59,10 @@ _JS_EXPORT_RE = re.compile(
 _JS_IMPORT_RE = _line_start(r"\s*import\s+.*?from\s+['\"][^'\"]+['\"]|\s*import\s+['\"][^'\"]+['\"]")
 _PY_DEF_RE = _line_start(r"(?:async\s+)?(?:def|class)\s+(\w+)")
 _PY_IMPORT_RE = _line_start(r"(?:from\s+\S+\s+)?import\s+\S")
-_ERROR_LINE_RE = re.compile(r"error|failed|exception|traceback|fatal", re.I)
+_ERROR_WORDS = ("error", "failed", "exception", "traceback", "fatal")
+"""What marks a tool-output line as an error (`_ERROR_LINE_RE`, and `_error_line`'s substring
+pre-check: one list for both)."""
+_ERROR_LINE_RE = re.compile("|".join(_ERROR_WORDS), re.I)
 _NOT_AN_ERROR_RE = re.compile(r"\b0\s+(?:failed|errors?|failures?)\b|\bno errors?\b", re.I)
 _EXIT_RE = re.compile(r"\bexit(?:ed)?(?:\s+with)?(?:\s+(?:code|status))?\s*[:=]?\s*(-?\d+)", re.I)
 _PROMPT_LINE_RE = re.compile(r"^\$\s+(.+)$", re.M)
@@ -96,8 +99,6 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-_ERROR_WORDS = ("error", "failed", "exception", "traceback", "fatal")
-"""`_ERROR_LINE_RE`'s words."""
 _ERROR_CASE_EXTRAS = ("\u0130", "\u0131")
 """The characters `_ERROR_LINE_RE` (case-insensitive) takes for a letter of its words whose
 lowercase is not that letter: "İ" and "ı" for "i" (a test checks every code point)."""
