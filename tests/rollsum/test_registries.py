@@ -29,6 +29,15 @@ QUICK = Preset("quick", "-", "since-last every 6 messages, summary as a NOTE", "
                "extractive", engine={"max_summary_tokens": 300})
 
 
+def fed(preset: str, **overrides: Any) -> RollingSummarizer:
+    """An engine of `preset` (with `overrides`) after 12 chat messages: a summary every 6, 2 kept."""
+    rs = RollingSummarizer.from_preset(preset, messages_per_summary=6, keep_last=2, min_messages_per_attempt=0,
+                                       **overrides)
+    for message in chat(12):
+        rs.add(message)
+    return rs
+
+
 def test_a_policy_registered_once_is_built_by_from_preset_and_drives_the_engine() -> None:
     with POLICIES.registered(EveryFive.name, EveryFive):
         rs = RollingSummarizer.from_preset("since-last", policy="every-five", keep=3, min_messages_per_attempt=0)
@@ -44,10 +53,7 @@ def test_a_policy_registered_once_is_built_by_from_preset_and_drives_the_engine(
 
 def test_a_context_format_registered_once_shapes_the_context() -> None:
     with FORMATS.registered(NOTE.name, NOTE):
-        rs = RollingSummarizer.from_preset("since-last", context_format="note", messages_per_summary=6, keep_last=2,
-                                           min_messages_per_attempt=0)
-        for message in chat(12):
-            rs.add(message)
+        rs = fed("since-last", context_format="note")
     assert rs.config()["context_format"] == "note"
     shown = [m for m in rs.context() if m.meta.get("rollsum") == "summary"]
     assert len(shown) == 1 and shown[0].role == "user" and shown[0].content.startswith("NOTE (")
@@ -58,11 +64,9 @@ def test_a_context_format_registered_once_shapes_the_context() -> None:
 def test_a_preset_registered_once_is_built_listed_and_checked_like_a_built_in() -> None:
     with PRESETS.registered(QUICK.name, QUICK), FORMATS.registered(NOTE.name, NOTE):
         assert presets.names()[-1] == "quick" and presets.get("quick") is QUICK
-        rs = RollingSummarizer.from_preset("quick", messages_per_summary=6, keep_last=2, min_messages_per_attempt=0)
         with pytest.raises(ConfigError, match="preset quick: keep_last: expected"):
             RollingSummarizer.from_preset("quick", keep_last=-1)
-        for message in chat(12):
-            rs.add(message)
+        rs = fed("quick")
         assert rs.preset == "quick" and rs.settings.max_summary_tokens == 300
         assert rs.context()[0].content.startswith("NOTE (")
     with pytest.raises(ConfigError, match="unknown preset 'quick'; known presets: count-and-tokens"):
@@ -71,10 +75,7 @@ def test_a_preset_registered_once_is_built_listed_and_checked_like_a_built_in() 
 
 def test_a_model_backend_registered_once_is_built_from_its_spec_priced_and_listed_in_errors() -> None:
     with BACKENDS.registered(PARROT.prefix, PARROT):
-        rs = RollingSummarizer.from_preset("since-last", model="parrot:polly", messages_per_summary=6, keep_last=2,
-                                           min_messages_per_attempt=0)
-        for message in chat(12):
-            rs.add(message)
+        rs = fed("since-last", model="parrot:polly")
         assert capabilities("record:c.jsonl:parrot:polly") == OFFLINE_SCRIPTED  # its registration says what it is
         assert price_for("parrot:polly").input == 0.0 and price_for("parrot:polly").known  # free, by declaration
         with pytest.raises(ConfigError, match=r"unknown prefix 'nope'; expected one of anthropic:.*; "
