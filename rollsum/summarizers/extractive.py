@@ -95,6 +95,21 @@ _ABBREVIATION_ENDS = ("Mr.", "Mrs.", "Ms.", "Dr.", "St.", "Jr.", "Sr.", "Prof.",
 """The words `_ABBREVIATION_RE` knows besides single capitals: a sentence that ends with none of
 them (nor with a capital and a full stop) cannot end with an abbreviation, and most sentences
 end with "." after a common letter ("test.", "for."), so this string test spares the regex."""
+_ABBREVIATION_SPLIT_RE = re.compile(
+    r"\x00(?:(?<=[A-Z]\.\x00)(?<=\b[A-Z]\.\x00)|(?<=[" + "".join(sorted({w[-3] for w in _ABBREVIATION_ENDS}))
+    + "][" + "".join(sorted({w[-2] for w in _ABBREVIATION_ENDS})) + r"]\.\x00)(?:"
+    + "|".join(rf"(?<=\b{re.escape(w)}\x00)" for w in _ABBREVIATION_ENDS) + "))")
+"""In a text whose sentence ends are NULs (`split_sentences`), one where the sentence before ends
+with what `_ABBREVIATION_RE` takes for an abbreviation: only there is a piece joined to the
+next. The NUL first lets the regex engine scan for the ends; a look-behind for the two letters
+before the full stop rules most out; then `_ABBREVIATION_RE`'s alternatives, as look-behinds
+of fixed width (the word boundary in the piece is the one in the text: a piece starts after
+whitespace, a NUL or at the text's start)."""
+_DOT_END_SUB = re.compile(r"\.\s+(?=[\"'“‘(\[]?[A-Z0-9\[])").sub
+_MARK_SUBS = tuple((mark, re.compile(re.escape(mark) + r"\s+(?=[\"'“‘(\[]?[A-Z0-9\[])").sub) for mark in ".!?…")
+"""Each end mark's sentence ends as `_SENTENCE_END_RE` finds them (a mark, whitespace, and a
+capital, digit or quote next): its matches never overlap, so one pattern per mark finds the
+same ends, and each starts with a literal (scanned for, not tested at every position)."""
 _CLAUSE_RE = re.compile(r"[,;:]\s|\s[-–—]\s")
 _HEADER_LINE_RE = re.compile(
     r"^(?:\[Update \d+\]|\[Condensed history\]|--- Summarized Context .*---|\[\d+ messages with no "
@@ -303,10 +318,40 @@ def split_sentences(text: str) -> list[str]:
     Lines first (a string split), then sentence ends within each line: the same pieces as one
     regex over the whole text with a line-break alternative, at a third of the cost (it runs
     on every message).
+
+    A text of one line where no abbreviation ends a sentence (nearly every message) is split
+    without a Python loop over its sentences: each end mark's pattern replaces its sentence
+    ends (the mark kept, the whitespace after it dropped) by a NUL, and a string split cuts
+    there. The same pieces as the loop (`_split_lines`): a piece after a sentence end starts
+    with the character the end's lookahead saw (never whitespace) and a piece before one ends
+    with its mark, so only the text's own ends need stripping, and no piece is empty.
     """
     if not ("\n" in text or ". " in text or "! " in text or "? " in text or "… " in text):
         stripped = text.strip()
         return [stripped] if stripped else []
+    if "\n" in text or "\x00" in text:
+        return _split_lines(text)
+    ends = text
+    if "!" in text or "?" in text or "…" in text:
+        for mark, sub in _MARK_SUBS:
+            if mark in text:
+                ends = sub(mark + "\x00", ends)
+    else:
+        ends = _DOT_END_SUB(".\x00", text)
+    if _ABBREVIATION_SPLIT_RE.search(ends):
+        return _split_lines(text)
+    out = ends.split("\x00")
+    if len(out) == 1:
+        stripped = ends.strip()
+        return [stripped] if stripped else []
+    out[0] = out[0].lstrip()
+    out[-1] = out[-1].rstrip()
+    return out
+
+
+def _split_lines(text: str) -> list[str]:
+    """`split_sentences` of any text: line by line, an abbreviation's sentence end joined to
+    the next piece."""
     out: list[str] = []
     split = (_SENTENCE_END_RE if "!" in text or "?" in text or "…" in text else _SENTENCE_END_DOT_RE).split
     abbreviation = _ABBREVIATION_RE.search

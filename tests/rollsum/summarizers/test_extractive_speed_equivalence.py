@@ -9,11 +9,12 @@ than in a nightly gate.
 from __future__ import annotations
 
 import re
+import string
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollsum.summarizers.extractive import _ABBREVIATION_RE, split_sentences
+from rollsum.summarizers.extractive import _ABBREVIATION_ENDS, _ABBREVIATION_RE, _ABBREVIATION_SPLIT_RE, split_sentences
 
 _ONE_REGEX = re.compile(r"(?<=[.!?…])\s+(?=[\"'“‘(\[]?[A-Z0-9\[])|\s*\n+\s*")
 
@@ -35,8 +36,9 @@ def one_regex_split(text: str) -> list[str]:
     return out
 
 
-_ALPHABET = st.sampled_from([*"ab AZ09.!?…\n\t\r\"'“‘([:", "Dr.", "J.", " \n ", "\n\n", "\u2028", "\xa0",
-                             "approx.", "Prof.", "vs.", "etc.", "No.", "Fig.", "Mrs.", "xMr.", "_St.", "é."])
+_ALPHABET = st.sampled_from([*"ab AZ09.!?…\n\t\r\"'“‘([:\x00", "Dr.", "J.", " \n ", "\n\n", "\u2028", "\xa0",
+                             "approx.", "Prof.", "vs.", "etc.", "No.", "Fig.", "Mrs.", "xMr.", "_St.", "é.", "ts.",
+                             "or.", ". ", "? ", "! ", "… "])
 """Abbreviations of every length, and ones glued to a word (no word boundary before them:
 `split_sentences` searches only a sentence's last characters for one)."""
 
@@ -59,8 +61,29 @@ def test_split_sentences_on_the_cases_that_differ_between_lines_and_whole_text()
                  # each end mark alone, and with a full stop (a text whose only mark is "." is
                  # split by a pattern of its own)
                  "Why? Because", "Stop! Now", "Wait… Then", "Done. Why? Because", "Done. Stop! Now",
-                 "Done. Wait… Then", "Done. Next one"):
+                 "Done. Wait… Then", "Done. Next one",
+                 # one line and no abbreviation: split by substitution, every mark, the text's
+                 # own ends stripped; an abbreviation or a NUL anywhere takes the loop
+                 " Done.  Why?\tBecause!  Wait… Then. ", "Ask Dr. Li. Then", "Wait! Dr. Li. Then",
+                 "Done. Plan A. Then", "Done.\x00 Next", "A\x00B. Next", "Pens, etc. Then. Next",
+                 "Done. (See Fig. Two) Then", "Done. [Sr. Li] Then", "\u2028Done.\u2028Next\u2028"):
         assert split_sentences(text) == one_regex_split(text), text
+
+
+def test_the_abbreviation_look_behinds_are_the_abbreviation_pattern() -> None:
+    """`split_sentences` takes its loop only where `_ABBREVIATION_SPLIT_RE` finds an
+    abbreviation before a sentence end (a NUL): it must find one wherever `_ABBREVIATION_RE`
+    does, for every word it knows and every capital, after a word boundary and not inside a
+    word."""
+    words = [*_ABBREVIATION_ENDS, *(f"{c}." for c in string.ascii_uppercase)]
+    assert _ABBREVIATION_RE.pattern == (r"(?:\b(?:" + "|".join(w[:-1] for w in _ABBREVIATION_ENDS)
+                                        + r")\.|\b[A-Z]\.)$")
+    for word in words:
+        for before in ("", "x", " ", "é", "(", "\x00"):
+            piece = before + word
+            expected = _ABBREVIATION_RE.search(piece) is not None
+            assert (_ABBREVIATION_SPLIT_RE.search(f"Then {piece}\x00Next") is not None) == expected, piece
+            assert (_ABBREVIATION_SPLIT_RE.search(f"{piece}\x00Next") is not None) == expected, piece
 
 
 def test_a_repeated_sentence_with_a_relative_date_is_anchored_to_each_day_it_is_said() -> None:
