@@ -104,6 +104,12 @@ _ERROR_CASE_EXTRAS = ("\u0130", "\u0131")
 lowercase is not that letter: "İ" and "ı" for "i" (a test checks every code point)."""
 
 
+_ERROR_WORD_RE = re.compile("|".join(_ERROR_WORDS))
+"""`_ERROR_LINE_RE` without its case flag, for lowercased ASCII text (`_error_line`)."""
+_OTHER_LINE_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+"""The ASCII characters besides "\n" that `str.splitlines` breaks a line at."""
+
+
 def _error_line(content: str) -> str | None:
     # a case-insensitive pattern has no literal prefix, so the regex engine tries a match at
     # every character of every line; a line can only match when the lowercased text holds one
@@ -111,6 +117,23 @@ def _error_line(content: str) -> str | None:
     # five plain substring scans rule most outputs out at a fraction of the cost
     low = content.lower()
     if not any(w in low for w in _ERROR_WORDS) and not any(c in content for c in _ERROR_CASE_EXTRAS):
+        return None
+    if content.isascii() and not any(c in content for c in _OTHER_LINE_BREAKS):
+        # ASCII: lowering keeps every character in its place and is exactly what the case
+        # flag matches (the extras are not ASCII), and lines end at "\n" alone; so the words
+        # are found in the whole lowercased text, case-sensitively (the regex engine scans for
+        # their first letters), and each find's line is judged, in order, as the loop would
+        find = _ERROR_WORD_RE.search
+        m = find(low)
+        while m is not None:
+            at = m.start()
+            end = content.find("\n", at)
+            if end < 0:
+                end = len(content)
+            line = content[content.rfind("\n", 0, at) + 1:end]
+            if not _NOT_AN_ERROR_RE.search(line):
+                return line.strip()
+            m = find(low, end)
         return None
     for line in content.splitlines():
         if _ERROR_LINE_RE.search(line) and not _NOT_AN_ERROR_RE.search(line):

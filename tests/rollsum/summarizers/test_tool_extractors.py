@@ -187,6 +187,7 @@ def test_error_words_pre_check_knows_every_character_the_pattern_takes_for_a_let
 _OUTPUT = st.lists(st.sampled_from([
     "error", "ERROR", "Error:", "failed", "FAILED", "0 failed", "no errors", "exception", "Exception",
     "TRACEBACK", "fatal", "exceptİon", "faıled", "KELVİN", "ok", " ", "\n", "\r\n", "x", "é", "E", "rror",
+    "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "İ",
 ]), max_size=20).map("".join)
 
 
@@ -194,6 +195,16 @@ _OUTPUT = st.lists(st.sampled_from([
 @given(_OUTPUT)
 def test_error_line_is_the_first_line_the_pattern_finds(text: str) -> None:
     assert tools._error_line(text) == _error_line_definition(text)
+
+
+def test_error_line_in_ascii_text_is_found_in_the_whole_lowercased_text() -> None:
+    # an ASCII text with "\n" line breaks alone is searched whole: a line the "0 failed" rule
+    # excuses is passed over for the next one; any other line break, or a character whose
+    # lowercase is longer (which moves every place after it), takes the line-by-line loop
+    for text in ("ok\n3 passed, 0 failed\nbuild ERROR here\nmore", "no errors\nall 0 failed\nfine",
+                 "ok\rerror in one\nrest", "a\x0berror\nb", "a\x0cerror", "a\x1cFATAL\x1dx\x1e",
+                 "İİİİİİ\nerror\nok fine\nmore", "Traceback (most recent call last):", "\n\n  fatal: x  \n"):
+        assert tools._error_line(text) == _error_line_definition(text), text
 
 
 def test_error_line_with_a_dotted_or_dotless_i() -> None:
