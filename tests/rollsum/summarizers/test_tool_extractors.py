@@ -134,6 +134,8 @@ _LINE_START_DEFINITIONS = [
 _LINES = st.lists(st.sampled_from([
     "\n", "\n", " ", "  ", "\t", "\r", "import ", "from ", "m", "'m'", '"', "def ", "class ", "async ", "f", "+",
     "++", "-", "--", "3", "12", "→", ": ", " | ", "|", "=", " = ", "true", "#c", "a_b", ".", "x:",
+    # settings, and what follows a setting's value (`_SETTING_RE` gives nothing back)
+    "TIMEOUT = 30", "x.y-z: 1_000,5", "-4.", "'v'", '"v"', "None", "null", " # c", "\n\n", " \n", "1 x",
 ]), max_size=40).map("".join)
 
 
