@@ -47,7 +47,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
-from itertools import groupby, pairwise, repeat
+from itertools import pairwise, repeat
 from operator import add, mul, xor
 from typing import Any, Literal
 
@@ -468,6 +468,7 @@ class ExtractiveSummarizer:
         self._old_memo: dict[str, _Old] = {}
         self._norms: dict[str, str] = {}
         self._old_lines: dict[str, tuple[str, tuple[_Text, ...], bool]] = {}
+        self._old_read: dict[str, tuple[str | None, str | None, str, tuple[_Text, ...], int]] = {}
         self._sentences: dict[str | tuple[str, date], _Text] = {}
 
     def params(self) -> dict[str, Any]:
@@ -647,48 +648,78 @@ class ExtractiveSummarizer:
     def _old_pieces(self, text: str) -> _Old:
         """The previous summary read back into pieces (one group per line, sentences split),
         with the speakers named in it and its days. Memoized by text: in a chain it is the last
-        call's output (and the same summary is met again by a retry or a condensing append)."""
+        call's output (and the same summary is met again by a retry or a condensing append).
+
+        Each line is read once (`_old_read`, cached by the line as written: most of a summary's
+        lines come back at the next call, and only their group, and the day of a line under a
+        day header, change); a line's rank among the lines with pieces and the runs of days are
+        counted here, line by line (every piece of a line shares its group and day)."""
         hit = self._old_memo.get(text)
         if hit is not None:
             return hit
         out: list[_Piece] = []
+        append = out.append
         speakers: set[str] = set()
         lines: dict[int, str] = {}
+        rank: dict[int, int] = {}
+        runs: list[str] = []
+        run_day: str | None = None
         day = ""
         group = 0
+        tool_flag = self.conversational
+        read = self._old_read
         for raw in text.split("\n"):
-            line = raw.strip()
-            if not line or _HEADER_LINE_RE.match(line):
+            line, own_day, speaker, parts, tool = read.get(raw) or self._read_old(raw)
+            if line is None:  # blank, a header, or a day header (which sets the day of the lines under it)
+                if own_day is not None:
+                    day = own_day
                 continue
-            dm = _DAY_RE.match(line)
-            if dm:
-                if dm.group(2) is None:
-                    day = dm.group(1)
-                    continue
-                line_day, rest = dm.group(1), dm.group(2)
-            else:
-                line_day, rest = day, line
-            speaker, parts, tool = self._old_line(rest)
+            line_day = day if own_day is None else own_day
             if tool:
-                out.append(_Piece(parts[0], "", line_day, group, TOOL_ERROR_BONUS if rest.startswith("[❌") else 0.0,
-                                  source=line, tool=self.conversational))
+                append(_Piece(parts[0], "", line_day, group, TOOL_ERROR_BONUS if tool < 0 else 0.0, line, tool_flag))
             else:
                 if speaker:
                     speakers.add(speaker)
+                if not parts:
+                    group += 1
+                    continue
                 for part in parts:
-                    out.append(_Piece(part, speaker, line_day, group, source=line))
-            if out and out[-1].group == group:
-                lines[group] = line
+                    append(_Piece(part, speaker, line_day, group, 0.0, line))
+            lines[group] = line
+            rank[group] = len(rank)
+            if line_day != run_day:
+                runs.append(run_day := line_day)
             group += 1
-        rank: dict[int, int] = {}
-        for p in out:
-            if p.group not in rank:
-                rank[p.group] = len(rank)
-        runs = [d for d, _ in groupby(p.day for p in out)]
         if len(self._old_memo) >= 4:
             self._old_memo.clear()
         result = self._old_memo[text] = _Old(out, frozenset(speakers), set(runs), runs, rank, lines)
         return result
+
+    def _read_old(self, raw: str) -> tuple[str | None, str | None, str, tuple[_Text, ...], int]:
+        """One line of a previous summary as written, read (cached in `_old_read`): (the line
+        stripped, or None for a blank, a header or a day header; its own day, or None for the
+        day above it; its speaker; its sentences as candidates; 1 for a tool line, -1 for a
+        failed one, 0 for said text)."""
+        cache = self._old_read
+        if len(cache) > _CACHE_LIMIT:
+            cache.clear()
+        line = raw.strip()
+        hit: tuple[str | None, str | None, str, tuple[_Text, ...], int]
+        if not line or _HEADER_LINE_RE.match(line):
+            hit = (None, None, "", (), 0)
+        else:
+            dm = _DAY_RE.match(line)
+            own_day: str | None = None
+            rest = line
+            if dm:
+                if dm.group(2) is None:
+                    cache[raw] = hit = (None, dm.group(1), "", (), 0)
+                    return hit
+                own_day, rest = dm.group(1), dm.group(2)
+            speaker, parts, tool = self._old_line(rest)
+            hit = (line, own_day, speaker, parts, (-1 if rest.startswith("[❌") else 1) if tool else 0)
+        cache[raw] = hit
+        return hit
 
     def _old_line(self, rest: str) -> tuple[str, tuple[_Text, ...], bool]:
         """One previous summary line (without its day) read back: (speaker, its sentences with

@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import re
 import string
+from itertools import groupby
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollsum.summarizers.extractive import _ABBREVIATION_ENDS, _ABBREVIATION_RE, _ABBREVIATION_SPLIT_RE, split_sentences
+from rollsum.summarizers.extractive import (
+    _ABBREVIATION_ENDS,
+    _ABBREVIATION_RE,
+    _ABBREVIATION_SPLIT_RE,
+    _DAY_RE,
+    _HEADER_LINE_RE,
+    TOOL_ERROR_BONUS,
+    ExtractiveSummarizer,
+    split_sentences,
+)
 
 _ONE_REGEX = re.compile(r"(?<=[.!?…])\s+(?=[\"'“‘(\[]?[A-Z0-9\[])|\s*\n+\s*")
 
@@ -117,3 +127,65 @@ def test_a_previous_summary_reads_back_the_same_with_warm_caches_as_with_cold_on
     cold = ExtractiveSummarizer(max_tokens=120).summarize(SummaryRequest("d", span[6:], previous=prev)).text
     assert again == cold
     assert "INC-" in cold
+
+
+def _old_pieces_definition(s: ExtractiveSummarizer, text: str) -> list[object]:
+    """A previous summary read back line by line as the summarizer first did it (every line
+    parsed at every call, ranks and runs counted from the pieces), as comparable values."""
+    out: list[tuple[object, ...]] = []
+    speakers: set[str] = set()
+    lines: dict[int, str] = {}
+    day = ""
+    group = 0
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line or _HEADER_LINE_RE.match(line):
+            continue
+        dm = _DAY_RE.match(line)
+        if dm:
+            if dm.group(2) is None:
+                day = dm.group(1)
+                continue
+            line_day, rest = dm.group(1), dm.group(2)
+        else:
+            line_day, rest = day, line
+        speaker, parts, tool = s._old_line(rest)
+        if tool:
+            out.append((parts[0].body, "", line_day, group, TOOL_ERROR_BONUS if rest.startswith("[❌") else 0.0,
+                        line, s.conversational))
+        else:
+            if speaker:
+                speakers.add(speaker)
+            out.extend((part.body, speaker, line_day, group, 0.0, line, False) for part in parts)
+        if out and out[-1][3] == group:
+            lines[group] = line
+        group += 1
+    rank: dict[object, int] = {}
+    for p in out:
+        rank.setdefault(p[3], len(rank))
+    runs = [d for d, _ in groupby(p[2] for p in out)]
+    return [out, speakers, set(runs), runs, rank, lines]
+
+
+_SUMMARY_LINES = st.sampled_from([
+    "[8 May 2023]", "[9 May 2023]", "Caroline: Pottery class in Lisbon. Then we met Dr. Okafor.",
+    "[8 May 2023] Caroline: Pottery class in Lisbon.", "Mel:   ", "[9 May 2023] Mel: ", "  Assistant: Ran the tests.  ",
+    "[✓ read_file: File: src/app.py | Lines: 12]", "[9 May 2023] [❌ execute_bash: Command: make | Exit: 2]",
+    "[❌ grep: Pattern: \"x\" | Matches: 0]", "[Update 3]", "[Condensed history]", "## Notes", "", "   ",
+    "--- Summarized Context (2 items) ---", "no speaker here. Two sentences.", "[8 May 2023] no speaker, a day.",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_SUMMARY_LINES, max_size=12).map("\n".join), min_size=1, max_size=3), st.booleans())
+def test_a_previous_summary_reads_back_as_a_line_by_line_parse_gives(texts: list[str], conversational: bool) -> None:
+    """`_old_pieces` reads each line once and keeps it (`_old_read`): a line met again, under
+    another day header, at another place (group) or after a blank line that had no pieces,
+    must read back as a fresh line-by-line parse of the whole text reads it."""
+    s = ExtractiveSummarizer(conversational=conversational)
+    for text in texts:
+        s._old_memo.clear()
+        got = s._old_pieces(text)
+        pieces = [(p.text.body, p.speaker, p.day, p.group, p.bonus, p.source, p.tool) for p in got.pieces]
+        assert [pieces, set(got.speakers), got.days, got.day_runs, got.rank, got.lines] == \
+            _old_pieces_definition(s, text)
