@@ -51,6 +51,11 @@ _TOKEN_RE = re.compile(r"[\w$#@][\w'’./:@#$%+\-]*")
 _STRIP = "'’.:/-+"
 # an anchor added by `dates.anchor_dates` (or any parenthesis ending in a year): one date unit
 _ANCHOR_RE = re.compile(r" ?\(([^()]{0,48}?\b\d{4})\)")
+_ANCHOR_AT_PAREN_RE = re.compile(r"\(([^()]{0,48}?\b\d{4})\)")
+"""`_ANCHOR_RE` without its optional leading space: every match of `_ANCHOR_RE` holds one, so a
+text where this finds none has no anchor. It starts with a literal, which the regex engine
+scans for; `_ANCHOR_RE` is tried at every character (most texts with a parenthesis hold a
+call, "read_file(path='src/app.py')", not a date)."""
 _LINE_SUFFIX_RE = re.compile(r"(?<=\w\.\w)(?::\d+)+$|(?<=\w\.\w\w)(?::\d+)+$|(?<=\w\.\w\w\w)(?::\d+)+$")
 """a path's ":12" line suffix (src/app.py:12 -> src/app.py)"""
 _INNER_UPPER_RE = re.compile(r"[a-z][A-Z]")
@@ -140,7 +145,7 @@ def features(text: str, cache: TokenCache | None = None) -> Features:
     never changes the result.
     """
     keys: dict[str, float] = {}
-    if "(" in text:
+    if "(" in text and _ANCHOR_AT_PAREN_RE.search(text):
         for m in _ANCHOR_RE.finditer(text):
             keys["@" + m.group(1)] = W_DATE
         text = _ANCHOR_RE.sub("", text)

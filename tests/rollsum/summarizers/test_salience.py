@@ -153,3 +153,23 @@ def test_a_token_weighs_as_a_first_word_what_the_definition_says(chunk: str) -> 
             low = tok.lower().replace("’", "'")
             expected.append((stem(low), _kind_weight(tok, low, True), _kind_weight(tok, low, False)))
     assert _classify(chunk) == tuple(expected)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["(", ")", " (", " ", "7", "2023", "12345", "May", "x", "the week before ", ":",
+                                 ":12", "src/app.py", "a.b", "read_file(path='a.py')", "é", "_"]),
+                max_size=14).map("".join))
+@example("(2023)")
+@example("met x(7 May 2023)")
+def test_the_anchor_pre_check_skips_only_texts_without_an_anchor(text: str) -> None:
+    """`features` looks for anchors only where `_ANCHOR_AT_PAREN_RE` finds one: `_ANCHOR_RE`
+    must find none where it finds none."""
+    from rollsum.summarizers import salience
+
+    if not salience._ANCHOR_AT_PAREN_RE.search(text):
+        assert not salience._ANCHOR_RE.search(text)
+
+
+def test_an_anchor_and_a_line_suffix_are_still_read() -> None:
+    f = features("Ran it at src/app.py:12 and read_file(path='a.py') last week (the week before 9 June 2023)")
+    assert f.keys[:2] == ("@the week before 9 June 2023", "ran") and "src/app.py" in f.keys
