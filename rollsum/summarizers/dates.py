@@ -76,8 +76,11 @@ _UNITS = ("day", "week", "month", "year")
 
 
 def _maybe_relative(low: str) -> bool:
-    return (any(t in low for t in _TRIGGERS)
-            or ((" in " in low or low.startswith("in ")) and any(u in low for u in _UNITS)))
+    # written out: ten substring scans in C, without a generator's frame per trigger
+    return ("yesterday" in low or "today" in low or "tonight" in low or "tomorrow" in low or " ago" in low
+            or "last " in low or "next " in low or "this " in low or "coming " in low or "past " in low
+            or ((" in " in low or low.startswith("in ")) and ("day" in low or "week" in low or "month" in low
+                                                            or "year" in low)))
 
 
 def may_hold_relative(text: str) -> bool:

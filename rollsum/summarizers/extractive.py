@@ -117,7 +117,10 @@ _HEADER_LINE_RE = re.compile(
 _DAY_RE = re.compile(r"^\[(\d{1,2} [A-Z][a-z]+ \d{4})\](?: (.*))?$")
 _SPEAKER_RE = re.compile(r"^([^\s:\[\]][^:\[\]]{0,40}?): (.+)$")
 _TOOL_LINE_RE = re.compile(r"^\[(?:✓|❌) ([^:\]]*): (.*)\]$")
-_TOOL_LABEL_RE = re.compile(r"^(?:File|Command|Pattern|Top files|Exports|Defines|Error|Changes|Sets|Action): ")
+_TOOL_LABELS = tuple(f"{label}: " for label in ("File", "Command", "Pattern", "Top files", "Exports", "Defines",
+                                                 "Error", "Changes", "Sets", "Action"))
+"""The labels `tool_features` drops from a fact's start. None holds ": ", so a fact that starts
+with one loses exactly the text up to its first ": " and that ": "."""
 _TOOL_TRIVIA = ("Lines:", "Type:", "Output:", "Imports:", "Matches:", "Files:", "Exit: 0", "Exit: ?")
 _NORM_TABLE = str.maketrans({c: " " for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~“”‘’–—…"})
 _GENERIC_SPEAKERS = {"user": "User", "assistant": "Assistant", "system": "System"}
@@ -417,8 +420,8 @@ def trim_tail(sentence: str, cache: salience.TokenCache | None = None) -> str:
 
 def tool_features(line_body: str, cache: salience.TokenCache | None = None) -> salience.Features:
     """Features of a tool line's facts, without its boilerplate (labels, line counts, exit 0)."""
-    parts = [p for p in line_body.split(" | ") if not p.startswith(_TOOL_TRIVIA)]
-    facts = " ; ".join(_TOOL_LABEL_RE.sub("", p) for p in parts)
+    facts = " ; ".join([p[p.index(": ") + 2:] if p.startswith(_TOOL_LABELS) else p
+                        for p in line_body.split(" | ") if not p.startswith(_TOOL_TRIVIA)])
     return salience.features(facts, cache)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rollsum.summarizers.dates import anchor_dates, format_date, parse_day, parse_formatted
@@ -89,3 +89,16 @@ def test_format_and_parse_round_trip_and_yesterday_is_the_day_before(d: date) ->
     assert last is not None and last.weekday() == 6 and 1 <= (d - last).days <= 7
     nxt = parse_formatted(anchor_dates("next Sunday", d)[1][0])
     assert nxt is not None and nxt.weekday() == 6 and 1 <= (nxt - d).days <= 7
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["yesterday", "today", "tonight", "tomorrow", " ago", "ago", "last ", "next ",
+                                 "this ", "coming ", "past ", " in ", "in ", "day", "week", "month", "year",
+                                 "x", " ", "las", "t ", "in"]), max_size=8).map("".join))
+def test_the_relative_date_pre_check_is_its_trigger_and_unit_lists(low: str) -> None:
+    """`_maybe_relative` is written out for speed: it must say what the trigger and unit lists say."""
+    from rollsum.summarizers import dates
+
+    expected = (any(t in low for t in dates._TRIGGERS)
+                or ((" in " in low or low.startswith("in ")) and any(u in low for u in dates._UNITS)))
+    assert dates._maybe_relative(low) == expected

@@ -215,3 +215,21 @@ def test_error_line_with_a_dotted_or_dotless_i() -> None:
     for text in ("ok\nExceptİon raised", "ok\nbuild faıled", "ok\nall good"):
         assert tools._error_line(text) == _error_line_definition(text)
     assert tools._error_line("ok\nbuild faıled") == "build faıled"
+
+
+_TOOL_LABEL_DEFINITION = re.compile(r"^(?:File|Command|Pattern|Top files|Exports|Defines|Error|Changes|Sets|Action): ")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["File: ", "Top files: ", "Error: ", "Action: ", "Lines: ", "Exit: 0",
+                                          "Exit: 1", "File:", "Files: ", "src/a.py", ": ", "x", " ", "Error: e: f"]),
+                         max_size=4).map("".join), max_size=5).map(" | ".join))
+def test_tool_features_drop_each_facts_label_as_the_label_pattern_does(line_body: str) -> None:
+    """`tool_features` drops a fact's label by a prefix test and its first ": " (no regex):
+    the same facts as the label pattern's substitution gives."""
+    from rollsum.summarizers import salience
+    from rollsum.summarizers.extractive import _TOOL_TRIVIA, tool_features
+
+    parts = [p for p in line_body.split(" | ") if not p.startswith(_TOOL_TRIVIA)]
+    expected = salience.features(" ; ".join(_TOOL_LABEL_DEFINITION.sub("", p) for p in parts))
+    assert tool_features(line_body) == expected
