@@ -164,8 +164,9 @@ def _text(body: str, feat: salience.Features, cost: int, short: str = "", relati
     if top >= _SPECIFIC:
         names = tuple([k for k, w in zip(keys, weights) if w >= _SPECIFIC])
         signs = tuple([-1 if w >= _SPECIFIC else 0 for w in weights])
-    return _Text(body, feat, cost, top >= salience.W_CONTENT, names, short, relative,
-                 tuple([w * factor for w in weights]), signs, keys)
+    # times 1.0 (a whole statement: most sentences) every weight is itself, the same float
+    scaled = weights if factor == 1.0 else tuple([w * factor for w in weights])
+    return _Text(body, feat, cost, top >= salience.W_CONTENT, names, short, relative, scaled, signs, keys)
 
 
 @dataclass(slots=True)
