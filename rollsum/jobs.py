@@ -213,7 +213,7 @@ def record(job: Job, outcome: Outcome, draft: SummaryDraft, maker: Maker, *, seq
     """The record a successful job commits: its `draft` (``outcome.draft``) with its lineage
     (parent, depth, what it covers), the ledger's counts and how it was made (meta)."""
     prev = job.previous
-    ids = tuple(m.id for m in job.messages if m.id is not None)
+    ids = tuple([m.id for m in job.messages if m.id is not None])  # a list first: no generator per summary
     rec = SummaryRecord(
         id=f"{maker.conversation_id}/summary/{seq}",
         conversation_id=maker.conversation_id,
