@@ -143,9 +143,28 @@ class Window:
             return []
         if at is not None:
             return self.remove_at(sorted(set(at)))
-        # their positions, by one comprehension (a summary's covered ids: once per summary)
         flags = [m.id in ids for m in self.active]
-        return self.remove_at(list(compress(range(len(flags)), flags)))
+        at = list(compress(range(len(flags)), flags))
+        if at and at[-1] - at[0] == len(at) - 1:  # one run (a summary's span): cut out in place
+            return self.remove_at(at)
+        kept: list[Message] = []  # scattered: one rebuild, not a cut per run
+        kept_seq: list[int] = []
+        kept_tokens: list[int] = []
+        removed: list[tuple[int, Message]] = []
+        for m, s, n in zip(self.active, self.active_seq, self.tokens):
+            if m.id in ids:
+                removed.append((s, m))
+                self.clips.pop(m.id, None)
+                self.cleared.pop(m.id, None)
+                if self.clearing is not None:
+                    self.clearing.remove(s, m)
+            else:
+                kept.append(m)
+                kept_seq.append(s)
+                kept_tokens.append(n)
+        self.active, self.active_seq, self.tokens = kept, kept_seq, kept_tokens
+        self.active_tokens = sum(kept_tokens)
+        return removed
 
     def remove_at(self, positions: Sequence[int]) -> list[tuple[int, Message]]:
         """`remove` by ascending distinct active positions: runs deleted from the back, in place."""
