@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
-from rollsum.types import Message, SummaryRecord
+from rollsum.types import Message, SummaryRecord, quick_init
 
 Action = Literal["summarize", "evict", "drop"]
 
@@ -76,6 +76,7 @@ class WindowState:
         return len(self.messages)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Decision:
     """What to do: which active messages (indices into `WindowState.messages`) and how.
