@@ -49,7 +49,7 @@ from rollsum.context import ContextFormat, get_format, shown_summary, summary_ro
 from rollsum.errors import ConfigError
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
-from rollsum.policies.base import Decision, Policy, WindowState, may_summarize
+from rollsum.policies.base import Decision, Policy, WindowState, may_summarize, quiet_hook
 from rollsum.redact import redact, redacting_logger
 from rollsum.settings import (
     MIN_WINDOW,
@@ -167,6 +167,9 @@ class RollingSummarizer(SettingAttributes):
         self._c = Cadence()  # the counts the rate limits and the backoff read (kept in the store)
         self._saved_key: tuple[int | None, ...] | None = None
         self._inflight: tuple[Job, Outcome] | None = None
+        self._quiet_policy: Policy | None = None  # the policy `_quiet_hook` is its `quiet_hook`
+        self._quiet_hook: Callable[[WindowState], int] | None = None
+        self._quiet_until = -1  # that policy is not asked while total_added <= this
         self.usage = Usage()
         self.last_events: tuple[SummaryEvent, ...] = ()
         self._owner = new_id("engine-")
@@ -353,9 +356,13 @@ class RollingSummarizer(SettingAttributes):
 
     def _decide(self, passes: int) -> Decision | None:
         """Ask the policy, then make its answer safe: whole tool groups, something to do."""
-        decision = self.policy.decide(policy_state(self._window, self._c, self._history, self._dropped,
-                                                   self.settings.context_window, passes, self._summary_room))
-        if decision is None:
+        state = policy_state(self._window, self._c, self._history, self._dropped, self.settings.context_window,
+                             passes, self._summary_room)
+        decision = self.policy.decide(state)
+        if decision is None:  # asked again when it may answer otherwise (`Policy.quiet_for`)
+            if self._quiet_policy is not self.policy:
+                self._quiet_policy, self._quiet_hook = self.policy, quiet_hook(self.policy)
+            self._quiet_until = -1 if self._quiet_hook is None else self._c.total_added + self._quiet_hook(state)
             return None
         indices = self._window.keep_tool_pairs(decision.indices)
         if not indices and not (decision.include_pending and self._window.pending):
@@ -363,14 +370,6 @@ class RollingSummarizer(SettingAttributes):
         if indices == decision.indices:  # the usual case: no copy of a frozen value per message
             return decision
         return replace(decision, indices=indices)
-
-    def _apply_cheap(self, decision: Decision) -> SummaryEvent | None:
-        """Evictions and drops need no model: apply them at once. None for a summary."""
-        if decision.action == "evict":
-            return self._evict(decision)
-        if decision.action == "drop":
-            return self._drop(decision)
-        return None
 
     def _summary_decisions(self, events: list[SummaryEvent], decision: Decision | None) -> Iterator[Decision]:
         """This turn's summarize decisions, from the first pass's `decision` (asked by the caller:
@@ -383,7 +382,8 @@ class RollingSummarizer(SettingAttributes):
                 decision = self._decide(summaries)
             if decision is None:
                 return
-            cheap = self._apply_cheap(decision)
+            action = decision.action  # evictions and drops need no model: applied at once
+            cheap = self._evict(decision) if action == "evict" else self._drop(decision) if action == "drop" else None
             if cheap is not None:
                 events.append(cheap)
                 continue
@@ -404,8 +404,9 @@ class RollingSummarizer(SettingAttributes):
             w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
         # with clearing on, the policy is asked only while the cleared context is still over the
         # clearing trigger: clear first, summarize only if that was not enough
-        first = None if system or busy() or (self.settings.clear_tool_results and self.context_tokens()
-                                              <= self.clearing.trigger) else self._decide(0)
+        first = None if system or (self._c.total_added <= self._quiet_until and self._quiet_policy is self.policy) \
+            or busy() or (self.settings.clear_tool_results and self.context_tokens() <= self.clearing.trigger) \
+            else self._decide(0)
         if first is not None:
             for decision in self._summary_decisions(events, first):
                 if not self._may_attempt():
@@ -538,9 +539,6 @@ class RollingSummarizer(SettingAttributes):
         worker thread."""
         return jobs.run(job, self._maker())
 
-    def _failed(self) -> None:
-        self._c.failed(self.settings.failure_cooldown, self.settings.max_failure_backoff)
-
     def _apply(self, job: Job, outcome: Outcome) -> SummaryEvent:
         """Commit a finished job. Before the store commit nothing changes; after it, the window."""
         try:
@@ -555,7 +553,7 @@ class RollingSummarizer(SettingAttributes):
         self._c.primary_outcome(outcome.primary_failed, not job.skip_primary and outcome.draft is not None,
                                 self.settings.failure_cooldown, self.settings.max_failure_backoff)
         if outcome.draft is None:
-            self._failed()
+            self._c.failed(self.settings.failure_cooldown, self.settings.max_failure_backoff)
             err = outcome.error
             reason = redact(str(err)) if err else "unknown"
             log.warning("summary failed at turn %d after %d attempt(s): %s; all %d messages kept",
@@ -568,7 +566,7 @@ class RollingSummarizer(SettingAttributes):
         try:
             self.store.commit_summary(record, ids)
         except Exception as err:  # a refusing or broken store: nothing committed, nothing moves
-            self._failed()
+            self._c.failed(self.settings.failure_cooldown, self.settings.max_failure_backoff)
             log.error("store refused summary %s: %s; all messages kept", record.id, redact(str(err)))
             return jobs.failure_event(job, outcome, redact(f"store: {err}"), "store", lag=lag,
                                       tokens_after=self.context_tokens())
@@ -577,6 +575,7 @@ class RollingSummarizer(SettingAttributes):
         self._window.remove(done & job.span_ids)
         self._window.unpend(done)
         self._history.append(record)
+        self._quiet_until = -1  # the policy's count since the last summary starts over
         self._c.summarized(job.added_at, len(self._window.pending))
         self._refresh_summary()
         return jobs.summary_event(job, outcome, record, lag=lag, tokens_after=self.context_tokens())

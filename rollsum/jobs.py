@@ -35,7 +35,7 @@ from rollsum.redact import redact, redacting_logger
 from rollsum.settings import EngineSettings, LedgerMode
 from rollsum.summarizers.base import Summarizer, SummaryDraft, SummaryRequest, rewrites_previous
 from rollsum.tokens import TokenCounter
-from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage
+from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, quick_init
 
 log = redacting_logger(__name__)
 
@@ -80,6 +80,7 @@ class Outcome:
     usage: Usage = field(default_factory=Usage)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Maker:
     """How summaries are made: the summarizers and the settings that shape a request. Built by
@@ -213,7 +214,7 @@ def record(job: Job, outcome: Outcome, draft: SummaryDraft, maker: Maker, *, seq
     """The record a successful job commits: its `draft` (``outcome.draft``) with its lineage
     (parent, depth, what it covers), the ledger's counts and how it was made (meta)."""
     prev = job.previous
-    ids = tuple(m.id for m in job.messages if m.id is not None)
+    ids = tuple([m.id for m in job.messages if m.id is not None])  # a list first: no generator per summary
     rec = SummaryRecord(
         id=f"{maker.conversation_id}/summary/{seq}",
         conversation_id=maker.conversation_id,

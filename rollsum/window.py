@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import compress
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from rollsum.cadence import Cadence
@@ -41,6 +43,10 @@ STATE_FIELDS = ("messages", "tokens", "active_tokens", "pinned_tokens", "summary
                 "evicted_since_summary", "dropped", "min_tokens_since_summary", "context_window", "passes",
                 "last_failed", "since_attempt", "attempts", "total_evicted", "summary_budget")
 """The order `policy_state` passes a `WindowState`'s values in (its field order)."""
+
+
+_SEQ, _MESSAGE, _TOKENS, _ID = itemgetter(0), itemgetter(1), itemgetter(2), attrgetter("id")
+"""`Window.span`'s (sequence number, message, tokens) fields, and a message's id, read in C."""
 
 
 class Window:
@@ -137,7 +143,11 @@ class Window:
             return []
         if at is not None:
             return self.remove_at(sorted(set(at)))
-        kept: list[Message] = []
+        flags = [m.id in ids for m in self.active]
+        at = list(compress(range(len(flags)), flags))
+        if at and at[-1] - at[0] == len(at) - 1:  # one run (a summary's span): cut out in place
+            return self.remove_at(at)
+        kept: list[Message] = []  # scattered: one rebuild, not a cut per run
         kept_seq: list[int] = []
         kept_tokens: list[int] = []
         removed: list[tuple[int, Message]] = []
@@ -157,21 +167,23 @@ class Window:
         return removed
 
     def remove_at(self, positions: Sequence[int]) -> list[tuple[int, Message]]:
-        """`remove` by ascending active positions: runs deleted from the back, in place."""
+        """`remove` by ascending distinct active positions: runs deleted from the back, in place."""
         active, seqs, tokens = self.active, self.active_seq, self.tokens
+        k = len(positions)
+        run = k > 0 and positions[-1] - positions[0] == k - 1  # one run (a policy's span, a summary's)
         removed = [(seqs[i], active[i]) for i in positions]
         queue = self.clearing
-        for s, m in removed:
-            if m.id is not None:
-                self.clips.pop(m.id, None)
-                self.cleared.pop(m.id, None)
-            if queue is not None:
-                queue.remove(s, m)
+        if self.clips or self.cleared or queue is not None:  # else there is no display version to forget
+            for s, m in removed:
+                if m.id is not None:
+                    self.clips.pop(m.id, None)
+                    self.cleared.pop(m.id, None)
+                if queue is not None:
+                    queue.remove(s, m)
         freed = 0
-        k = len(positions)
         while k > 0:
             stop = positions[k - 1] + 1
-            k -= 1
+            k = 0 if run else k - 1
             while k > 0 and positions[k - 1] == positions[k] - 1:
                 k -= 1
             start = positions[k]
@@ -241,10 +253,14 @@ class Window:
         """What a summary of active `indices` (and the pending messages) covers, in conversation
         order, capped at `max_tokens` of messages (at least one; the rest waits for the next
         request), and the ids among them that are active now."""
-        chosen = [(self.active_seq[i], self.active[i], self.tokens[i]) for i in indices]
+        active = self.active
+        chosen = [(self.active_seq[i], active[i], self.tokens[i]) for i in indices]
         if include_pending:
             chosen += [(s, m, count(m)) for s, m in zip(self.pending_seq, self.pending)]
-        chosen.sort(key=lambda t: t[0])
+        chosen.sort(key=_SEQ)
+        if sum(map(_TOKENS, chosen)) <= max_tokens and min(map(_TOKENS, chosen), default=0) >= 0:
+            # all of it fits (the usual request): every active one in `indices` is taken
+            return tuple(map(_MESSAGE, chosen)), frozenset(map(_ID, map(active.__getitem__, indices)))
         taken: list[Message] = []
         used = 0
         for _, m, n in chosen:
@@ -252,7 +268,7 @@ class Window:
                 break
             taken.append(m)
             used += n
-        ids = frozenset(self.active[i].id for i in indices) & {m.id for m in taken}
+        ids = frozenset(active[i].id for i in indices) & {m.id for m in taken}
         return tuple(taken), ids  # type: ignore[return-value]
 
     def head(self, policy: object) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -14,6 +15,10 @@ class FullContext:
     """Never summarizes, never drops: the upper bound on retention and on cost."""
 
     name: ClassVar[str] = "full-context"
+
+    def quiet_for(self, state: WindowState) -> int:
+        """Never asks for anything: no need to ask again (the `Policy` hook)."""
+        return sys.maxsize
 
     def decide(self, state: WindowState) -> Decision | None:
         return None

@@ -55,6 +55,14 @@ class SinceLast:
         fresh = state.since_attempt is None or state.since_attempt >= self.messages_per_summary
         return fresh or state.pending > 0
 
+    def quiet_for(self, state: WindowState) -> int:
+        """`decide` answers None, whatever else the state says, while fewer than
+        `messages_per_summary` messages came since the last summary (each message adds one;
+        only a summary resets the count), and while the rate limit holds the next attempt back
+        (each message adds one to `total_added`; attempts only make it stricter): the `Policy` hook."""
+        every = self.messages_per_summary
+        return max(0, every - 1 - self.messages_since(state), (state.attempts + 1) * every - 1 - state.total_added)
+
     def decide(self, state: WindowState) -> Decision | None:
         since = self.messages_since(state)
         if since < self.messages_per_summary or not self.may_summarize(state):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from array import array
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from rollsum.errors import ConfigError
 from rollsum.store.base import (
@@ -96,23 +96,26 @@ class MemoryStore:
                 raise ConfigError(f"summary id {record.id!r} already exists; nothing was committed")
             rows = self._rows.get(cid) or _Rows()
             index, states = rows.index, rows.states
-            problems: list[tuple[str, str | None]] = []
-            for mid in covered_ids:
-                pos = index.get(mid)
-                if pos is None:
-                    problems.append((mid, None))
-                elif states[pos] > _PENDING:
-                    problems.append((mid, _STATES[states[pos]]))
-            if problems:
-                raise uncoverable_error(record, problems)
+            found = list(map(index.get, covered_ids))  # row positions (None: unknown), looked up in C
+            if None in found or max(map(states.__getitem__, cast("list[int]", found)), default=_ACTIVE) > _PENDING:
+                raise uncoverable_error(record, [(mid, None if pos is None else _STATES[states[pos]])
+                                                 for mid, pos in zip(covered_ids, found)
+                                                 if pos is None or states[pos] > _PENDING])
+            at = cast("list[int]", found)
             chain = self._summaries.setdefault(cid, [])
             k = len(chain)
             summary_of, reasons = rows.summary_of, rows.reasons
-            for mid in covered_ids:
-                pos = index[mid]
-                states[pos] = _COVERED
-                summary_of[pos] = k
-                reasons[pos] = None
+            lo, n = min(at, default=0), len(at)
+            if n and max(at) - lo == n - 1:
+                # one run of rows (the usual summary: ids are distinct, so n of them span n rows)
+                states[lo:lo + n] = bytes((_COVERED,)) * n
+                summary_of[lo:lo + n] = array("q", (k,)) * n
+                reasons[lo:lo + n] = [None] * n
+            else:
+                for pos in at:
+                    states[pos] = _COVERED
+                    summary_of[pos] = k
+                    reasons[pos] = None
             chain.append(record)
             self._summary_ids[record.id] = cid
 

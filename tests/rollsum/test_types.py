@@ -1,13 +1,19 @@
-"""`Message.with_id`: the engine names every message added without an id (one call per `add()`)."""
+"""`Message.with_id`: the engine names every message added without an id (one call per `add()`);
+`quick_init`: the records the engine makes per message or summary are built as the generated
+``__init__`` builds them."""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollsum.types import ROLES, Message
+from rollsum.jobs import Maker
+from rollsum.policies.base import Decision
+from rollsum.types import ROLES, Message, SummaryEvent, SummaryRecord, Usage
 
 
 def test_with_id_passes_on_every_field_a_message_has() -> None:
@@ -26,3 +32,75 @@ def test_with_id_is_replace_with_the_new_id(role: str, content: str, old: str | 
     renamed = m.with_id(new)
     assert renamed == dataclasses.replace(m, id=new) and renamed.id == new
     assert renamed.meta is m.meta  # shared as `replace` shares it: a message is not copied
+
+
+QUICK = [Message, Usage, SummaryRecord, SummaryEvent, Decision, Maker]
+"""Every class `quick_init` gives an ``__init__`` (the ones the engine makes per message or summary)."""
+
+
+def _generated(cls: type) -> type:
+    """The same dataclass with the ``__init__`` `dataclasses` generates: the reference."""
+    specs = [(f.name, f.type, dataclasses.field(default=f.default, default_factory=f.default_factory))
+             for f in dataclasses.fields(cls)]
+    namespace = {"__post_init__": cls.__post_init__} if hasattr(cls, "__post_init__") else {}
+    return dataclasses.make_dataclass(cls.__name__, specs, frozen=True, slots=True, namespace=namespace)
+
+
+@pytest.mark.parametrize("cls", QUICK, ids=lambda c: c.__name__)
+def test_quick_init_has_the_generated_signature(cls: type) -> None:
+    assert str(inspect.signature(vars(cls)["__init__"])) == str(inspect.signature(vars(_generated(cls))["__init__"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(cls=st.sampled_from(QUICK), data=st.data())
+def test_quick_init_stores_what_the_generated_init_stores(cls: type, data: st.DataObject) -> None:
+    """Any subset of the fields given, by position or keyword: every field holds what the
+    generated ``__init__`` holds (the given object itself, else the default, else a fresh
+    factory value), the instance is of its class, equal to itself and still frozen. Catches a
+    field stored wrongly, a default factory called once for every instance, a skipped
+    ``__post_init__`` and a twin with other slots (a TypeError)."""
+    fs = dataclasses.fields(cls)
+    given_: dict[str, object] = {}
+    for f in fs:
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if required or data.draw(st.booleans(), label=f.name):
+            given_[f.name] = "user" if f.name == "role" else f"{f.name}-{data.draw(st.integers(0, 9))}"
+    positional = data.draw(st.integers(0, len(given_)), label="positional")
+    names = [f.name for f in fs]
+    while (positional and names[positional - 1] not in given_) or any(n not in given_ for n in names[:positional]):
+        positional -= 1
+    args = [given_[n] for n in names[:positional]]
+    kwargs = {k: v for k, v in given_.items() if k not in names[:positional]}
+    quick, reference = cls(*args, **kwargs), _generated(cls)(*args, **kwargs)
+    assert type(quick) is cls
+    for f in fs:
+        got, want = getattr(quick, f.name), getattr(reference, f.name)
+        assert got == want and (f.name not in given_ or got is given_[f.name]), f.name
+        if f.default_factory is not dataclasses.MISSING and f.name not in given_:
+            assert got is not getattr(cls(*args, **kwargs), f.name), f"{f.name}: one default for every instance"
+    assert quick == quick
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(quick, fs[0].name, "changed")
+
+
+def test_quick_init_still_validates_a_message() -> None:
+    with pytest.raises(ValueError, match="role must be one of"):
+        Message("robot", "hi")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="content must be str"):
+        Message("user", 3)  # type: ignore[arg-type]
+
+
+def test_a_subclass_is_built_as_itself() -> None:
+    """A subclass has another layout: it is built by the generated ``__init__`` and stays of
+    its class (not turned into the class `quick_init` decorated)."""
+
+    class Tagged(SummaryEvent):
+        pass
+
+    @dataclasses.dataclass(frozen=True)
+    class Stamped(Message):
+        stamp: int = 0
+
+    event, message = Tagged("drop", 1, "why", messages=2), Stamped("user", "hi", stamp=3)
+    assert type(event) is Tagged and (event.kind, event.messages, event.usage) == ("drop", 2, Usage())
+    assert type(message) is Stamped and (message.content, message.stamp, message.meta) == ("hi", 3, {})

@@ -31,6 +31,50 @@ def _window(n: int) -> Window:
     return w
 
 
+def _rebuilt(w: Window, ids: set[str]) -> list[tuple[int, Message]]:
+    """The id-based rebuild `Window.remove` once was, kept here as the reference: every list
+    rebuilt from the kept messages, the total summed again, display versions forgotten."""
+    kept: list[tuple[Message, int, int]] = []
+    removed: list[tuple[int, Message]] = []
+    for m, s, n in zip(w.active, w.active_seq, w.tokens):
+        if m.id in ids:
+            removed.append((s, m))
+            w.clips.pop(str(m.id), None)
+            w.cleared.pop(str(m.id), None)
+        else:
+            kept.append((m, s, n))
+    w.active, w.active_seq, w.tokens = [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
+    w.active_tokens = sum(w.tokens)
+    return removed
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 25), st.sampled_from(["clips", "cleared", "none"]), st.data())
+def test_removing_by_id_or_position_is_the_rebuild(n: int, shown: str, data: st.DataObject) -> None:
+    """Whatever is removed (one run, as a summary or a policy's span removes, or runs with gaps)
+    and whichever display versions the window holds (clipped only, cleared only, none), both
+    ways of removing leave exactly what the rebuild leaves. Catches: the one-run shortcut
+    cutting a run one short or long, and skipping the display versions when only one of the two
+    maps holds some."""
+    if data.draw(st.booleans(), label="one run"):
+        a = data.draw(st.integers(0, n - 1))
+        positions = list(range(a, data.draw(st.integers(a + 1, n))))
+    else:
+        positions = sorted(data.draw(st.sets(st.integers(0, n - 1), max_size=n)))
+    windows = [_window(n) for _ in range(3)]
+    for w in windows:
+        if shown != "clips":
+            w.cleared, w.clips = (dict(w.clips) if shown == "cleared" else {}), {}
+    reference, by_id, by_pos = windows
+    ids = {str(reference.active[i].id) for i in positions}
+    expected = _rebuilt(reference, ids)
+    assert by_id.remove(ids) == expected == by_pos.remove(ids, at=positions)
+    for w in (by_id, by_pos):
+        assert (w.active, w.active_seq, w.tokens) == (reference.active, reference.active_seq, reference.tokens)
+        assert w.active_tokens == reference.active_tokens
+        assert (w.clips, w.cleared) == (reference.clips, reference.cleared)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 25), st.data())
 def test_removing_by_position_leaves_the_window_the_id_rebuild_leaves(n: int, data: st.DataObject) -> None:
@@ -69,6 +113,14 @@ def test_a_span_is_in_conversation_order_and_capped_at_the_request_budget() -> N
     assert [m.id for m in taken] == ["m0", "m1", "m2"] and active_ids == {"m2"}  # 3 + 3 + 3; m3 (4) waits
     taken, active_ids = w.span([3], include_pending=False, count=lambda m: 3, max_tokens=1)
     assert [m.id for m in taken] == ["m5"] and active_ids == {"m5"}
+    # all of it fits (`span`'s shortcut): every message, oldest first, and only the active ids
+    taken, active_ids = w.span([3, 1, 2], include_pending=True, count=lambda m: 3, max_tokens=100)
+    assert [m.id for m in taken] == ["m0", "m1", "m3", "m4", "m5"] and active_ids == {"m3", "m4", "m5"}
+    # a negative count (a custom counter's) makes the total fit though the running total went
+    # over on the way: no shortcut, the request stops where it went over
+    w.tokens[:2] = [10, -20]
+    taken, active_ids = w.span([0, 1], include_pending=True, count=lambda m: 1, max_tokens=5)
+    assert [m.id for m in taken] == ["m0", "m1"] and active_ids == set()
 
 
 def test_policy_state_passes_values_in_the_field_order_of_window_state() -> None:
