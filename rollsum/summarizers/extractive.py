@@ -232,13 +232,17 @@ def _distinct(pieces: Iterable[_Piece],
     one's (any case or punctuation: the same `norm` and the same word keys).
 
     Duplicates have the same key tuple, so the tuple finds candidates and `norm` decides. Per key
-    tuple: the first kept body, and the normalized texts of the kept ones once a second body has
+    tuple: the first kept piece, and the normalized texts of the kept ones once a second body has
     those keys (a set, not a scan of the kept bodies: a long span repeats a sentence hundreds
     of times). Also gives the kept pieces' distinct key tuples (their union is the vocabulary
     that needs factors).
+
+    Each of `pieces` is its own object (the pool makes one per sentence and line): a key tuple
+    met for the first time is the one whose entry is the piece itself, which tells it without
+    counting the entries before and after (pieces may share a `_Text`, so the text would not).
     """
     out: list[_Piece] = []
-    seen: dict[tuple[str, ...], str] = {}
+    seen: dict[tuple[str, ...], _Piece] = {}
     kept_norms: dict[tuple[str, ...], set[str]] = {}
     setdefault = seen.setdefault
     for piece in pieces:
@@ -246,15 +250,14 @@ def _distinct(pieces: Iterable[_Piece],
         if not text.content and piece.bonus <= 0.0:
             continue  # names nothing specific (only common words): never worth a line
         keys = text.keys
-        n = len(seen)
-        first = setdefault(keys, text.body)  # one hash of the key tuple, not two
-        if len(seen) == n:
+        first = setdefault(keys, piece)  # one hash of the key tuple; the piece itself when new
+        if first is not piece:
             body = text.body
-            if body == first:
+            if body == first.text.body:
                 continue  # the same sentence again
             norms = kept_norms.get(keys)
             if norms is None:
-                norms = kept_norms[keys] = {norm(first)}
+                norms = kept_norms[keys] = {norm(first.text.body)}
             key = norm(body)
             if key in norms:
                 continue
