@@ -748,12 +748,14 @@ class ExtractiveSummarizer:
 
         Both factors depend on a key only through its document frequency (`Counts.factor_table`):
         each candidate's frequencies are looked up (a name's as its code ``~d``), the factor of
-        each distinct code is computed once per summary when first asked (`Counts.factor_table`),
-        and the weights are products of lookups, in C.
+        each distinct code is computed when first asked, and the weights are products of
+        lookups, in C. The factors are for the conversation's size rounded down (`table_size`):
+        the table, kept with the statistics, then serves many summaries in a row, and only the
+        frequencies it has not met yet cost a computation.
         A candidate holding a participant's name is weighed key by key (`_key_weights`).
         """
         df = counts.df.__getitem__  # 0 for a key no sentence holds (a Counter)
-        table = counts.factor_table()
+        table = counts.factor_table(rounded=True)
         factor = table.__getitem__
         weights = [tuple(map(mul, t.scaled, map(factor, map(xor, t.signs, map(df, t.keys))))) if t.signs
                    else tuple(map(mul, t.scaled, map(factor, map(df, t.keys)))) for t in texts]
