@@ -251,13 +251,17 @@ def _distinct(pieces: Iterable[_Piece],
     one's (any case or punctuation: the same `norm` and the same word keys).
 
     Duplicates have the same key tuple, so the tuple finds candidates and `norm` decides. Per key
-    tuple: the first kept body, and the normalized texts of the kept ones once a second body has
+    tuple: the first kept piece, and the normalized texts of the kept ones once a second body has
     those keys (a set, not a scan of the kept bodies: a long span repeats a sentence hundreds
     of times). Also gives the kept pieces' distinct key tuples (their union is the vocabulary
     that needs factors).
+
+    Each of `pieces` is its own object (the pool makes one per sentence and line): a key tuple
+    met for the first time is the one whose entry is the piece itself, which tells it without
+    counting the entries before and after (pieces may share a `_Text`, so the text would not).
     """
     out: list[_Piece] = []
-    seen: dict[tuple[str, ...], str] = {}
+    seen: dict[tuple[str, ...], _Piece] = {}
     kept_norms: dict[tuple[str, ...], set[str]] = {}
     setdefault = seen.setdefault
     for piece in pieces:
@@ -265,15 +269,14 @@ def _distinct(pieces: Iterable[_Piece],
         if not text.content and piece.bonus <= 0.0:
             continue  # names nothing specific (only common words): never worth a line
         keys = text.keys
-        n = len(seen)
-        first = setdefault(keys, text.body)  # one hash of the key tuple, not two
-        if len(seen) == n:
+        first = setdefault(keys, piece)  # one hash of the key tuple; the piece itself when new
+        if first is not piece:
             body = text.body
-            if body == first:
+            if body == first.text.body:
                 continue  # the same sentence again
             norms = kept_norms.get(keys)
             if norms is None:
-                norms = kept_norms[keys] = {norm(first)}
+                norms = kept_norms[keys] = {norm(first.text.body)}
             key = norm(body)
             if key in norms:
                 continue
@@ -825,12 +828,14 @@ class ExtractiveSummarizer:
 
         Both factors depend on a key only through its document frequency (`Counts.factor_table`):
         each candidate's frequencies are looked up (a name's as its code ``~d``), the factor of
-        each distinct code is computed once per summary when first asked (`Counts.factor_table`),
-        and the weights are products of lookups, in C.
+        each distinct code is computed when first asked, and the weights are products of
+        lookups, in C. The factors are for the conversation's size rounded down (`table_size`):
+        the table, kept with the statistics, then serves many summaries in a row, and only the
+        frequencies it has not met yet cost a computation.
         A candidate holding a participant's name is weighed key by key (`_key_weights`).
         """
         df = counts.df.__getitem__  # 0 for a key no sentence holds (a Counter)
-        table = counts.factor_table()
+        table = counts.factor_table(rounded=True)
         factor = table.__getitem__
         weights = [tuple(map(mul, t.scaled, map(factor, map(xor, t.signs, map(df, t.keys))))) if t.signs
                    else tuple(map(mul, t.scaled, map(factor, map(df, t.keys)))) for t in texts]

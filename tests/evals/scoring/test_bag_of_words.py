@@ -98,7 +98,9 @@ def _rates(convs: list[Conversation]) -> dict[str, float]:
 
 
 @pytest.mark.parametrize(("source", "want"), [
-    ("chat-small.jsonl", {"n": 134, "summary_real": 0.881, "containment_bag": 0.0}),
+    # 0.881 -> 0.888 (118 -> 119 of 134): the summarizer's factors for n rounded to 4 significant
+    # bits (corpus.table_size) keep one more ask's evidence line
+    ("chat-small.jsonl", {"n": 134, "summary_real": 0.888, "containment_bag": 0.0}),
     # issue #23's agent probes (files changed, failures, task, identifiers) added 74 asks: was 112 / 0.393 / 0.027;
     # v7 0.263 -> 0.269: one more ask held in the summary by a copy of its evidence sentence
     ("agent-small.jsonl", {"n": 186, "summary_real": 0.269, "containment_bag": 0.032}),

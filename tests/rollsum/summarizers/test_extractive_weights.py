@@ -4,7 +4,9 @@
 computes the factor of each distinct frequency once (`Counts.factor_table`) and multiplies
 with lookups, and weighs a candidate holding a participant's name key by key. The definition:
 for every key, ``w × sentence factor × (its name multiplier if w is a name's, number's or
-date's weight, else its specificity)``, with a participant's name weighing as a common word.
+date's weight, else its specificity)``, with a participant's name weighing as a common word,
+for the conversation's size rounded down to four significant bits (`corpus.table_size`: the
+summarizer's factor table then serves many summaries in a row).
 The result must be the same floats (the selection compares them).
 """
 
@@ -16,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rollsum.summarizers import ExtractiveSummarizer, salience
-from rollsum.summarizers.corpus import Counts
+from rollsum.summarizers.corpus import Counts, table_size
 from rollsum.summarizers.extractive import _participant_keys, _text
 
 _WORDS = ["Melanie", "Mel", "Caroline", "Sweden", "pottery", "painting", "the", "really", "42", "PAY-4821",
@@ -24,12 +26,20 @@ _WORDS = ["Melanie", "Mel", "Caroline", "Sweden", "pottery", "painting", "the", 
           "Tromsø", "1,200"]
 
 
+def rounded(n: int) -> int:
+    """`table_size` written out: n with all but its four leading bits cleared."""
+    drop = max(0, n.bit_length() - 4)
+    return n >> drop << drop
+
+
 def key_factors(counts: Counts, key: str) -> tuple[float, float]:
     """A key's specificity and its multiplier as a name, from the formulas (the same float
-    operations, in the same order, as the summarizer has always used)."""
-    if counts.n <= 1:
+    operations, in the same order, as the summarizer has always used), for the conversation's
+    size rounded down to four significant bits (the summarizer's `table_size`)."""
+    n = rounded(counts.n)
+    if n <= 1:
         return 1.0, 1.0
-    log_n1 = math.log(counts.n + 1)
+    log_n1 = math.log(n + 1)
     ld = math.log(counts.df.get(key) or 1)
     spec = (log_n1 - ld) * (1.0 / log_n1)
     spec = spec if spec > 0.0 else 0.0
@@ -82,6 +92,41 @@ def test_the_factor_table_is_specificity_and_the_name_multiplier() -> None:
     # a key no sentence holds counts as in one
     word, name = counts.factors(["absent"])
     assert word["absent"] == table[1] and name["absent"] == table[~1]
+
+
+def test_table_size_keeps_four_leading_bits_and_rounds_down() -> None:
+    previous = 0
+    for n in range(0, 70_000):
+        size = table_size(n)
+        assert size == rounded(n)
+        if n < 16:
+            assert size == n
+        else:
+            assert size <= n and 8 * (n - size) < n  # at most 1/8 below n
+        assert size >= previous  # never falls as the conversation grows
+        previous = size
+    assert [table_size(n) for n in (15, 16, 17, 18, 100, 4_000)] == [15, 16, 16, 18, 96, 3_840]
+
+
+def test_the_kept_table_is_the_one_for_the_current_size() -> None:
+    counts = Counts()
+    counts.add([("sweden", "pottery"), ("sweden",)] * 48)  # n = 96: 0b1100000, a step
+    table = counts.factor_table(rounded=True)
+    assert table.n == 96 and table[2] > 0.0
+    counts.add([("sweden",)] * 5)  # n = 101: rounds to 96 still
+    assert counts.factor_table(rounded=True) is table
+    # the exact table for 101 is not the rounded one, and the rounded one is made again after it
+    exact = counts.factor_table()
+    assert exact.n == 101 and exact is not table
+    assert exact[2] == (math.log(102) - math.log(2)) * (1.0 / math.log(102))
+    again = counts.factor_table(rounded=True)
+    assert again.n == 96 and again[2] == table[2]
+    counts.add([("x",)] * 3)  # n = 104: the next step
+    moved = counts.factor_table(rounded=True)
+    assert moved.n == 104 and moved[2] == (math.log(105) - math.log(2)) * (1.0 / math.log(105))
+    # a rolled-back span (`Corpus.checkout`) goes back to the smaller size's factors
+    counts.remove([("x",)] * 3)
+    assert counts.factor_table(rounded=True)[2] == table[2]
 
 
 def test_no_character_is_both_a_letter_and_a_digit() -> None:
