@@ -155,6 +155,13 @@ class _Text:
     keys: tuple[str, ...] = ()
     """``feat.keys``."""
 
+    def but(self, body: str, cost: int, relative: bool | None) -> _Text:
+        """This text with another body, cost or `relative` (a tool line over the same facts;
+        a sentence once asked whether it holds a relative date): every other field is kept,
+        and this is the one place that lists them."""
+        return _Text(body, self.feat, cost, self.content, self.names, self.short, relative, self.scaled, self.signs,
+                     self.keys)
+
 
 def _text(body: str, feat: salience.Features, cost: int, short: str = "", relative: bool | None = None) -> _Text:
     keys, weights, factor = feat
@@ -521,8 +528,7 @@ class ExtractiveSummarizer:
                 t = _text(facts, tool_features(facts, self._tokens), 0)
             self._features[key] = t
         # what `_text` derives from the features (content, names, weights) is the facts' already
-        return _Text(line, t.feat, self.counter.count(line) + 1, t.content, t.names, t.short, t.relative, t.scaled,
-                     t.signs, t.keys)
+        return t.but(line, self.counter.count(line) + 1, t.relative)
 
     def _carried(self, sentence: str) -> _Text:
         """A previous summary's sentence as a candidate: the one the span made of it when it was
@@ -635,8 +641,7 @@ class ExtractiveSummarizer:
         if anchor is None:
             return hit
         if hit.relative is None:  # asked only when there is a day to anchor to
-            hit = cache[sentence] = _Text(hit.body, hit.feat, hit.cost, hit.content, hit.names, hit.short,
-                                          dates.holds_relative(hit.short), hit.scaled, hit.signs, hit.keys)
+            hit = cache[sentence] = hit.but(hit.body, hit.cost, dates.holds_relative(hit.short))
         if not hit.relative:
             return hit
         key = (sentence, anchor)
