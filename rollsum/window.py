@@ -145,14 +145,16 @@ class Window:
             return self.remove_at(sorted(set(at)))
         flags = [m.id in ids for m in self.active]
         at = list(compress(range(len(flags)), flags))
-        if at and at[-1] - at[0] == len(at) - 1:  # one run (a summary's span): cut out in place
+        if not at:
+            return []
+        if at[-1] - at[0] == len(at) - 1:  # one run (a summary's span): cut out in place
             return self.remove_at(at)
         kept: list[Message] = []  # scattered: one rebuild, not a cut per run
         kept_seq: list[int] = []
         kept_tokens: list[int] = []
         removed: list[tuple[int, Message]] = []
-        for m, s, n in zip(self.active, self.active_seq, self.tokens):
-            if m.id in ids:
+        for m, s, n, gone in zip(self.active, self.active_seq, self.tokens, flags):
+            if gone and m.id is not None:  # (gone: its id is in `ids`, so a str)
                 removed.append((s, m))
                 self.clips.pop(m.id, None)
                 self.cleared.pop(m.id, None)
