@@ -95,10 +95,19 @@ _ABBREVIATION_ENDS = ("Mr.", "Mrs.", "Ms.", "Dr.", "St.", "Jr.", "Sr.", "Prof.",
 """The words `_ABBREVIATION_RE` knows besides single capitals: a sentence that ends with none of
 them (nor with a capital and a full stop) cannot end with an abbreviation, and most sentences
 end with "." after a common letter ("test.", "for."), so this string test spares the regex."""
-_ABBREVIATION_SPLIT_RE = re.compile(
-    r"\x00(?:(?<=[A-Z]\.\x00)(?<=\b[A-Z]\.\x00)|(?<=[" + "".join(sorted({w[-3] for w in _ABBREVIATION_ENDS}))
-    + "][" + "".join(sorted({w[-2] for w in _ABBREVIATION_ENDS})) + r"]\.\x00)(?:"
-    + "|".join(rf"(?<=\b{re.escape(w)}\x00)" for w in _ABBREVIATION_ENDS) + "))")
+
+
+def _abbreviation_behind(after: str) -> str:
+    """Look-behinds (of fixed width) for `_ABBREVIATION_RE`'s alternatives ending just before
+    `after` (a literal): a capital and a full stop, or one of its words; the two letters before
+    the full stop, tested first, rule most sentence ends out."""
+    return (r"(?:(?<=[A-Z]\." + after + r")(?<=\b[A-Z]\." + after + r")|(?<=["
+            + "".join(sorted({w[-3] for w in _ABBREVIATION_ENDS})) + "]["
+            + "".join(sorted({w[-2] for w in _ABBREVIATION_ENDS})) + r"]\." + after + ")(?:"
+            + "|".join(rf"(?<=\b{re.escape(w)}{after})" for w in _ABBREVIATION_ENDS) + "))")
+
+
+_ABBREVIATION_SPLIT_RE = re.compile(r"\x00" + _abbreviation_behind(r"\x00"))
 """In a text whose sentence ends are NULs (`split_sentences`), one where the sentence before ends
 with what `_ABBREVIATION_RE` takes for an abbreviation: only there is a piece joined to the
 next. The NUL first lets the regex engine scan for the ends; a look-behind for the two letters
@@ -110,6 +119,17 @@ _MARK_SUBS = tuple((mark, re.compile(re.escape(mark) + r"\s+(?=[\"'“‘(\[]?[A
 """Each end mark's sentence ends as `_SENTENCE_END_RE` finds them (a mark, whitespace, and a
 capital, digit or quote next): its matches never overlap, so one pattern per mark finds the
 same ends, and each starts with a literal (scanned for, not tested at every position)."""
+_SENTENCE_START = r"[\"'“‘(\[]?[A-Z0-9\[]"
+_ODD_DOT_END_RE = re.compile(r"\.(?:[^\S ]| (?!" + _SENTENCE_START + ")|" + _abbreviation_behind("") + " )")
+_ODD_MARK_END_RE = re.compile(r"[.!?…](?:[^\S ]| (?!" + _SENTENCE_START + ")|" + _abbreviation_behind("") + " )")
+"""Where a one-line text's sentence ends are not simply its "<mark> " strings: an end mark
+followed by whitespace other than one space, by a space and then no sentence start (a
+capital, digit or quote, as `_SENTENCE_END_RE` looks ahead for), or a full stop that ends an
+abbreviation, then a space. Where neither pattern finds one (for a text whose only mark is
+".", or any marks), each "<mark> " is a sentence end (`\\s+` takes the one space, and the
+character after it is a sentence start) and no sentence ends with an abbreviation: a string
+replace marks the ends, and the regex substitutions and the abbreviation search are spared.
+The first pattern starts with a literal, which the regex engine scans for."""
 _CLAUSE_RE = re.compile(r"[,;:]\s|\s[-–—]\s")
 _HEADER_LINE_RE = re.compile(
     r"^(?:\[Update \d+\]|\[Condensed history\]|--- Summarized Context .*---|\[\d+ messages with no "
@@ -347,13 +367,22 @@ def split_sentences(text: str) -> list[str]:
         return _split_lines(text)
     ends = text
     if "!" in text or "?" in text or "…" in text:
-        for mark, sub in _MARK_SUBS:
-            if mark in text:
-                ends = sub(mark + "\x00", ends)
-    else:
+        if _ODD_MARK_END_RE.search(text):
+            for mark, sub in _MARK_SUBS:
+                if mark in text:
+                    ends = sub(mark + "\x00", ends)
+            if _ABBREVIATION_SPLIT_RE.search(ends):
+                return _split_lines(text)
+        else:
+            for mark in ".!?…":
+                if mark in text:
+                    ends = ends.replace(mark + " ", mark + "\x00")
+    elif _ODD_DOT_END_RE.search(text):
         ends = _DOT_END_SUB(".\x00", text)
-    if _ABBREVIATION_SPLIT_RE.search(ends):
-        return _split_lines(text)
+        if _ABBREVIATION_SPLIT_RE.search(ends):
+            return _split_lines(text)
+    else:
+        ends = text.replace(". ", ".\x00")
     out = ends.split("\x00")
     if len(out) == 1:
         stripped = ends.strip()

@@ -19,6 +19,8 @@ from rollsum.summarizers.extractive import (
     _ABBREVIATION_ENDS,
     _ABBREVIATION_RE,
     _ABBREVIATION_SPLIT_RE,
+    _ODD_DOT_END_RE,
+    _ODD_MARK_END_RE,
     _DAY_RE,
     _HEADER_LINE_RE,
     TOOL_ERROR_BONUS,
@@ -94,6 +96,26 @@ def test_the_abbreviation_look_behinds_are_the_abbreviation_pattern() -> None:
             expected = _ABBREVIATION_RE.search(piece) is not None
             assert (_ABBREVIATION_SPLIT_RE.search(f"Then {piece}\x00Next") is not None) == expected, piece
             assert (_ABBREVIATION_SPLIT_RE.search(f"{piece}\x00Next") is not None) == expected, piece
+            # the string-replace path's check: the same abbreviations before "<space>Next"
+            for odd in (_ODD_DOT_END_RE, _ODD_MARK_END_RE):
+                assert (odd.search(f"Then {piece} Next") is not None) == expected, piece
+                assert (odd.search(f"{piece} Next") is not None) == expected, piece
+
+
+def test_the_string_replace_path_is_taken_only_where_each_mark_and_space_is_an_end() -> None:
+    """`_ODD_DOT_END_RE` / `_ODD_MARK_END_RE` must find every place where "<mark> " is not
+    exactly a sentence end (other whitespace, two spaces, no sentence start after the space,
+    the text's end), and nothing in plain text (else the fast path is never taken)."""
+    for odd, marks in ((_ODD_DOT_END_RE, "."), (_ODD_MARK_END_RE, ".!?…")):
+        for mark in marks:
+            for after in ("\t", "\xa0", "\u2028", "\u3000", "\x1c", "  ", " a", " é", " ,", " (a", " \"a", " .",
+                          " \x00"):
+                assert odd.search(f"One{mark}{after}two") is not None, (mark, after)
+            assert odd.search(f"One{mark} ") is not None, mark
+            for after in (" A", " Z", " 0", " 9", " [", " (A", " \"A", " 'A", " “A", " ‘A", " [a", "A", "a", "\x00"):
+                assert odd.search(f"One{mark}{after}") is None, (mark, after)
+        assert odd.search("Calling read_file(path='src/app.py'). Then done") is None
+    assert _ODD_DOT_END_RE.search("Why?\tBecause") is None  # only "." is the dot pattern's mark
 
 
 def test_a_repeated_sentence_with_a_relative_date_is_anchored_to_each_day_it_is_said() -> None:
