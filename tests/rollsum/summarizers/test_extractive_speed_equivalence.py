@@ -118,6 +118,24 @@ def test_the_string_replace_path_is_taken_only_where_each_mark_and_space_is_an_e
     assert _ODD_DOT_END_RE.search("Why?\tBecause") is None  # only "." is the dot pattern's mark
 
 
+def test_the_span_pieces_made_field_by_field_equal_the_class_call() -> None:
+    """`_new_pieces` makes a said sentence's piece without calling `_Piece` (it sets the
+    fields itself): each piece must equal the class call, every field set (an unset slot
+    raises in the comparison) and at its default."""
+    from rollsum.summarizers.extractive import _Piece
+    from rollsum.types import Message
+
+    s = ExtractiveSummarizer()
+    messages = [Message("user", "I met Priya in Lisbon. We booked the 9:40 ferry to Porto!", name="Caroline",
+                        created_at="2023-05-08T10:00:00"),
+                Message("assistant", "Noted the ferry. Calling read_file(path='src/app.py').")]
+    pieces = s._new_pieces(messages, set()).pieces
+    assert len(pieces) == 4
+    for p in pieces:
+        assert p == _Piece(p.text, p.speaker, p.day, p.group)
+        assert type(p) is _Piece
+
+
 def test_a_repeated_sentence_with_a_relative_date_is_anchored_to_each_day_it_is_said() -> None:
     """The per-sentence cache must not reuse one day's anchor for another day."""
     from rollsum.summarizers import ExtractiveSummarizer, SummaryRequest
