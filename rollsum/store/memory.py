@@ -49,17 +49,6 @@ class _Rows:
         self.index: dict[str, int] = {}
         """Message id -> row position."""
 
-    def append(self, seq: int, message: Message) -> None:
-        try:
-            self.seqs.append(seq)
-        except (OverflowError, TypeError):  # outside int64 (or an int-like): keep Python ints
-            self.seqs = [*self.seqs, seq]
-        self.index[message.id] = len(self.messages)  # type: ignore[index]
-        self.messages.append(message)
-        self.states.append(_ACTIVE)
-        self.summary_of.append(-1)
-        self.reasons.append(None)
-
     def row(self, pos: int, conversation_id: str, summaries: Sequence[SummaryRecord]) -> StoredMessage:
         k = self.summary_of[pos]
         return StoredMessage(conversation_id, self.seqs[pos], self.messages[pos], _STATES[self.states[pos]],
@@ -84,9 +73,19 @@ class MemoryStore:
             rows = self._rows.get(conversation_id)
             if rows is None:
                 rows = self._rows[conversation_id] = _Rows()
-            if message.id in rows.index:
+            index = rows.index
+            if message.id in index:
                 raise ConfigError(f"duplicate message id {message.id!r} in {conversation_id!r}")
-            rows.append(seq, message)
+            # the row's columns filled here, not by a method of `_Rows`: one call per message, not two
+            try:
+                rows.seqs.append(seq)
+            except (OverflowError, TypeError):  # outside int64 (or an int-like): keep Python ints
+                rows.seqs = [*rows.seqs, seq]
+            index[message.id] = len(rows.messages)
+            rows.messages.append(message)
+            rows.states.append(_ACTIVE)
+            rows.summary_of.append(-1)
+            rows.reasons.append(None)
 
     def commit_summary(self, record: SummaryRecord, covered_ids: Sequence[str]) -> None:
         check_covered_ids(record, covered_ids)
