@@ -236,15 +236,18 @@ class RollingSummarizer(SettingAttributes):
         """Append a message; summarize if the policy says so; keep the window. Returns this
         turn's last event. Raises only if the message could not be stored (nothing changed)."""
         message = self._append(message)
+        system = message.role == "system"
         events: list[SummaryEvent] = []
+        landed = 0
         try:
-            if message.role != "system" and self._inflight is not None \
-                    and self._inflight[0].due_turn <= self._seq - 1:
-                job, outcome = self._inflight
+            landing = self._inflight
+            if landing is not None and not system and landing[0].due_turn < self._seq:
                 self._inflight = None
-                events.append(self._apply(job, outcome))
-            events.extend(self._process(self._launch, self._lagging, system=message.role == "system"))
+                events.append(self._apply(*landing))
+                landed = 1
+            self._process(None, None, system, events)
         except Exception as err:  # stored already: a failure is an event, never an exception
+            del events[landed:]  # a round that broke reports its failure, not what it did before
             events.append(self._internal_failure(err))
         self.last_events = tuple(events)
         if self.on_event is not None:  # the usual case has no callback: no call per message
@@ -390,13 +393,18 @@ class RollingSummarizer(SettingAttributes):
             yield decision
             summaries += 1
 
-    def _process(self, launch: Launch, busy: Callable[[], bool], *, system: bool = False) -> list[SummaryEvent]:
+    def _process(self, launch: Launch | None, busy: Callable[[], bool] | None, system: bool = False,
+                 events: list[SummaryEvent] | None = None) -> list[SummaryEvent]:
         """One round after a message (or a background landing): policy, then window guard.
+        Its events are appended to `events` (a new list when None) and returned. `launch` and
+        `busy` None: the synchronous engine's own (`add` passes None, and most messages need
+        neither: no bound method is made for them).
 
         While a summary is in flight (lag, asyncio) the policy is not asked (one summary at a
         time per conversation); the guard still keeps the window, without the model.
         """
-        events: list[SummaryEvent] = []
+        if events is None:
+            events = []
         w = self._window
         if w.clips or w.omitted or w.summary_hidden:
             w.unclip(self.counter.count_message)
@@ -404,10 +412,12 @@ class RollingSummarizer(SettingAttributes):
             w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
         # with clearing on, the policy is asked only while the cleared context is still over the
         # clearing trigger: clear first, summarize only if that was not enough
-        first = None if system or (self._c.total_added <= self._quiet_until and self._quiet_policy is self.policy) \
-            or busy() or (self.settings.clear_tool_results and self.context_tokens() <= self.clearing.trigger) \
+        quiet = system or (self._c.total_added <= self._quiet_until and self._quiet_policy is self.policy)
+        first = None if quiet or (self._inflight is not None if busy is None else busy()) \
+            or (self.settings.clear_tool_results and self.context_tokens() <= self.clearing.trigger) \
             else self._decide(0)
         if first is not None:
+            launch = launch or self._launch
             for decision in self._summary_decisions(events, first):
                 if not self._may_attempt():
                     break
@@ -418,7 +428,7 @@ class RollingSummarizer(SettingAttributes):
                 if ev.kind != "summary":
                     break
         if self.enforce_window and w.context_tokens() > self._limit:  # else the guard has nothing to do
-            events.extend(self._guard(launch, busy))
+            events.extend(self._guard(launch or self._launch, busy or self._lagging))
         if self._c.observed(w.context_tokens()) or events:  # else no count `Cadence.key` holds moved
             self._persist_cadence()
         return events
