@@ -249,10 +249,13 @@ class RollingSummarizer(SettingAttributes):
         except Exception as err:  # stored already: a failure is an event, never an exception
             del events[landed:]  # a round that broke reports its failure, not what it did before
             events.append(self._internal_failure(err))
+        if not events:  # most messages
+            self.last_events = ()
+            return None
         self.last_events = tuple(events)
         if self.on_event is not None:  # the usual case has no callback: no call per message
             self._emit(events)
-        return events[-1] if events else None
+        return events[-1]
 
     def flush(self) -> SummaryEvent | None:
         """Land an in-flight (lagged) summary now, e.g. at the end of a replay."""
