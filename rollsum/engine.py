@@ -573,8 +573,8 @@ class RollingSummarizer(SettingAttributes):
                         job.turn, outcome.attempts, reason, len(covered))
             return jobs.failure_event(job, outcome, reason, err.kind.value if err else None, lag=lag,
                                       tokens_after=self.context_tokens())
-        record = jobs.record(job, outcome, outcome.draft, self._maker(), seq=len(self._history), preset=self.preset,
-                             created_at=self._clock().isoformat())
+        record = jobs.record(job, outcome, outcome.draft, outcome.maker or self._maker(), seq=len(self._history),
+                             preset=self.preset, created_at=self._clock().isoformat())
         ids = record.covered_ids
         try:
             self.store.commit_summary(record, ids)
