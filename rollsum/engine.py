@@ -249,13 +249,10 @@ class RollingSummarizer(SettingAttributes):
         except Exception as err:  # stored already: a failure is an event, never an exception
             del events[landed:]  # a round that broke reports its failure, not what it did before
             events.append(self._internal_failure(err))
-        if not events:  # most messages
-            self.last_events = ()
-            return None
-        self.last_events = tuple(events)
-        if self.on_event is not None:  # the usual case has no callback: no call per message
+        self.last_events = tuple(events) if events else ()  # most messages: no call
+        if events and self.on_event is not None:  # the usual case has no callback: no call per message
             self._emit(events)
-        return events[-1]
+        return events[-1] if events else None
 
     def flush(self) -> SummaryEvent | None:
         """Land an in-flight (lagged) summary now, e.g. at the end of a replay."""
@@ -357,13 +354,9 @@ class RollingSummarizer(SettingAttributes):
         """Not backing off after failures, and `min_messages_per_attempt` allows one more."""
         return not self._c.in_backoff() and self._c.rate_allows(self.settings.min_messages_per_attempt)
 
-    def _lagging(self) -> bool:
-        return self._inflight is not None
-
     def _decide(self, passes: int) -> Decision | None:
         """Ask the policy, then make its answer safe: whole tool groups, something to do."""
-        state = policy_state(self._window, self._c, self._history, self._dropped, self.settings.context_window,
-                             passes, self._summary_room)
+        state = self._state(passes)
         decision = self.policy.decide(state)
         if decision is None:  # asked again when it may answer otherwise (`Policy.quiet_for`)
             if self._quiet_policy is not self.policy:
@@ -398,17 +391,13 @@ class RollingSummarizer(SettingAttributes):
 
     def _process(self, launch: Launch | None, busy: Callable[[], bool] | None, system: bool = False,
                  events: list[SummaryEvent] | None = None) -> list[SummaryEvent]:
-        """One round after a message (or a background landing): policy, then window guard.
-        Its events are appended to `events` (a new list when None) and returned. `launch` and
-        `busy` None: the synchronous engine's own (`add` passes None, and most messages need
-        neither: no bound method is made for them).
+        """One round after a message (or a background landing): policy, then window guard; its
+        events go to `events` (`add`'s list). `launch`, `busy` None: `_launch`, a job in flight.
 
         While a summary is in flight (lag, asyncio) the policy is not asked (one summary at a
         time per conversation); the guard still keeps the window, without the model.
         """
-        if events is None:
-            events = []
-        w = self._window
+        events, w = [] if events is None else events, self._window
         if w.clips or w.omitted or w.summary_hidden:
             w.unclip(self.counter.count_message)
         if self.settings.clear_tool_results:  # old tool results to placeholders (`rollsum.clearing`)
@@ -431,7 +420,7 @@ class RollingSummarizer(SettingAttributes):
                 if ev.kind != "summary":
                     break
         if self.enforce_window and w.context_tokens() > self._limit:  # else the guard has nothing to do
-            events.extend(self._guard(launch or self._launch, busy or self._lagging))
+            events.extend(self._guard(launch or self._launch, busy or (lambda: self._inflight is not None)))
         if self._c.observed(w.context_tokens()) or events:  # else no count `Cadence.key` holds moved
             self._persist_cadence()
         return events
