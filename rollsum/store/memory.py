@@ -40,8 +40,8 @@ class _Rows:
     Only `messages`, `states` and `index` grow with every message. The other columns are
     written when they first say something: `seqs` while every row's sequence number is its
     position (the engine numbers a conversation's messages 0, 1, 2, ...) stays None, and
-    `summary_of` / `reasons` are filled up to the newest row (`fill`) only when a summary or a
-    state change writes them; a row past their end has none. Appending to an int64 array
+    `summary_of` / `reasons` are filled up to the newest row (`fill`, `fill_reasons`) only when
+    a summary or a state change writes them; a row past their end has none. Appending to an int64 array
     parses the value (~190 instructions): two such appends were a tenth of what storing a
     message cost."""
 
@@ -69,18 +69,26 @@ class _Rows:
         self.seqs = seqs
 
     def fill(self) -> None:
-        """`summary_of` and `reasons` up to the newest row, before they are written."""
-        gap = len(self.messages) - len(self.reasons)
+        """`summary_of` and `reasons` up to the newest row, before a summary writes them."""
+        gap = len(self.messages) - len(self.summary_of)
         if gap:
             self.summary_of.extend(array("q", (-1,)) * gap)
+        self.fill_reasons()
+
+    def fill_reasons(self) -> None:
+        """`reasons` up to the newest row, before a state change writes them (truncate drops
+        a message each turn: one append, not a list of one)."""
+        gap = len(self.messages) - len(self.reasons)
+        if gap == 1:
+            self.reasons.append(None)
+        elif gap:
             self.reasons.extend([None] * gap)
 
     def row(self, pos: int, conversation_id: str, summaries: Sequence[SummaryRecord]) -> StoredMessage:
-        filled = pos < len(self.reasons)
-        k = self.summary_of[pos] if filled else -1
+        k = self.summary_of[pos] if pos < len(self.summary_of) else -1
         return StoredMessage(conversation_id, pos if self.seqs is None else self.seqs[pos], self.messages[pos],
                              _STATES[self.states[pos]], summaries[k].id if k >= 0 else None,
-                             self.reasons[pos] if filled else None)
+                             self.reasons[pos] if pos < len(self.reasons) else None)
 
 
 class MemoryStore:
@@ -162,7 +170,7 @@ class MemoryStore:
             if covered:
                 raise ConfigError(f"set_state: messages {covered[:5]} are covered by a summary "
                                   "and cannot change state; nothing was changed")
-            rows.fill()
+            rows.fill_reasons()
             code, reasons = _CODE[state], rows.reasons
             for mid in ids:
                 pos = index[mid]
