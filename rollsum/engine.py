@@ -236,18 +236,21 @@ class RollingSummarizer(SettingAttributes):
         """Append a message; summarize if the policy says so; keep the window. Returns this
         turn's last event. Raises only if the message could not be stored (nothing changed)."""
         message = self._append(message)
+        system = message.role == "system"
         events: list[SummaryEvent] = []
+        landed = 0
         try:
-            if message.role != "system" and self._inflight is not None \
-                    and self._inflight[0].due_turn <= self._seq - 1:
-                job, outcome = self._inflight
+            landing = self._inflight
+            if landing is not None and not system and landing[0].due_turn < self._seq:
                 self._inflight = None
-                events.append(self._apply(job, outcome))
-            events.extend(self._process(self._launch, self._lagging, system=message.role == "system"))
+                events.append(self._apply(*landing))
+                landed = 1
+            self._process(None, None, system, events)
         except Exception as err:  # stored already: a failure is an event, never an exception
+            del events[landed:]  # a round that broke reports its failure, not what it did before
             events.append(self._internal_failure(err))
-        self.last_events = tuple(events)
-        if self.on_event is not None:  # the usual case has no callback: no call per message
+        self.last_events = tuple(events) if events else ()  # most messages: no call
+        if events and self.on_event is not None:  # the usual case has no callback: no call per message
             self._emit(events)
         return events[-1] if events else None
 
@@ -351,13 +354,9 @@ class RollingSummarizer(SettingAttributes):
         """Not backing off after failures, and `min_messages_per_attempt` allows one more."""
         return not self._c.in_backoff() and self._c.rate_allows(self.settings.min_messages_per_attempt)
 
-    def _lagging(self) -> bool:
-        return self._inflight is not None
-
     def _decide(self, passes: int) -> Decision | None:
         """Ask the policy, then make its answer safe: whole tool groups, something to do."""
-        state = policy_state(self._window, self._c, self._history, self._dropped, self.settings.context_window,
-                             passes, self._summary_room)
+        state = self._state(passes)
         decision = self.policy.decide(state)
         if decision is None:  # asked again when it may answer otherwise (`Policy.quiet_for`)
             if self._quiet_policy is not self.policy:
@@ -390,24 +389,27 @@ class RollingSummarizer(SettingAttributes):
             yield decision
             summaries += 1
 
-    def _process(self, launch: Launch, busy: Callable[[], bool], *, system: bool = False) -> list[SummaryEvent]:
-        """One round after a message (or a background landing): policy, then window guard.
+    def _process(self, launch: Launch | None, busy: Callable[[], bool] | None, system: bool = False,
+                 events: list[SummaryEvent] | None = None) -> list[SummaryEvent]:
+        """One round after a message (or a background landing): policy, then window guard; its
+        events go to `events` (`add`'s list). `launch`, `busy` None: `_launch`, a job in flight.
 
         While a summary is in flight (lag, asyncio) the policy is not asked (one summary at a
         time per conversation); the guard still keeps the window, without the model.
         """
-        events: list[SummaryEvent] = []
-        w = self._window
+        events, w = [] if events is None else events, self._window
         if w.clips or w.omitted or w.summary_hidden:
             w.unclip(self.counter.count_message)
         if self.settings.clear_tool_results:  # old tool results to placeholders (`rollsum.clearing`)
             w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
         # with clearing on, the policy is asked only while the cleared context is still over the
         # clearing trigger: clear first, summarize only if that was not enough
-        first = None if system or (self._c.total_added <= self._quiet_until and self._quiet_policy is self.policy) \
-            or busy() or (self.settings.clear_tool_results and self.context_tokens() <= self.clearing.trigger) \
+        quiet = system or (self._c.total_added <= self._quiet_until and self._quiet_policy is self.policy)
+        first = None if quiet or (self._inflight is not None if busy is None else busy()) \
+            or (self.settings.clear_tool_results and self.context_tokens() <= self.clearing.trigger) \
             else self._decide(0)
         if first is not None:
+            launch = launch or self._launch
             for decision in self._summary_decisions(events, first):
                 if not self._may_attempt():
                     break
@@ -418,7 +420,7 @@ class RollingSummarizer(SettingAttributes):
                 if ev.kind != "summary":
                     break
         if self.enforce_window and w.context_tokens() > self._limit:  # else the guard has nothing to do
-            events.extend(self._guard(launch, busy))
+            events.extend(self._guard(launch or self._launch, busy or (lambda: self._inflight is not None)))
         if self._c.observed(w.context_tokens()) or events:  # else no count `Cadence.key` holds moved
             self._persist_cadence()
         return events
@@ -560,8 +562,8 @@ class RollingSummarizer(SettingAttributes):
                         job.turn, outcome.attempts, reason, len(covered))
             return jobs.failure_event(job, outcome, reason, err.kind.value if err else None, lag=lag,
                                       tokens_after=self.context_tokens())
-        record = jobs.record(job, outcome, outcome.draft, self._maker(), seq=len(self._history), preset=self.preset,
-                             created_at=self._clock().isoformat())
+        record = jobs.record(job, outcome, outcome.draft, outcome.maker or self._maker(), seq=len(self._history),
+                             preset=self.preset, created_at=self._clock().isoformat())
         ids = record.covered_ids
         try:
             self.store.commit_summary(record, ids)

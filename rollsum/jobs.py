@@ -65,6 +65,10 @@ class Job:
     straight to the fallback (a dead model is not called on every attempt)."""
 
 
+NO_USAGE = Usage()
+"""An outcome's usage until a draft adds some (a `Usage` is frozen: one value serves them all)."""
+
+
 @dataclass(slots=True)
 class Outcome:
     """What making a job's summary gave: a draft or the error, and what it cost."""
@@ -77,7 +81,9 @@ class Outcome:
     facts: tuple[str, ...] = ()
     pinned: tuple[str, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = NO_USAGE
+    maker: Maker | None = None
+    """What made it (`run`): its record is made with the same (a Maker costs ~9k instructions)."""
 
 
 @quick_init
@@ -130,7 +136,7 @@ def cap_meta(job: Job, maker: Maker) -> dict[str, bool]:
 
 def run(job: Job, maker: Maker) -> Outcome:
     """Make the summary for a job. Never raises: whatever breaks is the job's failure."""
-    out = Outcome()
+    out = Outcome(maker=maker)
     try:
         make(job, maker, out)
     except Exception as err:  # the ledger, a merge: whatever breaks is this job's failure
@@ -286,7 +292,7 @@ def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
             break
         if t in scalars:
             plain[k] = v
-        elif (t is list or t is tuple) and all(type(x) in scalars for x in v):
+        elif (t is list or t is tuple) and scalars.issuperset(map(type, v)):  # in C: no generator
             plain[k] = list(v)
         else:
             break

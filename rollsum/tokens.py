@@ -46,8 +46,23 @@ class HeuristicCounter:
         return math.ceil(len(text) * self._factor) if text else 0
 
     def count_message(self, message: Message) -> int:
-        return self.count(message.content) + self.overhead
+        # `count` written out: the engine counts every message it is given, and the call was a
+        # third of this method's cost; a subclass with its own `count` counts through it
+        # (`__init_subclass__`)
+        text = message.content
+        return (math.ceil(len(text) * self._factor) if text else 0) + self.overhead
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A subclass that changes `count` but not `count_message` counts messages with its `count`."""
+        super().__init_subclass__(**kwargs)
+        if cls.count is not HeuristicCounter.count and cls.count_message is HeuristicCounter.count_message:
+            cls.count_message = _count_message_by_count  # type: ignore[method-assign]
 
     def __repr__(self) -> str:
         return (f"HeuristicCounter(chars_per_token={self.chars_per_token}, "
                 f"calibration={self.calibration}, overhead={self.overhead})")
+
+
+def _count_message_by_count(self: HeuristicCounter, message: Message) -> int:
+    """`HeuristicCounter.count_message` of a subclass with its own `count`."""
+    return self.count(message.content) + self.overhead

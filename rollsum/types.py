@@ -158,6 +158,9 @@ class Usage:
     calls: int = 0
 
     def __add__(self, other: Usage) -> Usage:
+        if not (other.input_tokens or other.output_tokens or other.cache_read_tokens or other.cache_write_tokens
+                or other.calls):  # nothing to add (an offline summarizer's draft): no new value (~5k to make)
+            return self
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,

@@ -255,7 +255,16 @@ class Window:
         """What a summary of active `indices` (and the pending messages) covers, in conversation
         order, capped at `max_tokens` of messages (at least one; the rest waits for the next
         request), and the ids among them that are active now."""
-        active = self.active
+        active, n = self.active, len(indices)
+        lo = indices[0] if n else 0
+        if n and not (include_pending and self.pending) and 0 <= lo <= len(active) - n \
+                and tuple(indices) == tuple(range(lo, lo + n)):
+            # one run of active positions and no pending (a since-last summary): already in
+            # conversation order (`active` is), so slices and sums in C, not a tuple per message
+            tokens = self.tokens[lo:lo + n]
+            if sum(tokens) <= max_tokens and min(tokens) >= 0:
+                run = tuple(active[lo:lo + n])
+                return run, frozenset([m.id for m in run])  # type: ignore[misc]
         chosen = [(self.active_seq[i], active[i], self.tokens[i]) for i in indices]
         if include_pending:
             chosen += [(s, m, count(m)) for s, m in zip(self.pending_seq, self.pending)]

@@ -35,13 +35,22 @@ _ACTIVE, _PENDING, _COVERED = _CODE["active"], _CODE["pending"], _CODE["covered"
 class _Rows:
     """One conversation's messages by column, in insertion order: no object per message
     beyond the caller's `Message` (states are bytes, sequence numbers machine integers, the
-    covering summary a position in the conversation's summary list)."""
+    covering summary a position in the conversation's summary list).
+
+    Only `messages`, `states` and `index` grow with every message. The other columns are
+    written when they first say something: `seqs` while every row's sequence number is its
+    position (the engine numbers a conversation's messages 0, 1, 2, ...) stays None, and
+    `summary_of` / `reasons` are filled up to the newest row (`fill`, `fill_reasons`) only when
+    a summary or a state change writes them; a row past their end has none. Appending to an int64 array
+    parses the value (~190 instructions): two such appends were a tenth of what storing a
+    message cost."""
 
     __slots__ = ("index", "messages", "reasons", "seqs", "states", "summary_of")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
-        self.seqs: array[int] | list[int] = array("q")
+        self.seqs: array[int] | list[int] | None = None
+        """Sequence numbers by row; None while each is its row's position."""
         self.states = bytearray()
         self.summary_of: array[int] = array("q")
         """Position of the covering record in the conversation's summary list, -1 for none."""
@@ -49,21 +58,37 @@ class _Rows:
         self.index: dict[str, int] = {}
         """Message id -> row position."""
 
-    def append(self, seq: int, message: Message) -> None:
+    def add_seq(self, seq: int) -> None:
+        """The sequence number of the row being appended, when it is not its position."""
+        n = len(self.messages)
+        seqs = array("q", range(n)) if self.seqs is None else self.seqs
         try:
-            self.seqs.append(seq)
+            seqs.append(seq)
         except (OverflowError, TypeError):  # outside int64 (or an int-like): keep Python ints
-            self.seqs = [*self.seqs, seq]
-        self.index[message.id] = len(self.messages)  # type: ignore[index]
-        self.messages.append(message)
-        self.states.append(_ACTIVE)
-        self.summary_of.append(-1)
-        self.reasons.append(None)
+            seqs = [*seqs, seq]
+        self.seqs = seqs
+
+    def fill(self) -> None:
+        """`summary_of` and `reasons` up to the newest row, before a summary writes them."""
+        gap = len(self.messages) - len(self.summary_of)
+        if gap:
+            self.summary_of.extend(array("q", (-1,)) * gap)
+        self.fill_reasons()
+
+    def fill_reasons(self) -> None:
+        """`reasons` up to the newest row, before a state change writes them (truncate drops
+        a message each turn: one append, not a list of one)."""
+        gap = len(self.messages) - len(self.reasons)
+        if gap == 1:
+            self.reasons.append(None)
+        elif gap:
+            self.reasons.extend([None] * gap)
 
     def row(self, pos: int, conversation_id: str, summaries: Sequence[SummaryRecord]) -> StoredMessage:
-        k = self.summary_of[pos]
-        return StoredMessage(conversation_id, self.seqs[pos], self.messages[pos], _STATES[self.states[pos]],
-                             summaries[k].id if k >= 0 else None, self.reasons[pos])
+        k = self.summary_of[pos] if pos < len(self.summary_of) else -1
+        return StoredMessage(conversation_id, pos if self.seqs is None else self.seqs[pos], self.messages[pos],
+                             _STATES[self.states[pos]], summaries[k].id if k >= 0 else None,
+                             self.reasons[pos] if pos < len(self.reasons) else None)
 
 
 class MemoryStore:
@@ -80,13 +105,24 @@ class MemoryStore:
     def add_message(self, conversation_id: str, seq: int, message: Message) -> None:
         if message.id is None:
             raise ConfigError("a stored message needs an id")
-        with self._lock:
+        lock = self._lock  # taken by hand, not `with`: that makes two bound methods per message
+        lock.acquire()
+        try:
             rows = self._rows.get(conversation_id)
             if rows is None:
                 rows = self._rows[conversation_id] = _Rows()
-            if message.id in rows.index:
+            index = rows.index
+            if message.id in index:
                 raise ConfigError(f"duplicate message id {message.id!r} in {conversation_id!r}")
-            rows.append(seq, message)
+            # the row's columns filled here, not by a method of `_Rows`: one call per message, not two
+            n = len(rows.messages)
+            if seq != n or type(seq) is not int or rows.seqs is not None:
+                rows.add_seq(seq)
+            index[message.id] = n
+            rows.messages.append(message)
+            rows.states.append(_ACTIVE)
+        finally:
+            lock.release()
 
     def commit_summary(self, record: SummaryRecord, covered_ids: Sequence[str]) -> None:
         check_covered_ids(record, covered_ids)
@@ -104,6 +140,7 @@ class MemoryStore:
             at = cast("list[int]", found)
             chain = self._summaries.setdefault(cid, [])
             k = len(chain)
+            rows.fill()
             summary_of, reasons = rows.summary_of, rows.reasons
             lo, n = min(at, default=0), len(at)
             if n and max(at) - lo == n - 1:
@@ -133,6 +170,7 @@ class MemoryStore:
             if covered:
                 raise ConfigError(f"set_state: messages {covered[:5]} are covered by a summary "
                                   "and cannot change state; nothing was changed")
+            rows.fill_reasons()
             code, reasons = _CODE[state], rows.reasons
             for mid in ids:
                 pos = index[mid]

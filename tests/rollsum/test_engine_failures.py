@@ -18,6 +18,7 @@ import pytest
 from rollsum import Message, RollingSummarizer
 from rollsum.errors import ErrorKind, ModelError
 from rollsum.models import CachedModel, FakeModel
+from rollsum.policies.base import Decision
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from tests.support.helpers import Recording, chat
 
@@ -135,6 +136,34 @@ def test_even_an_internal_error_after_storing_is_an_event_not_an_exception() -> 
     ev = rs.add(Message("user", "hello"))
     assert ev is not None and ev.kind == "failure" and ev.error_kind == "internal"
     assert len(rs.store.messages(rs.conversation_id)) == 1
+
+
+class EvictsThenBreaks:
+    """Evicts the oldest message on a turn's first pass, raises on the second."""
+
+    name = "evicts-then-breaks"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def decide(self, state: Any) -> Decision | None:
+        self.asked += 1
+        if self.asked % 2:
+            return Decision("evict", (0,), "room", include_pending=False)
+        raise RuntimeError("policy bug on the second pass")
+
+
+def test_a_round_that_breaks_reports_its_failure_alone() -> None:
+    """A round whose second pass raises after its first evicted: `add` returns the failure,
+    and this turn's events are the failure alone, as before `_process` wrote into `add`'s list
+    (what the round did is in the store and the window, never lost)."""
+    rs = RollingSummarizer.from_preset("since-last")
+    rs.policy = EvictsThenBreaks()
+    rs.add(Message("user", "hello"))
+    ev = rs.add(Message("user", "again"))
+    assert ev is not None and ev.kind == "failure" and ev.error_kind == "internal"
+    assert [e.kind for e in rs.last_events] == ["failure"]
+    assert len(rs.store.messages(rs.conversation_id)) == 2
 
 
 def test_a_store_that_fails_the_commit_keeps_every_message() -> None:

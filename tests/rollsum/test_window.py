@@ -123,6 +123,45 @@ def test_a_span_is_in_conversation_order_and_capped_at_the_request_budget() -> N
     assert [m.id for m in taken] == ["m0", "m1"] and active_ids == set()
 
 
+def _span_reference(w: Window, indices: list[int], include_pending: bool, max_tokens: int
+                    ) -> tuple[tuple[Message, ...], frozenset[str | None]]:
+    """`Window.span` without its shortcuts: every message with its sequence number, sorted,
+    taken oldest first until the next would go over `max_tokens` (at least one)."""
+    chosen = [(w.active_seq[i], w.active[i], w.tokens[i]) for i in indices]
+    if include_pending:
+        chosen += [(s, m, len(m.content)) for s, m in zip(w.pending_seq, w.pending)]
+    chosen.sort(key=lambda c: c[0])
+    taken: list[Message] = []
+    used = 0
+    for _, m, n in chosen:
+        if taken and used + n > max_tokens:
+            break
+        taken.append(m)
+        used += n
+    return tuple(taken), frozenset(w.active[i].id for i in indices) & {m.id for m in taken}
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 12), lo=st.integers(0, 11), size=st.integers(0, 12), scattered=st.booleans(),
+       pending=st.sets(st.integers(0, 11), max_size=4), include_pending=st.booleans(),
+       negative=st.booleans(), max_tokens=st.integers(0, 60))
+def test_a_span_is_the_plain_walk_over_its_messages(n: int, lo: int, size: int, scattered: bool, pending: set[int],
+                                                   include_pending: bool, negative: bool, max_tokens: int) -> None:
+    """The shortcuts (one run of positions without pending: slices; everything fits: no walk)
+    give what the plain walk gives: the same messages in the same order, the same active ids,
+    whether the run fits, does not, holds a negative count, or is no run at all."""
+    w = _window(n)
+    w.add_pending(w.remove({f"m{i}" for i in pending if i < n}))
+    if negative and w.tokens:
+        w.tokens[len(w.tokens) // 2] = -30
+    k = len(w.active)
+    indices = list(range(min(lo, k), min(lo + size, k)))
+    if scattered:
+        indices = indices[::2] + indices[1::2]  # the same positions, not in order
+    got = w.span(indices, include_pending, lambda m: len(m.content), max_tokens)
+    assert got == _span_reference(w, indices, include_pending, max_tokens)
+
+
 def test_policy_state_passes_values_in_the_field_order_of_window_state() -> None:
     """`policy_state` passes values by position (cheaper per message): a field added or moved in
     `WindowState` without it following would hand a policy the wrong numbers."""
