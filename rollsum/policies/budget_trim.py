@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,9 +20,12 @@ def message_priority(message: Message, preserve_error_details: bool) -> int:
     if message.role == "tool":
         if preserve_error_details:
             code = message.meta.get("exit_code")
-            low = message.content[:2000].lower()
-            if (isinstance(code, int) and code != 0) or any(w in low for w in _ERROR_WORDS):
+            if isinstance(code, int) and code != 0:
                 return 3
+            low = message.content[:2000].lower()
+            for word in _ERROR_WORDS:  # (a loop, not any() over a generator: this runs per message per trim)
+                if word in low:
+                    return 3
         return 1
     if message.role == "assistant":
         return 1 if message.meta.get("tool_calls") else 2
@@ -72,22 +76,45 @@ class BudgetTrim:
         projected = state.pinned_tokens + summary_after + state.active_tokens
         need = projected - int(self.low_water * budget)
         end = max(0, state.count - self.min_keep)
-        units = tool_units(state.messages, 0, end)
-        if not units:
+        if end <= 0:
             return None
-
-        def unit_key(u: tuple[int, int]) -> tuple[int, int]:
-            prio = max(message_priority(state.messages[i], self.preserve_error_details) for i in range(*u))
-            return (prio, u[0])
-
-        picked: list[int] = []
-        freed = 0
-        for u in sorted(units, key=unit_key):
-            picked.extend(range(*u))
-            freed += sum(state.tokens[u[0]:u[1]])
-            if freed >= need:
-                break
+        picked, freed = self._pick(state.messages, state.tokens, end, need)
         action: Action = "summarize" if self.summarize_on_trim else "drop"
         return Decision(action, tuple(sorted(picked)),
                         f"context {state.context_tokens} > budget {budget}: trimmed {len(picked)} "
                         f"messages ({freed} tokens) by priority to {self.low_water:g} of the budget")
+
+    def _pick(self, messages: Sequence[Message], tokens: Sequence[int], end: int, need: int) -> tuple[list[int], int]:
+        """The tool units (`tool_units`) of ``messages[:end]``, cheapest priority first and oldest
+        first within a priority, taken until they free `need` tokens (at least one): (their
+        positions, the tokens they free).
+
+        Why not ``sorted(units, key=(priority, start))``: this runs on every trim over the whole
+        window (~2,000 units at the default 200k window, most of them a user's message), and a
+        key tuple built through a generator per unit was most of the trim's cost. The units are
+        met in window order, so one list per priority, filled in that order and read lowest
+        priority first, is that sort; and a unit of one message (almost all) needs no `max`."""
+        keep_errors = self.preserve_error_details
+        by_priority: dict[int, list[tuple[int, int]]] = {}
+        for start, stop in tool_units(messages, 0, end):
+            prio = message_priority(messages[start], keep_errors)
+            if stop - start > 1:  # a call and its results: as dear as its dearest message
+                for i in range(start + 1, stop):
+                    prio = max(prio, message_priority(messages[i], keep_errors))
+            units = by_priority.get(prio)
+            if units is None:
+                units = by_priority[prio] = []
+            units.append((start, stop))
+        picked: list[int] = []
+        freed = 0
+        for prio in sorted(by_priority):
+            for start, stop in by_priority[prio]:
+                if stop - start == 1:
+                    picked.append(start)
+                    freed += tokens[start]
+                else:
+                    picked.extend(range(start, stop))
+                    freed += sum(tokens[start:stop])
+                if freed >= need:
+                    return picked, freed
+        return picked, freed
