@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,13 +64,16 @@ class Verdict:
         return self.retained and not self.evidence_in_context
 
 
-def verdicts(convs: list[Conversation], window: int) -> Iterator[Verdict]:
+def verdicts(convs: list[Conversation], window: int, configs: Sequence[str] = CONFIGS,
+             params: Mapping[str, str] | None = None) -> Iterator[Verdict]:
+    """The answerable verdicts the draw samples from (`configs`, `params`: preset -> params JSON,
+    are for `handcheck_agreement.py`'s other populations; the draw itself uses the defaults)."""
     plan = ScoringPlan(scorers=("answer_retention",), timing=parse_timing("sampled:1+end"))
-    for config in CONFIGS:
+    for config in configs:
         for conv in convs:
             unit = Unit(unit_id="u", dataset="d", conversation_id=conv.id, dataset_hash="h", config=config,
-                        preset=config, params_json="{}", prompt="", model="extractive", seed=0,
-                        context_window=window)
+                        preset=config, params_json=(params or {}).get(config, "{}"), prompt="", model="extractive",
+                        seed=0, context_window=window)
             trace = replay(unit, conv)
             asks, scores = scoring.score(plan, unit, conv, trace)
             for a in asks:
