@@ -243,7 +243,7 @@ def main() -> None:
     ap.add_argument("data", nargs="?", default=str(hs.LOCOMO_DEV))
     ap.add_argument("--format", default="locomo")
     ap.add_argument("--window", type=int, default=8000)
-    ap.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    ap.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples")
     args = ap.parse_args()
     judgments = read_judgments(Path(args.judgments))
     convs = load(args.data, format=args.format or None)
@@ -268,7 +268,7 @@ def main() -> None:
                                           cell for (cfg, *_), (cell, _) in pool_all.items() if cfg in QUICKSTART)}
     for cfg in (*hs.CONFIGS, *extra):
         pops[cfg] = Counter(cell for (c, *_), (cell, _) in pool_all.items() if c == cfg)
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(args.bootstrap_seed)
     by_cell: dict[Cell, list[Scored]] = defaultdict(list)
     for s in scored:
         by_cell[s.cell].append(s)
