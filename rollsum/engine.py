@@ -49,7 +49,7 @@ from rollsum.context import ContextFormat, get_format, shown_summary, summary_ro
 from rollsum.errors import ConfigError
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
-from rollsum.policies.base import Decision, Policy, WindowState, may_summarize, quiet_hook
+from rollsum.policies.base import Decision, Policy, WindowState, may_summarize, quiet_hook, settles
 from rollsum.redact import redact, redacting_logger
 from rollsum.settings import (
     MIN_WINDOW,
@@ -169,6 +169,7 @@ class RollingSummarizer(SettingAttributes):
         self._inflight: tuple[Job, Outcome] | None = None
         self._quiet_policy: Policy | None = None  # the policy `_quiet_hook` is its `quiet_hook`
         self._quiet_hook: Callable[[WindowState], int] | None = None
+        self._settles = self._as_decided = False  # `Policy.settles`; the last decision applies unchanged
         self._quiet_until = -1  # that policy is not asked while total_added <= this
         self.usage = Usage()
         self.last_events: tuple[SummaryEvent, ...] = ()
@@ -358,17 +359,32 @@ class RollingSummarizer(SettingAttributes):
         """Ask the policy, then make its answer safe: whole tool groups, something to do."""
         state = self._state(passes)
         decision = self.policy.decide(state)
-        if decision is None:  # asked again when it may answer otherwise (`Policy.quiet_for`)
-            if self._quiet_policy is not self.policy:
-                self._quiet_policy, self._quiet_hook = self.policy, quiet_hook(self.policy)
-            self._quiet_until = -1 if self._quiet_hook is None else self._c.total_added + self._quiet_hook(state)
+        if decision is None:
+            self._quiet(passes, state)
             return None
         indices = self._window.keep_tool_pairs(decision.indices)
         if not indices and not (decision.include_pending and self._window.pending):
             return None
-        if indices == decision.indices:  # the usual case: no copy of a frozen value per message
+        self._as_decided = indices == decision.indices
+        if self._as_decided:  # the usual case: no copy of a frozen value per message
             return decision
         return replace(decision, indices=indices)
+
+    def _quiet(self, passes: int, state: WindowState | None = None) -> None:
+        """The policy answered None (or settled, `Policy.settles`): it is asked again when it
+        may answer otherwise (`Policy.quiet_for`)."""
+        self._hooks()
+        if (hook := self._quiet_hook) is None:
+            self._quiet_until = -1
+        else:
+            self._quiet_until = self._c.total_added + hook(self._state(passes) if state is None else state)
+
+    def _hooks(self) -> bool:
+        """The policy's optional `quiet_for` and `settles` (returned), looked up once per policy."""
+        if self._quiet_policy is not self.policy:
+            p = self._quiet_policy = self.policy
+            self._quiet_hook, self._settles = quiet_hook(p), settles(p)
+        return self._settles
 
     def _summary_decisions(self, events: list[SummaryEvent], decision: Decision | None) -> Iterator[Decision]:
         """This turn's summarize decisions, from the first pass's `decision` (asked by the caller:
@@ -385,6 +401,9 @@ class RollingSummarizer(SettingAttributes):
             cheap = self._evict(decision) if action == "evict" else self._drop(decision) if action == "drop" else None
             if cheap is not None:
                 events.append(cheap)
+                if self._as_decided and self._hooks():  # applied as decided by a policy that settles:
+                    self._quiet(summaries)  # asked again now it would answer None
+                    return
                 continue
             yield decision
             summaries += 1

@@ -35,7 +35,7 @@ from rollsum.redact import redact, redacting_logger
 from rollsum.settings import EngineSettings, LedgerMode
 from rollsum.summarizers.base import Summarizer, SummaryDraft, SummaryRequest, rewrites_previous
 from rollsum.tokens import TokenCounter
-from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, quick_init
+from rollsum.types import NO_USAGE, Message, SummaryEvent, SummaryRecord, Usage, quick_init
 
 log = redacting_logger(__name__)
 
@@ -65,8 +65,6 @@ class Job:
     straight to the fallback (a dead model is not called on every attempt)."""
 
 
-NO_USAGE = Usage()
-"""An outcome's usage until a draft adds some (a `Usage` is frozen: one value serves them all)."""
 
 
 @dataclass(slots=True)

@@ -295,6 +295,11 @@ class SummaryRecord:
 EventKind = Literal["summary", "failure", "evict", "drop", "skip", "clip"]
 
 
+NO_USAGE = Usage()
+"""No tokens, no call: one value serves every event and outcome that made no model call (a
+`Usage` is frozen)."""
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class SummaryEvent:
@@ -328,7 +333,9 @@ class SummaryEvent:
     facts_kept: int = 0
     facts_pinned: int = 0
     facts_lost: int = 0
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = NO_USAGE
+    """Shared when no model was called (a drop, an eviction): a `Usage` is frozen, and making
+    one per event was a quarter of an event's cost (clear-tool-results drops on half its messages)."""
     fallback: str | None = None
     guard: bool = False
     """Caused by the engine's window guard (see `RollingSummarizer`), not the preset's trigger."""

@@ -126,6 +126,12 @@ class Policy(Protocol):
       summary chain, `total_added` and `since_summary` each k more, `attempts` not fewer, and
       any other field anything at all. The engine neither builds a snapshot nor asks until
       then (`quiet_hook`); a policy whose answer may change sooner returns 0.
+    - ``settles: bool`` (default False): once one of its ``drop`` or ``evict`` decisions is
+      applied exactly as decided (no tool group cut it down), asked again in the same turn it
+      answers None. The engine then does not ask (`settles`): a policy that drops on almost
+      every message in the steady state (truncate, fit-window) was asked twice per message,
+      and the second answer, always None, was ~10 % of clear-tool-results' steady state
+      (issue #20, item 2).
     """
 
     name: str
@@ -148,6 +154,11 @@ def quiet_hook(policy: object) -> Callable[[WindowState], int] | None:
     of since-last's engine (issue #20, item 1)."""
     hook = getattr(policy, "quiet_for", None)
     return hook if callable(hook) else None
+
+
+def settles(policy: object) -> bool:
+    """The policy's optional ``settles`` promise (`Policy`), False without one."""
+    return getattr(policy, "settles", False) is True
 
 
 def fold_allowed(policy: object, depth: int) -> bool:

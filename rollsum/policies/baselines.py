@@ -33,6 +33,9 @@ class Truncate:
     max_tokens: int | None = None
 
     name: ClassVar[str] = "truncate"
+    settles: ClassVar[bool] = True
+    """After its drop, `count` is `keep` (or, with `max_tokens`, the rest fits or one message is
+    left), so `decide` answers None until another message comes (`Policy.settles`)."""
 
     def __post_init__(self) -> None:
         check_fields(self)  # keep >= 1, max_tokens >= 1 or None (`rollsum.params.RANGES`)
@@ -60,6 +63,9 @@ class FitWindow:
 
     windowed: ClassVar[bool] = True
     name: ClassVar[str] = "fit-window"
+    settles: ClassVar[bool] = True
+    """Its drop frees at least the excess, or leaves one message: asked again, it finds nothing
+    over the window (or nothing it may drop) and answers None (`Policy.settles`)."""
 
     def may_summarize(self, state: WindowState) -> bool:
         return False
