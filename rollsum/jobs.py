@@ -65,8 +65,6 @@ class Job:
     straight to the fallback (a dead model is not called on every attempt)."""
 
 
-
-
 @dataclass(slots=True)
 class Outcome:
     """What making a job's summary gave: a draft or the error, and what it cost."""

@@ -163,9 +163,9 @@ class MemoryStore:
         """Every id checked (known, not covered) before any row changes. Written for the
         steady state of a dropping preset (clear-tool-results, truncate: one call per drop, with
         one or two ids): the rows' positions looked up once, in C, and checked in one pass."""
-        code = _SETTABLE.get(state)
-        if code is None:
+        if state not in _SETTABLE:
             check_settable(state)  # raises: not a state a caller may set
+        code = _SETTABLE[state]
         lock = self._lock  # by hand, not `with` (as add_message)
         lock.acquire()
         try:
@@ -182,8 +182,8 @@ class MemoryStore:
                                   "and cannot change state; nothing was changed")
             rows.fill_reasons()
             reasons = rows.reasons
-            for pos in cast("list[int]", found):
-                states[pos] = cast(int, code)
+            for pos in cast("list[int]", found):  # (no call per row: `code` is an int already)
+                states[pos] = code
                 reasons[pos] = reason
         finally:
             lock.release()

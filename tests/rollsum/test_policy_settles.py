@@ -116,7 +116,7 @@ def test_an_engine_that_trusts_the_promise_is_the_engine_that_asks_again(
     """Turn by turn the same events, context and pending messages, and the same store at the
     end, with tool groups that cut a drop down (keep_tool_pairs) and the window guard on.
     Catches an engine that stops after a drop the tool-group rule changed (the policy then has
-    more to drop), and one that forgets what a None answer resets."""
+    more to drop), and a policy marked as settling whose drop can leave more to do."""
     inner = FitWindow() if preset == "clear-tool-results" else Truncate(keep=keep, max_tokens=max_tokens)
     asking, settling = Asking(inner), Settling(inner)
     a = _engine(preset, asking, context_window=window)
