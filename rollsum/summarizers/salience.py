@@ -77,6 +77,11 @@ class Features(NamedTuple):
     """Sentence-level multiplier (question, dangling pronoun, fragment)."""
 
 
+_new_features = tuple.__new__
+"""`Features` made as the tuple it is: the class call runs the named tuple's ``__new__``, a
+Python function, once per sentence; the object is the same."""
+
+
 def stem(low: str) -> str:
     """A light plural/possessive folding so "paintings" and "painting's" count as "painting"."""
     if low.endswith(("'s", "’s")):
@@ -106,7 +111,8 @@ def _kind_weight(tok: str, low: str, first: bool) -> float:
         return 0.0
     if low in COMMON_WORDS:
         return W_COMMON
-    if "_" in tok or "/" in tok or "." in tok or _INNER_UPPER_RE.search(tok):
+    # an inner capital needs a capital: a token equal to its lower case holds none (no regex pass)
+    if "_" in tok or "/" in tok or "." in tok or (tok != low and _INNER_UPPER_RE.search(tok)):
         return W_NAME
     if tok[0].isupper():
         if tok.isupper():
@@ -129,7 +135,9 @@ _CACHE_LIMIT = 50_000
 def _classify(chunk: str) -> tuple[Token, ...]:
     out = []
     for raw in _TOKEN_RE.findall(chunk):
-        tok = _LINE_SUFFIX_RE.sub("", raw.rstrip(_STRIP))
+        tok = raw.rstrip(_STRIP)
+        if ":" in tok:  # a line suffix starts with ":" (most tokens hold none: no regex pass)
+            tok = _LINE_SUFFIX_RE.sub("", tok)
         if tok:
             low = tok.lower().replace("’", "'")
             rest = _kind_weight(tok, low, False)
@@ -186,4 +194,4 @@ def features(text: str, cache: TokenCache | None = None) -> Features:
         factor *= ANAPHORA_FACTOR
     if n_tokens < FULL_SENTENCE_WORDS:
         factor *= n_tokens / FULL_SENTENCE_WORDS
-    return Features(tuple(keys), tuple(keys.values()), factor)
+    return _new_features(Features, (tuple(keys), tuple(keys.values()), factor))
