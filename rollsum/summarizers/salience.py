@@ -146,6 +146,28 @@ def _classify(chunk: str) -> tuple[Token, ...]:
     return tuple(out)
 
 
+def _strip_anchors(text: str, keys: dict[str, float]) -> str:
+    """`text` without its date anchors (`_ANCHOR_RE`'s matches, each with the space before
+    it), each anchor added to `keys` as one date unit.
+
+    One scan with `_ANCHOR_AT_PAREN_RE`, which starts with a literal (scanned for), instead of
+    `_ANCHOR_RE`'s finditer and sub, tried at every character: the two find the anchors at
+    the same "(" (`_ANCHOR_RE`'s optional space matches only just before one, and never
+    inside the match before it, which ends with ")"), so the space before a match is the
+    one `_ANCHOR_RE` would take."""
+    kept: list[str] = []
+    last = 0
+    for m in _ANCHOR_AT_PAREN_RE.finditer(text):
+        keys["@" + m.group(1)] = W_DATE
+        start = m.start()
+        kept.append(text[last:start - 1] if start and text[start - 1] == " " else text[last:start])
+        last = m.end()
+    if not kept:
+        return text
+    kept.append(text[last:])
+    return "".join(kept)
+
+
 def features(text: str, cache: TokenCache | None = None) -> Features:
     """The informative words of `text` (one sentence or one tool line).
 
@@ -153,10 +175,8 @@ def features(text: str, cache: TokenCache | None = None) -> Features:
     never changes the result.
     """
     keys: dict[str, float] = {}
-    if "(" in text and _ANCHOR_AT_PAREN_RE.search(text):
-        for m in _ANCHOR_RE.finditer(text):
-            keys["@" + m.group(1)] = W_DATE
-        text = _ANCHOR_RE.sub("", text)
+    if "(" in text:
+        text = _strip_anchors(text, keys)
     if cache is None:
         cache = {}
     elif len(cache) > _CACHE_LIMIT:

@@ -220,3 +220,23 @@ def test_classify_equals_the_definition_without_its_pre_checks(chunk: str) -> No
             expected.append((stem(low), _reference_kind_weight(tok, low, True),
                              _reference_kind_weight(tok, low, False)))
     assert _classify(chunk) == tuple(expected)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["(", ")", " (", " ", "  ", "7", "2023", "12345", "May", "x", "the week before ",
+                                 ":", "(7 May 2023)", " (2024)", "é", "_", "a (1999) b"]),
+                max_size=14).map("".join))
+@example("(2023)")
+@example(" (2023)")
+@example("(2023) (2024)")
+@example("a  (7 May 2023).")
+def test_anchors_are_stripped_as_the_anchor_pattern_strips_them(text: str) -> None:
+    """`_strip_anchors` finds anchors by their "(" and takes the space before each: the same
+    text and the same anchors as `_ANCHOR_RE`'s sub and finditer (a version that forgets the
+    space, or takes the character before an anchor at the text's start, text[-1], fails)."""
+    from rollsum.summarizers import salience
+
+    keys: dict[str, float] = {}
+    stripped = salience._strip_anchors(text, keys)
+    assert stripped == salience._ANCHOR_RE.sub("", text)
+    assert list(keys) == list(dict.fromkeys("@" + m.group(1) for m in salience._ANCHOR_RE.finditer(text)))
