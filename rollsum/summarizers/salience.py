@@ -77,6 +77,11 @@ class Features(NamedTuple):
     """Sentence-level multiplier (question, dangling pronoun, fragment)."""
 
 
+_new_features = tuple.__new__
+"""`Features` made as the tuple it is: the class call runs the named tuple's ``__new__``, a
+Python function, once per sentence; the object is the same."""
+
+
 def stem(low: str) -> str:
     """A light plural/possessive folding so "paintings" and "painting's" count as "painting"."""
     if low.endswith(("'s", "’s")):
@@ -106,7 +111,8 @@ def _kind_weight(tok: str, low: str, first: bool) -> float:
         return 0.0
     if low in COMMON_WORDS:
         return W_COMMON
-    if "_" in tok or "/" in tok or "." in tok or _INNER_UPPER_RE.search(tok):
+    # an inner capital needs a capital: a token equal to its lower case holds none (no regex pass)
+    if "_" in tok or "/" in tok or "." in tok or (tok != low and _INNER_UPPER_RE.search(tok)):
         return W_NAME
     if tok[0].isupper():
         if tok.isupper():
@@ -129,13 +135,37 @@ _CACHE_LIMIT = 50_000
 def _classify(chunk: str) -> tuple[Token, ...]:
     out = []
     for raw in _TOKEN_RE.findall(chunk):
-        tok = _LINE_SUFFIX_RE.sub("", raw.rstrip(_STRIP))
+        tok = raw.rstrip(_STRIP)
+        if ":" in tok:  # a line suffix starts with ":" (most tokens hold none: no regex pass)
+            tok = _LINE_SUFFIX_RE.sub("", tok)
         if tok:
             low = tok.lower().replace("’", "'")
             rest = _kind_weight(tok, low, False)
             # being the first word matters only to a capitalized token (a name, or "May")
             out.append((stem(low), _kind_weight(tok, low, True) if tok[0].isupper() else rest, rest))
     return tuple(out)
+
+
+def _strip_anchors(text: str, keys: dict[str, float]) -> str:
+    """`text` without its date anchors (`_ANCHOR_RE`'s matches, each with the space before
+    it), each anchor added to `keys` as one date unit.
+
+    One scan with `_ANCHOR_AT_PAREN_RE`, which starts with a literal (scanned for), instead of
+    `_ANCHOR_RE`'s finditer and sub, tried at every character: the two find the anchors at
+    the same "(" (`_ANCHOR_RE`'s optional space matches only just before one, and never
+    inside the match before it, which ends with ")"), so the space before a match is the
+    one `_ANCHOR_RE` would take."""
+    kept: list[str] = []
+    last = 0
+    for m in _ANCHOR_AT_PAREN_RE.finditer(text):
+        keys["@" + m.group(1)] = W_DATE
+        start = m.start()
+        kept.append(text[last:start - 1] if start and text[start - 1] == " " else text[last:start])
+        last = m.end()
+    if not kept:
+        return text
+    kept.append(text[last:])
+    return "".join(kept)
 
 
 def features(text: str, cache: TokenCache | None = None) -> Features:
@@ -145,10 +175,8 @@ def features(text: str, cache: TokenCache | None = None) -> Features:
     never changes the result.
     """
     keys: dict[str, float] = {}
-    if "(" in text and _ANCHOR_AT_PAREN_RE.search(text):
-        for m in _ANCHOR_RE.finditer(text):
-            keys["@" + m.group(1)] = W_DATE
-        text = _ANCHOR_RE.sub("", text)
+    if "(" in text:
+        text = _strip_anchors(text, keys)
     if cache is None:
         cache = {}
     elif len(cache) > _CACHE_LIMIT:
@@ -186,4 +214,4 @@ def features(text: str, cache: TokenCache | None = None) -> Features:
         factor *= ANAPHORA_FACTOR
     if n_tokens < FULL_SENTENCE_WORDS:
         factor *= n_tokens / FULL_SENTENCE_WORDS
-    return Features(tuple(keys), tuple(keys.values()), factor)
+    return _new_features(Features, (tuple(keys), tuple(keys.values()), factor))

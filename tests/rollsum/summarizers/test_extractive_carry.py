@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 from datetime import date, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -263,3 +264,37 @@ def test_every_cached_sentence_holds_what_its_own_text_gives() -> None:
             assert t.cost == s.counter.count(t.body) + 1
             assert t.content == _content(t.feat)
             assert t.names == tuple(k for k, w in zip(t.feat.keys, t.feat.weights) if w >= salience.W_NUMBER)
+
+
+def test_the_feature_memo_holds_each_texts_own_features_and_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_features_of` memoizes `salience.features` by the text (tails, tool facts and bodies
+    met again): every entry must be what its own key gives (a memo keyed by a normalized text,
+    e.g. its lower case, hands "May" the features of "may" and fails here), each text's features
+    are computed once (a memo that is not consulted fails), and it is cleared past the limit."""
+    from rollsum.summarizers import extractive, salience
+
+    messages = [_message(i, i % (len(_SAID) + len(_TOOLS)), i // 5, i) for i in range(60)]
+    s = ExtractiveSummarizer(max_tokens=150)
+    calls: list[str] = []
+    real = salience.features
+
+    def counted(text: str, cache: salience.TokenCache | None = None) -> salience.Features:
+        calls.append(text)
+        return real(text, cache)
+
+    monkeypatch.setattr(salience, "features", counted)
+    _ = [s._features_of(t) for t in ("I met May.", "I met may.", "I met May.")]
+    previous: SummaryRecord | None = None
+    for start in range(0, 60, 10):
+        draft = s.summarize(SummaryRequest("c", messages[start:start + 10], previous=previous))
+        previous = SummaryRecord(id=f"s{start}", conversation_id="c", text=draft.text, seq=start,
+                                 messages_covered=start + 10)
+    monkeypatch.setattr(salience, "features", real)
+    assert calls and len(calls) == len(set(calls))  # each text's features computed once
+    assert s._feature_memo["I met May."] != s._feature_memo["I met may."]
+    for text, feat in s._feature_memo.items():
+        assert feat == real(text)
+    monkeypatch.setattr(extractive, "_CACHE_LIMIT", 3)
+    for i in range(10):
+        s._features_of(f"Sentence number {i} about Tromsø.")
+    assert len(s._feature_memo) <= 4

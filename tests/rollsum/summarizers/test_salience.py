@@ -173,3 +173,70 @@ def test_the_anchor_pre_check_skips_only_texts_without_an_anchor(text: str) -> N
 def test_an_anchor_and_a_line_suffix_are_still_read() -> None:
     f = features("Ran it at src/app.py:12 and read_file(path='a.py') last week (the week before 9 June 2023)")
     assert f.keys[:2] == ("@the week before 9 June 2023", "ran") and "src/app.py" in f.keys
+
+
+def _reference_kind_weight(tok: str, low: str, first: bool) -> float:
+    """`salience._kind_weight` as first written: the inner-capital regex asked of every token
+    that reaches it."""
+    from rollsum.summarizers import salience
+
+    has_digit = any(ch.isdigit() for ch in tok)
+    if has_digit:
+        return W_NAME if any(ch.isalpha() for ch in tok) else W_NUMBER
+    if len(tok) == 1:
+        return 0.0
+    if low in salience._CALENDAR and (low != "may" or (tok[0].isupper() and not first)):
+        return W_CONTENT
+    if low in salience.FUNCTION_WORDS:
+        return 0.0
+    if low in salience.COMMON_WORDS:
+        return W_COMMON
+    if "_" in tok or "/" in tok or "." in tok or salience._INNER_UPPER_RE.search(tok):
+        return W_NAME
+    if tok[0].isupper() and (tok.isupper() or not first):
+        return W_NAME
+    return W_CONTENT
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aAbBzZ19:._/-'’ǅéÉ"), min_size=1, max_size=10))
+@example("src/app.py:12")
+@example("a.py:3:4")
+@example("camelCase")
+@example("iOS’s")
+@example("ǅemal")
+def test_classify_equals_the_definition_without_its_pre_checks(chunk: str) -> None:
+    """`_classify` runs the line-suffix regex only on a token holding ":" and the inner-capital
+    regex only on a token that is not its own lower case: every chunk must still classify as
+    with both regexes asked of every token (a pre-check that skips a token the regex would
+    change, e.g. ``tok[0].isupper()`` for "camelCase" or a digit test for "a.py:3:4", fails)."""
+    from rollsum.summarizers.salience import _LINE_SUFFIX_RE, _STRIP, _TOKEN_RE, _classify
+
+    expected = []
+    for raw in _TOKEN_RE.findall(chunk):
+        tok = _LINE_SUFFIX_RE.sub("", raw.rstrip(_STRIP))
+        if tok:
+            low = tok.lower().replace("’", "'")
+            expected.append((stem(low), _reference_kind_weight(tok, low, True),
+                             _reference_kind_weight(tok, low, False)))
+    assert _classify(chunk) == tuple(expected)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["(", ")", " (", " ", "  ", "7", "2023", "12345", "May", "x", "the week before ",
+                                 ":", "(7 May 2023)", " (2024)", "é", "_", "a (1999) b"]),
+                max_size=14).map("".join))
+@example("(2023)")
+@example(" (2023)")
+@example("(2023) (2024)")
+@example("a  (7 May 2023).")
+def test_anchors_are_stripped_as_the_anchor_pattern_strips_them(text: str) -> None:
+    """`_strip_anchors` finds anchors by their "(" and takes the space before each: the same
+    text and the same anchors as `_ANCHOR_RE`'s sub and finditer (a version that forgets the
+    space, or takes the character before an anchor at the text's start, text[-1], fails)."""
+    from rollsum.summarizers import salience
+
+    keys: dict[str, float] = {}
+    stripped = salience._strip_anchors(text, keys)
+    assert stripped == salience._ANCHOR_RE.sub("", text)
+    assert list(keys) == list(dict.fromkeys("@" + m.group(1) for m in salience._ANCHOR_RE.finditer(text)))
