@@ -49,7 +49,15 @@ from rollsum.context import ContextFormat, get_format, shown_summary, summary_ro
 from rollsum.errors import ConfigError
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
-from rollsum.policies.base import Decision, Policy, WindowState, may_summarize, quiet_hook, settles
+from rollsum.policies.base import (
+    Decision,
+    Policy,
+    WindowState,
+    idle_within_window,
+    may_summarize,
+    quiet_hook,
+    settles,
+)
 from rollsum.redact import redact, redacting_logger
 from rollsum.settings import (
     MIN_WINDOW,
@@ -170,6 +178,7 @@ class RollingSummarizer(SettingAttributes):
         self._quiet_policy: Policy | None = None  # the policy `_quiet_hook` is its `quiet_hook`
         self._quiet_hook: Callable[[WindowState], int] | None = None
         self._settles = self._as_decided = False  # `Policy.settles`; the last decision applies unchanged
+        self._idle = False  # `Policy.idle_within_window`
         self._quiet_until = -1  # that policy is not asked while total_added <= this
         self.usage = Usage()
         self.last_events: tuple[SummaryEvent, ...] = ()
@@ -357,6 +366,11 @@ class RollingSummarizer(SettingAttributes):
 
     def _decide(self, passes: int) -> Decision | None:
         """Ask the policy, then make its answer safe: whole tool groups, something to do."""
+        if self._quiet_policy is not self.policy:
+            self._hooks()
+        if self._idle and self._window.context_tokens() <= self.settings.context_window:
+            self._quiet(passes)  # it would answer None (`Policy.idle_within_window`): not asked
+            return None
         state = self._state(passes)
         decision = self.policy.decide(state)
         if decision is None:
@@ -383,7 +397,7 @@ class RollingSummarizer(SettingAttributes):
         """The policy's optional `quiet_for` and `settles` (returned), looked up once per policy."""
         if self._quiet_policy is not self.policy:
             p = self._quiet_policy = self.policy
-            self._quiet_hook, self._settles = quiet_hook(p), settles(p)
+            self._quiet_hook, self._settles, self._idle = quiet_hook(p), settles(p), idle_within_window(p)
         return self._settles
 
     def _summary_decisions(self, events: list[SummaryEvent], decision: Decision | None) -> Iterator[Decision]:

@@ -132,6 +132,10 @@ class Policy(Protocol):
       every message in the steady state (truncate, fit-window) was asked twice per message,
       and the second answer, always None, was ~10 % of clear-tool-results' steady state
       (issue #20, item 2).
+    - ``idle_within_window: bool`` (default False): `decide` answers None whenever
+      `WindowState.context_tokens` <= `WindowState.context_window`. The engine then neither
+      builds a snapshot nor asks while the context fits (`idle_within_window`): fit-window was
+      asked on every message of clear-tool-results' steady state, and answered None on ~half.
     """
 
     name: str
@@ -159,6 +163,11 @@ def quiet_hook(policy: object) -> Callable[[WindowState], int] | None:
 def settles(policy: object) -> bool:
     """The policy's optional ``settles`` promise (`Policy`), False without one."""
     return getattr(policy, "settles", False) is True
+
+
+def idle_within_window(policy: object) -> bool:
+    """The policy's optional ``idle_within_window`` promise (`Policy`), False without one."""
+    return getattr(policy, "idle_within_window", False) is True
 
 
 def fold_allowed(policy: object, depth: int) -> bool:
