@@ -470,7 +470,7 @@ class RollingSummarizer(SettingAttributes):
         return self._apply(job, self._run(job))
 
     def _evict(self, decision: Decision, *, guard: bool = False) -> SummaryEvent:
-        before = self.context_tokens()
+        before = self._window.context_tokens()
         active = self._window.active
         ids = [active[i].id for i in decision.indices if active[i].id is not None]
         self.store.set_state(self.conversation_id, ids, "pending", decision.reason)  # type: ignore[arg-type]
@@ -478,11 +478,11 @@ class RollingSummarizer(SettingAttributes):
         self._window.add_pending(removed)
         self._c.evicted_since += len(removed)
         self._c.total_evicted += len(removed)
-        return SummaryEvent("evict", self._seq - 1, decision.reason, messages=len(removed),
-                            tokens_before=before, tokens_after=self.context_tokens(), guard=guard)
+        return SummaryEvent.removal("evict", self._seq - 1, decision.reason, len(removed), before,
+                                    self._window.context_tokens(), guard)
 
     def _drop(self, decision: Decision) -> SummaryEvent:
-        before = self.context_tokens()
+        before = self._window.context_tokens()
         w = self._window
         ids = [w.active[i].id for i in decision.indices if w.active[i].id is not None]
         if decision.include_pending:
@@ -493,8 +493,7 @@ class RollingSummarizer(SettingAttributes):
             n += w.clear_pending()
             self._c.evicted_since = 0
         self._dropped += n
-        return SummaryEvent("drop", self._seq - 1, decision.reason, messages=n,
-                            tokens_before=before, tokens_after=self.context_tokens())
+        return SummaryEvent.removal("drop", self._seq - 1, decision.reason, n, before, self._window.context_tokens())
 
     # ------------------------------------------------------------------ internals: window guard
 
