@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -371,7 +370,7 @@ class RollingSummarizer(SettingAttributes):
         self._as_decided = indices == decision.indices
         if self._as_decided:  # the usual case: no copy of a frozen value per message
             return decision
-        return replace(decision, indices=indices)
+        return decision.with_indices(indices)
 
     def _quiet(self, passes: int, state: WindowState | None = None) -> None:
         """The policy answered None (or settled, `Policy.settles`): it is asked again when it

@@ -102,6 +102,12 @@ class Decision:
     def span(cls, action: Action, start: int, end: int, reason: str, **kw: Any) -> Decision:
         return cls(action, tuple(range(start, end)), reason, **kw)
 
+    def with_indices(self, indices: tuple[int, ...]) -> Decision:
+        """``replace(self, indices=indices)`` spelled out: the engine narrows a decision to whole
+        tool groups on ~60 % of clear-tool-results' drops, and `dataclasses.replace` looks every
+        field up by name (a field added to the class must be added here: test_types checks)."""
+        return type(self)(self.action, indices, self.reason, self.include_pending, self.fold)
+
     @property
     def size(self) -> int:
         return len(self.indices)

@@ -123,3 +123,16 @@ def test_a_removal_event_is_the_event_init_makes(kind: str, turn: int, reason: s
                for f in dataclasses.fields(SummaryEvent))
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.turn = 0  # type: ignore[misc]
+
+
+@settings(max_examples=100, deadline=None)
+@given(action=st.sampled_from(["summarize", "evict", "drop"]), old=st.lists(st.integers(0, 9), max_size=4),
+       new=st.lists(st.integers(0, 9), max_size=4), reason=st.text(max_size=8), pending=st.booleans(),
+       fold=st.booleans())
+def test_with_indices_is_replace_with_the_new_indices(action: str, old: list[int], new: list[int], reason: str,
+                                                      pending: bool, fold: bool) -> None:
+    """`Decision.with_indices` (the engine's narrowing to whole tool groups) spells the fields
+    out: it must keep every other field as `dataclasses.replace` does."""
+    d = Decision(action, tuple(old), reason, pending, fold)  # type: ignore[arg-type]
+    assert d.with_indices(tuple(new)) == dataclasses.replace(d, indices=tuple(new))
+    assert [f.name for f in dataclasses.fields(Decision)] == ["action", "indices", "reason", "include_pending", "fold"]
