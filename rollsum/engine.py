@@ -468,14 +468,14 @@ class RollingSummarizer(SettingAttributes):
                                     self._window.context_tokens(), guard)
 
     def _drop(self, decision: Decision) -> SummaryEvent:
-        before = self._window.context_tokens()
-        w = self._window
-        ids = [w.active[i].id for i in decision.indices if w.active[i].id is not None]
-        if decision.include_pending:
+        w, pending = self._window, decision.include_pending
+        before, active = w.context_tokens(), w.active
+        ids = [m.id for i in decision.indices if (m := active[i]).id is not None]
+        if pending and w.pending:  # (no generator made for the usual empty pending)
             ids.extend(m.id for m in w.pending if m.id is not None)
-        self.store.set_state(self.conversation_id, ids, "dropped", decision.reason)  # type: ignore[arg-type]
-        n = len(w.remove(set(ids), at=decision.indices))  # type: ignore[arg-type]
-        if decision.include_pending:
+        self.store.set_state(self.conversation_id, ids, "dropped", decision.reason)
+        n = len(w.remove(set(ids), at=decision.indices))
+        if pending:
             n += w.clear_pending()
             self._c.evicted_since = 0
         self._dropped += n
