@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,7 +48,7 @@ from rollsum.context import ContextFormat, get_format, shown_summary, summary_ro
 from rollsum.errors import ConfigError
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
-from rollsum.policies.base import Decision, Policy, WindowState, may_summarize, quiet_hook, settles
+from rollsum.policies.base import Decision, Policy, PolicyHooks, WindowState, may_summarize
 from rollsum.redact import redact, redacting_logger
 from rollsum.settings import (
     MIN_WINDOW,
@@ -167,9 +166,8 @@ class RollingSummarizer(SettingAttributes):
         self._c = Cadence()  # the counts the rate limits and the backoff read (kept in the store)
         self._saved_key: tuple[int | None, ...] | None = None
         self._inflight: tuple[Job, Outcome] | None = None
-        self._quiet_policy: Policy | None = None  # the policy `_quiet_hook` is its `quiet_hook`
-        self._quiet_hook: Callable[[WindowState], int] | None = None
-        self._settles = self._as_decided = False  # `Policy.settles`; the last decision applies unchanged
+        self._h = PolicyHooks(policy)  # its optional members (`_hooks`)
+        self._as_decided = False  # the last decision applies unchanged (`Policy.settles`)
         self._quiet_until = -1  # that policy is not asked while total_added <= this
         self.usage = Usage()
         self.last_events: tuple[SummaryEvent, ...] = ()
@@ -357,6 +355,10 @@ class RollingSummarizer(SettingAttributes):
 
     def _decide(self, passes: int) -> Decision | None:
         """Ask the policy, then make its answer safe: whole tool groups, something to do."""
+        h = self._h if self._h.policy is self.policy else self._hooks()
+        if h.idle and self._window.context_tokens() <= self.settings.context_window:
+            self._quiet(passes)  # it would answer None (`Policy.idle_within_window`): not asked
+            return None
         state = self._state(passes)
         decision = self.policy.decide(state)
         if decision is None:
@@ -368,23 +370,21 @@ class RollingSummarizer(SettingAttributes):
         self._as_decided = indices == decision.indices
         if self._as_decided:  # the usual case: no copy of a frozen value per message
             return decision
-        return replace(decision, indices=indices)
+        return decision.with_indices(indices)
 
     def _quiet(self, passes: int, state: WindowState | None = None) -> None:
         """The policy answered None (or settled, `Policy.settles`): it is asked again when it
         may answer otherwise (`Policy.quiet_for`)."""
-        self._hooks()
-        if (hook := self._quiet_hook) is None:
+        if (hook := self._hooks().quiet_for) is None:
             self._quiet_until = -1
         else:
             self._quiet_until = self._c.total_added + hook(self._state(passes) if state is None else state)
 
-    def _hooks(self) -> bool:
-        """The policy's optional `quiet_for` and `settles` (returned), looked up once per policy."""
-        if self._quiet_policy is not self.policy:
-            p = self._quiet_policy = self.policy
-            self._quiet_hook, self._settles = quiet_hook(p), settles(p)
-        return self._settles
+    def _hooks(self) -> PolicyHooks:
+        """The policy's optional members, looked up again only when a caller swapped the policy."""
+        if self._h.policy is not self.policy:
+            self._h = PolicyHooks(self.policy)
+        return self._h
 
     def _summary_decisions(self, events: list[SummaryEvent], decision: Decision | None) -> Iterator[Decision]:
         """This turn's summarize decisions, from the first pass's `decision` (asked by the caller:
@@ -401,7 +401,7 @@ class RollingSummarizer(SettingAttributes):
             cheap = self._evict(decision) if action == "evict" else self._drop(decision) if action == "drop" else None
             if cheap is not None:
                 events.append(cheap)
-                if self._as_decided and self._hooks():  # applied as decided by a policy that settles:
+                if self._as_decided and self._hooks().settles:  # applied as decided by a policy that settles:
                     self._quiet(summaries)  # asked again now it would answer None
                     return
                 continue
@@ -423,7 +423,7 @@ class RollingSummarizer(SettingAttributes):
             w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
         # with clearing on, the policy is asked only while the cleared context is still over the
         # clearing trigger: clear first, summarize only if that was not enough
-        quiet = system or (self._c.total_added <= self._quiet_until and self._quiet_policy is self.policy)
+        quiet = system or (self._c.total_added <= self._quiet_until and self._h.policy is self.policy)
         first = None if quiet or (self._inflight is not None if busy is None else busy()) \
             or (self.settings.clear_tool_results and self.context_tokens() <= self.clearing.trigger) \
             else self._decide(0)
@@ -456,7 +456,7 @@ class RollingSummarizer(SettingAttributes):
         return self._apply(job, self._run(job))
 
     def _evict(self, decision: Decision, *, guard: bool = False) -> SummaryEvent:
-        before = self.context_tokens()
+        before = self._window.context_tokens()
         active = self._window.active
         ids = [active[i].id for i in decision.indices if active[i].id is not None]
         self.store.set_state(self.conversation_id, ids, "pending", decision.reason)  # type: ignore[arg-type]
@@ -464,23 +464,22 @@ class RollingSummarizer(SettingAttributes):
         self._window.add_pending(removed)
         self._c.evicted_since += len(removed)
         self._c.total_evicted += len(removed)
-        return SummaryEvent("evict", self._seq - 1, decision.reason, messages=len(removed),
-                            tokens_before=before, tokens_after=self.context_tokens(), guard=guard)
+        return SummaryEvent.removal("evict", self._seq - 1, decision.reason, len(removed), before,
+                                    self._window.context_tokens(), guard)
 
     def _drop(self, decision: Decision) -> SummaryEvent:
-        before = self.context_tokens()
-        w = self._window
-        ids = [w.active[i].id for i in decision.indices if w.active[i].id is not None]
-        if decision.include_pending:
+        w, pending = self._window, decision.include_pending
+        before, active = w.context_tokens(), w.active
+        ids = [m.id for i in decision.indices if (m := active[i]).id is not None]
+        if pending and w.pending:  # (no generator made for the usual empty pending)
             ids.extend(m.id for m in w.pending if m.id is not None)
-        self.store.set_state(self.conversation_id, ids, "dropped", decision.reason)  # type: ignore[arg-type]
-        n = len(w.remove(set(ids), at=decision.indices))  # type: ignore[arg-type]
-        if decision.include_pending:
+        self.store.set_state(self.conversation_id, ids, "dropped", decision.reason)
+        n = len(w.remove(set(ids), at=decision.indices))
+        if pending:
             n += w.clear_pending()
             self._c.evicted_since = 0
         self._dropped += n
-        return SummaryEvent("drop", self._seq - 1, decision.reason, messages=n,
-                            tokens_before=before, tokens_after=self.context_tokens())
+        return SummaryEvent.removal("drop", self._seq - 1, decision.reason, n, before, self._window.context_tokens())
 
     # ------------------------------------------------------------------ internals: window guard
 

@@ -11,7 +11,7 @@ import inspect
 import uuid
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -84,6 +84,7 @@ def quick_init(cls: type[_T]) -> type[_T]:
     ns["__init__"].__qualname__ = f"{cls.__qualname__}.__init__"
     ns["__init__"].__annotations__ = dict(cls.__init__.__annotations__)  # the generated one's, for readers
     setattr(cls, "__init__", ns["__init__"])  # noqa: B010 (mypy: a method is not assigned)
+    setattr(cls, "_twin", twin)  # noqa: B010 (for a class's own cheaper maker, `SummaryEvent.removal`)
     return cls
 
 
@@ -339,6 +340,22 @@ class SummaryEvent:
     fallback: str | None = None
     guard: bool = False
     """Caused by the engine's window guard (see `RollingSummarizer`), not the preset's trigger."""
+    _twin: ClassVar[type]  # `quick_init`'s slot twin
+
+    @classmethod
+    def removal(cls, kind: EventKind, turn: int, reason: str, messages: int, tokens_before: int,
+                tokens_after: int, guard: bool = False) -> SummaryEvent:
+        """The event of an eviction or a drop (no model, no record): equal to the one
+        ``__init__`` makes, at half its cost (~4k instructions, not ~8.5k: no keywords to
+        match, one class swap, not two). clear-tool-results makes one on half its messages."""
+        self: Any = object.__new__(cls._twin)  # a twin: plain slot stores (as `quick_init`)
+        self.kind, self.turn, self.reason, self.record, self.depth = kind, turn, reason, None, 0
+        self.messages, self.tokens_before, self.tokens_after = messages, tokens_before, tokens_after
+        self.lag_turns, self.error, self.error_kind, self.attempts = 0, None, None, 0
+        self.facts_found = self.facts_kept = self.facts_pinned = self.facts_lost = 0
+        self.usage, self.fallback, self.guard = NO_USAGE, None, guard
+        self.__class__ = cls
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         d = {

@@ -66,6 +66,9 @@ class FitWindow:
     settles: ClassVar[bool] = True
     """Its drop frees at least the excess, or leaves one message: asked again, it finds nothing
     over the window (or nothing it may drop) and answers None (`Policy.settles`)."""
+    idle_within_window: ClassVar[bool] = True
+    """Nothing is over while the context fits: `decide` answers None (`Policy.idle_within_window`;
+    checked against `decide` in tests/rollsum/test_fit_window.py)."""
 
     def may_summarize(self, state: WindowState) -> bool:
         return False

@@ -104,3 +104,35 @@ def test_a_subclass_is_built_as_itself() -> None:
     event, message = Tagged("drop", 1, "why", messages=2), Stamped("user", "hi", stamp=3)
     assert type(event) is Tagged and (event.kind, event.messages, event.usage) == ("drop", 2, Usage())
     assert type(message) is Stamped and (message.content, message.stamp, message.meta) == ("hi", 3, {})
+
+
+@settings(max_examples=100, deadline=None)
+@given(kind=st.sampled_from(["drop", "evict"]), turn=st.integers(-1, 10**6), reason=st.text(max_size=10),
+       messages=st.integers(0, 50), before=st.integers(0, 10**6), after=st.integers(0, 10**6), guard=st.booleans())
+def test_a_removal_event_is_the_event_init_makes(kind: str, turn: int, reason: str, messages: int, before: int,
+                                                 after: int, guard: bool) -> None:
+    """`SummaryEvent.removal` (the engine's drops and evictions) sets every field as
+    ``__init__`` does: equal, the same `to_dict`, every field (one added to the class and not
+    to `removal` would be unset), of its class and still frozen."""
+    fast = SummaryEvent.removal(kind, turn, reason, messages, before, after, guard)  # type: ignore[arg-type]
+    slow = SummaryEvent(kind, turn, reason, messages=messages, tokens_before=before,  # type: ignore[arg-type]
+                        tokens_after=after, guard=guard)
+    assert type(fast) is SummaryEvent
+    assert fast == slow and fast.to_dict() == slow.to_dict()
+    assert all(getattr(fast, f.name) is getattr(slow, f.name) or getattr(fast, f.name) == getattr(slow, f.name)
+               for f in dataclasses.fields(SummaryEvent))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.turn = 0  # type: ignore[misc]
+
+
+@settings(max_examples=100, deadline=None)
+@given(action=st.sampled_from(["summarize", "evict", "drop"]), old=st.lists(st.integers(0, 9), max_size=4),
+       new=st.lists(st.integers(0, 9), max_size=4), reason=st.text(max_size=8), pending=st.booleans(),
+       fold=st.booleans())
+def test_with_indices_is_replace_with_the_new_indices(action: str, old: list[int], new: list[int], reason: str,
+                                                      pending: bool, fold: bool) -> None:
+    """`Decision.with_indices` (the engine's narrowing to whole tool groups) spells the fields
+    out: it must keep every other field as `dataclasses.replace` does."""
+    d = Decision(action, tuple(old), reason, pending, fold)  # type: ignore[arg-type]
+    assert d.with_indices(tuple(new)) == dataclasses.replace(d, indices=tuple(new))
+    assert [f.name for f in dataclasses.fields(Decision)] == ["action", "indices", "reason", "include_pending", "fold"]
