@@ -8,6 +8,11 @@ messages, the first `--start` untimed, and reports the next `--count`: CPU micro
 message and summaries made, or, with `--instructions`, instructions per message counted by
 valgrind (load-independent: the segment's run minus a run that stops before it).
 
+Without `--instructions` it also reports wall time per message and the part of it the garbage
+collector took (`gc.callbacks`), by generation, for the untimed part and for the segment: at 1M
+messages full collections walk what the process keeps per message, which instruction counts
+of the library's own code do not see (issue #20, item 2).
+
     python benchmarks/bench_segments.py budget-rule-based --start 0 --count 10000
     python benchmarks/bench_segments.py budget-rule-based --start 100000 --count 10000 --instructions
 
@@ -30,22 +35,59 @@ from bench_replay import mixed_stream  # the benchmark's own stream (a script: i
 from rollsum import RollingSummarizer
 
 
-def replay(preset: str, start: int, count: int, stop: bool) -> tuple[float, int]:
-    """(CPU seconds of the segment, summaries made in it); (0, 0) with `stop`."""
+class GcClock:
+    """Wall seconds and runs of the collector by generation, summed through `gc.callbacks`."""
+
+    def __init__(self) -> None:
+        self.secs = [0.0, 0.0, 0.0]
+        self.runs = [0, 0, 0]
+        self._t0 = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.secs[info["generation"]] += time.perf_counter() - self._t0
+            self.runs[info["generation"]] += 1
+
+    def reset(self) -> None:
+        self.secs, self.runs = [0.0, 0.0, 0.0], [0, 0, 0]
+
+    def line(self, n: int) -> str:
+        """The collector's share of `n` messages: us/msg per generation and runs."""
+        return ", ".join(f"gen{g} {self.secs[g] / n * 1e6:.2f} us/msg ({self.runs[g]})" for g in range(3))
+
+
+def replay(preset: str, start: int, count: int, stop: bool, clock: GcClock | None = None
+           ) -> tuple[float, float, int]:
+    """(CPU seconds of the segment, its wall seconds, summaries made in it); zeros with `stop`.
+    With `clock`, prints the collector's time over the untimed part and leaves it counting
+    the segment only."""
     msgs = mixed_stream(start + count)
     gc.freeze()  # as bench_replay: the input is not the engine's heap
     gc.collect()
     rs = RollingSummarizer.from_preset(preset)
     add = rs.add
+    if clock is not None:
+        gc.callbacks.append(clock)
+    w0 = time.perf_counter()
     for m in msgs[:start]:
         add(m)
     if stop:
-        return 0.0, 0
+        return 0.0, 0.0, 0
+    if clock is not None and start:
+        print(f"{preset} [0, {start:,}) untimed: wall {(time.perf_counter() - w0) / start * 1e6:.1f} us/msg; "
+              f"gc {clock.line(start)}")
+        clock.reset()
     before = len(rs.history)
-    t0 = time.process_time()
-    for m in msgs[start:start + count]:
+    segment = msgs[start:start + count]
+    t0, w0 = time.process_time(), time.perf_counter()
+    for m in segment:
         add(m)
-    return time.process_time() - t0, len(rs.history) - before
+    cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+    if clock is not None:
+        gc.callbacks.remove(clock)
+    return cpu, wall, len(rs.history) - before
 
 
 def instructions(preset: str, start: int, count: int) -> int:
@@ -76,9 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         per = instructions(args.preset, args.start, args.count) / args.count
         print(f"{args.preset} {segment}: {per:,.0f} instructions/msg")
         return 0
-    secs, summaries = replay(args.preset, args.start, args.count, args.stop)
-    if not args.stop:
-        print(f"{args.preset} {segment}: {secs / args.count * 1e6:.1f} us/msg, {summaries} summaries")
+    clock = None if args.stop else GcClock()
+    secs, wall, summaries = replay(args.preset, args.start, args.count, args.stop, clock)
+    if clock is not None:
+        n = args.count
+        print(f"{args.preset} {segment}: {secs / n * 1e6:.1f} us/msg CPU, wall {wall / n * 1e6:.1f} us/msg "
+              f"(gc {sum(clock.secs) / n * 1e6:.2f}: {clock.line(n)}), {summaries} summaries")
     return 0
 
 

@@ -42,8 +42,8 @@ class _Rows:
     Only `messages`, `states` and `index` grow with every message. The other columns are
     written when they first say something: `seqs` while every row's sequence number is its
     position (the engine numbers a conversation's messages 0, 1, 2, ...) stays None, and
-    `summary_of` / `reasons` are filled up to the newest row (`fill`, `fill_reasons`) only when
-    a summary or a state change writes them; a row past their end has none. Appending to an int64 array
+    `summary_of` is filled up to the newest row (`fill`) only when a summary writes it, `reasons`
+    (`fill_reasons`) only when a state change does; a row past their end has none. Appending to an int64 array
     parses the value (~190 instructions): two such appends were a tenth of what storing a
     message cost."""
 
@@ -71,11 +71,14 @@ class _Rows:
         self.seqs = seqs
 
     def fill(self) -> None:
-        """`summary_of` and `reasons` up to the newest row, before a summary writes them."""
+        """`summary_of` up to the newest row, before a summary writes it. Not `reasons`: a
+        covered row's reason is None, which a row past the column's end already reads as, so
+        a summary only clears the reasons the column holds. Filling it here made a preset that
+        never sets a state with a reason (budget-rule-based) keep a list of a million Nones at
+        1M messages, walked by every full garbage collection (issue #20, item 2)."""
         gap = len(self.messages) - len(self.summary_of)
         if gap:
             self.summary_of.extend(array("q", (-1,)) * gap)
-        self.fill_reasons()
 
     def fill_reasons(self) -> None:
         """`reasons` up to the newest row, before a state change writes them (truncate drops
@@ -149,12 +152,16 @@ class MemoryStore:
                 # one run of rows (the usual summary: ids are distinct, so n of them span n rows)
                 states[lo:lo + n] = bytes((_COVERED,)) * n
                 summary_of[lo:lo + n] = array("q", (k,)) * n
-                reasons[lo:lo + n] = [None] * n
+                if lo < len(reasons):  # the rows the reasons column holds (the rest read None)
+                    hi = min(lo + n, len(reasons))
+                    reasons[lo:hi] = [None] * (hi - lo)
             else:
+                held = len(reasons)
                 for pos in at:
                     states[pos] = _COVERED
                     summary_of[pos] = k
-                    reasons[pos] = None
+                    if pos < held:
+                        reasons[pos] = None
             chain.append(record)
             self._summary_ids[record.id] = cid
 

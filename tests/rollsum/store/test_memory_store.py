@@ -55,3 +55,24 @@ def test_storing_messages_makes_no_object_per_message() -> None:
                          [f"m{i}" for i in range(1_000)])
     gc.collect()
     assert len(gc.get_objects()) - before < 50
+
+
+def test_a_summary_clears_the_reasons_it_covers_without_growing_the_reason_column() -> None:
+    """Covered rows read reason None. Rows the reason column holds must be cleared (a row set
+    pending with a reason, then covered, in a run and out of one); rows past its end already
+    read None, so a summary must not fill the column: budget-rule-based never sets a reason, and
+    a filled column was a million Nones for every full collection to walk at 1M messages."""
+    store = MemoryStore()
+    _fill(store, 12)
+    store.set_state("c1", ["m1", "m3"], "pending", reason="evicted")
+    store.commit_summary(SummaryRecord(id="s0", conversation_id="c1", text="t",
+                                       covered_ids=("m2", "m3", "m4", "m5")), ["m2", "m3", "m4", "m5"])
+    store.commit_summary(SummaryRecord(id="s1", conversation_id="c1", text="t", seq=1,
+                                       covered_ids=("m1", "m8")), ["m1", "m8"])
+    rows = {r.message.id: (r.state, r.reason) for r in store.messages("c1")}
+    assert rows["m1"] == rows["m3"] == rows["m8"] == ("covered", None)
+    other = MemoryStore()
+    _fill(other, 5_000)
+    ids = [f"m{i}" for i in range(4_000)]
+    other.commit_summary(SummaryRecord(id="s0", conversation_id="c1", text="t", covered_ids=tuple(ids)), ids)
+    assert other._rows["c1"].reasons == []
