@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -11,6 +13,7 @@ from rollsum.summarizers.salience import (
     W_DATE,
     W_NAME,
     W_NUMBER,
+    Token,
     features,
     stem,
 )
@@ -111,6 +114,20 @@ def test_corpus_is_bounded() -> None:
 
 # -- selection ------------------------------------------------------------------------------
 
+def _classes_by_definition(chunk: str, kind_weight: Callable[[str, str, bool], float]) -> tuple[Token, ...]:
+    """What `_classify` must give for `chunk`: both regexes asked of every token, and the
+    first-word and plain weights from `kind_weight` (the module's own or a reference)."""
+    from rollsum.summarizers.salience import _LINE_SUFFIX_RE, _STRIP, _TOKEN_RE
+
+    expected = []
+    for raw in _TOKEN_RE.findall(chunk):
+        tok = _LINE_SUFFIX_RE.sub("", raw.rstrip(_STRIP))
+        if tok:
+            low = tok.lower().replace("’", "'")
+            expected.append((stem(low), kind_weight(tok, low, True), kind_weight(tok, low, False)))
+    return tuple(expected)
+
+
 def cand(keys: str, weight: float = 1.0, cost: int = 10, group: int = 0, pos: float = 0.0) -> Candidate:
     ks = tuple(keys.split())
     return Candidate(ks, tuple(weight for _ in ks), cost, cost, group, pos)
@@ -144,15 +161,9 @@ def test_selection_spreads_lines_over_time_buckets() -> None:
 def test_a_token_weighs_as_a_first_word_what_the_definition_says(chunk: str) -> None:
     """`_classify` asks for the first-word weight only of capitalized tokens: for every token it
     must still be `_kind_weight(tok, low, True)` ("May", "Priya" and "ǅemal" included)."""
-    from rollsum.summarizers.salience import _LINE_SUFFIX_RE, _STRIP, _TOKEN_RE, _classify, _kind_weight, stem
+    from rollsum.summarizers.salience import _classify, _kind_weight
 
-    expected = []
-    for raw in _TOKEN_RE.findall(chunk):
-        tok = _LINE_SUFFIX_RE.sub("", raw.rstrip(_STRIP))
-        if tok:
-            low = tok.lower().replace("’", "'")
-            expected.append((stem(low), _kind_weight(tok, low, True), _kind_weight(tok, low, False)))
-    assert _classify(chunk) == tuple(expected)
+    assert _classify(chunk) == _classes_by_definition(chunk, _kind_weight)
 
 
 @settings(max_examples=400, deadline=None)
@@ -210,16 +221,9 @@ def test_classify_equals_the_definition_without_its_pre_checks(chunk: str) -> No
     regex only on a token that is not its own lower case: every chunk must still classify as
     with both regexes asked of every token (a pre-check that skips a token the regex would
     change, e.g. ``tok[0].isupper()`` for "camelCase" or a digit test for "a.py:3:4", fails)."""
-    from rollsum.summarizers.salience import _LINE_SUFFIX_RE, _STRIP, _TOKEN_RE, _classify
+    from rollsum.summarizers.salience import _classify
 
-    expected = []
-    for raw in _TOKEN_RE.findall(chunk):
-        tok = _LINE_SUFFIX_RE.sub("", raw.rstrip(_STRIP))
-        if tok:
-            low = tok.lower().replace("’", "'")
-            expected.append((stem(low), _reference_kind_weight(tok, low, True),
-                             _reference_kind_weight(tok, low, False)))
-    assert _classify(chunk) == tuple(expected)
+    assert _classify(chunk) == _classes_by_definition(chunk, _reference_kind_weight)
 
 
 @settings(max_examples=500, deadline=None)
