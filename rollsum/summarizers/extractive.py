@@ -441,14 +441,12 @@ def shorten(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> str:
     return head[:cut].rstrip(" ,;:-–—") + " …"
 
 
-def trim_tail(sentence: str, cache: salience.TokenCache | None = None,
-              feats: Callable[[str], salience.Features] | None = None) -> str:
+def trim_tail(sentence: str, feats: Callable[[str], salience.Features] = salience.features) -> str:
     """`sentence` without trailing clauses that name nothing specific (", which is pretty
     exciting!", " – it was really rewarding."), marked with "…"; unchanged when there are none.
 
     Only the end is trimmed: the head of a sentence carries its subject and verb, and a line
-    must still read as a sentence. `feats`: `salience.features` memoized by the caller (else
-    it is called with `cache`).
+    must still read as a sentence. `feats`: `salience.features`, or the caller's memo of it.
     """
     if len(sentence) < 40 or (", " not in sentence and "; " not in sentence and " – " not in sentence
                               and " - " not in sentence and " — " not in sentence):
@@ -458,7 +456,7 @@ def trim_tail(sentence: str, cache: salience.TokenCache | None = None,
         cut = m.start()
         if cut < 20:
             break
-        tail = feats(sentence[cut:end]) if feats is not None else salience.features(sentence[cut:end], cache)
+        tail = feats(sentence[cut:end])
         if any(w >= salience.W_CONTENT for w in tail.weights):
             break
         end = cut
@@ -467,13 +465,13 @@ def trim_tail(sentence: str, cache: salience.TokenCache | None = None,
     return sentence[:end].rstrip(" ,;:-–—") + " …"
 
 
-def tool_features(line_body: str, cache: salience.TokenCache | None = None,
-                  feats: Callable[[str], salience.Features] | None = None) -> salience.Features:
+def tool_features(line_body: str, feats: Callable[[str], salience.Features] = salience.features
+                  ) -> salience.Features:
     """Features of a tool line's facts, without its boilerplate (labels, line counts, exit 0).
-    `feats`: `salience.features` memoized by the caller (else it is called with `cache`)."""
+    `feats`: `salience.features`, or the caller's memo of it."""
     facts = " ; ".join([p[p.index(": ") + 2:] if p.startswith(_TOOL_LABELS) else p
                         for p in line_body.split(" | ") if not p.startswith(_TOOL_TRIVIA)])
-    return feats(facts) if feats is not None else salience.features(facts, cache)
+    return feats(facts)
 
 
 DEFAULT_MAX_TOKENS = 500
