@@ -458,9 +458,9 @@ class RollingSummarizer(SettingAttributes):
     def _evict(self, decision: Decision, *, guard: bool = False) -> SummaryEvent:
         before = self._window.context_tokens()
         active = self._window.active
-        ids = [active[i].id for i in decision.indices if active[i].id is not None]
-        self.store.set_state(self.conversation_id, ids, "pending", decision.reason)  # type: ignore[arg-type]
-        removed = self._window.remove(set(ids), at=decision.indices)  # type: ignore[arg-type]
+        ids = [m.id for i in decision.indices if (m := active[i]).id is not None]  # (as `_drop`)
+        self.store.set_state(self.conversation_id, ids, "pending", decision.reason)
+        removed = self._window.remove(set(ids), at=decision.indices)
         self._window.add_pending(removed)
         self._c.evicted_since += len(removed)
         self._c.total_evicted += len(removed)
