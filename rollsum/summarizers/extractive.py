@@ -173,7 +173,7 @@ class _Text:
     """Per key, -1 for a name, number or date and 0 for a word: ``frequency ^ sign`` is the
     key's code in `Counts.factor_table`; () when it holds no name."""
     keys: tuple[str, ...] = ()
-    """``feat.keys``."""
+    """``feat[0]``, the keys of `feat`."""
 
     def but(self, body: str, cost: int, relative: bool | None) -> _Text:
         """This text with another body, cost or `relative` (a tool line over the same facts;
@@ -275,7 +275,8 @@ def _norm(text: str) -> str:
 
 def _content(feat: salience.Features) -> bool:
     """Whether `feat` names something beyond common words (else the sentence is never worth a line)."""
-    return bool(feat.weights) and max(feat.weights) >= salience.W_CONTENT
+    weights = feat[1]
+    return bool(weights) and max(weights) >= salience.W_CONTENT
 
 
 def _distinct(pieces: Iterable[_Piece],
@@ -456,8 +457,8 @@ def trim_tail(sentence: str, feats: Callable[[str], salience.Features] = salienc
         cut = m.start()
         if cut < 20:
             break
-        tail = feats(sentence[cut:end])
-        if any(w >= salience.W_CONTENT for w in tail.weights):
+        _, tail, _ = feats(sentence[cut:end])
+        if any(w >= salience.W_CONTENT for w in tail):
             break
         end = cut
     if end == len(sentence):
@@ -932,7 +933,7 @@ class ExtractiveSummarizer:
             elif k in short:
                 name[k] = low * word[k]
         specific = _SPECIFIC
-        return tuple([s * (name[k] if w >= specific else word[k]) for k, w, s in zip(keys, t.feat.weights, t.scaled)])
+        return tuple([s * (name[k] if w >= specific else word[k]) for k, w, s in zip(keys, t.feat[1], t.scaled)])
 
     # -- selection and rendering -----------------------------------------------------------
 

@@ -32,7 +32,6 @@ on the text alone, so they are cached by text.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from rollsum.summarizers.vocabulary import COMMON_WORDS, FUNCTION_WORDS
 
@@ -68,18 +67,15 @@ _ANAPHORA_WORDS = ("it", "it's", "its", "that", "that's", "this", "these", "thos
                    "them", "he", "she", "he's", "she's", "there", "which", "thats", "theyre")
 
 
-class Features(NamedTuple):
-    """The informative words of one sentence: parallel tuples of keys and base weights."""
+Features = tuple[tuple[str, ...], tuple[float, ...], float]
+"""The informative words of one sentence: ``(keys, weights, factor)``, parallel tuples of keys
+and base weights, and the sentence-level multiplier (question, dangling pronoun, fragment).
 
-    keys: tuple[str, ...]
-    weights: tuple[float, ...]
-    factor: float
-    """Sentence-level multiplier (question, dangling pronoun, fragment)."""
-
-
-_new_features = tuple.__new__
-"""`Features` made as the tuple it is: the class call runs the named tuple's ``__new__``, a
-Python function, once per sentence; the object is the same."""
+An exact tuple, not a named tuple: the summarizer keeps tens of thousands of them in its
+bounded caches for the whole conversation, and the collector untracks an exact tuple of
+strings, floats and exact tuples of those at its first young collection, so they are never
+promoted nor walked by a full collection; a named tuple (a subclass) stays tracked and was
+over half of what a long replay promoted to the old generation (docs/summarizers.md)."""
 
 
 def stem(low: str) -> str:
@@ -214,4 +210,4 @@ def features(text: str, cache: TokenCache | None = None) -> Features:
         factor *= ANAPHORA_FACTOR
     if n_tokens < FULL_SENTENCE_WORDS:
         factor *= n_tokens / FULL_SENTENCE_WORDS
-    return _new_features(Features, (tuple(keys), tuple(keys.values()), factor))
+    return tuple(keys), tuple(keys.values()), factor

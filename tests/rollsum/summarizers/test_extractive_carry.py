@@ -11,6 +11,7 @@ statistics before every call, to the plain definition of "holds a relative date"
 
 from __future__ import annotations
 
+import gc
 import heapq
 from datetime import date, timedelta
 
@@ -263,7 +264,33 @@ def test_every_cached_sentence_holds_what_its_own_text_gives() -> None:
             assert t.feat == salience.features(t.body)
             assert t.cost == s.counter.count(t.body) + 1
             assert t.content == _content(t.feat)
-            assert t.names == tuple(k for k, w in zip(t.feat.keys, t.feat.weights) if w >= salience.W_NUMBER)
+            assert t.names == tuple(k for k, w in zip(*t.feat[:2]) if w >= salience.W_NUMBER)
+
+
+def test_the_cached_features_are_objects_the_collector_never_walks() -> None:
+    """The summarizer keeps features for the whole conversation (its memo and every cached
+    sentence's `_Text`: tens of thousands in a long replay). They must be exact tuples of
+    strings and floats, which the collector untracks at the first collection that meets them:
+    a named tuple, a slots class or a dict in their place stays tracked, is promoted to the old
+    generation and makes full collections more frequent and longer (issue #20 item 2,
+    docs/summarizers.md)."""
+    messages = [_message(i, i % (len(_SAID) + len(_TOOLS)), i // 5, i) for i in range(60)]
+    s = ExtractiveSummarizer(max_tokens=150)
+    previous: SummaryRecord | None = None
+    for start in range(0, 60, 10):
+        draft = s.summarize(SummaryRequest("c", messages[start:start + 10], previous=previous))
+        previous = SummaryRecord(id=f"s{start}", conversation_id="c", text=draft.text, seq=start,
+                                 messages_covered=start + 10)
+    texts = [*s._sentences.values(), *s._features.values(), *s._features_before.values()]
+    feats = [*s._feature_memo.values(), *(t.feat for t in texts)]
+    assert texts and s._feature_memo
+    # a collection untracks a tuple whose items it has already untracked: it may meet a
+    # features tuple before its keys and weights, so one may take two (in a replay: the young
+    # one that first sees it, then the next, so it is never promoted to the old generation)
+    gc.collect()
+    gc.collect()
+    assert [f for f in feats if gc.is_tracked(f)] == []
+    assert [t for t in texts if any(map(gc.is_tracked, (t.keys, t.names, t.scaled, t.signs)))] == []
 
 
 def test_the_feature_memo_holds_each_texts_own_features_and_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

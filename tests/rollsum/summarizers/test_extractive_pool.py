@@ -38,7 +38,7 @@ def scan_distinct(pieces: list[_Piece]) -> list[_Piece]:
     for p in pieces:
         if not p.text.content and p.bonus <= 0.0:
             continue
-        if any(q.text.feat.keys == p.text.feat.keys and _norm(q.text.body) == _norm(p.text.body) for q in out):
+        if any(q.text.keys == p.text.keys and _norm(q.text.body) == _norm(p.text.body) for q in out):
             continue
         out.append(p)
     return out
@@ -60,7 +60,7 @@ def test_distinct_keeps_what_scanning_the_kept_pieces_keeps(plan: list[tuple[str
     kept, key_tuples = _distinct(pieces, _norm)
     expected = scan_distinct(pieces)
     assert [id(p) for p in kept] == [id(p) for p in expected]
-    assert set(key_tuples) == {p.text.feat.keys for p in expected}
+    assert set(key_tuples) == {p.text.keys for p in expected}
 
 
 def test_distinct_tells_same_keys_apart_by_their_words() -> None:
@@ -68,11 +68,11 @@ def test_distinct_tells_same_keys_apart_by_their_words() -> None:
     # once each, whichever came first
     a = _text("Melanie paints in Sweden.", salience.features("Melanie paints in Sweden."), 5)
     b = _text("Melanie paints at Sweden.", salience.features("Melanie paints at Sweden."), 5)
-    assert a.feat.keys == b.feat.keys
+    assert a.keys == b.keys
     pieces = [_Piece(t, "", "", -1 - i) for i, t in enumerate([a, b, b, a])]
     kept, key_tuples = _distinct(pieces, _norm)
     assert [p.group for p in kept] == [-1, -2]
-    assert list(key_tuples) == [a.feat.keys]
+    assert list(key_tuples) == [a.keys]
 
 
 class _EveryPiece(ExtractiveSummarizer):
@@ -97,7 +97,7 @@ class _EveryPiece(ExtractiveSummarizer):
                 hit = self._sentence(sentence, anchor)
                 self._features[hit.body] = hit
                 out.append(_Piece(hit, speaker, day, -1 - i))
-        return _Span(out, [p.text.feat.keys for p in out], [p.day for p in out])
+        return _Span(out, [p.text.keys for p in out], [p.day for p in out])
 
 
 _SAID = ["Yesterday Omar moved the INC-2093 review to Tuesday.", "We booked the cabin in Tromsø for March.",
@@ -153,7 +153,7 @@ def test_a_repeat_on_another_day_is_its_own_piece_and_the_order_sees_every_day()
     assert [(p.text.body, p.day, p.group) for p in new.pieces] == [
         (booked, "3 March 2024", -1), (booked, "1 March 2024", -2), (budget, "1 March 2024", -3)]
     assert new.day_runs == ["3 March 2024", "1 March 2024", "3 March 2024"]
-    b, c = new.pieces[0].text.feat.keys, new.pieces[2].text.feat.keys
+    b, c = new.pieces[0].text.keys, new.pieces[2].text.keys
     assert b != c
     assert new.docs == [b, b, b, c, b]  # every sentence is a document, repeats included
 

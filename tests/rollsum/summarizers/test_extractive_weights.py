@@ -73,7 +73,7 @@ def test_weights_are_the_per_key_definition(sentences: list[list[str]], docs: li
     # the conversation's counts from documents of the same words (n from 0: the n <= 1 case too)
     # (sentences repeated so that some frequencies pass the logarithm table's 4,096)
     counts = Counts()
-    counts.add([salience.features(" ".join(d)).keys for d in docs] * repeats)
+    counts.add([salience.features(" ".join(d))[0] for d in docs] * repeats)
     bodies = ["It was " + " ".join(s) + "." for s in sentences]
     texts = [_text(b, salience.features(b), len(b)) for b in bodies]
     got = ExtractiveSummarizer._weights(texts, counts, _participant_keys(speakers))
