@@ -41,7 +41,8 @@ class _Rows:
     beyond the caller's `Message` (states are bytes, sequence numbers machine integers, the
     covering summary a position in the conversation's summary list).
 
-    Only `messages`, `states` and `index` grow with every message. The other columns are
+    Only `messages`, `states` and, for ids that do not number their rows (`prefix`), `index`
+    grow with every message. The other columns are
     written when they first say something: `seqs` while every row's sequence number is its
     position (the engine numbers a conversation's messages 0, 1, 2, ...) stays None, and
     `summary_of` is filled up to the newest row (`fill`) only when a summary writes it, `reasons`
