@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from array import array
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any, cast
 
 from rollsum.errors import ConfigError
@@ -31,6 +32,7 @@ from rollsum.types import Message, MessageState, SummaryRecord
 _STATES: tuple[MessageState, ...] = ("active", "pending", "covered", "dropped")
 _CODE = {s: i for i, s in enumerate(_STATES)}
 _ACTIVE, _PENDING, _COVERED = _CODE["active"], _CODE["pending"], _CODE["covered"]
+_ID = attrgetter("id")
 _SETTABLE: dict[str, int] = {s: i for i, s in enumerate(_STATES) if s in SETTABLE_STATES}
 
 
@@ -39,7 +41,8 @@ class _Rows:
     beyond the caller's `Message` (states are bytes, sequence numbers machine integers, the
     covering summary a position in the conversation's summary list).
 
-    Only `messages`, `states` and `index` grow with every message. The other columns are
+    Only `messages`, `states` and, for ids that do not number their rows (`prefix`), `index`
+    grow with every message. The other columns are
     written when they first say something: `seqs` while every row's sequence number is its
     position (the engine numbers a conversation's messages 0, 1, 2, ...) stays None, and
     `summary_of` is filled up to the newest row (`fill`) only when a summary writes it, `reasons`
@@ -47,7 +50,7 @@ class _Rows:
     parses the value (~190 instructions): two such appends were a tenth of what storing a
     message cost."""
 
-    __slots__ = ("index", "messages", "reasons", "seqs", "states", "summary_of")
+    __slots__ = ("base", "cut", "index", "messages", "prefix", "reasons", "seqs", "states", "summary_of")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
@@ -58,7 +61,59 @@ class _Rows:
         """Position of the covering record in the conversation's summary list, -1 for none."""
         self.reasons: list[str | None] = []
         self.index: dict[str, int] = {}
-        """Message id -> row position."""
+        """Message id -> row position; empty while the ids number the rows (`prefix`)."""
+        self.prefix: str | None = None
+        """While not None, row k's id is `prefix + str(base + k)` (the engine names the messages
+        it stores `conversation/seq`; streams number theirs the same way), so a position is read
+        off the id and `index` holds nothing. A million-entry dict cost a random probe of a
+        ~16 MB table per stored message, ~0.4 us more per message at 1M than at 10k (issue #20,
+        item 2); this costs an `str` of an int and a compare, the same at every size."""
+        self.base = 0
+        self.cut = 0  # len(prefix)
+
+    def number_from(self, message_id: str) -> bool:
+        """Start numbered mode at row 0 when `message_id` ends in a plain decimal number
+        (no sign, no leading zero: the spelling `str` gives, so the next id can be built)."""
+        if not isinstance(message_id, str):
+            return False
+        digits = message_id[len(message_id.rstrip("0123456789")):]
+        if not digits or len(digits) > 18 or (digits[0] == "0" and len(digits) > 1):
+            return False
+        self.prefix, self.base = message_id[:-len(digits)], int(digits)
+        self.cut = len(self.prefix)
+        return True
+
+    def unnumber(self) -> dict[str, int]:
+        """Leave numbered mode (a row whose id breaks the numbering is being added): index
+        every row so far, once, and index each later row as it comes."""
+        self.index = {m.id: k for k, m in enumerate(self.messages)}  # type: ignore[misc]
+        self.prefix = None
+        return self.index
+
+    def find(self, message_id: object) -> int | None:
+        """Row position of `message_id` in numbered mode (None: unknown). The position is parsed
+        from the id and the row's id compared whole, so only the exact id finds its row
+        ("c/01", "c/+1", "c/1_0", "d/1" do not find "c/1")."""
+        try:
+            k = int(message_id[self.cut:]) - self.base  # type: ignore[index]
+        except (TypeError, ValueError):
+            return None
+        return k if 0 <= k < len(self.messages) and self.messages[k].id == message_id else None
+
+    def positions(self, ids: Sequence[str]) -> list[int | None]:
+        """Row position of each id (None: unknown)."""
+        return list(map(self.index.get if self.prefix is None else self.find, ids))  # (C loop)
+
+    def run_start(self, ids: Sequence[str]) -> int | None:
+        """First row of `ids` when they are the rows k, k+1, ... in that order (the usual
+        summary), else None: one id looked up and the id lists compared in C, not a lookup per id."""
+        if not ids:
+            return None
+        k = self.index.get(ids[0]) if self.prefix is None else self.find(ids[0])
+        if k is None or list(map(_ID, self.messages[k:k + len(ids)])) != (
+                ids if type(ids) is list else list(ids)):
+            return None
+        return k
 
     def add_seq(self, seq: int) -> None:
         """The sequence number of the row being appended, when it is not its position."""
@@ -108,7 +163,8 @@ class MemoryStore:
         self._cadence: dict[str, dict[str, Any]] = {}
 
     def add_message(self, conversation_id: str, seq: int, message: Message) -> None:
-        if message.id is None:
+        mid = message.id
+        if mid is None:
             raise ConfigError("a stored message needs an id")
         lock = self._lock  # taken by hand, not `with`: that makes two bound methods per message
         lock.acquire()
@@ -116,14 +172,19 @@ class MemoryStore:
             rows = self._rows.get(conversation_id)
             if rows is None:
                 rows = self._rows[conversation_id] = _Rows()
-            index = rows.index
-            if message.id in index:
-                raise ConfigError(f"duplicate message id {message.id!r} in {conversation_id!r}")
             # the row's columns filled here, not by a method of `_Rows`: one call per message, not two
             n = len(rows.messages)
+            prefix = rows.prefix
+            # a numbered id is new (rows 0..n-1 hold the ones before it) and needs no index entry;
+            # an f-string, not `prefix + str(...)`: no call of `str` (since-last's instructions)
+            if prefix is None or mid != f"{prefix}{rows.base + n}":
+                index = rows.index if prefix is None else rows.unnumber()
+                if mid in index:
+                    raise ConfigError(f"duplicate message id {mid!r} in {conversation_id!r}")
+                if n or not rows.number_from(mid):
+                    index[mid] = n
             if seq != n or type(seq) is not int or rows.seqs is not None:
                 rows.add_seq(seq)
-            index[message.id] = n
             rows.messages.append(message)
             rows.states.append(_ACTIVE)
         finally:
@@ -136,20 +197,26 @@ class MemoryStore:
             if record.id in self._summary_ids:
                 raise ConfigError(f"summary id {record.id!r} already exists; nothing was committed")
             rows = self._rows.get(cid) or _Rows()
-            index, states = rows.index, rows.states
-            found = list(map(index.get, covered_ids))  # row positions (None: unknown), looked up in C
-            if None in found or max(map(states.__getitem__, cast("list[int]", found)), default=_ACTIVE) > _PENDING:
-                raise uncoverable_error(record, [(mid, None if pos is None else _STATES[states[pos]])
-                                                 for mid, pos in zip(covered_ids, found)
-                                                 if pos is None or states[pos] > _PENDING])
-            at = cast("list[int]", found)
+            states = rows.states
+            n = len(covered_ids)
+            lo = rows.run_start(covered_ids)
+            if lo is None or max(states[lo:lo + n]) > _PENDING:  # not one run of coverable rows
+                found = rows.positions(covered_ids)
+                if None in found or max(map(states.__getitem__, cast("list[int]", found)),
+                                        default=_ACTIVE) > _PENDING:
+                    raise uncoverable_error(record, [(mid, None if pos is None else _STATES[states[pos]])
+                                                     for mid, pos in zip(covered_ids, found)
+                                                     if pos is None or states[pos] > _PENDING])
+                at = cast("list[int]", found)
+                lo = min(at, default=0)
+                run = n > 0 and max(at) - lo == n - 1  # (ids are distinct: n of them span n rows)
+            else:
+                run = True
             chain = self._summaries.setdefault(cid, [])
             k = len(chain)
             rows.fill()
             summary_of, reasons = rows.summary_of, rows.reasons
-            lo, n = min(at, default=0), len(at)
-            if n and max(at) - lo == n - 1:
-                # one run of rows (the usual summary: ids are distinct, so n of them span n rows)
+            if run:  # one run of rows (the usual summary)
                 states[lo:lo + n] = bytes((_COVERED,)) * n
                 summary_of[lo:lo + n] = array("q", (k,)) * n
                 if lo < len(reasons):  # the rows the reasons column holds (the rest read None)
@@ -178,15 +245,15 @@ class MemoryStore:
         lock.acquire()
         try:
             rows = self._rows.get(conversation_id) or _Rows()
-            states, index = rows.states, rows.index
+            states, find = rows.states, rows.index.get if rows.prefix is None else rows.find
             found: list[int] = []
             for mid in ids:
-                pos = index.get(mid)
+                pos = find(mid)
                 if pos is None or states[pos] == _COVERED:
                     break
                 found.append(pos)
             if len(found) < len(ids):  # one is unknown or covered: say which, change nothing
-                where = list(map(index.get, ids))
+                where = list(map(find, ids))
                 unknown = [mid for mid, at in zip(ids, where) if at is None]
                 if unknown:
                     raise ConfigError(f"set_state: unknown message ids in {conversation_id!r}: "

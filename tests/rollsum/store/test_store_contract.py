@@ -6,6 +6,7 @@ so the two cannot drift apart.
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -220,3 +221,34 @@ def test_concurrent_writers_lose_nothing(store: Store) -> None:
         rows = store.messages(f"c{t}")
         assert [r.message.content for r in rows] == [f"{t}-{i}" for i in range(50)]
         assert sum(r.state == "covered" for r in rows) == 25
+
+
+@pytest.mark.parametrize("spelling", ["m01", "m+1", "m 1", "m1 ", "m0_1", "M1", "n1", "m", "m-1", "m3", "1"])
+def test_an_id_is_found_only_by_its_exact_spelling(store: Store, spelling: str) -> None:
+    """Ids that number their rows (`m0, m1, ...`, the engine's `conversation/seq`) are one
+    MemoryStore reads the row position off: a near spelling must not find the row it names."""
+    fill(store, 3)
+    before = _snapshot(store)
+    with pytest.raises(ConfigError, match="unknown message ids"):
+        store.set_state("c1", [spelling], "dropped")
+    with pytest.raises(ConfigError, match=re.escape(f"{spelling!r} (unknown); nothing was committed")):
+        store.commit_summary(rec("s0", ("m0", "m1", spelling)), ["m0", "m1", spelling])
+    assert _snapshot(store) == before
+
+
+def test_ids_that_stop_numbering_their_rows_keep_every_rule(store: Store) -> None:
+    """Rows numbered from 7 (`m7, m8`), then ids that break the numbering: every earlier id is
+    still a duplicate, still found, and a summary over rows out of order covers each of them."""
+    for i in (7, 8):
+        store.add_message("c1", i - 7, msg(i))
+    store.add_message("c1", 2, Message("user", "x", id="x"))
+    for dup in ("m7", "m8", "x"):
+        with pytest.raises(ConfigError, match=f"duplicate message id '{dup}'"):
+            store.add_message("c1", 3, Message("user", "y", id=dup))
+    store.add_message("c1", 3, msg(9))
+    store.add_message("c1", 4, msg(6))
+    store.set_state("c1", ["m8", "m6"], "dropped", reason="r")
+    store.commit_summary(rec("s0", ("m9", "x", "m7")), ["m9", "x", "m7"])
+    assert [(r.message.id, r.state, r.summary_id) for r in store.messages("c1")] == [
+        ("m7", "covered", "s0"), ("m8", "dropped", None), ("x", "covered", "s0"),
+        ("m9", "covered", "s0"), ("m6", "dropped", None)]
