@@ -133,7 +133,9 @@ def throughput(args: argparse.Namespace) -> bool:
                     for n in args.sizes:
                         runs = max(args.repeat, SMALL_CELL_RUNS) if n <= SMALL_CELL else args.repeat
                         out = subprocess.run([sys.executable, __file__, "--cell", files[n], preset, str(window),
-                                              ledger, str(runs)], capture_output=True, text=True, check=True)
+                                              ledger, str(runs)], capture_output=True, text=True)
+                        if out.returncode:
+                            raise SystemExit(f"{preset} at {n:,} messages failed:\n{out.stderr[-2000:]}")
                         secs_s, summaries_s = out.stdout.split()
                         secs, summaries = float(secs_s), int(summaries_s)
                         per = secs / n * 1e6
@@ -299,7 +301,7 @@ def main() -> int:
         return 0
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    ap.add_argument("--presets", nargs="+", default=presets.names())
+    ap.add_argument("--presets", nargs="+", default=presets.names(), choices=presets.names())
     ap.add_argument("--window", default="8000",
                     help="main-model context window (tokens) for table 1, or 'default' (each preset's own)")
     ap.add_argument("--streams", nargs="+", default=["words", "mixed"], choices=sorted(STREAMS))
