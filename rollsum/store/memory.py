@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any, cast
 
@@ -100,16 +100,21 @@ class _Rows:
             return None
         return k if 0 <= k < len(self.messages) and self.messages[k].id == message_id else None
 
+    def finder(self) -> Callable[[str], int | None]:
+        """Row position of an id (None: unknown), by the mode the rows are in: the index, or
+        the number read off the id (`find`)."""
+        return self.index.get if self.prefix is None else self.find
+
     def positions(self, ids: Sequence[str]) -> list[int | None]:
         """Row position of each id (None: unknown)."""
-        return list(map(self.index.get if self.prefix is None else self.find, ids))  # (C loop)
+        return list(map(self.finder(), ids))  # (C loop)
 
     def run_start(self, ids: Sequence[str]) -> int | None:
         """First row of `ids` when they are the rows k, k+1, ... in that order (the usual
         summary), else None: one id looked up and the id lists compared in C, not a lookup per id."""
         if not ids:
             return None
-        k = self.index.get(ids[0]) if self.prefix is None else self.find(ids[0])
+        k = self.finder()(ids[0])
         if k is None or list(map(_ID, self.messages[k:k + len(ids)])) != (
                 ids if type(ids) is list else list(ids)):
             return None
@@ -245,7 +250,7 @@ class MemoryStore:
         lock.acquire()
         try:
             rows = self._rows.get(conversation_id) or _Rows()
-            states, find = rows.states, rows.index.get if rows.prefix is None else rows.find
+            states, find = rows.states, rows.finder()
             found: list[int] = []
             for mid in ids:
                 pos = find(mid)
