@@ -26,12 +26,8 @@ the same core serves the synchronous engine, a simulated lag (`lag_turns`, for r
 the asyncio variant in `rollsum.aio`, which runs `_run` in a worker thread.
 
 This module is the state machine (add / process / decide / plan / apply, the guard's order of
-steps, the store claim and the resume) and the public class around it. Its parts live beside it
-with plain inputs and no engine state (docs/architecture.md, "The engine"): `rollsum.settings`
-(frozen, validated settings; `config()`), `rollsum.jobs` (making one summary), `rollsum.guard`
-(the guard's arithmetic and clipping), `rollsum.window` (where each message is, what the context
-shows, the policy's snapshot), `rollsum.cadence` (the counts behind rate limits and backoff, saved
-and loaded), `rollsum.context` (the summary as shown), `rollsum.events` (delivering events).
+steps, the store claim, the resume); its parts live beside it with plain inputs and no engine
+state: settings, jobs, guard, window, cadence, context, events (docs/architecture.md, "The engine").
 """
 
 from __future__ import annotations
@@ -262,7 +258,7 @@ class RollingSummarizer(SettingAttributes):
         events: list[SummaryEvent] = []
         try:
             events.append(self._apply(job, outcome))
-            events.extend(self._guard(self._run_now, lambda: False))
+            events.extend(self._guard(lambda job: self._apply(job, self._run(job)), lambda: False))
             self._persist_cadence()
         except Exception as err:
             events.append(self._internal_failure(err))
@@ -452,9 +448,6 @@ class RollingSummarizer(SettingAttributes):
             return None
         return self._apply(job, outcome)
 
-    def _run_now(self, job: Job) -> SummaryEvent:
-        return self._apply(job, self._run(job))
-
     def _evict(self, decision: Decision, *, guard: bool = False) -> SummaryEvent:
         before = self._window.context_tokens()
         active = self._window.active
@@ -491,15 +484,15 @@ class RollingSummarizer(SettingAttributes):
             return []
         events: list[SummaryEvent] = []
         if not busy() and self._guard_may_compact():
-            decision = self._guard_decision()
-            if decision is not None:
-                ev = launch(self._plan(decision, guard=True))
-                if ev is not None:
-                    events.append(ev)
-        if self.context_tokens() > window:
-            ev = self._guard_evict()
+            decision = guard.compaction_decision(self._window, self.settings, self._head(), self._summary_room,
+                                                 self.context_tokens(), self.policy, self.summary)
+            ev = None if decision is None else launch(self._plan(decision, guard=True))
             if ev is not None:
                 events.append(ev)
+        if self.context_tokens() > window:  # oldest active messages to pending until it fits; never the newest
+            decision = guard.eviction_decision(self._window, self.settings, self._head(), self.context_tokens())
+            if decision is not None:
+                events.append(self._evict(decision, guard=True))
         if self.context_tokens() > window:
             events.append(self._clip())
         return events
@@ -510,15 +503,6 @@ class RollingSummarizer(SettingAttributes):
         return self._may_attempt() and guard.may_compact(self._c.guard_at, self._added_tokens, self.settings,
                                                          self._limit, self._window.pinned_tokens + self._summary_room) \
             and may_summarize(self.policy, self._state(0))
-
-    def _guard_decision(self) -> Decision | None:
-        return guard.compaction_decision(self._window, self.settings, self._head(), self._summary_room,
-                                         self.context_tokens(), self.policy, self.summary)
-
-    def _guard_evict(self) -> SummaryEvent | None:
-        """Oldest active messages to pending until the context fits; never the newest."""
-        decision = guard.eviction_decision(self._window, self.settings, self._head(), self.context_tokens())
-        return None if decision is None else self._evict(decision, guard=True)
 
     def _clip(self) -> SummaryEvent:
         """The last resort (`guard.fit`): clip what must stay in the context, never in the store."""
@@ -531,13 +515,10 @@ class RollingSummarizer(SettingAttributes):
 
     def _maker(self) -> jobs.Maker:
         """How summaries are made, from the engine's current components (a caller may swap the
-        summarizer between messages)."""
-        return jobs.Maker(self.summarizer, self.fallback, self.settings, self.ledger_mode, self.counter,
-                          self.conversation_id, self._covered, self._sleep)
-
-    def _covered(self) -> list[Message]:
-        """Every message a summary already covered (`rebuild_from_raw` summarizes them again)."""
-        return [r.message for r in self.store.messages(self.conversation_id, "covered")]
+        summarizer between messages); `rebuild_from_raw` reads the messages summaries covered."""
+        store, cid = self.store, self.conversation_id
+        return jobs.Maker(self.summarizer, self.fallback, self.settings, self.ledger_mode, self.counter, cid,
+                          lambda: [r.message for r in store.messages(cid, "covered")], self._sleep)
 
     def _plan(self, decision: Decision, *, guard: bool = False) -> Job:
         """Snapshot the span; a request carries at most `max_request_tokens`, oldest first."""
