@@ -15,6 +15,7 @@ of the library's own code do not see (issue #20, item 2).
 
     python benchmarks/bench_segments.py budget-rule-based --start 0 --count 10000
     python benchmarks/bench_segments.py budget-rule-based --start 100000 --count 10000 --instructions
+    python benchmarks/bench_segments.py budget-rule-based --start 950000 --count 50000 --no-collector
 
 With `--instructions` each of the two runs is a valgrind run (~50x slower than Python alone);
 `--stop` is what they use: replay `--start` messages and exit.
@@ -58,14 +59,18 @@ class GcClock:
         return ", ".join(f"gen{g} {self.secs[g] / n * 1e6:.2f} us/msg ({self.runs[g]})" for g in range(3))
 
 
-def replay(preset: str, start: int, count: int, stop: bool, clock: GcClock | None = None
-           ) -> tuple[float, float, int]:
+def replay(preset: str, start: int, count: int, stop: bool, clock: GcClock | None = None,
+           collector: bool = True) -> tuple[float, float, int]:
     """(CPU seconds of the segment, its wall seconds, summaries made in it); zeros with `stop`.
     With `clock`, prints the collector's time over the untimed part and leaves it counting
-    the segment only."""
+    the segment only. `collector` False: the whole replay runs with the cyclic collector off
+    (`gc.disable()`; the engine makes no cycles, so nothing piles up), which separates what the
+    collector's walks cost at a size from what the library's own work does."""
     msgs = mixed_stream(start + count)
     gc.freeze()  # as bench_replay: the input is not the engine's heap
     gc.collect()
+    if not collector:
+        gc.disable()
     rs = RollingSummarizer.from_preset(preset)
     add = rs.add
     if clock is not None:
@@ -111,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=0, help="messages replayed before the segment (untimed)")
     ap.add_argument("--count", type=int, default=10_000, help="messages in the segment")
     ap.add_argument("--instructions", action="store_true", help="count instructions with valgrind")
+    ap.add_argument("--no-collector", action="store_true",
+                    help="run the replay with the cyclic garbage collector off (gc.disable())")
     ap.add_argument("--stop", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     segment = f"[{args.start:,}, {args.start + args.count:,})"
@@ -119,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.preset} {segment}: {per:,.0f} instructions/msg")
         return 0
     clock = None if args.stop else GcClock()
-    secs, wall, summaries = replay(args.preset, args.start, args.count, args.stop, clock)
+    secs, wall, summaries = replay(args.preset, args.start, args.count, args.stop, clock, not args.no_collector)
     if clock is not None:
         n = args.count
         print(f"{args.preset} {segment}: {secs / n * 1e6:.1f} us/msg CPU, wall {wall / n * 1e6:.1f} us/msg "
