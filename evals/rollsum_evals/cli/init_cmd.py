@@ -210,8 +210,15 @@ def cmd_init(args: argparse.Namespace) -> int:
     from rollsum_evals.spec.expand import expand
 
     units = expand(spec, {d.name: ("-", [c.id for c in convs]) for d in spec.datasets})
+    # the truncate curve the harness adds is counted apart: "configurations" are the spec's own, the
+    # ones the report ranks, so the count here matches the report's and the regress gate's
+    from rollsum_evals.gain import is_curve
+
+    configs = {u.config for u in units}
+    curve = {c for c in configs if is_curve(c)}
     print(f"wrote {spec_path}: {shape.conversations} conversation(s), median {shape.messages} messages "
           f"(~{shape.tokens:,} tokens), {shape.questions} question(s); window {spec.context_windows[0]:,} "
-          f"tokens; {len({u.config for u in units})} configurations, {len(units)} units")
+          f"tokens; {len(configs - curve)} configurations + {len(curve)} truncation-curve points "
+          f"(the yardstick), {len(units)} units")
     print(f"next: rollsum run {shlex.quote(str(spec_path))} --out {shlex.quote(f'runs/{name}')}")
     return 0

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from rollsum_evals.bundled import bundled_specs
 from rollsum_evals.cli import main
 from rollsum_evals.cli.init_cmd import ChatShape, suggest_window
 from rollsum_evals.data import load
+from rollsum_evals.gain import is_curve
 from rollsum_evals.rundir.status import banner, run_banner
 from rollsum_evals.spec.parse import load_spec
 
@@ -52,6 +55,13 @@ def test_init_writes_a_ready_spec_beside_the_data_and_prints_the_next_command(
     assert presets == {"full-context", "truncate", "since-last", "token-ratio"}
     grids = {c.preset: c.grid for c in spec.configs}
     assert set(grids["since-last"]) == {"messages_per_summary", "keep_last"} and "trigger_ratio" in grids["token-ratio"]
+    # "configurations" are the spec's own (the ones the report ranks), the harness's truncate curve apart
+    own = sum(math.prod(len(v) for v in c.grid.values()) for c in spec.configs if not is_curve(c.label or ""))
+    counts = re.search(r"; (\d+) configurations \+ (\d+) truncation-curve points \(the yardstick\), (\d+) units$",
+                       out[-2])
+    assert counts is not None, out[-2]
+    configs, curve, units = map(int, counts.groups())
+    assert configs == own == 15 and units == configs + curve  # one conversation: a unit per config
     tokens = sum(len(m["content"]) // 4 for m in json.loads(chat.read_text()))
     assert spec.context_windows[0] < tokens  # the chat does not fit: summaries matter
     # the next command works from anywhere: paths are relative to the spec
