@@ -449,7 +449,11 @@ READING = ("Retention = the share of *answerable* asks (a probe at one asking tu
            "context at that turn supports; intervals are 95 % bootstrap intervals resampling "
            "conversations. Only configurations whose context always fit the window and whose "
            "summarizer was healthy (at most {fail} of calls failed, at most {cpm:g} calls per message) "
-           "are ranked or on the Pareto frontier; the others are listed below with the reason.")
+           "are ranked or on the Pareto frontier; the others are listed below with the reason. "
+           "Cost / conversation is priced, not spent: the main model's input at the spec's `main_model` "
+           "(default claude-haiku-4-5) plus the summarizer's and judge's calls at list price, so an "
+           "offline run that spent $0 still shows what the main model would cost; projected "
+           "summarizer cost prices an offline summarizer's calls at the model named.")
 
 
 def _notes(run: Run, table: pd.DataFrame) -> list[str]:
