@@ -77,10 +77,16 @@ def suggest_window(shape: ChatShape) -> int:
 
 def grids(shape: ChatShape) -> tuple[list[int], list[int], list[int]]:
     """(messages_per_summary, keep_last, probe ages) the chat is long enough for."""
+    from rollsum import EngineSettings
+
+    # the engine attempts a summary at most once per `min_messages_per_attempt` messages (10): a
+    # smaller messages_per_summary replays exactly like 10, two identical rows in the report
+    floor = EngineSettings().min_messages_per_attempt
     if shape.messages >= 160:
         every, tail = [10, 20, 40], [2, 10, 20]
     else:
-        every, tail = [5, 10, 20], [2, 5, 10]
+        every, tail = [10, 15, 20], [2, 5, 10]
+    every = sorted({max(e, floor) for e in every})
     ages = [a for a in AGES if a < shape.messages] or [1]
     return every, tail, ages
 

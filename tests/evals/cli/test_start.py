@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rollsum import EngineSettings
 from rollsum_evals.bundled import bundled_specs
 from rollsum_evals.cli import main
-from rollsum_evals.cli.init_cmd import ChatShape, suggest_window
+from rollsum_evals.cli.init_cmd import ChatShape, grids, suggest_window
 from rollsum_evals.data import load
 from rollsum_evals.gain import is_curve
 from rollsum_evals.rundir.status import banner, run_banner
@@ -95,6 +96,15 @@ def test_init_without_questions_warns_that_retention_cannot_be_measured(
     chat, _ = export
     assert main(["init", str(chat), "--out", str(chat.with_name("s.toml"))]) == 0
     assert "no questions" in capsys.readouterr().out
+
+
+@given(messages=st.integers(2, 5000))
+def test_the_suggested_grid_has_no_two_values_that_replay_alike(messages: int) -> None:
+    # the engine summarizes at most once per `min_messages_per_attempt` messages: a smaller
+    # messages_per_summary (init once offered 5 for short chats) gives a row identical to 10's
+    every, _, _ = grids(ChatShape(1, messages, messages * 30, 60, 0))
+    floor = EngineSettings().min_messages_per_attempt
+    assert every == sorted(set(every)) and min(every) >= floor
 
 
 @given(messages=st.integers(2, 5000), per_message=st.integers(5, 3000), p95=st.integers(5, 20_000))
