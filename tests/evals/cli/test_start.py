@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from rollsum import EngineSettings
 from rollsum_evals.bundled import bundled_specs
 from rollsum_evals.cli import main
 from rollsum_evals.cli.init_cmd import ChatShape, grids, suggest_window
@@ -22,6 +21,8 @@ from rollsum_evals.data import load
 from rollsum_evals.gain import is_curve
 from rollsum_evals.rundir.status import banner, run_banner
 from rollsum_evals.spec.parse import load_spec
+
+from rollsum import EngineSettings
 
 
 @pytest.fixture
