@@ -162,6 +162,16 @@ def test_resume_without_out_names_the_directory_it_would_have_used(
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["thresholds-20250101-000000"]  # nothing started
 
 
+def test_the_resume_hint_finds_the_run_directory_init_suggests(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # `rollsum init` prints `--out runs/<name>`: a later --resume without --out must point there
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "thresholds").mkdir(parents=True)
+    (tmp_path / "runs" / "thresholds" / "manifest.json").write_text("{}")
+    assert main(["run", "thresholds", "--resume", "--no-progress"]) == 2
+    assert "the latest run of this spec is runs/thresholds (--out runs/thresholds)" in capsys.readouterr().err
+
+
 def test_the_resume_hint_finds_runs_of_a_name_that_is_not_a_safe_file_name(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The hint looks where `_default_out` puts runs: under the sanitised name, not the raw one."""
