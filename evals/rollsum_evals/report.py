@@ -55,7 +55,7 @@ from rollsum_evals.report_keys import LEGEND_HEADERS, ConfigKeys, config_keys, c
 from rollsum_evals.report_qa import QA_CSV_COLUMNS, QA_HEADERS, QA_TEXT, QA_TITLE, has_qa, judge_notes, qa_rows
 from rollsum_evals.rundir.journal import read_jsonl
 from rollsum_evals.rundir.read import Run
-from rollsum_evals.stats import DEFAULT_RESAMPLES, WITHIN_ONLY, not_enough
+from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, WITHIN_ONLY, not_enough
 from rollsum_evals.verdicts import (
     BROKEN,
     DEFAULT_THRESHOLDS,
@@ -274,7 +274,12 @@ def pick_sentence(table: pd.DataFrame, budget: float | None = None) -> str:
         return f"No configuration{within} has a gain: none lies on the truncate curve." if budget is not None \
             else "No configuration beats truncation at its tokens: none lies on the truncate curve."
     r = pool.iloc[0].to_dict()
-    text = (f"No configuration{within} beats truncation at its tokens: the top gain, {r['config']}, is "
+    # without an interval (too few conversations) nothing was tested: "no configuration beats
+    # truncation" would read as a finding against a +0.7 gain, so the line says there is no verdict
+    untested = _missing(r.get("gain_low")) or _missing(r.get("gain_high"))
+    claim = (f"No verdict{within} on {int(r['n_conversations'])} conversation(s) (an interval needs "
+             f"{MIN_CONVERSATIONS})" if untested else f"No configuration{within} beats truncation at its tokens")
+    text = (f"{claim}: the top gain, {r['config']}, is "
             f"{_gain(r)} ({_at(r, axis.column, axis.header)}).")
     if not _missing(r.get("gain_asks_low")):
         direction = ("higher" if r["gain_asks_low"] > 0 else "lower" if r["gain_asks_high"] < 0
@@ -444,7 +449,11 @@ READING = ("Retention = the share of *answerable* asks (a probe at one asking tu
            "context at that turn supports; intervals are 95 % bootstrap intervals resampling "
            "conversations. Only configurations whose context always fit the window and whose "
            "summarizer was healthy (at most {fail} of calls failed, at most {cpm:g} calls per message) "
-           "are ranked or on the Pareto frontier; the others are listed below with the reason.")
+           "are ranked or on the Pareto frontier; the others are listed below with the reason. "
+           "Cost / conversation is priced, not spent: the main model's input at the spec's `main_model` "
+           "(default claude-haiku-4-5) plus the summarizer's and judge's calls at list price, so an "
+           "offline run that spent $0 still shows what the main model would cost; projected "
+           "summarizer cost prices an offline summarizer's calls at the model named.")
 
 
 def _notes(run: Run, table: pd.DataFrame) -> list[str]:

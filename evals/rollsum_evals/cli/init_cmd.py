@@ -77,10 +77,16 @@ def suggest_window(shape: ChatShape) -> int:
 
 def grids(shape: ChatShape) -> tuple[list[int], list[int], list[int]]:
     """(messages_per_summary, keep_last, probe ages) the chat is long enough for."""
+    from rollsum import EngineSettings
+
+    # the engine attempts a summary at most once per `min_messages_per_attempt` messages (10): a
+    # smaller messages_per_summary replays exactly like 10, two identical rows in the report
+    floor = EngineSettings().min_messages_per_attempt
     if shape.messages >= 160:
         every, tail = [10, 20, 40], [2, 10, 20]
     else:
-        every, tail = [5, 10, 20], [2, 5, 10]
+        every, tail = [10, 15, 20], [2, 5, 10]
+    every = sorted({max(e, floor) for e in every})
     ages = [a for a in AGES if a < shape.messages] or [1]
     return every, tail, ages
 
@@ -210,8 +216,15 @@ def cmd_init(args: argparse.Namespace) -> int:
     from rollsum_evals.spec.expand import expand
 
     units = expand(spec, {d.name: ("-", [c.id for c in convs]) for d in spec.datasets})
+    # the truncate curve the harness adds is counted apart: "configurations" are the spec's own, the
+    # ones the report ranks, so the count here matches the report's and the regress gate's
+    from rollsum_evals.gain import is_curve
+
+    configs = {u.config for u in units}
+    curve = {c for c in configs if is_curve(c)}
     print(f"wrote {spec_path}: {shape.conversations} conversation(s), median {shape.messages} messages "
           f"(~{shape.tokens:,} tokens), {shape.questions} question(s); window {spec.context_windows[0]:,} "
-          f"tokens; {len({u.config for u in units})} configurations, {len(units)} units")
+          f"tokens; {len(configs - curve)} configurations + {len(curve)} truncation-curve points "
+          f"(the yardstick), {len(units)} units")
     print(f"next: rollsum run {shlex.quote(str(spec_path))} --out {shlex.quote(f'runs/{name}')}")
     return 0

@@ -110,9 +110,11 @@ def _default_out(name: str) -> Path:
 
 
 def _latest_run(name: str) -> Path | None:
-    """The newest run directory `_default_out` made for this name (one with a manifest)."""
-    runs = sorted(RUNS.glob(f"{glob.escape(_run_stem(name))}-*"), key=lambda p: p.name)
-    return next((p for p in reversed(runs) if (p / "manifest.json").exists()), None)
+    """The newest run directory for this name (one with a manifest): those `_default_out` made,
+    and ``runs/<name>`` itself, the directory `rollsum init` tells a user to pass as --out."""
+    stem = _run_stem(name)
+    runs = [p for p in (RUNS / stem, *RUNS.glob(f"{glob.escape(stem)}-*")) if (p / "manifest.json").exists()]
+    return max(runs, key=lambda p: ((p / "manifest.json").stat().st_mtime_ns, p.name), default=None)
 
 
 def _out_for(spec_name: str, args: argparse.Namespace, continuing: str | None) -> Path:

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -14,10 +16,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rollsum_evals.bundled import bundled_specs
 from rollsum_evals.cli import main
-from rollsum_evals.cli.init_cmd import ChatShape, suggest_window
+from rollsum_evals.cli.init_cmd import ChatShape, grids, suggest_window
 from rollsum_evals.data import load
+from rollsum_evals.gain import is_curve
 from rollsum_evals.rundir.status import banner, run_banner
 from rollsum_evals.spec.parse import load_spec
+
+from rollsum import EngineSettings
 
 
 @pytest.fixture
@@ -52,6 +57,13 @@ def test_init_writes_a_ready_spec_beside_the_data_and_prints_the_next_command(
     assert presets == {"full-context", "truncate", "since-last", "token-ratio"}
     grids = {c.preset: c.grid for c in spec.configs}
     assert set(grids["since-last"]) == {"messages_per_summary", "keep_last"} and "trigger_ratio" in grids["token-ratio"]
+    # "configurations" are the spec's own (the ones the report ranks), the harness's truncate curve apart
+    own = sum(math.prod(len(v) for v in c.grid.values()) for c in spec.configs if not is_curve(c.label or ""))
+    counts = re.search(r"; (\d+) configurations \+ (\d+) truncation-curve points \(the yardstick\), (\d+) units$",
+                       out[-2])
+    assert counts is not None, out[-2]
+    configs, curve, units = map(int, counts.groups())
+    assert configs == own == 15 and units == configs + curve  # one conversation: a unit per config
     tokens = sum(len(m["content"]) // 4 for m in json.loads(chat.read_text()))
     assert spec.context_windows[0] < tokens  # the chat does not fit: summaries matter
     # the next command works from anywhere: paths are relative to the spec
@@ -85,6 +97,15 @@ def test_init_without_questions_warns_that_retention_cannot_be_measured(
     chat, _ = export
     assert main(["init", str(chat), "--out", str(chat.with_name("s.toml"))]) == 0
     assert "no questions" in capsys.readouterr().out
+
+
+@given(messages=st.integers(2, 5000))
+def test_the_suggested_grid_has_no_two_values_that_replay_alike(messages: int) -> None:
+    # the engine summarizes at most once per `min_messages_per_attempt` messages: a smaller
+    # messages_per_summary (init once offered 5 for short chats) gives a row identical to 10's
+    every, _, _ = grids(ChatShape(1, messages, messages * 30, 60, 0))
+    floor = EngineSettings().min_messages_per_attempt
+    assert every == sorted(set(every)) and min(every) >= floor
 
 
 @given(messages=st.integers(2, 5000), per_message=st.integers(5, 3000), p95=st.integers(5, 20_000))
@@ -139,6 +160,16 @@ def test_resume_without_out_names_the_directory_it_would_have_used(
         assert f"{flag} needs --out RUN" in err and "would start a new run in runs/thresholds-" in err
         assert "--out runs/thresholds-20250101-000000" in err and len(err.splitlines()) == 1
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["thresholds-20250101-000000"]  # nothing started
+
+
+def test_the_resume_hint_finds_the_run_directory_init_suggests(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # `rollsum init` prints `--out runs/<name>`: a later --resume without --out must point there
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "thresholds").mkdir(parents=True)
+    (tmp_path / "runs" / "thresholds" / "manifest.json").write_text("{}")
+    assert main(["run", "thresholds", "--resume", "--no-progress"]) == 2
+    assert "the latest run of this spec is runs/thresholds (--out runs/thresholds)" in capsys.readouterr().err
 
 
 def test_the_resume_hint_finds_runs_of_a_name_that_is_not_a_safe_file_name(

@@ -117,7 +117,8 @@ def test_the_report_gives_few_conversations_an_ask_level_gain(tmp_path: Path) ->
     write_report(tmp_path / "r", tmp_path / "out", n_resamples=N)
     md = (tmp_path / "out" / "report.md").read_text()
     first = md.splitlines()[2]
-    assert first.startswith("**No configuration beats truncation at its tokens: the top gain, a, is +0.")
+    # two conversations give no interval: the line says there is no verdict, not that none beats truncation
+    assert first.startswith("**No verdict on 2 conversation(s) (an interval needs 5): the top gain, a, is +0.")
     assert "(not enough conversations (2))" in first
     assert f"Ask-level ({WITHIN_ONLY}): +0." in first and "retention higher than truncation's" in first
     assert f"gain, ask-level [95% CI] ({WITHIN_ONLY})" in md
