@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,6 +125,22 @@ def read_jsonl(path: Path, data: bytes | None = None, *, keys: tuple[str, ...] =
     if scan.bad:
         raise DamagedRun(describe_bad(path, scan.bad) + hint)
     return scan.rows
+
+
+def foreign_file(path: Path) -> str | None:
+    """Why `path` cannot be a file a run's writer made (None: a regular file, a directory, or
+    nothing there). A received run directory can hold a symbolic link where a journal or the lock
+    should be: following it, a reader reads outside the directory and a writer appends to (or,
+    the lock, truncates) the file it points at. A FIFO or a device would block or flood a reader."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISLNK(mode):
+        return f"a symbolic link (to {os.readlink(path)}), expected a regular file written by `rollsum run`"
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return "not a regular file, expected one written by `rollsum run`"
+    return None
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ Paths in ``argv`` are relative to the case directory, which is the working direc
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -658,6 +659,24 @@ def _other_parquet(name: str) -> RunEdit:
     return edit
 
 
+def _linked_out(name: str) -> RunEdit:
+    """The file moved out of the run directory and a symbolic link left in its place: the same
+    bytes (the seal still matches), but reading or writing through it leaves the directory."""
+    def edit(run: Path) -> None:
+        outside = run.parent / f"outside-{name}"
+        (run / name).rename(outside)
+        (run / name).symlink_to(outside)
+    return edit
+
+
+def _fifo(name: str) -> RunEdit:
+    """A named pipe in place of a file: reading it would wait forever for a writer."""
+    def edit(run: Path) -> None:
+        (run / name).unlink()
+        os.mkfifo(run / name)
+    return edit
+
+
 def unsealed(edit: RunEdit) -> RunEdit:
     """The same damage in a run whose manifest has no seal (an older or interrupted run): the
     reader's own checks must catch it, line by line and column by column."""
@@ -706,6 +725,12 @@ RUN_EDITS: dict[str, tuple[RunEdit, tuple[str, ...], tuple[str, ...]]] = {
     "manifest-spec-hash-edited-regress": (_manifest("spec_sha256", "0" * 64), REGRESS,
                                           ("manifest.json", "spec_sha256")),
     "manifest-spec-hash-edited-score": (_manifest("spec_sha256", "0" * 64), SCORE, ("manifest.json", "spec_sha256")),
+    # a received directory's links and special files: never followed, never read (nothing leaves the run)
+    "units-parquet-symlink-report": (_linked_out("units.parquet"), REPORT, ("units.parquet", "symbolic link")),
+    "run-lock-symlink-score": (_linked_out("run.lock"), SCORE, ("run.lock", "symbolic link")),
+    "manifest-symlink-regress": (_linked_out("manifest.json"), REGRESS, ("manifest.json", "symbolic link")),
+    "unsealed-probes-parquet-fifo-report": (unsealed(_fifo("probes.parquet")), REPORT,
+                                            ("probes.parquet", "not a regular file")),
     # no seal to compare with
     "unsealed-traces-jsonl-bad-line-score": (unsealed(_replace_line("traces.jsonl", 1, b"{not json")), SCORE,
                                              ("traces.jsonl", "line 2")),
