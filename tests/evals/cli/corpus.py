@@ -420,6 +420,8 @@ CASES += [
               ("latency_ms",)),
     spec_case("spec-scorers-empty", spec(top="scorers = []"), ("s.toml", "scorers")),
     spec_case("spec-prompts-empty", spec(top="prompts = []"), ("s.toml", "prompts")),
+    spec_case("spec-scorer-needs-arguments", spec(top='scorers = ["answer_retention", "rollsum.types:Message"]'),
+              ("s.toml", "scorers[1]", "rollsum.types:Message")),
     spec_case("spec-prompt-unknown", spec(preset="since-last", top='prompts = ["nope/v9"]\nmodels = ["fake"]'),
               ("nope/v9",)),
     spec_case("spec-cache-bogus", spec(top='cache = "disk"').replace('cache = "off"\n', ""), ("s.toml", "cache")),
