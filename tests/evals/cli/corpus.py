@@ -644,6 +644,18 @@ def _manifest(key: str, value: object) -> RunEdit:
     return edit
 
 
+def _manifest_at(keys: tuple[str, ...], value: object) -> RunEdit:
+    """One nested manifest value replaced (``("scoring", "scorers")``: ``manifest["scoring"]["scorers"]``)."""
+    def edit(run: Path) -> None:
+        m = json.loads((run / "manifest.json").read_text())
+        inner = m
+        for key in keys[:-1]:
+            inner = inner[key]
+        inner[keys[-1]] = value
+        (run / "manifest.json").write_text(json.dumps(m))
+    return edit
+
+
 def _flip_byte(name: str) -> RunEdit:
     """Same size, one byte changed: only the seal's sha256 can tell."""
     def edit(run: Path) -> None:
@@ -720,6 +732,17 @@ RUN_EDITS: dict[str, tuple[RunEdit, tuple[str, ...], tuple[str, ...]]] = {
     "manifest-files-string-report": (_manifest("files", "all of them"), REPORT, ("manifest.json", "files")),
     "manifest-configs-list-compare": (_manifest("configs", [1]), COMPARE, ("manifest.json", "configs")),
     "manifest-deleted-report": (_delete("manifest.json"), REPORT, ("manifest.json",)),
+    # parts of the manifest that score and the report's readers use: a wrong type was a traceback
+    "manifest-scorers-number-score": (_manifest_at(("scoring", "scorers"), 5), SCORE, ("manifest.json", "scoring.scorers")),
+    "manifest-scorers-null-report": (_manifest_at(("scoring", "scorers"), None), REPORT,
+                                     ("manifest.json", "scoring.scorers")),
+    "manifest-probe-timing-word-score": (_manifest_at(("scoring", "probe_timing"), "often"), SCORE,
+                                         ("manifest.json", "scoring.probe_timing", "often")),
+    "manifest-unit-cache-string-report": (_manifest("unit_cache", "on"), REPORT, ("manifest.json", "unit_cache")),
+    "manifest-dataset-format-object-score": (_manifest_at(("datasets", "d", "format"), {"x": 1}), SCORE,
+                                             ("manifest.json", "datasets.d.format")),
+    "manifest-dataset-source-missing-score": (_manifest_at(("datasets", "d"), {"sha256": "0" * 64}), SCORE,
+                                              ("manifest.json", "datasets.d.source")),
     # the spec hash edited: no longer the hash of the spec the manifest records (issue #19)
     "manifest-spec-hash-edited-report": (_manifest("spec_sha256", "0" * 64), REPORT, ("manifest.json", "spec_sha256")),
     "manifest-spec-hash-edited-compare": (_manifest("spec_sha256", "0" * 64), COMPARE,
