@@ -31,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from rollsum.errors import ConfigError
 from rollsum_evals import drilldown, plots, report_publish
 from rollsum_evals.analysis import (
     PER_CALL,
@@ -418,7 +419,12 @@ def _manifest_rows(run: Run) -> list[list[str]]:
 
 
 def _history_path(run: Run, history: Path | None) -> Path | None:
+    """The history to plot: the one the user named (which must exist: a mistyped path used to
+    leave the trend out in silence), else the run's default one if there is one."""
     if history is not None:
+        if not history.exists():
+            raise ConfigError(f"--history {history}: no such file (expected the history JSONL that "
+                              "`rollsum regress --record-history` writes beside the baseline)")
         return history
     candidate = Path("reports") / "baselines" / f"{run.name}.history.jsonl"
     return candidate if candidate.exists() else None

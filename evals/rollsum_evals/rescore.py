@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum.plugins import is_import_path
 from rollsum.redact import env_secrets, redact
 from rollsum_evals import scoring
 from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
@@ -49,11 +50,20 @@ class RescoreResult:
 
 
 def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
-             timing: ProbeTiming | None = None, model: str | None = None) -> ScoringPlan:
+             timing: ProbeTiming | None = None, model: str | None = None, where: str = "the run") -> ScoringPlan:
     """The run's scoring plan with the given parts replaced; unknown scorers are one line. The
     scorers every plan runs (`scoring.ALWAYS`: health) are added when missing, so re-scoring an
-    older run gives it the health columns too."""
+    older run gives it the health columns too.
+
+    A scorer the run names by import path is not imported from the manifest: a received run is
+    data, and importing a module runs it. The user names it (`scorers`) to re-score with it."""
     old = ScoringPlan.from_dict(manifest.get("scoring") or {})
+    if not scorers:
+        plugged = [n for n in old.scorers if is_import_path(n)]
+        if plugged:
+            raise ConfigError(f"{where}: its scorers name {plugged[0]!r} by import path, and `rollsum score` never "
+                              "imports code a run directory names; to re-score with it, name it yourself: "
+                              f"--scorers {','.join(old.scorers)}")
     chosen = tuple(scorers) if scorers else old.scorers
     for name in chosen:
         scoring.get(name)
@@ -113,7 +123,7 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     if manifest.get("status") in ("running", "interrupted"):
         raise ConfigError(f"{rd.path}: the run is not finished (status {manifest.get('status')}); "
                           "finish it with `rollsum run SPEC --out DIR --resume` first")
-    plan = plan_for(manifest, scorers=scorers, timing=timing, model=model)
+    plan = plan_for(manifest, scorers=scorers, timing=timing, model=model, where=str(rd.path))
     datasets = load_pinned(manifest.get("datasets") or {}, loader, where=str(rd.path))
     convs = {(name, c.id): c for name, d in datasets.items() for c in d.conversations}
     committed = rd.unit_rows()

@@ -132,3 +132,24 @@ def test_without_a_record_a_component_by_import_path_is_read_as_undeclared_never
                                     {"summarizer": "this:s"})
     assert caps.deterministic is False
     assert "this" not in sys.modules
+
+
+def test_score_never_imports_a_scorer_the_manifest_names_by_import_path(
+        plugged_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`rollsum score RUN` re-scores with the run's own scorers: a received manifest that lists
+    ``pkg.module:Class`` among them used to have score import (run) that module. It is one line
+    naming the run and the scorer, and the user can name it on the command line instead."""
+    path = plugged_run / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["scoring"]["scorers"] = [*manifest["scoring"]["scorers"], f"{MODULE}:Mem"]
+    path.write_text(json.dumps(manifest))
+    assert main(["score", str(plugged_run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(plugged_run) in err and f"{MODULE}:Mem" in err and "--scorers" in err, err
+    assert not (tmp_path / "marker").exists(), "score imported a scorer the run directory names"
+    assert MODULE not in sys.modules
+    # named by the user, it is imported (and refused here: a memory is not a scorer), one line
+    assert main(["score", str(plugged_run), "--scorers", f"answer_retention,{MODULE}:Mem"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"scorer {MODULE}:Mem" in err, err
+    assert (tmp_path / "marker").exists()

@@ -43,6 +43,9 @@ def _compare(args: argparse.Namespace) -> int:
     if len(args.runs) == 1:
         if not (args.config_a and args.config_b):
             raise ConfigError("compare RUN needs --a CONFIG_A and --b CONFIG_B (or give two runs)")
+        if args.config_a == args.config_b:
+            raise ConfigError(f"--a and --b: expected two different configurations, got {args.config_a!r} twice "
+                              "(a configuration compared with itself differs by nothing)")
         run = analysis.load(args.runs[0])
         if args.dataset:
             run = analysis.only_datasets(run, args.dataset)

@@ -188,7 +188,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     from rollsum_evals.spec.parse import load_spec
 
     if not os.path.isfile(args.chat):
-        raise ConfigError(f"{args.chat}: no such file (expected a chat export: docs/datasets.md)")
+        found = "is a directory" if os.path.isdir(args.chat) else "no such file"
+        raise ConfigError(f"{args.chat}: {found} (expected a chat export: docs/datasets.md)")
     spec_path = Path(args.out) if args.out else default_spec_path(args.chat)
     if spec_path.exists() and not args.force:
         raise ConfigError(f"{spec_path}: already exists (pass --force to overwrite it, or --out another path)")

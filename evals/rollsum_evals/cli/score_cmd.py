@@ -16,7 +16,8 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                        "probes tables: other scorers, other probe timing. Nothing is replayed; only a "
                        "scorer that needs a model (qa) calls one. Defaults: the run's own scoring.")
     p.add_argument("run", type=Path, help="run directory written by `rollsum run`")
-    p.add_argument("--scorers", metavar="A,B", help="comma-separated scorer names (default: the run's)")
+    p.add_argument("--scorers", metavar="A,B", help="comma-separated scorer names or import paths "
+                   "(default: the run's, if none is an import path)")
     timing = p.add_mutually_exclusive_group()
     timing.add_argument("--timing", metavar="KEY",
                         help="probe timing key: sampled:N[,seed=S][+end] (the default timing is "
@@ -66,11 +67,13 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     scorers = [s.strip() for s in args.scorers.split(",") if s.strip()] if args.scorers is not None else None
     if scorers is not None:
+        from rollsum.plugins import is_import_path
         from rollsum_evals.scoring import names
 
-        unknown = [s for s in scorers if s not in names()]
+        unknown = [s for s in scorers if s not in names() and not is_import_path(s)]
         if unknown or not scorers:
-            raise ConfigError(f"--scorers {args.scorers!r}: expected scorer names from {', '.join(names())}"
+            raise ConfigError(f"--scorers {args.scorers!r}: expected scorer names from {', '.join(names())} "
+                              "or import paths 'package.module:Class'"
                               + (f", got {', '.join(unknown)}" if unknown else ""))
     if args.ray_address and args.executor != "ray":
         raise ConfigError("--ray-address: only with --executor ray")

@@ -201,6 +201,8 @@ def _timestamp(item: Mapping[str, Any], where: str, i: int) -> str | None:
         except (OverflowError, OSError, ValueError):
             raise ExportError(f"field {where}.{key}: expected ISO text or seconds since 1970 within years "
                               f"1-9999, got {value!r}", i) from None
+    if value is not None:  # else the message's time would be dropped in silence
+        raise ExportError(f"field {where}.{key}: expected ISO text or seconds since 1970, got {describe(value)}", i)
     return None
 
 

@@ -70,7 +70,8 @@ def read_rows(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) 
     ConfigError naming the file and line."""
     file = os.fspath(path)
     if not os.path.isfile(file):
-        raise ConfigError(f"{file}: questions file not found (expected a .jsonl or .csv file of questions)")
+        found = "is a directory" if os.path.isdir(file) else "questions file not found"
+        raise ConfigError(f"{file}: {found} (expected a .jsonl or .csv file of questions)")
     ext = os.path.splitext(file)[1].lower()
     if ext == ".csv":
         return _csv_rows(file, limits)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +127,22 @@ def read_jsonl(path: Path, data: bytes | None = None, *, keys: tuple[str, ...] =
     return scan.rows
 
 
+def foreign_file(path: Path) -> str | None:
+    """Why `path` cannot be a file a run's writer made (None: a regular file, a directory, or
+    nothing there). A received run directory can hold a symbolic link where a journal or the lock
+    should be: following it, a reader reads outside the directory and a writer appends to (or,
+    the lock, truncates) the file it points at. A FIFO or a device would block or flood a reader."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISLNK(mode):
+        return f"a symbolic link (to {os.readlink(path)}), expected a regular file written by `rollsum run`"
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return "not a regular file, expected one written by `rollsum run`"
+    return None
+
+
 # ----------------------------------------------------------------------------------------------
 # the seal
 
@@ -202,6 +220,8 @@ _OPTIONAL: dict[str, tuple[str, Any]] = {
     "spent_usd": ("a number", _is_number),
     "pid": ("an integer", _is_int),
     "resumed_at": ("a list", lambda v: isinstance(v, list)),
+    "unit_cache": ("an object", lambda v: isinstance(v, dict)),
+    "cache": ("an object", lambda v: isinstance(v, dict)),
     "files": ("an object of {bytes, sha256}", lambda v: isinstance(v, dict) and all(
         isinstance(d, dict) and _is_int(d.get("bytes")) and isinstance(d.get("sha256"), str) for d in v.values())),
 }
@@ -226,6 +246,47 @@ def _schema_problem(schema: Any) -> str | None:
     return None
 
 
+def _str_or_none(v: Any) -> bool:
+    return v is None or isinstance(v, str)
+
+
+_DATASET_KEYS: dict[str, tuple[str, Any]] = {
+    "source": ("a path or generator spec (a string)", lambda v: isinstance(v, str) and v != ""),
+    "sha256": ("a string", lambda v: isinstance(v, str)),
+    "format": ("a loader name or null", _str_or_none),
+    "questions": ("a path or null", _str_or_none),
+    "limit": ("an integer or null", lambda v: v is None or _is_int(v)),
+}
+"""What `rollsum score` and a drill-down reload a pinned dataset with (`data.pinned`)."""
+
+
+def _datasets_problem(datasets: Mapping[str, Any]) -> str | None:
+    for name, d in datasets.items():
+        for key, (what, ok) in _DATASET_KEYS.items():
+            if (key in d or key in ("source", "sha256")) and not ok(d.get(key)):
+                return f"key 'datasets.{name}.{key}': expected {what}, found {_short(d.get(key))}"
+    return None
+
+
+def _scoring_problem(plan: Mapping[str, Any]) -> str | None:
+    """The parts of the scoring plan that `ScoringPlan.from_dict` would trip on."""
+    scorers = plan.get("scorers")
+    if "scorers" in plan and not (isinstance(scorers, list) and all(isinstance(n, str) and n for n in scorers)):
+        return f"key 'scoring.scorers': expected a list of scorer names, found {_short(scorers)}"
+    timing = plan.get("probe_timing")
+    if timing is not None:
+        from rollsum_evals.scoring.asks import parse_timing
+
+        try:
+            if not isinstance(timing, str):
+                raise ValueError(timing)
+            parse_timing(timing)
+        except ValueError:
+            return (f"key 'scoring.probe_timing': expected a probe timing key such as 'sampled:1+end', 'end', "
+                    f"'after:N' or 'ages:A,B[+end]', found {_short(timing)}")
+    return None
+
+
 def check_manifest(manifest: Any) -> str | None:
     """What is wrong with a manifest's shape (None: nothing a reader would trip on)."""
     if not isinstance(manifest, dict):
@@ -234,6 +295,14 @@ def check_manifest(manifest: Any) -> str | None:
         value = manifest.get(key)
         if value is not None and not ok(value):
             return f"key '{key}': expected {what}, found {_short(value)}"
+    if manifest.get("datasets") is not None:
+        problem = _datasets_problem(manifest["datasets"])
+        if problem is not None:
+            return problem
+    if manifest.get("scoring") is not None:
+        problem = _scoring_problem(manifest["scoring"])
+        if problem is not None:
+            return problem
     if manifest.get("schema") is not None:
         return _schema_problem(manifest["schema"])
     return None

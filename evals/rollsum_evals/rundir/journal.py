@@ -53,6 +53,7 @@ from rollsum_evals.rundir.integrity import (
     content_problem,
     describe_bad,
     file_digest,
+    foreign_file,
     scan_jsonl,
     size_problem,
     spec_hash_problem,
@@ -222,7 +223,13 @@ class RunDir:
         self.sealed: dict[str, dict[str, Any]] = {}
 
     def file(self, name: str) -> Path:
-        return self.path / name
+        """The path of one of the run's files; a symbolic link or a special file there is
+        `DamagedRun` (`integrity.foreign_file`), so no read or write through it leaves the run."""
+        path = self.path / name
+        problem = foreign_file(path)
+        if problem is not None:
+            raise DamagedRun(f"{path}: {problem}; the run directory is damaged")
+        return path
 
     def has_results(self) -> bool:
         return self.file(UNITS_JOURNAL).exists() or self.file(MANIFEST).exists()

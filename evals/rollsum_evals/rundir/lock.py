@@ -26,6 +26,7 @@ from types import TracebackType
 
 from rollsum.errors import ConfigError
 from rollsum_evals.rundir.format import LOCK
+from rollsum_evals.rundir.integrity import DamagedRun, foreign_file
 
 
 class RunInProgress(ConfigError):
@@ -62,8 +63,11 @@ class RunLock:
     def acquire(self) -> None:
         if self._fd is not None:
             return
+        problem = foreign_file(self.path)
+        if problem is not None:  # the lock is truncated and written: never through a link
+            raise DamagedRun(f"{self.path}: {problem}; the run directory is damaged")
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         except OSError as err:
             raise ConfigError(f"{self.directory}: cannot write the run directory ({err.strerror or err})") from None
         try:

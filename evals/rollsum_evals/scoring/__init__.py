@@ -75,7 +75,7 @@ def get(name: str) -> Scorer:
         raise ConfigError(f"unknown scorer {name!r}: expected one of {', '.join(REGISTRY)} "
                           "or an import path 'package.module:Class'")
     factory = plugins.load(name)
-    scorer = factory() if callable(factory) else None
+    scorer = plugins.construct(factory, {}, {}, what=f"scorer {name}") if callable(factory) else None
     if not isinstance(scorer, Scorer):
         raise ConfigError(f"scorer {name}: {type(factory).__name__} does not make a Scorer (expected a class "
                           "with name, version, unit_columns, probe_columns, needs and score(inp))")

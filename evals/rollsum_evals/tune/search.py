@@ -168,8 +168,28 @@ def _open_study(out: Path, tune: TuneSpec, first_rung: int, *, create: bool) -> 
         if create:
             return optuna.create_study(study_name=STUDY_NAME, storage=storage, directions=directions,
                                        sampler=_sampler(tune, 0), pruner=pruner)
-        return optuna.load_study(study_name=STUDY_NAME, storage=storage, sampler=_sampler(tune, 0),
-                                 pruner=pruner)
+        try:
+            return optuna.load_study(study_name=STUDY_NAME, storage=storage, sampler=_sampler(tune, 0),
+                                     pruner=pruner)
+        except KeyError:  # the journal holds no study of this name (damaged, or not a tune's)
+            raise ConfigError(f"{out / STUDY}: holds no tune study to continue; the tune directory is damaged "
+                              "(choose another --out)") from None
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    """The tune directory's identity record (absent: {}); a damaged one is one line, not a traceback."""
+    from rollsum.safejson import JSONInputError, loads
+
+    try:
+        state = loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except JSONInputError as err:
+        raise ConfigError(f"{path}: not usable JSON ({err}); the tune directory is damaged") from None
+    if not isinstance(state, dict):
+        raise ConfigError(f"{path}: expected a JSON object, found {type(state).__name__}; the tune directory "
+                          "is damaged")
+    return state
 
 
 class _Tuner:
@@ -404,7 +424,7 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
             if not opts.resume:
                 raise ConfigError(f"{target}: already holds a tune; pass --resume to continue it, or choose another "
                                   "--out")
-            state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.exists() else {}
+            state = _read_state(state_file)
             if state.get("identity") != identity:
                 raise ConfigError(f"{target}: the tune there was started with another spec, seed or --locomo; "
                                   "--resume needs the same ones (or choose another --out)")

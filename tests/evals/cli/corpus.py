@@ -13,6 +13,7 @@ Paths in ``argv`` are relative to the case directory, which is the working direc
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -352,6 +353,9 @@ CASES: list[Case] = [
     cli_case("cli-convert-out-directory", ("data", "convert", "data.jsonl", "outdir"), ("outdir",),
              {"outdir/keep": ""}),
     cli_case("cli-init-deep", ("init", "deep.json"), ("deep.json", "nested"), {"deep.json": deep()}),
+    cli_case("cli-init-chat-directory", ("init", "chatdir"), ("chatdir", "is a directory"), {"chatdir/keep": ""}),
+    cli_case("cli-init-questions-directory", ("init", "chat.json", "--questions", "qdir"), ("qdir", "is a directory"),
+             {"chat.json": CHAT, "qdir/keep": ""}),
     cli_case("cli-init-surrogate-chat", ("init", "chat.json"), ("chat.json", "surrogate"),
              {"chat.json": json.dumps([{"role": "user", "content": "a\ud800b"}])}),
     cli_case("cli-score-ages-word", ("score", "somerun", "--ages", "5,x"), ("--ages",), {"somerun/keep": ""}),
@@ -379,6 +383,10 @@ CASES += [
               ("chat.json", "tool_calls"), file="chat.json"),
     data_case("chat-timestamp-overflow", json.dumps([{"role": "user", "content": "x", "timestamp": 1e20}]),
               ("chat.json", "timestamp"), file="chat.json"),
+    data_case("chat-created-at-boolean", json.dumps([{"role": "user", "content": "x", "created_at": True}]),
+              ("chat.json", "messages[0].created_at", "a boolean"), file="chat.json"),
+    data_case("chat-timestamp-object", json.dumps([{"role": "user", "content": "x", "timestamp": {"s": 1}}]),
+              ("chat.json", "messages[0].timestamp", "an object"), file="chat.json"),
     data_case("chat-timestamp-nan-string", json.dumps([{"role": "user", "content": "x", "create_time": -1e18}]),
               ("chat.json", "create_time"), file="chat.json"),
     data_case("chat-content-block-number", json.dumps([{"role": "user", "content": [5]}]),
@@ -419,6 +427,8 @@ CASES += [
               ("latency_ms",)),
     spec_case("spec-scorers-empty", spec(top="scorers = []"), ("s.toml", "scorers")),
     spec_case("spec-prompts-empty", spec(top="prompts = []"), ("s.toml", "prompts")),
+    spec_case("spec-scorer-needs-arguments", spec(top='scorers = ["answer_retention", "rollsum.types:Message"]'),
+              ("s.toml", "scorers[1]", "rollsum.types:Message")),
     spec_case("spec-prompt-unknown", spec(preset="since-last", top='prompts = ["nope/v9"]\nmodels = ["fake"]'),
               ("nope/v9",)),
     spec_case("spec-cache-bogus", spec(top='cache = "disk"').replace('cache = "off"\n', ""), ("s.toml", "cache")),
@@ -641,6 +651,18 @@ def _manifest(key: str, value: object) -> RunEdit:
     return edit
 
 
+def _manifest_at(keys: tuple[str, ...], value: object) -> RunEdit:
+    """One nested manifest value replaced (``("scoring", "scorers")``: ``manifest["scoring"]["scorers"]``)."""
+    def edit(run: Path) -> None:
+        m = json.loads((run / "manifest.json").read_text())
+        inner = m
+        for key in keys[:-1]:
+            inner = inner[key]
+        inner[keys[-1]] = value
+        (run / "manifest.json").write_text(json.dumps(m))
+    return edit
+
+
 def _flip_byte(name: str) -> RunEdit:
     """Same size, one byte changed: only the seal's sha256 can tell."""
     def edit(run: Path) -> None:
@@ -655,6 +677,24 @@ def _other_parquet(name: str) -> RunEdit:
     """A valid parquet file with other columns in place of a table."""
     def edit(run: Path) -> None:
         parquet([{"unit_id": "x", "retention": 1.0}])(run / name)
+    return edit
+
+
+def _linked_out(name: str) -> RunEdit:
+    """The file moved out of the run directory and a symbolic link left in its place: the same
+    bytes (the seal still matches), but reading or writing through it leaves the directory."""
+    def edit(run: Path) -> None:
+        outside = run.parent / f"outside-{name}"
+        (run / name).rename(outside)
+        (run / name).symlink_to(outside)
+    return edit
+
+
+def _fifo(name: str) -> RunEdit:
+    """A named pipe in place of a file: reading it would wait forever for a writer."""
+    def edit(run: Path) -> None:
+        (run / name).unlink()
+        os.mkfifo(run / name)
     return edit
 
 
@@ -699,6 +739,18 @@ RUN_EDITS: dict[str, tuple[RunEdit, tuple[str, ...], tuple[str, ...]]] = {
     "manifest-files-string-report": (_manifest("files", "all of them"), REPORT, ("manifest.json", "files")),
     "manifest-configs-list-compare": (_manifest("configs", [1]), COMPARE, ("manifest.json", "configs")),
     "manifest-deleted-report": (_delete("manifest.json"), REPORT, ("manifest.json",)),
+    # parts of the manifest that score and the report's readers use: a wrong type was a traceback
+    "manifest-scorers-number-score": (_manifest_at(("scoring", "scorers"), 5), SCORE,
+                                      ("manifest.json", "scoring.scorers")),
+    "manifest-scorers-null-report": (_manifest_at(("scoring", "scorers"), None), REPORT,
+                                     ("manifest.json", "scoring.scorers")),
+    "manifest-probe-timing-word-score": (_manifest_at(("scoring", "probe_timing"), "often"), SCORE,
+                                         ("manifest.json", "scoring.probe_timing", "often")),
+    "manifest-unit-cache-string-report": (_manifest("unit_cache", "on"), REPORT, ("manifest.json", "unit_cache")),
+    "manifest-dataset-format-object-score": (_manifest_at(("datasets", "d", "format"), {"x": 1}), SCORE,
+                                             ("manifest.json", "datasets.d.format")),
+    "manifest-dataset-source-missing-score": (_manifest_at(("datasets", "d"), {"sha256": "0" * 64}), SCORE,
+                                              ("manifest.json", "datasets.d.source")),
     # the spec hash edited: no longer the hash of the spec the manifest records (issue #19)
     "manifest-spec-hash-edited-report": (_manifest("spec_sha256", "0" * 64), REPORT, ("manifest.json", "spec_sha256")),
     "manifest-spec-hash-edited-compare": (_manifest("spec_sha256", "0" * 64), COMPARE,
@@ -706,6 +758,12 @@ RUN_EDITS: dict[str, tuple[RunEdit, tuple[str, ...], tuple[str, ...]]] = {
     "manifest-spec-hash-edited-regress": (_manifest("spec_sha256", "0" * 64), REGRESS,
                                           ("manifest.json", "spec_sha256")),
     "manifest-spec-hash-edited-score": (_manifest("spec_sha256", "0" * 64), SCORE, ("manifest.json", "spec_sha256")),
+    # a received directory's links and special files: never followed, never read (nothing leaves the run)
+    "units-parquet-symlink-report": (_linked_out("units.parquet"), REPORT, ("units.parquet", "symbolic link")),
+    "run-lock-symlink-score": (_linked_out("run.lock"), SCORE, ("run.lock", "symbolic link")),
+    "manifest-symlink-regress": (_linked_out("manifest.json"), REGRESS, ("manifest.json", "symbolic link")),
+    "unsealed-probes-parquet-fifo-report": (unsealed(_fifo("probes.parquet")), REPORT,
+                                            ("probes.parquet", "not a regular file")),
     # no seal to compare with
     "unsealed-traces-jsonl-bad-line-score": (unsealed(_replace_line("traces.jsonl", 1, b"{not json")), SCORE,
                                              ("traces.jsonl", "line 2")),

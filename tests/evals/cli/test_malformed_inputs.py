@@ -183,6 +183,13 @@ def test_a_damaged_run_directory_is_named_in_one_line(finished_run: Path, tmp_pa
     refused(args, tmp_path, needle=needle)
 
 
+def test_compare_refuses_a_configuration_compared_with_itself(finished_run: Path, tmp_path: Path) -> None:
+    """``--a X --b X`` used to write a compare.md of zero differences and exit 0: a typo in one
+    label looked like a finding."""
+    refused(["compare", str(finished_run / "run"), "--a", "truncate", "--b", "truncate", "--out", "cmp",
+             "--resamples", "200"], tmp_path, needle=("--a and --b", "'truncate' twice"))
+
+
 def _duplicate_first_unit(run: Path) -> None:
     with (run / "units.jsonl").open("ab") as fh:
         fh.write((run / "units.jsonl").read_bytes().split(b"\n")[0] + b"\n")

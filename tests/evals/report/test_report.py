@@ -107,6 +107,13 @@ def test_trend_plot_appears_when_a_history_exists(run_dir: Path, tmp_path: Path)
     assert page.read_text().count("data:image/png;base64,") == 7
 
 
+def test_a_history_the_user_names_must_exist(run_dir: Path, tmp_path: Path) -> None:
+    """`report --history PATH` with a mistyped PATH used to leave the trend out in silence, exit 0."""
+    with pytest.raises(ConfigError, match=r"--history .*nope\.history\.jsonl: no such file"):
+        write_report(run_dir, tmp_path / "out", history=tmp_path / "nope.history.jsonl", n_resamples=200)
+    assert not (tmp_path / "out").exists()
+
+
 def test_missing_run_directory_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="nope"):
         load(tmp_path / "nope")

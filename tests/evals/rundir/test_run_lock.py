@@ -200,3 +200,23 @@ def test_a_read_only_run_directory_is_one_line_not_a_traceback(tmp_path: Path, m
     monkeypatch.setattr(os, "open", refuse)
     with pytest.raises(ConfigError, match="cannot write the run directory"):
         RunLock(tmp_path).acquire()
+
+
+def test_a_lock_file_that_is_a_symbolic_link_is_refused_and_what_it_points_at_is_untouched(tmp_path: Path) -> None:
+    """A received run directory can hold ``run.lock -> ~/notes.txt``: taking the lock truncates
+    and writes the file, so following the link destroyed the file it pointed at."""
+    from rollsum_evals.rundir.integrity import DamagedRun
+
+    victim = tmp_path / "notes.txt"
+    victim.write_text("precious\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.lock").symlink_to(victim)
+    with pytest.raises(DamagedRun, match=r"run\.lock: a symbolic link .*notes\.txt"):
+        RunLock(run).acquire()
+    assert victim.read_text() == "precious\n"
+    (run / "run.lock").unlink()
+    (run / "run.lock").symlink_to(tmp_path / "not-yet")  # dangling: creating it would write outside too
+    with pytest.raises(DamagedRun, match="symbolic link"):
+        RunLock(run).acquire()
+    assert not (tmp_path / "not-yet").exists()

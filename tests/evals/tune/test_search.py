@@ -156,6 +156,24 @@ def test_a_killed_tune_resumes_to_the_same_best_without_repeating_a_finished_tri
         run_tune(_spec(tmp_path), out, TuneOptions(executor="thread", resume=True, seed=99))
 
 
+@pytest.mark.parametrize(("name", "damage", "needle"), [
+    ("tune-state.json", b"[1, 2]", r"tune-state\.json: expected a JSON object"),
+    ("tune-state.json", b"{not json", r"tune-state\.json: not usable JSON"),
+    ("study.journal", b"{not a journal\n", r"study\.journal: holds no tune study"),
+])
+def test_resuming_a_damaged_tune_directory_is_one_line(tmp_path: Path, reference: TuneResult, name: str,
+                                                       damage: bytes, needle: str) -> None:
+    """A tune directory's state or study file that is not what the tune wrote used to be an
+    AttributeError, JSONDecodeError or Optuna KeyError traceback on ``--resume``."""
+    import shutil
+
+    out = tmp_path / "t"
+    shutil.copytree(reference.out, out)
+    (out / name).write_bytes(damage)
+    with pytest.raises(ConfigError, match=needle):
+        run_tune(_spec(tmp_path), out, TuneOptions(executor="thread", resume=True))
+
+
 def test_constraints_no_feasible_trial_is_never_a_best(tmp_path: Path) -> None:
     out = tmp_path / "t"
     result = run_tune(_spec(tmp_path, constraints="[tune.constraints]\nmax_tokens_per_call = 5"), out,
