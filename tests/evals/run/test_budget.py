@@ -205,3 +205,18 @@ def test_a_nan_budget_is_a_user_mistake(tmp_path: Path, capsys: pytest.CaptureFi
                      "--no-progress"]) == 2
         err = capsys.readouterr().err.strip()
         assert "--max-cost-usd" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", ["budget.json.lock", ACCOUNT_FILE])
+def test_the_account_never_follows_a_link_in_a_received_run_directory(tmp_path: Path, name: str) -> None:
+    """A run directory someone sent can hold a link where the account's lock or file should be:
+    opening the lock through a dangling link creates the file it names, and the account would be
+    read from outside the directory. Refused as a damaged run, and nothing is created there."""
+    run_dir, outside = tmp_path / "run", tmp_path / "outside"
+    run_dir.mkdir()
+    outside.mkdir()
+    target = outside / "created-through-the-link"
+    (run_dir / name).symlink_to(target)
+    with pytest.raises(ConfigError, match=r"symbolic link.*the run directory is damaged"):
+        FileAccount.start(run_dir, cap=1.0)
+    assert not target.exists()
