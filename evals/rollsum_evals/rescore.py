@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
+from rollsum.models.spec import capabilities
 from rollsum.plugins import is_import_path
 from rollsum.redact import env_secrets, redact
 from rollsum_evals import scoring
@@ -74,7 +75,22 @@ def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
     if "model" in scoring.needs(plan.scorers) and not plan.model:
         need = [n for n in plan.scorers if "model" in scoring.needs([n])]
         raise ConfigError(f"scorer {', '.join(need)} needs a model to answer: the run has none, pass --model SPEC")
+    if model is None and "model" in scoring.needs(plan.scorers):
+        paid = [m for m in dict.fromkeys((plan.model, plan.judge_model if plan.judge else "")) if m and not free(m)]
+        if paid:  # a received run's manifest does not get to spend the reader's key
+            raise ConfigError(f"{where}: re-scoring calls the model its manifest names ({', '.join(paid)}), which "
+                              f"is paid with your key; to confirm, name it yourself: --model {plan.model} (or an "
+                              "offline one: fake:..., replay:PATH)")
     return plan
+
+
+def free(spec: str) -> bool:
+    """Whether calling the model a spec names costs nothing (offline ones); an unknown spec is
+    not free (building it will say why)."""
+    try:
+        return capabilities(spec).free
+    except ConfigError:
+        return False
 
 
 def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing: ProbeTiming | None = None,

@@ -178,3 +178,26 @@ def test_a_run_rebuilds_any_units_context_from_its_pinned_dataset(tmp_path: Path
     assert any(i.text_id is not None for i in last)  # ...then the summary, then the tail
     turns = run.turns[run.turns["unit_id"] == uid]
     assert list(turns["context_items"]) == [len(trace.context_at(t)) for t in range(len(trace.turns))]
+
+
+def test_a_received_manifest_does_not_get_to_spend_the_readers_key() -> None:
+    """Re-scoring with `qa` calls the model the run's manifest names: a paid one (answering or
+    judging) is refused until the reader names the model themselves; offline ones and a model
+    given explicitly go ahead."""
+    from rollsum_evals.rescore import plan_for
+
+    from rollsum.errors import ConfigError
+
+    def manifest(model: str, judge_model: str = "") -> dict[str, Any]:
+        scoring = {"scorers": ["answer_retention", "qa"], "probe_timing": "end", "model": model, "judge": True}
+        return {"scoring": {**scoring, "judge_model": judge_model} if judge_model else scoring}
+
+    with pytest.raises(ConfigError, match=r"anthropic:claude-haiku-4-5\), which is paid with your key.*"
+                                          r"--model anthropic:claude-haiku-4-5"):
+        plan_for(manifest("anthropic:claude-haiku-4-5"))
+    with pytest.raises(ConfigError, match=r"\(anthropic:claude-sonnet-4-5\), which is paid"):
+        plan_for(manifest("fake", judge_model="anthropic:claude-sonnet-4-5"))
+    assert plan_for(manifest("anthropic:claude-haiku-4-5"), model="anthropic:claude-haiku-4-5").model \
+        == "anthropic:claude-haiku-4-5"
+    assert plan_for(manifest("fake")).model == "fake"
+    assert plan_for(manifest("anthropic:claude-haiku-4-5"), scorers=["answer_retention"]).scorers  # no model called
