@@ -51,7 +51,8 @@ class RescoreResult:
 
 
 def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
-             timing: ProbeTiming | None = None, model: str | None = None, where: str = "the run") -> ScoringPlan:
+             timing: ProbeTiming | None = None, model: str | None = None, judge_model: str | None = None,
+             where: str = "the run") -> ScoringPlan:
     """The run's scoring plan with the given parts replaced; unknown scorers are one line. The
     scorers every plan runs (`scoring.ALWAYS`: health) are added when missing, so re-scoring an
     older run gives it the health columns too.
@@ -71,16 +72,21 @@ def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
     if len(set(chosen)) != len(chosen):
         raise ConfigError(f"--scorers {','.join(chosen)}: a scorer is listed twice")
     plan = dataclasses.replace(old, scorers=scoring.with_always(chosen), timing=timing or old.timing,
-                               model=old.model if model is None else model)
+                               model=old.model if model is None else model,
+                               judge_model=old.judge_model if judge_model is None else judge_model)
     if "model" in scoring.needs(plan.scorers) and not plan.model:
         need = [n for n in plan.scorers if "model" in scoring.needs([n])]
         raise ConfigError(f"scorer {', '.join(need)} needs a model to answer: the run has none, pass --model SPEC")
-    if model is None and "model" in scoring.needs(plan.scorers):
-        paid = [m for m in dict.fromkeys((plan.model, plan.judge_model if plan.judge else "")) if m and not free(m)]
-        if paid:  # a received run's manifest does not get to spend the reader's key
-            raise ConfigError(f"{where}: re-scoring calls the model its manifest names ({', '.join(paid)}), which "
-                              f"is paid with your key; to confirm, name it yourself: --model {plan.model} (or an "
-                              "offline one: fake:..., replay:PATH)")
+    if "model" in scoring.needs(plan.scorers):  # a received run's manifest does not get to spend your key
+        named = [("--model", plan.model)] if model is None else []
+        if judge_model is None and plan.judge and plan.judge_model:
+            named.append(("--judge-model", plan.judge_model))
+        paid = [(flag, spec) for flag, spec in named if not free(spec)]
+        if paid:
+            raise ConfigError(f"{where}: re-scoring calls the model(s) its manifest names "
+                              f"({', '.join(spec for _, spec in paid)}), paid with your key; to confirm, name them "
+                              f"yourself: {' '.join(f'{flag} {spec}' for flag, spec in paid)} (or offline ones: "
+                              "fake:..., replay:PATH)")
     return plan
 
 
@@ -94,7 +100,8 @@ def free(spec: str) -> bool:
 
 
 def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing: ProbeTiming | None = None,
-            model: str | None = None, loader: Loader = default_loader, models: ModelBuilder | None = None,
+            model: str | None = None, judge_model: str | None = None, loader: Loader = default_loader,
+            models: ModelBuilder | None = None,
             now: Callable[[], str] = provenance.now, executor: str = "local", ray_address: str | None = None,
             jobs: int = 4) -> RescoreResult:
     """Holds the run directory's lock throughout (a sweep still writing it is refused); a
@@ -117,8 +124,8 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
         cluster = connect(ray_address)
     try:
         with RunLock(rd.path):
-            return _rescore(rd, scorers=scorers, timing=timing, model=model, loader=loader, models=models,
-                            now=now, cluster=cluster, jobs=jobs)
+            return _rescore(rd, scorers=scorers, timing=timing, model=model, judge_model=judge_model, loader=loader,
+                            models=models, now=now, cluster=cluster, jobs=jobs)
     except OSError as err:
         if isinstance(err, ConnectionError | TimeoutError):
             raise
@@ -130,8 +137,8 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
 
 
 def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming | None, model: str | None,
-             loader: Loader, models: ModelBuilder | None, now: Callable[[], str], cluster: Any = None,
-             jobs: int = 4) -> RescoreResult:
+             judge_model: str | None, loader: Loader, models: ModelBuilder | None, now: Callable[[], str],
+             cluster: Any = None, jobs: int = 4) -> RescoreResult:
     t0 = time.perf_counter()
     manifest = rd.read_manifest()
     check_format(rd.path, manifest)
@@ -139,7 +146,8 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     if manifest.get("status") in ("running", "interrupted"):
         raise ConfigError(f"{rd.path}: the run is not finished (status {manifest.get('status')}); "
                           "finish it with `rollsum run SPEC --out DIR --resume` first")
-    plan = plan_for(manifest, scorers=scorers, timing=timing, model=model, where=str(rd.path))
+    plan = plan_for(manifest, scorers=scorers, timing=timing, model=model, judge_model=judge_model,
+                    where=str(rd.path))
     datasets = load_pinned(manifest.get("datasets") or {}, loader, where=str(rd.path))
     convs = {(name, c.id): c for name, d in datasets.items() for c in d.conversations}
     committed = rd.unit_rows()

@@ -192,12 +192,19 @@ def test_a_received_manifest_does_not_get_to_spend_the_readers_key() -> None:
         scoring = {"scorers": ["answer_retention", "qa"], "probe_timing": "end", "model": model, "judge": True}
         return {"scoring": {**scoring, "judge_model": judge_model} if judge_model else scoring}
 
-    with pytest.raises(ConfigError, match=r"anthropic:claude-haiku-4-5\), which is paid with your key.*"
-                                          r"--model anthropic:claude-haiku-4-5"):
+    with pytest.raises(ConfigError, match=r"\(anthropic:claude-haiku-4-5\), paid with your key.*"
+                                          r"--model anthropic:claude-haiku-4-5 \("):
         plan_for(manifest("anthropic:claude-haiku-4-5"))
-    with pytest.raises(ConfigError, match=r"\(anthropic:claude-sonnet-4-5\), which is paid"):
-        plan_for(manifest("fake", judge_model="anthropic:claude-sonnet-4-5"))
+    sonnet = "anthropic:claude-sonnet-4-5"
+    with pytest.raises(ConfigError, match=r"\(anthropic:claude-sonnet-4-5\), paid.*--judge-model anthropic:claude-s"):
+        plan_for(manifest("fake", judge_model=sonnet))
+    with pytest.raises(ConfigError, match=r"--judge-model anthropic:claude-sonnet-4-5"):  # naming one is not both
+        plan_for(manifest("anthropic:claude-haiku-4-5", judge_model=sonnet), model="anthropic:claude-haiku-4-5")
     assert plan_for(manifest("anthropic:claude-haiku-4-5"), model="anthropic:claude-haiku-4-5").model \
         == "anthropic:claude-haiku-4-5"
+    both = plan_for(manifest("anthropic:claude-haiku-4-5", judge_model=sonnet), model="anthropic:claude-haiku-4-5",
+                    judge_model=sonnet)
+    assert (both.model, both.judge_model) == ("anthropic:claude-haiku-4-5", sonnet)
+    assert plan_for(manifest("fake", judge_model=sonnet), judge_model="fake").judge_model == "fake"
     assert plan_for(manifest("fake")).model == "fake"
     assert plan_for(manifest("anthropic:claude-haiku-4-5"), scorers=["answer_retention"]).scorers  # no model called

@@ -28,6 +28,8 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     timing.add_argument("--at-end", action="store_true", help="ask each probe once, at the end")
     p.add_argument("--no-end", action="store_true", help="with --ages: do not also ask at the end")
     p.add_argument("--model", metavar="SPEC", help="model for scorers that need one (default: the run's [qa] model)")
+    p.add_argument("--judge-model", metavar="SPEC",
+                   help="model that judges qa's answers (default: the run's [qa] judge_model, else --model)")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="ray: score each conversation's Units as a task on a Ray cluster (the ray extra; "
                    "docs/scale.md)")
@@ -77,8 +79,8 @@ def cmd_score(args: argparse.Namespace) -> int:
                               + (f", got {', '.join(unknown)}" if unknown else ""))
     if args.ray_address and args.executor != "ray":
         raise ConfigError("--ray-address: only with --executor ray")
-    result = rescore(args.run, scorers=scorers, timing=_timing(args), model=args.model, executor=args.executor,
-                     ray_address=args.ray_address, jobs=args.jobs)
+    result = rescore(args.run, scorers=scorers, timing=_timing(args), model=args.model, judge_model=args.judge_model,
+                     executor=args.executor, ray_address=args.ray_address, jobs=args.jobs)
     plan = result.plan
     print(f"{result.units} units re-scored in {result.run_dir} ({', '.join(plan.scorers)}; probes "
           f"{plan.timing.key}; {result.errors} errors, {result.wall_s:.1f}s, no replay)")
