@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
-from rollsum.models.spec import capabilities
 from rollsum.plugins import is_import_path
 from rollsum.redact import env_secrets, redact
 from rollsum_evals import scoring
@@ -38,6 +37,7 @@ from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.read import check_format
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
+from rollsum_evals.spec import components
 from rollsum_evals.units import Unit
 
 
@@ -74,29 +74,22 @@ def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
     plan = dataclasses.replace(old, scorers=scoring.with_always(chosen), timing=timing or old.timing,
                                model=old.model if model is None else model,
                                judge_model=old.judge_model if judge_model is None else judge_model)
-    if "model" in scoring.needs(plan.scorers) and not plan.model:
-        need = [n for n in plan.scorers if "model" in scoring.needs([n])]
-        raise ConfigError(f"scorer {', '.join(need)} needs a model to answer: the run has none, pass --model SPEC")
-    if "model" in scoring.needs(plan.scorers):  # a received run's manifest does not get to spend your key
+    if "model" in scoring.needs(plan.scorers):
+        if not plan.model:
+            need = [n for n in plan.scorers if "model" in scoring.needs([n])]
+            raise ConfigError(f"scorer {', '.join(need)} needs a model to answer: the run has none, pass --model SPEC")
+        # a received run's manifest does not get to spend your key: a paid model it names is called
+        # only once the user names it too
         named = [("--model", plan.model)] if model is None else []
         if judge_model is None and plan.judge and plan.judge_model:
             named.append(("--judge-model", plan.judge_model))
-        paid = [(flag, spec) for flag, spec in named if not free(spec)]
+        paid = [(flag, spec) for flag, spec in named if not components.of_model(spec).free]
         if paid:
             raise ConfigError(f"{where}: re-scoring calls the model(s) its manifest names "
                               f"({', '.join(spec for _, spec in paid)}), paid with your key; to confirm, name them "
                               f"yourself: {' '.join(f'{flag} {spec}' for flag, spec in paid)} (or offline ones: "
                               "fake:..., replay:PATH)")
     return plan
-
-
-def free(spec: str) -> bool:
-    """Whether calling the model a spec names costs nothing (offline ones); an unknown spec is
-    not free (building it will say why)."""
-    try:
-        return capabilities(spec).free
-    except ConfigError:
-        return False
 
 
 def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing: ProbeTiming | None = None,

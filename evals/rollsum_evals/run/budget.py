@@ -36,7 +36,7 @@ from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapp
 from rollsum.tokens import HeuristicCounter
 from rollsum.types import Usage
 from rollsum_evals.replay import BudgetRefused
-from rollsum_evals.rundir.integrity import DamagedRun, foreign_file
+from rollsum_evals.rundir.integrity import own_file
 from rollsum_evals.scoring.cost import price
 from rollsum_evals.spec import components
 
@@ -169,11 +169,8 @@ class FileAccount:
         received directory's ``budget.json.lock`` linking elsewhere would create or lock the
         file it names, and its ``budget.json`` would be read from there)."""
         with _LOCK:
-            for path in (self.lock_path, self.path):
-                problem = foreign_file(path)
-                if problem is not None:
-                    raise DamagedRun(f"{path}: {problem}; the run directory is damaged")
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            own_file(self.path)
+            fd = os.open(own_file(self.lock_path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 yield

@@ -143,6 +143,15 @@ def foreign_file(path: Path) -> str | None:
     return None
 
 
+def own_file(path: Path) -> Path:
+    """`path`, unless `foreign_file` finds it is not a file the run's writer made: then
+    `DamagedRun`, before anything reads, writes or locks through it."""
+    problem = foreign_file(path)
+    if problem is not None:
+        raise DamagedRun(f"{path}: {problem}; the run directory is damaged")
+    return path
+
+
 # ----------------------------------------------------------------------------------------------
 # the seal
 

@@ -26,7 +26,7 @@ from types import TracebackType
 
 from rollsum.errors import ConfigError
 from rollsum_evals.rundir.format import LOCK
-from rollsum_evals.rundir.integrity import DamagedRun, foreign_file
+from rollsum_evals.rundir.integrity import own_file
 
 
 class RunInProgress(ConfigError):
@@ -63,9 +63,7 @@ class RunLock:
     def acquire(self) -> None:
         if self._fd is not None:
             return
-        problem = foreign_file(self.path)
-        if problem is not None:  # the lock is truncated and written: never through a link
-            raise DamagedRun(f"{self.path}: {problem}; the run directory is damaged")
+        own_file(self.path)  # the lock is truncated and written: never through a link
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         except OSError as err:
