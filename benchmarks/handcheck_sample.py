@@ -18,6 +18,7 @@ answer. docs/scoring.md ("Hand-checked agreement") reports it.
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -134,6 +135,25 @@ def show(k: int, v: Verdict) -> None:
         print(f"  verbatim in context (said {m.created_at}): {m.name}: {m.content[:220]}")
 
 
+def draw(pool: Sequence[Verdict], seed: int, per: int) -> list[tuple[str, Verdict]]:
+    """The sample, with each ask's stratum, in the order it is shown: per category (in
+    `CATEGORIES` order) `per // 2` retained by the matcher or a copy, the rest of `per` retained
+    by verbatim evidence, and `per` lost, each drawn with one seeded generator.
+    `handcheck_sheet.py` writes the same draw as a blind sheet."""
+    rng = random.Random(seed)
+    picks: list[tuple[str, Verdict]] = []
+    for cat in CATEGORIES:
+        of = [v for v in pool if v.probe.category == cat]
+        matcher = [v for v in of if v.by_matcher]
+        verbatim = [v for v in of if v.retained and not v.by_matcher]
+        lost = [v for v in of if not v.retained]
+        take_m = min(len(matcher), per // 2)
+        picks += [("non-verbatim retained", v) for v in rng.sample(matcher, take_m)]
+        picks += [("verbatim-evidence retained", v) for v in rng.sample(verbatim, min(len(verbatim), per - take_m))]
+        picks += [("lost", v) for v in rng.sample(lost, min(len(lost), per))]
+    return picks
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", nargs="?", default=str(LOCOMO_DEV))
@@ -144,22 +164,17 @@ def main() -> None:
     args = ap.parse_args()
     convs = load(args.data, format=args.format or None)
     pool = list(verdicts(convs, args.window))
-    rng = random.Random(args.seed)
     k = 0
-    for cat in CATEGORIES:
+    for cat, group in itertools.groupby(draw(pool, args.seed, args.per), key=lambda p: p[1].probe.category):
+        picks = [v for _, v in group]
         of = [v for v in pool if v.probe.category == cat]
-        matcher = [v for v in of if v.by_matcher]
-        verbatim = [v for v in of if v.retained and not v.by_matcher]
-        lost = [v for v in of if not v.retained]
-        take_m = min(len(matcher), args.per // 2)
-        picks = (rng.sample(matcher, take_m) + rng.sample(verbatim, min(len(verbatim), args.per - take_m))
-                 + rng.sample(lost, min(len(lost), args.per)))
-        print(f"\n===== {cat}: {len(of)} answerable asks ({len(matcher)} retained by the matcher, "
-              f"{len(verbatim)} by verbatim evidence, {len(lost)} lost); showing {len(picks)}")
+        n_matcher = sum(v.by_matcher for v in of)
+        n_lost = sum(not v.retained for v in of)
+        print(f"\n===== {cat}: {len(of)} answerable asks ({n_matcher} retained by the matcher, "
+              f"{len(of) - n_matcher - n_lost} by verbatim evidence, {n_lost} lost); showing {len(picks)}")
         for v in picks:
             k += 1
             show(k, v)
-
 
 if __name__ == "__main__":
     main()
