@@ -57,6 +57,7 @@ from rollsum_evals import analysis
 from rollsum_evals.coverage import coverage, low_coverage_line, summary_line
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_num, fmt_usd, text_table
+from rollsum_evals.gain import is_curve
 from rollsum_evals.rundir.read import Run
 from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, not_enough
 from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, OK, Thresholds
@@ -502,6 +503,14 @@ def history_entry(run: Run, baseline_name: str, result: GateResult | None,
     }
 
 
+def _counted(configs: Mapping[str, Any]) -> str:
+    """How many configurations a baseline holds, the truncate curve the harness adds counted
+    apart, in `rollsum init`'s words: "configurations" are the ones the report ranks."""
+    curve = sum(1 for c in configs if is_curve(c))
+    text = f"{len(configs) - curve} configurations"
+    return text + (f" + {curve} truncation-curve points" if curve else "")
+
+
 def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[str], *, promote: bool = False,
             tolerance: Tolerance = DEFAULT_TOLERANCE, strict: bool = False, n_resamples: int = DEFAULT_RESAMPLES,
             record_history: bool = False, now: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -539,7 +548,7 @@ def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[st
     text = "".join(f"{line}\n" for line in coverage_lines(run, table)) + text
     if promote:
         atomic_write_text(path, json.dumps(new, indent=1, sort_keys=True) + "\n")
-        text += f"\npromoted: {path} now holds {len(new['configs'])} configuration(s) from run {run.name}"
+        text += f"\npromoted: {path} now holds {_counted(new['configs'])} from run {run.name}"
         return EXIT_PASS, text
     assert result is not None
     return (EXIT_REGRESSION if result.failed else EXIT_PASS), text

@@ -62,6 +62,16 @@ def test_promote_writes_a_baseline_with_every_asks_verdict(baseline: Path, tmp_p
     assert not [p for p in baseline.parent.iterdir() if p.name != "nightly.json"]  # no history, no temp files
 
 
+def test_promote_counts_the_truncation_curve_apart_from_configurations(tmp_path: Path) -> None:
+    # the curve the harness adds to every sweep is the yardstick, not a configuration: counted
+    # apart, in `rollsum init`'s words, so the count matches the report's and init's
+    curve = {f"truncate-curve[keep={k}]": 0.1 * k for k in (2, 4, 8)}
+    code, text = regress(make_run(tmp_path / "r", {**CONFIGS, **curve}), tmp_path / "b.json", promote=True,
+                         n_resamples=N)
+    assert code == 0
+    assert text.splitlines()[-1].endswith("now holds 2 configurations + 3 truncation-curve points from run r")
+
+
 def test_unchanged_rerun_passes_and_writes_nothing(baseline: Path, tmp_path: Path) -> None:
     before = baseline.read_bytes()
     code, text = regress(make_run(tmp_path / "night1", CONFIGS), baseline, n_resamples=N, now=_clock)
