@@ -548,7 +548,7 @@ def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[st
     text = "".join(f"{line}\n" for line in coverage_lines(run, table)) + text
     if promote:
         atomic_write_text(path, json.dumps(new, indent=1, sort_keys=True) + "\n")
-        text += f"\npromoted: {path} now holds {_counted(new['configs'])} from run {run.name}"
+        text += f"\npromoted: {path.resolve()} now holds {_counted(new['configs'])} from run {run.name}"
         return EXIT_PASS, text
     assert result is not None
     return (EXIT_REGRESSION if result.failed else EXIT_PASS), text

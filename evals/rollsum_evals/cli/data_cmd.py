@@ -14,6 +14,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any
 
 from rollsum_evals.cli.args import INT, NON_NEGATIVE_INT, POSITIVE_INT, message_count
@@ -134,7 +135,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     total = args.conversations * (int(high) if high else int(low)) if low.isdigit() else None
     with _progress(total, f"synth {args.flavor}", "msg") as bar:
         n = write_streamed(items, args.out, on_message=lambda: bar.update(1))
-    print(f"wrote {n} conversation(s) to {args.out} (generator {synth.GENERATOR_VERSION}, spec {spec})")
+    print(f"wrote {n} conversation(s) to {Path(args.out).resolve()} (generator {synth.GENERATOR_VERSION}, spec {spec})")
     if args.manifest:
         from rollsum_evals.data import manifest
 
@@ -144,7 +145,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
                    + f" --out {args.out} --manifest {args.manifest}")
         entry = manifest.record(args.manifest, args.out, spec=spec, generator_version=synth.GENERATOR_VERSION,
                                 command=command)
-        print(f"recorded sha256 {entry['sha256']} in {args.manifest}")
+        print(f"recorded sha256 {entry['sha256']} in {Path(args.manifest).resolve()}")
     return EXIT_OK
 
 
@@ -239,10 +240,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
             from rollsum_evals.data.convert import write_export
 
             n, side = write_export(counted(), args.output, args.to_format)
-    print(f"wrote {n} conversation(s) to {args.output} ({args.to_format})")
+    print(f"wrote {n} conversation(s) to {Path(args.output).resolve()} ({args.to_format})")
     if side is not None:
-        print(f"wrote their questions to {side} (a questions sidecar: `rollsum init {args.output} "
-              f"--questions {side}`)")
+        print(f"wrote their questions to {Path(side).resolve()} (a questions sidecar: `rollsum init "
+              f"{args.output} --questions {side}`)")
     return EXIT_OK
 
 

@@ -47,6 +47,20 @@ def test_convert_a_synth_spec(tmp_path: Path) -> None:
     assert len(load(out)[0].messages) == 40
 
 
+def test_what_synth_and_convert_wrote_is_named_by_its_absolute_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["data", "synth", "--conversations", "1", "--messages", "40", "--out", "s.jsonl",
+                 "--manifest", "m.json"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"wrote 1 conversation(s) to {tmp_path.resolve() / 's.jsonl'} (")
+    assert out[1].endswith(f" in {tmp_path.resolve() / 'm.json'}")
+    assert main(["data", "convert", "s.jsonl", "chat.json", "--to", "openai"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"wrote 1 conversation(s) to {tmp_path.resolve() / 'chat.json'} (openai)"
+    assert out[1].startswith(f"wrote their questions to {tmp_path.resolve() / 'chat.questions.jsonl'} (")
+
+
 def test_user_mistakes_exit_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "stats", str(tmp_path / "missing.jsonl")]) == 2
     assert main(["data", "convert", "--from", "nonsense", str(FIX / "valid.jsonl"), str(tmp_path / "o")]) == 2
