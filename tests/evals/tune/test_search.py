@@ -179,8 +179,20 @@ def test_constraints_no_feasible_trial_is_never_a_best(tmp_path: Path) -> None:
     result = run_tune(_spec(tmp_path, constraints="[tune.constraints]\nmax_tokens_per_call = 5"), out,
                       TuneOptions(executor="thread", trials=3))
     assert result.best is None and _summary(out)["best"] is None
-    assert all(t.state == "infeasible" and "tokens per call" in t.reason for t in result.trials)
+    assert all(t.state == "infeasible" and "main tokens / call > 5" in t.reason for t in result.trials)
     assert "No trial beat the constraints" in (out / "tune.md").read_text(encoding="utf-8")
+
+
+def test_the_token_figure_is_named_as_the_report_names_it_for_the_probe_timing(tmp_path: Path) -> None:
+    # asked at the end, the report ranks by the context at the asks, not tokens per call: the
+    # constraint, the reasons and tune.md say so, with the report's own header
+    out = tmp_path / "t"
+    result = run_tune(_spec(tmp_path, constraints='[tune.constraints]\nmax_tokens_per_call = 5\n[probes]\nask = "end"'),
+                      out, TuneOptions(executor="thread", trials=2))
+    assert result.tokens == "main tokens at asks"
+    assert all("main tokens at asks > 5" in t.reason for t in result.trials)
+    md = (out / "tune.md").read_text(encoding="utf-8")
+    assert "| main tokens at asks |" in md and "per call" not in md and "/ call" not in md
 
 
 def test_prompts_are_not_tuned_for_a_model_that_reads_none(tmp_path: Path) -> None:
