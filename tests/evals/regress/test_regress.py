@@ -4,6 +4,7 @@ configurations, interval-based for the others, status and cost checks, and what 
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rollsum_evals.analysis import load
@@ -200,6 +201,39 @@ def test_cli_exit_codes(baseline: Path, tmp_path: Path, capsys: pytest.CaptureFi
     broken.write_text('{"format": 2, "asks": {}, "configs": {"x": {"retention": 1}}}')
     assert main(["regress", str(ok), "--baseline", str(broken)]) == 2
     assert "configs.x.retention" in capsys.readouterr().err
+
+
+def _other_datasets(run: Path) -> Path:
+    """The same run as if its spec had read another dataset (what the manifest says it read)."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["datasets"] = {"mine": manifest["datasets"].pop("synthetic")}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+@pytest.mark.parametrize("what, make", [
+    ("no configuration in common", lambda d: make_run(d, {"since-last[keep_last=4]": 0.8, "truncate[n=4]": 0.3}
+                                                      | {"truncate-curve[keep=4]": 0.2})),
+    ("no dataset in common", lambda d: _other_datasets(make_run(d, CONFIGS))),
+])
+def test_a_baseline_of_another_spec_is_refused_in_one_line_not_failed(
+        baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str, make: Any) -> None:
+    # the wrong --baseline is a user mistake (exit 2), not a regression (exit 1): nothing in
+    # common to gate, so every check would "fail"
+    run = make(tmp_path / "other")
+    if what == "no configuration in common":  # a shared truncate curve is the yardstick, not a configuration
+        regress(make_run(tmp_path / "night0c", {**CONFIGS, "truncate-curve[keep=4]": 0.2}), baseline,
+                promote=True, n_resamples=N)
+    before = baseline.read_bytes()
+    assert main(["regress", str(run), "--baseline", str(baseline), "--record-history"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert f"{baseline}: made from another spec, {what}: the baseline is (datasets synthetic; 2 configurations: " \
+           f"{SL}, truncate[n=10])" in err and "--promote to replace" in err
+    assert baseline.read_bytes() == before and not (baseline.parent / "nightly.history.jsonl").exists()
+    # promoting over it is how it is replaced: said, not refused
+    assert main(["regress", str(run), "--baseline", str(baseline), "--promote"]) == 0
+    assert "the old baseline is not comparable (made from another spec" in capsys.readouterr().out
 
 
 def test_an_old_format_baseline_is_refused_but_can_be_re_promoted(tmp_path: Path,
