@@ -67,7 +67,21 @@ class Row:
 
 def read_rows(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> list[Row]:
     """Rows of a ``.jsonl``, ``.json`` (an array) or ``.csv`` file; unreadable ones are a
-    ConfigError naming the file and line."""
+    ConfigError naming the file and line. A file without a single question is refused too, as an
+    empty conversations file is: it is a mistake (the wrong file, an export cut short), and
+    taken as "0 questions" it would validate, then give a run whose retention measures nothing."""
+    rows = _read_rows(path, limits)
+    if not rows:
+        file = os.fspath(path)
+        ext = os.path.splitext(file)[1].lower()
+        what = {".csv": "a header row and no question rows", ".json": "an empty array"}.get(ext, "the file is empty")
+        raise ConfigError(f"{file}: no questions: {what} (expected one question object per line, "
+                          '{"question": ..., "answer": ..., "evidence": ...}; or a .json array of them, or a '
+                          ".csv with a header row and one question per row)")
+    return rows
+
+
+def _read_rows(path: str | os.PathLike[str], limits: Limits) -> list[Row]:
     file = os.fspath(path)
     if not os.path.isfile(file):
         found = "is a directory" if os.path.isdir(file) else "questions file not found"

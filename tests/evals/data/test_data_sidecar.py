@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rollsum_evals.cli import main
 from rollsum_evals.data import load
 from rollsum_evals.data.checks import RecordError
 from rollsum_evals.data.sidecar import attach, check, read_rows
@@ -128,6 +129,24 @@ def test_a_bad_line_is_named(tmp_path: Path, chat: Path) -> None:
     q.write_text('{"question": "Q", "answer": "4417", "evidence": 5}\n{"question": \n')
     with pytest.raises(ConfigError, match=r"q\.jsonl:2: truncated JSON"):
         attach(load(chat), q)
+
+
+@pytest.mark.parametrize("name, text, what", [
+    ("q.jsonl", "", "the file is empty"),
+    ("q.jsonl", "\n  \n", "the file is empty"),
+    ("q.json", "[]", "an empty array"),
+    ("q.csv", "question,answer,evidence\n", "a header row and no question rows"),
+])
+def test_a_questions_file_without_a_question_is_refused_as_an_empty_chat_is(
+        tmp_path: Path, chat: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, what: str) -> None:
+    # "0 questions" would validate and then give a run whose retention measures nothing
+    q = tmp_path / name
+    q.write_text(text)
+    with pytest.raises(ConfigError, match=f"{name}: no questions: {what} \\(expected one question object"):
+        read_rows(q)
+    assert main(["data", "validate", str(chat), "--questions", str(q)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"{q}: no questions" in err
 
 
 # ----------------------------------------------------------------------------------------------
