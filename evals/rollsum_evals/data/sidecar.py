@@ -140,6 +140,16 @@ def _csv_records(file: str, text: str) -> list[Row]:
     if not reader.fieldnames or "question" not in reader.fieldnames:
         raise ConfigError(f"{file}:1: expected a header row naming the columns (question, answer, "
                           f"evidence, ask_at, ...), got {', '.join(reader.fieldnames or []) or 'nothing'}")
+    # DictReader keeps the last of two same-named columns and drops the other without a word;
+    # names are compared as the rows use them (stripped); unnamed columns (trailing commas) are not
+    # names, they are allowed to repeat
+    seen: dict[str, int] = {}
+    for col, name in enumerate(reader.fieldnames, 1):
+        key = name.strip()
+        if key and key in seen:
+            raise ConfigError(f"{file}:{reader.line_num}: column {key!r} appears twice in the header (columns "
+                              f"{seen[key]} and {col}; expected each column once)")
+        seen.setdefault(key, col)
     rows = []
     for rec in reader:
         fields: dict[str, Any] = {k.strip(): (v.strip() if isinstance(v, str) else v) for k, v in rec.items()

@@ -111,6 +111,20 @@ def test_csv_sidecar_with_quotes_and_index_lists(tmp_path: Path, chat: Path) -> 
         attach(load(chat), q)
 
 
+@pytest.mark.parametrize("header", ["question,answer,evidence,answer", "question,answer, answer ,evidence"])
+def test_a_csv_header_naming_a_column_twice_is_refused_with_file_line_and_column(
+        tmp_path: Path, chat: Path, capsys: pytest.CaptureFixture[str], header: str) -> None:
+    # csv.DictReader would keep the last column's value and drop the first without a word
+    q = tmp_path / "q.csv"
+    q.write_text(f"{header}\nCode?,4417,5,9999\n")
+    with pytest.raises(ConfigError, match=r"q\.csv:1: column 'answer' appears twice in the header \(columns 2 and"):
+        read_rows(q)
+    assert main(["data", "validate", str(chat), "--questions", str(q)]) == 2
+    assert "appears twice" in capsys.readouterr().err
+    q.write_text("question,answer,evidence,,\nCode?,4417,5,,\n")  # unnamed trailing columns: not names
+    assert [r.fields["answer"] for r in read_rows(q)] == ["4417"]
+
+
 def test_several_conversations_need_a_conversation_column(tmp_path: Path) -> None:
     f = tmp_path / "many.jsonl"
     f.write_text(json.dumps(CHAT[:10]) + "\n" + json.dumps(CHAT[:10]) + "\n")
