@@ -50,6 +50,7 @@ from typing import Any, Literal
 from rollsum.errors import ConfigError
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum_evals.fileio import atomic_write_text
+from rollsum_evals.rundir.format import MANIFEST
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.spec import components
 from rollsum_evals.spec.expand import variants
@@ -418,6 +419,9 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
     target = Path(out)
     if target.exists() and not target.is_dir():
         raise ConfigError(f"{target}: exists and is not a directory (expected a tune directory: --out DIR)")
+    if (target / MANIFEST).exists():  # a `rollsum run` directory: the study would be written among its files
+        raise ConfigError(f"{target}: holds a run directory (its {MANIFEST}), not a tune: choose another --out "
+                          f"(the tune writes its own run to {target / FINAL_RUN})")
     target.mkdir(parents=True, exist_ok=True)
     lock = RunLock(target)
     lock.acquire()

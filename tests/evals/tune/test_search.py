@@ -174,6 +174,16 @@ def test_resuming_a_damaged_tune_directory_is_one_line(tmp_path: Path, reference
         run_tune(_spec(tmp_path), out, TuneOptions(executor="thread", resume=True))
 
 
+def test_a_run_directory_as_out_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    # the study, trials and state would land among a `rollsum run` directory's files
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"r: holds a run directory \(its manifest.json\), not a tune"):
+        run_tune(_spec(tmp_path), run, TuneOptions(executor="thread", trials=1))
+    assert sorted(p.name for p in run.iterdir()) == ["manifest.json"]
+
+
 def test_constraints_no_feasible_trial_is_never_a_best(tmp_path: Path) -> None:
     out = tmp_path / "t"
     result = run_tune(_spec(tmp_path, constraints="[tune.constraints]\nmax_tokens_per_call = 5"), out,
