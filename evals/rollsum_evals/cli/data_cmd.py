@@ -7,6 +7,7 @@ a user mistake: it is reported in one line per problem and exits 2, never with a
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -220,7 +221,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.output}: output must differ from the input {args.input} (it is the same file"
                           + (", through a symbolic link)" if os.path.islink(args.output) or os.path.islink(args.input)
                              else ")"))
-    convs = _conversations(args)
+    convs = iter(_conversations(args))
+    first = next(convs, None)
+    if first is None:  # every record skipped (warned above), or none at all: never an empty output and exit 0
+        from rollsum.errors import ConfigError
+
+        raise ConfigError(f"{args.input}: no conversation to convert (every record was skipped, see the warnings "
+                          "above, or there was none); nothing written")
+    convs = itertools.chain([first], convs)
     with _progress(None, "convert", "conv") as bar:
         def counted() -> Any:
             for c in convs:

@@ -61,6 +61,20 @@ def test_what_synth_and_convert_wrote_is_named_by_its_absolute_path(
     assert out[1].startswith(f"wrote their questions to {tmp_path.resolve() / 'chat.questions.jsonl'} (")
 
 
+@pytest.mark.parametrize("text, fmt, to", [('{"role": "user"\n', [], "jsonl"), ("hello\n", [], "hf"),
+                                          ("[]\n", ["--from", "locomo"], "jsonl")])
+def test_convert_with_no_conversation_left_writes_nothing_and_exits_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, fmt: list[str], to: str) -> None:
+    # not strict, a bad record is skipped with a warning; when that leaves nothing, "wrote 0
+    # conversation(s)" with exit 0 and an empty output would hide the mistake
+    src, out = tmp_path / "in.json", tmp_path / "out"
+    src.write_text(text)
+    assert main(["data", "convert", *fmt, str(src), str(out), "--to", to]) == 2
+    err = capsys.readouterr().err
+    assert f"{src}: no conversation to convert" in err and "Traceback" not in err
+    assert not out.exists()
+
+
 def test_user_mistakes_exit_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "stats", str(tmp_path / "missing.jsonl")]) == 2
     assert main(["data", "convert", "--from", "nonsense", str(FIX / "valid.jsonl"), str(tmp_path / "o")]) == 2
