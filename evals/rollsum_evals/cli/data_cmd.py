@@ -221,6 +221,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.output}: output must differ from the input {args.input} (it is the same file"
                           + (", through a symbolic link)" if os.path.islink(args.output) or os.path.islink(args.input)
                              else ")"))
+    if args.to_format == "hf" and os.path.isdir(args.output) and os.listdir(args.output):
+        from rollsum_evals.data.hf import is_hf_dir
+
+        if not is_hf_dir(args.output):  # save_to_disk would write its files among someone else's
+            from rollsum.errors import ConfigError
+
+            raise ConfigError(f"{args.output}: a directory that is not empty and holds no Hugging Face dataset "
+                              "(expected a new or empty directory, or an earlier --to hf output to replace)")
     convs = iter(_conversations(args))
     first = next(convs, None)
     if first is None:  # every record skipped (warned above), or none at all: never an empty output and exit 0

@@ -75,6 +75,21 @@ def test_convert_with_no_conversation_left_writes_nothing_and_exits_2(
     assert not out.exists()
 
 
+def test_convert_to_hf_refuses_a_directory_holding_other_files(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # save_to_disk would write the dataset among them (a run directory, say)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "manifest.json").write_text("{}")
+    assert main(["data", "convert", "synth:chat?messages=40&seed=2", str(busy), "--to", "hf"]) == 2
+    assert "not empty and holds no Hugging Face dataset" in capsys.readouterr().err
+    assert [p.name for p in busy.iterdir()] == ["manifest.json"]
+    hf_dir = tmp_path / "hf"  # an earlier --to hf output is replaced
+    assert main(["data", "convert", "synth:chat?messages=40&seed=2", str(hf_dir), "--to", "hf"]) == 0
+    assert main(["data", "convert", "synth:chat?messages=30&seed=2", str(hf_dir), "--to", "hf"]) == 0
+    assert len(load(hf_dir)[0].messages) == 30
+
+
 def test_user_mistakes_exit_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "stats", str(tmp_path / "missing.jsonl")]) == 2
     assert main(["data", "convert", "--from", "nonsense", str(FIX / "valid.jsonl"), str(tmp_path / "o")]) == 2
