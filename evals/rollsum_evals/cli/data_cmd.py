@@ -80,12 +80,15 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p.add_argument("--from", dest="from_format", default=None, metavar="FORMAT",
                    help="jsonl, chat, locomo, hf, synth (default: guessed)")
     p.add_argument("--to", dest="to_format", choices=("jsonl", "hf", "openai", "anthropic", "sharegpt"),
-                   default="jsonl")
+                   default="jsonl", help="what to write (default jsonl: canonical)")
     p.add_argument("--questions", metavar="Q", default=None,
-                   help="attach a questions sidecar (.jsonl or .csv) to IN as probes")
-    p.add_argument("--strict", action="store_true", help="fail on the first bad record instead of skipping")
-    p.add_argument("input", metavar="IN")
-    p.add_argument("output", metavar="OUT")
+                   help="attach a questions sidecar (.jsonl, .json or .csv) to IN as probes")
+    p.add_argument("--strict", action="store_true", help="fail on the first bad record instead of skipping it "
+                   "with a warning (nothing left at all is an error either way)")
+    p.add_argument("input", metavar="IN", help="a dataset file, a Hugging Face directory, .parquet or .arrow, "
+                   "hf:OWNER/NAME[:SPLIT], or synth:FLAVOR?...")
+    p.add_argument("output", metavar="OUT", help="the file to write (a new or empty directory, or an earlier "
+                   "output, with --to hf); must differ from IN")
     _limit_args(p)
     p.set_defaults(func=cmd_convert)
 

@@ -85,7 +85,7 @@ def _read_rows(path: str | os.PathLike[str], limits: Limits) -> list[Row]:
     file = os.fspath(path)
     if not os.path.isfile(file):
         found = "is a directory" if os.path.isdir(file) else "questions file not found"
-        raise ConfigError(f"{file}: {found} (expected a .jsonl or .csv file of questions)")
+        raise ConfigError(f"{file}: {found} (expected a .jsonl, .json or .csv file of questions)")
     ext = os.path.splitext(file)[1].lower()
     if ext == ".csv":
         return _csv_rows(file, limits)

@@ -16,6 +16,14 @@ def test_every_subcommand_has_help(sub: str, capsys: pytest.CaptureFixture[str])
     assert "usage: rollsum data " + sub in capsys.readouterr().out
 
 
+def test_convert_help_says_what_in_and_out_may_be(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["data", "convert", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "IN a dataset file, a Hugging Face directory" in text and "OUT the file to write" in text
+    assert "(.jsonl, .json or .csv)" in text
+
+
 def test_synth_then_validate_then_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "s.jsonl"
     manifest = tmp_path / "manifest.json"
