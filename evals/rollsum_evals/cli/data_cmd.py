@@ -135,6 +135,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.facts is not None:
         spec += f"&facts={args.facts}"
     items = parse_synth_spec(spec)
+    if args.manifest:  # a manifest that cannot be recorded into is refused before the set is written
+        from rollsum_evals.data import manifest
+
+        manifest.read(args.manifest)
     low, _, high = str(args.messages).partition("-")
     total = args.conversations * (int(high) if high else int(low)) if low.isdigit() else None
     with _progress(total, f"synth {args.flavor}", "msg") as bar:

@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,22 @@ def test_synth_then_validate_then_stats(tmp_path: Path, capsys: pytest.CaptureFi
     stats = json.loads(capsys.readouterr().out)
     assert stats["conversations"] == 2 and stats["messages"] == 180
     assert stats["tokens"] > 180 and sum(stats["probes_by_category"].values()) == stats["probes"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{\n", r"m.json:2: invalid JSON at column 1: .* \(expected a datasets manifest"),
+    ("[1]\n", r"m.json: expected a datasets manifest, an object with \"files\""),
+    ('{"files": []}\n', r"m.json: expected a datasets manifest"),
+])
+def test_synth_with_an_unusable_manifest_is_one_line_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str) -> None:
+    # was a JSONDecodeError traceback, after the set had been written
+    manifest, out = tmp_path / "m.json", tmp_path / "s.jsonl"
+    manifest.write_text(text)
+    assert main(["data", "synth", "--messages", "20", "--out", str(out), "--manifest", str(manifest)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert re.search(message, err) and not out.exists() and manifest.read_text() == text
 
 
 def test_convert_locomo_to_canonical_jsonl_and_hf(tmp_path: Path) -> None:
