@@ -192,7 +192,12 @@ def pairing(run: Run) -> tuple[str, TokenAxis]:
     are sampled over each fact's life (the default), since retention then averages the same span
     the per-call cost covers; the context at the asking turns under any chosen-moment timing
     (end, after, ages), since retention then describes those moments only."""
-    timing = str(run.manifest.get("probe_timing") or "")
+    return pairing_of(str(run.manifest.get("probe_timing") or ""))
+
+
+def pairing_of(timing: str) -> tuple[str, TokenAxis]:
+    """`pairing` for a probe timing key (`ProbeTiming.key`, as a manifest records it): what a
+    spec's runs will be ranked by, before any ran (`rollsum tune` names its token figure so)."""
     if timing.startswith("sampled"):
         return "main_tokens_per_turn", PER_CALL
     return "main_tokens_at_asks", AT_ASKS

@@ -23,11 +23,17 @@ def fmt_num(value: Any, digits: int = 3) -> str:
 
 
 def fmt_usd(value: Any) -> str:
+    """Dollars to four places, the sign before the currency sign (`-$0.0126`, never
+    `$-0.0126`); an amount that rounds to zero has no sign (a difference of -0.00001 is `$0.0000`).
+    Every money figure the harness prints or writes goes through here."""
     try:
         v = float(value)
     except (TypeError, ValueError):
         return str(value)
-    return "–" if math.isnan(v) else f"${v:.4f}"
+    if math.isnan(v):
+        return "–"
+    digits = f"{abs(v):.4f}"
+    return f"-${digits}" if v < 0 and digits.strip("0.") else f"${digits}"
 
 
 def fmt_ci(est: Any, low: Any, high: Any, digits: int = 3) -> str:

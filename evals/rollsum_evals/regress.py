@@ -25,7 +25,9 @@ How a configuration is gated depends on whether its replay is deterministic
   interval, and the gate fails rather than guess.
 
 For every configuration: a status that was ``ok`` in the baseline and is not now (degraded,
-broken, infeasible, error) fails, and a configuration missing from the run fails.
+broken, infeasible, error) fails, and a configuration missing from the run fails. A baseline
+that shares no dataset or no ranked configuration with the run (`mismatch`) was made from
+another spec: refused as a user mistake (`ConfigError`, exit 2), never gated into a FAIL.
 
 The baseline is only rewritten when asked (`--promote`), atomically; the gate writes nothing
 else unless asked (`--record-history` appends one line to NAME.history.jsonl beside the
@@ -57,6 +59,7 @@ from rollsum_evals import analysis
 from rollsum_evals.coverage import coverage, low_coverage_line, summary_line
 from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_num, fmt_usd, text_table
+from rollsum_evals.gain import is_curve
 from rollsum_evals.rundir.read import Run
 from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, not_enough
 from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, OK, Thresholds
@@ -139,7 +142,9 @@ def pins(run: Run) -> dict[str, Any]:
     """What a baseline pins from the manifest: data identity and software versions."""
     m = run.manifest
     versions = _first_mapping(m, "package_versions", "versions", "packages")
+    spec = m.get("spec")
     return {
+        "spec": str(spec.get("name", "")) if isinstance(spec, Mapping) else "",
         "dataset_sha256": analysis.dataset_hashes(m),
         "library_version": str(versions.get("rollsum", m.get("rollsum_version", ""))),
         "versions": versions,
@@ -284,6 +289,35 @@ def _config_problem(metrics: Any) -> str | None:
             return f".{key}: expected a count >= 0, got {metrics[key]!r}"
     if not isinstance(metrics.get("flags", []), list):
         return f".flags: expected a list, got {metrics['flags']!r}"
+    return None
+
+
+def _names(items: Any, most: int = 3) -> str:
+    names = sorted(str(i) for i in items)
+    return ", ".join(names[:most]) + (f", +{len(names) - most} more" if len(names) > most else "") or "none"
+
+
+def _side(spec: Any, datasets: Any, configs: Any) -> str:
+    ranked = [c for c in configs if not is_curve(c)]
+    return (f"spec {str(spec)!r} " if spec else "") + f"(datasets {_names(datasets)}; {len(ranked)} configurations: " \
+        f"{_names(ranked)})"
+
+
+def mismatch(run: Run, baseline: Mapping[str, Any], configs: Any) -> str | None:
+    """Why this baseline cannot gate this run at all, or None. A baseline made from another
+    spec shares no dataset, or no configuration the report ranks (the truncate curve is the
+    yardstick, not a configuration): every check would fail, and the failure would be a user
+    mistake (the wrong --baseline), not a regression. Partial overlap is the gate's business: a
+    configuration or dataset dropped from the run fails it, a new one is a warning."""
+    now = pins(run)
+    base_ds, run_ds = set(baseline.get("dataset_sha256") or {}), set(now["dataset_sha256"])
+    base_cfg = {c for c in baseline["configs"] if not is_curve(c)}
+    run_cfg = {c for c in configs if not is_curve(c)}
+    if (base_ds and run_ds and not base_ds & run_ds) or (base_cfg and run_cfg and not base_cfg & run_cfg):
+        what = "no dataset" if base_ds and run_ds and not base_ds & run_ds else "no configuration"
+        return (f"made from another spec, {what} in common: the baseline is "
+                f"{_side(baseline.get('spec'), base_ds, baseline['configs'])}, this run is "
+                f"{_side(now['spec'], run_ds, configs)}")
     return None
 
 
@@ -502,6 +536,14 @@ def history_entry(run: Run, baseline_name: str, result: GateResult | None,
     }
 
 
+def _counted(configs: Mapping[str, Any]) -> str:
+    """How many configurations a baseline holds, the truncate curve the harness adds counted
+    apart, in `rollsum init`'s words: "configurations" are the ones the report ranks."""
+    curve = sum(1 for c in configs if is_curve(c))
+    text = f"{len(configs) - curve} configurations"
+    return text + (f" + {curve} truncation-curve points" if curve else "")
+
+
 def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[str], *, promote: bool = False,
             tolerance: Tolerance = DEFAULT_TOLERANCE, strict: bool = False, n_resamples: int = DEFAULT_RESAMPLES,
             record_history: bool = False, now: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -528,6 +570,12 @@ def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[st
             note = f"the old baseline is not comparable ({err})\n"
     thresholds = Thresholds(**(old.get("thresholds") or {})) if old is not None else DEFAULT_THRESHOLDS
     table = analysis.config_table(run, thresholds=thresholds, n_resamples=n_resamples)
+    other = mismatch(run, old, [str(c) for c in table["config"]]) if old is not None else None
+    if other is not None:
+        if not promote:  # the wrong --baseline: a user mistake (exit 2), not a regression (exit 1)
+            raise ConfigError(f"{path}: {other}; gate it against its own spec's baseline, or --promote to "
+                              "replace this one")
+        note, old = f"the old baseline is not comparable ({other})\n", None
     marks = ask_verdicts(run)
     new = make_baseline(run, name, now=lambda: when, table=table, thresholds=thresholds, marks=marks)
     result = (check(run, old, tolerance=tolerance, strict=strict, table=table, marks=marks)
@@ -539,7 +587,7 @@ def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[st
     text = "".join(f"{line}\n" for line in coverage_lines(run, table)) + text
     if promote:
         atomic_write_text(path, json.dumps(new, indent=1, sort_keys=True) + "\n")
-        text += f"\npromoted: {path} now holds {len(new['configs'])} configuration(s) from run {run.name}"
+        text += f"\npromoted: {path.resolve()} now holds {_counted(new['configs'])} from run {run.name}"
         return EXIT_PASS, text
     assert result is not None
     return (EXIT_REGRESSION if result.failed else EXIT_PASS), text

@@ -69,5 +69,5 @@ def _compare(args: argparse.Namespace) -> int:
         raise ConfigError(f"compare takes one or two run directories, got {len(args.runs)}")
     path = compare.write_compare(result, out)
     print(compare.verdict_text(result))
-    print(f"\nwritten: {path}")
+    print(f"\nwritten: {Path(path).resolve()}")
     return 0

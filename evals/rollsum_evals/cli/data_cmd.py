@@ -7,6 +7,7 @@ a user mistake: it is reported in one line per problem and exits 2, never with a
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any
 
 from rollsum_evals.cli.args import INT, NON_NEGATIVE_INT, POSITIVE_INT, message_count
@@ -78,12 +80,15 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p.add_argument("--from", dest="from_format", default=None, metavar="FORMAT",
                    help="jsonl, chat, locomo, hf, synth (default: guessed)")
     p.add_argument("--to", dest="to_format", choices=("jsonl", "hf", "openai", "anthropic", "sharegpt"),
-                   default="jsonl")
+                   default="jsonl", help="what to write (default jsonl: canonical)")
     p.add_argument("--questions", metavar="Q", default=None,
-                   help="attach a questions sidecar (.jsonl or .csv) to IN as probes")
-    p.add_argument("--strict", action="store_true", help="fail on the first bad record instead of skipping")
-    p.add_argument("input", metavar="IN")
-    p.add_argument("output", metavar="OUT")
+                   help="attach a questions sidecar (.jsonl, .json or .csv) to IN as probes")
+    p.add_argument("--strict", action="store_true", help="fail on the first bad record instead of skipping it "
+                   "with a warning (nothing left at all is an error either way)")
+    p.add_argument("input", metavar="IN", help="a dataset file, a Hugging Face directory, .parquet or .arrow, "
+                   "hf:OWNER/NAME[:SPLIT], or synth:FLAVOR?...")
+    p.add_argument("output", metavar="OUT", help="the file to write (a new or empty directory, or an earlier "
+                   "output, with --to hf); must differ from IN")
     _limit_args(p)
     p.set_defaults(func=cmd_convert)
 
@@ -130,11 +135,15 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.facts is not None:
         spec += f"&facts={args.facts}"
     items = parse_synth_spec(spec)
+    if args.manifest:  # a manifest that cannot be recorded into is refused before the set is written
+        from rollsum_evals.data import manifest
+
+        manifest.read(args.manifest)
     low, _, high = str(args.messages).partition("-")
     total = args.conversations * (int(high) if high else int(low)) if low.isdigit() else None
     with _progress(total, f"synth {args.flavor}", "msg") as bar:
         n = write_streamed(items, args.out, on_message=lambda: bar.update(1))
-    print(f"wrote {n} conversation(s) to {args.out} (generator {synth.GENERATOR_VERSION}, spec {spec})")
+    print(f"wrote {n} conversation(s) to {Path(args.out).resolve()} (generator {synth.GENERATOR_VERSION}, spec {spec})")
     if args.manifest:
         from rollsum_evals.data import manifest
 
@@ -144,7 +153,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
                    + f" --out {args.out} --manifest {args.manifest}")
         entry = manifest.record(args.manifest, args.out, spec=spec, generator_version=synth.GENERATOR_VERSION,
                                 command=command)
-        print(f"recorded sha256 {entry['sha256']} in {args.manifest}")
+        print(f"recorded sha256 {entry['sha256']} in {Path(args.manifest).resolve()}")
     return EXIT_OK
 
 
@@ -219,7 +228,22 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.output}: output must differ from the input {args.input} (it is the same file"
                           + (", through a symbolic link)" if os.path.islink(args.output) or os.path.islink(args.input)
                              else ")"))
-    convs = _conversations(args)
+    if args.to_format == "hf" and os.path.isdir(args.output) and os.listdir(args.output):
+        from rollsum_evals.data.hf import is_hf_dir
+
+        if not is_hf_dir(args.output):  # save_to_disk would write its files among someone else's
+            from rollsum.errors import ConfigError
+
+            raise ConfigError(f"{args.output}: a directory that is not empty and holds no Hugging Face dataset "
+                              "(expected a new or empty directory, or an earlier --to hf output to replace)")
+    convs = iter(_conversations(args))
+    first = next(convs, None)
+    if first is None:  # every record skipped (warned above), or none at all: never an empty output and exit 0
+        from rollsum.errors import ConfigError
+
+        raise ConfigError(f"{args.input}: no conversation to convert (every record was skipped, see the warnings "
+                          "above, or there was none); nothing written")
+    convs = itertools.chain([first], convs)
     with _progress(None, "convert", "conv") as bar:
         def counted() -> Any:
             for c in convs:
@@ -239,10 +263,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
             from rollsum_evals.data.convert import write_export
 
             n, side = write_export(counted(), args.output, args.to_format)
-    print(f"wrote {n} conversation(s) to {args.output} ({args.to_format})")
+    print(f"wrote {n} conversation(s) to {Path(args.output).resolve()} ({args.to_format})")
     if side is not None:
-        print(f"wrote their questions to {side} (a questions sidecar: `rollsum init {args.output} "
-              f"--questions {side}`)")
+        print(f"wrote their questions to {Path(side).resolve()} (a questions sidecar: `rollsum init "
+              f"{args.output} --questions {side}`)")
     return EXIT_OK
 
 

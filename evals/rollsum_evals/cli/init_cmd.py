@@ -223,7 +223,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     configs = {u.config for u in units}
     curve = {c for c in configs if is_curve(c)}
-    print(f"wrote {spec_path}: {shape.conversations} conversation(s), median {shape.messages} messages "
+    print(f"wrote {spec_path.resolve()}: {shape.conversations} conversation(s), median {shape.messages} messages "
           f"(~{shape.tokens:,} tokens), {shape.questions} question(s); window {spec.context_windows[0]:,} "
           f"tokens; {len(configs - curve)} configurations + {len(curve)} truncation-curve points "
           f"(the yardstick), {len(units)} units")

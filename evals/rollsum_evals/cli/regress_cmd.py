@@ -16,7 +16,9 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                        description="Compare a run with a baseline; exit 1 with a table when a "
                        "configuration loses retained asks (paired per ask for deterministic replays, "
                        "against the baseline interval otherwise), stops being ok, or costs more; 0 "
-                       "otherwise. Writes nothing unless --promote or --record-history.")
+                       "otherwise; 2 for a user mistake (e.g. a baseline made from another spec: no "
+                       "dataset or configuration in common). Writes nothing unless --promote or "
+                       "--record-history.")
     r.add_argument("run", type=Path, help="run directory written by `rollsum run`")
     r.add_argument("--baseline", type=Path, required=True, help="baseline JSON, e.g. reports/baselines/nightly.json")
     r.add_argument("--promote", action="store_true", help="write this run as the new baseline (atomically)")

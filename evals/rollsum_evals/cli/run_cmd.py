@@ -136,6 +136,7 @@ def _out_for(spec_name: str, args: argparse.Namespace, continuing: str | None) -
 def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = None, resume: bool = False,
          retry_errors: bool = False, model: str | None = None, max_cost: float | None = None,
          executor: str = "auto", ray_address: str | None = None) -> Any:
+    from rollsum_evals.formatting import fmt_usd
     from rollsum_evals.run import run_sweep
     from rollsum_evals.run.sweep import DEFAULT_MAX_UNITS
     from rollsum_evals.spec.parse import load_spec
@@ -165,10 +166,10 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
     print(f"{result.done}/{result.total} units in {result.run_dir} "
           f"({result.ran} run now, {result.cached} from the unit cache, "
           f"{result.scored} scored from earlier replays, {result.errors} errors, "
-          f"${result.spent_usd:.4f} spent, "
+          f"{fmt_usd(result.spent_usd)} spent, "
           f"{result.wall_s:.1f}s)")
     if result.stopped_for_budget:
-        print(f"stopped by --max-cost-usd {max_cost} (${result.spent_usd:.4f} spent): {result.stopped} "
+        print(f"stopped by --max-cost-usd {max_cost} ({fmt_usd(result.spent_usd)} spent): {result.stopped} "
               f"units cut short, {result.skipped} not finished; continue with --resume and a higher "
               "budget", file=sys.stderr)
     elif result.exit_code_for(_threshold(args)):

@@ -84,5 +84,5 @@ def cmd_score(args: argparse.Namespace) -> int:
     plan = result.plan
     print(f"{result.units} units re-scored in {result.run_dir} ({', '.join(plan.scorers)}; probes "
           f"{plan.timing.key}; {result.errors} errors, {result.wall_s:.1f}s, no replay)")
-    print(result.run_dir)
+    print(Path(result.run_dir).resolve())  # the last line is what it wrote, absolute, as run's and report's
     return 0

@@ -10,16 +10,27 @@ import json
 import os
 from typing import Any
 
+from rollsum.errors import ConfigError
 from rollsum_evals.data.reader import dataset_hash
 from rollsum_evals.fileio import atomic_writer
 
 
 def read(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest at `path` (an empty one when there is none yet). One that cannot be used is a
+    ConfigError naming the file and line: recording into it would replace what it holds."""
     if not os.path.exists(path):
         return {"files": {}}
+    where = os.fspath(path)
+    if os.path.isdir(path):
+        raise ConfigError(f"{where}: is a directory (expected the manifest's JSON file, e.g. datasets/manifest.json)")
     with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
-    data.setdefault("files", {})
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"{where}:{err.lineno}: invalid JSON at column {err.colno}: {err.msg} (expected a "
+                              'datasets manifest: {"files": {...}})') from None
+    if not isinstance(data, dict) or not isinstance(data.setdefault("files", {}), dict):
+        raise ConfigError(f'{where}: expected a datasets manifest, an object with "files": {{path: entry}}')
     return dict(data)
 
 

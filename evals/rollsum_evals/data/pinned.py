@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from rollsum.errors import ConfigError
+from rollsum_evals.data.hf import HUB_PREFIX
 from rollsum_evals.data.types import Conversation
 
 log = logging.getLogger(__name__)
@@ -128,6 +129,12 @@ def load_pinned(datasets: Mapping[str, Mapping[str, object]], loader: Loader = d
                           str(questions) if questions else None,
                           skip_bad_records=info.get("skip_bad_records", True) is True,  # older runs skipped
                           max_line_bytes=line_bytes if isinstance(line_bytes, int) else None)
+        if src.source.startswith(HUB_PREFIX):
+            # a run directory keeps no copy of its data: a hub dataset is fetched again (from the
+            # `datasets` cache, or the network), which the user should hear before it happens
+            log.warning("%sdataset '%s': %s is loaded again through Hugging Face `datasets` (its cache, or the "
+                        "hub: the run directory keeps no copy) and refused unless it hashes to the run's "
+                        "sha256 %s…", f"{where}: " if where else "", name, src.source, str(info.get("sha256"))[:12])
         ds = load_dataset(src, loader, where=where)
         if ds.sha256 != info.get("sha256"):
             raise ConfigError(f"{where or 'run'}: dataset '{name}' ({src.source}) changed since the run "

@@ -67,11 +67,25 @@ class Row:
 
 def read_rows(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> list[Row]:
     """Rows of a ``.jsonl``, ``.json`` (an array) or ``.csv`` file; unreadable ones are a
-    ConfigError naming the file and line."""
+    ConfigError naming the file and line. A file without a single question is refused too, as an
+    empty conversations file is: it is a mistake (the wrong file, an export cut short), and
+    taken as "0 questions" it would validate, then give a run whose retention measures nothing."""
+    rows = _read_rows(path, limits)
+    if not rows:
+        file = os.fspath(path)
+        ext = os.path.splitext(file)[1].lower()
+        what = {".csv": "a header row and no question rows", ".json": "an empty array"}.get(ext, "the file is empty")
+        raise ConfigError(f"{file}: no questions: {what} (expected one question object per line, "
+                          '{"question": ..., "answer": ..., "evidence": ...}; or a .json array of them, or a '
+                          ".csv with a header row and one question per row)")
+    return rows
+
+
+def _read_rows(path: str | os.PathLike[str], limits: Limits) -> list[Row]:
     file = os.fspath(path)
     if not os.path.isfile(file):
         found = "is a directory" if os.path.isdir(file) else "questions file not found"
-        raise ConfigError(f"{file}: {found} (expected a .jsonl or .csv file of questions)")
+        raise ConfigError(f"{file}: {found} (expected a .jsonl, .json or .csv file of questions)")
     ext = os.path.splitext(file)[1].lower()
     if ext == ".csv":
         return _csv_rows(file, limits)
@@ -126,6 +140,16 @@ def _csv_records(file: str, text: str) -> list[Row]:
     if not reader.fieldnames or "question" not in reader.fieldnames:
         raise ConfigError(f"{file}:1: expected a header row naming the columns (question, answer, "
                           f"evidence, ask_at, ...), got {', '.join(reader.fieldnames or []) or 'nothing'}")
+    # DictReader keeps the last of two same-named columns and drops the other without a word;
+    # names are compared as the rows use them (stripped); unnamed columns (trailing commas) are not
+    # names, they are allowed to repeat
+    seen: dict[str, int] = {}
+    for col, name in enumerate(reader.fieldnames, 1):
+        key = name.strip()
+        if key and key in seen:
+            raise ConfigError(f"{file}:{reader.line_num}: column {key!r} appears twice in the header (columns "
+                              f"{seen[key]} and {col}; expected each column once)")
+        seen.setdefault(key, col)
     rows = []
     for rec in reader:
         fields: dict[str, Any] = {k.strip(): (v.strip() if isinstance(v, str) else v) for k, v in rec.items()

@@ -164,7 +164,7 @@ def markdown(result: TuneResult, tune: TuneSpec, imp: Mapping[str, Mapping[str, 
                     else " (no interval: fewer than 5 conversations)")
         lines += [f"**Best: `{best.label}`** — gain over truncation at matched tokens "
                   f"{_f(final.gain, True)}{interval} on every conversation; retention {_f(final.retention)}, "
-                  f"{final.tokens_per_call:,.0f} main-model tokens per call, "
+                  f"{final.tokens_per_call:,.0f} {result.tokens}, "
                   f"{final.calls_per_message:.3f} summarizer calls per message."
                   + ("" if beats else " Its interval does not exclude 0: it is not shown to beat truncation."), ""]
     lines += [f"Cost: **{result.units_evaluated:,} units evaluated** of the {result.units_full_grid:,} the "
@@ -179,14 +179,14 @@ def markdown(result: TuneResult, tune: TuneSpec, imp: Mapping[str, Mapping[str, 
         lines += [f"> {note}", ""]
     lines += ["## Final run (every conversation)", "",
               f"`rollsum report {result.out / FINAL_RUN}` shows these with the truncation curve.", "",
-              "| configuration | gain [95 % CI] | retention | tokens / call | calls / message | status |",
+              f"| configuration | gain [95 % CI] | retention | {result.tokens} | calls / message | status |",
               "|---|---|---|---|---|---|"]
     for label, m in sorted(result.final.items(), key=lambda kv: -kv[1].gain if math.isfinite(kv[1].gain) else 0):
         ci = f" [{_f(m.gain_low, True)}, {_f(m.gain_high, True)}]" if math.isfinite(m.gain_low) else ""
         lines.append(f"| `{label}` | {_f(m.gain, True)}{ci} | {_f(m.retention)} | {m.tokens_per_call:,.0f} | "
                      f"{m.calls_per_message:.3f} | {m.status} |")
-    lines += ["", "## Pareto set (retention vs tokens per call, feasible trials)", ""]
-    lines += [f"- `{t.label}`: retention {_f(t.retention)} at {t.tokens_per_call:,.0f} tokens per call, gain "
+    lines += ["", f"## Pareto set (retention vs {result.tokens}, feasible trials)", ""]
+    lines += [f"- `{t.label}`: retention {_f(t.retention)} at {t.tokens_per_call:,.0f} {result.tokens}, gain "
               f"{_f(t.gain, True)}" for t in result.pareto] or ["- none"]
     lines += ["", "## Parameter importance (PED-ANOVA over each preset's completed trials)", ""]
     if imp:
@@ -195,7 +195,7 @@ def markdown(result: TuneResult, tune: TuneSpec, imp: Mapping[str, Mapping[str, 
     else:
         lines.append("- not enough completed trials per preset (needs 4 with a varied parameter)")
     lines += ["", "## Convergence", "", f"![best gain vs units evaluated]({CONVERGENCE_PNG})", "",
-              "## Trials", "", "| # | configuration | state | conversations | gain | tokens / call | reason |",
+              "## Trials", "", f"| # | configuration | state | conversations | gain | {result.tokens} | reason |",
               "|---|---|---|---|---|---|---|"]
     for t in result.trials:
         lines.append(f"| {t.number} | `{t.label or t.preset}` | {t.state} | {t.conversations} | {_f(t.gain, True)} | "

@@ -50,6 +50,7 @@ from typing import Any, Literal
 from rollsum.errors import ConfigError
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum_evals.fileio import atomic_write_text
+from rollsum_evals.rundir.format import MANIFEST
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.spec import components
 from rollsum_evals.spec.expand import variants
@@ -200,6 +201,10 @@ class _Tuner:
         most = max(len(v) for v in self.conversation_ids.values())
         self.rungs = rungs(tune.min_conversations, tune.reduction_factor, most)
         self.notes: list[str] = [n for s in tune.spaces for n in _moot(base, s)]
+        from rollsum_evals.analysis import pairing_of
+
+        self.tokens = pairing_of(base.probes.key)[1].header
+        """The report's name for the token figure trials are measured and constrained by."""
         self.evaluated: set[str] = set()
         for d in sorted((out / TRIALS_DIR).glob("*/c*")):
             if (d / "manifest.json").exists():
@@ -326,13 +331,13 @@ class _Tuner:
         if m.status != "ok":
             return f"status {m.status}: {m.reason}".rstrip(": ")
         if not math.isfinite(m.gain):
-            return "no gain: its tokens per call lie outside truncation's curve"
+            return f"no gain: its {self.tokens} lie outside truncation's curve"
         return "; ".join(self._violated(m))
 
     def _violated(self, m: Measured) -> list[str]:
         c, out = self.tune.constraints, []
         if c.max_tokens_per_call is not None and m.tokens_per_call > c.max_tokens_per_call:
-            out.append(f"{m.tokens_per_call:,.0f} tokens per call > {c.max_tokens_per_call:,.0f}")
+            out.append(f"{m.tokens_per_call:,.0f} {self.tokens} > {c.max_tokens_per_call:,.0f}")
         if c.max_calls_per_message is not None and m.calls_per_message > c.max_calls_per_message:
             out.append(f"{m.calls_per_message:.3f} summarizer calls per message > {c.max_calls_per_message:g}")
         return out
@@ -414,6 +419,9 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
     target = Path(out)
     if target.exists() and not target.is_dir():
         raise ConfigError(f"{target}: exists and is not a directory (expected a tune directory: --out DIR)")
+    if (target / MANIFEST).exists():  # a `rollsum run` directory: the study would be written among its files
+        raise ConfigError(f"{target}: holds a run directory (its {MANIFEST}), not a tune: choose another --out "
+                          f"(the tune writes its own run to {target / FINAL_RUN})")
     target.mkdir(parents=True, exist_ok=True)
     lock = RunLock(target)
     lock.acquire()
@@ -443,7 +451,7 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
                             units_evaluated=len(tuner.evaluated),
                             units_full_grid=tune.grid_configs() * total_conversations * seeds + curve_units,
                             grid_configs=tune.grid_configs(), final=final, notes=tuner.notes,
-                            wall_s=time.perf_counter() - t0, rungs=tuner.rungs)
+                            wall_s=time.perf_counter() - t0, rungs=tuner.rungs, tokens=tuner.tokens)
         atomic_write_text(target / "grid.toml", equivalent_grid(raw, tune))
         write_outputs(result, tune, raw)
         return result

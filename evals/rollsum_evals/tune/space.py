@@ -5,7 +5,7 @@ A spec that tunes looks like a sweep spec (datasets, window, scorers, probes) pl
 
     [tune]
     presets = ["since-last", "token-ratio"]     # default: the presets named in [tune.params]
-    objective = "gain"                            # or "pareto": retention vs tokens per call
+    objective = "gain"                            # or "pareto": retention vs main-model tokens
     trials = 40
     seed = 0
     min_conversations = 2                         # first rung: conversations per dataset

@@ -129,3 +129,7 @@ class TuneResult:
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     rungs: list[int] = field(default_factory=list)
+    tokens: str = "main tokens / call"
+    """What `tokens_per_call` is, in the report's words (`analysis.pairing_of`): main-model tokens
+    per call under sampled asks, the context at the asking turns ("main tokens at asks") under a
+    chosen-moment probe timing."""

@@ -50,9 +50,10 @@ def test_from_a_plain_export_to_a_passing_gate_with_cli_commands_only(
     work.mkdir()
     monkeypatch.chdir(work)
 
-    out = _cli(capsys, "init", str(chat), "--questions", str(questions))
+    out = _cli(capsys, "init", "../data/my-chat.json", "--questions", str(questions))  # as typed: relative
     spec = chat.with_name("my-chat.sweep.toml")
-    assert out[-1] == f"next: rollsum run {spec} --out runs/my-chat"
+    assert out[0].startswith(f"wrote {spec.resolve()}: ")  # what it wrote: absolute
+    assert out[-1] == "next: rollsum run ../data/my-chat.sweep.toml --out runs/my-chat"  # what to type: as typed
 
     out = _cli(capsys, "run", str(spec), "--out", "runs/my-chat", "--jobs", "2", "--no-progress")
     run = work / "runs" / "my-chat"
@@ -74,11 +75,11 @@ def test_from_a_plain_export_to_a_passing_gate_with_cli_commands_only(
     out = _cli(capsys, "compare", str(run), "--a", "since-last[messages_per_summary=20, keep_last=2]",
                "--b", "truncate", "--out", "reports/ab", "--resamples", "200")
     assert out[0] == "A = since-last[keep_last=2,messages_per_summary=20]" and out[1] == "B = truncate"
-    assert (work / "reports" / "ab" / "compare.md").exists()
+    assert out[-1] == f"written: {(work / 'reports' / 'ab' / 'compare.md').resolve()}"
 
     baseline = work / "baselines" / "my-chat.json"
-    out = _cli(capsys, "regress", str(run), "--baseline", str(baseline), "--promote", "--resamples", "200")
-    assert out[-1].startswith(f"promoted: {baseline}") and "15 configuration(s)" in out[-1]
+    out = _cli(capsys, "regress", str(run), "--baseline", "baselines/my-chat.json", "--promote", "--resamples", "200")
+    assert out[-1] == f"promoted: {baseline.resolve()} now holds 15 configurations from run my-chat"
     assert set(json.loads(baseline.read_text())["configs"]) >= {"truncate", "full-context"}
 
     out = _cli(capsys, "regress", str(run), "--baseline", str(baseline), "--resamples", "200")
@@ -92,3 +93,7 @@ def test_from_a_plain_export_to_a_passing_gate_with_cli_commands_only(
     baseline.write_text(json.dumps(promoted))
     out = _cli(capsys, "regress", str(run), "--baseline", str(baseline), "--resamples", "200", code=1)
     assert out[-1].startswith("gate: FAIL")
+
+    # re-scoring names the run it wrote to by its absolute path, as run and report do
+    out = _cli(capsys, "score", "runs/my-chat")
+    assert out[-1] == str(run.resolve())

@@ -135,6 +135,24 @@ def test_cli_compare_prints_the_verdict(run_dir: Path, tmp_path: Path, capsys: p
     assert "verdict (retention): B better" in out and (tmp_path / "compare.md").exists()
 
 
+def test_negative_money_puts_the_sign_before_the_dollar(run_dir: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # SHORT is cheaper than LONG: A − B's cost is negative, printed and written as -$0.0030
+    assert main(["compare", str(run_dir), "--a", SHORT, "--b", LONG, "--out", str(tmp_path),
+                 "--resamples", str(N)]) == 0
+    cost = next(line for line in capsys.readouterr().out.splitlines() if "cost_usd" in line)
+    assert "-$0.0" in cost and "$-" not in cost
+    md = (tmp_path / "compare.md").read_text()
+    assert "-$0.0" in md and "$-" not in md
+
+
+def test_fmt_usd_signs_before_the_currency_and_never_signs_zero() -> None:
+    from rollsum_evals.formatting import fmt_usd
+
+    assert [fmt_usd(v) for v in (-0.0126, 0.0126, -0.00001, 0.0, float("nan"), "n/a")] == [
+        "-$0.0126", "$0.0126", "$0.0000", "$0.0000", "–", "n/a"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--a", "nope", "--b", LONG], "no configuration 'nope'"),
     ([], "needs --a CONFIG_A and --b CONFIG_B"),

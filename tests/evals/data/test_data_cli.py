@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,14 @@ def test_every_subcommand_has_help(sub: str, capsys: pytest.CaptureFixture[str])
         build_parser().parse_args(["data", sub, "--help"])
     assert exc.value.code == 0
     assert "usage: rollsum data " + sub in capsys.readouterr().out
+
+
+def test_convert_help_says_what_in_and_out_may_be(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["data", "convert", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "IN a dataset file, a Hugging Face directory" in text and "OUT the file to write" in text
+    assert "(.jsonl, .json or .csv)" in text
 
 
 def test_synth_then_validate_then_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,6 +41,22 @@ def test_synth_then_validate_then_stats(tmp_path: Path, capsys: pytest.CaptureFi
     assert stats["tokens"] > 180 and sum(stats["probes_by_category"].values()) == stats["probes"]
 
 
+@pytest.mark.parametrize("text, message", [
+    ("{\n", r"m.json:2: invalid JSON at column 1: .* \(expected a datasets manifest"),
+    ("[1]\n", r"m.json: expected a datasets manifest, an object with \"files\""),
+    ('{"files": []}\n', r"m.json: expected a datasets manifest"),
+])
+def test_synth_with_an_unusable_manifest_is_one_line_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str) -> None:
+    # was a JSONDecodeError traceback, after the set had been written
+    manifest, out = tmp_path / "m.json", tmp_path / "s.jsonl"
+    manifest.write_text(text)
+    assert main(["data", "synth", "--messages", "20", "--out", str(out), "--manifest", str(manifest)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert re.search(message, err) and not out.exists() and manifest.read_text() == text
+
+
 def test_convert_locomo_to_canonical_jsonl_and_hf(tmp_path: Path) -> None:
     out = tmp_path / "l.jsonl"
     assert main(["data", "convert", "--from", "locomo", str(FIX / "locomo_tiny.json"), str(out)]) == 0
@@ -45,6 +70,49 @@ def test_convert_a_synth_spec(tmp_path: Path) -> None:
     out = tmp_path / "c.jsonl"
     assert main(["data", "convert", "synth:chat?messages=40&seed=2", str(out)]) == 0
     assert len(load(out)[0].messages) == 40
+
+
+def test_what_synth_and_convert_wrote_is_named_by_its_absolute_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["data", "synth", "--conversations", "1", "--messages", "40", "--out", "s.jsonl",
+                 "--manifest", "m.json"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"wrote 1 conversation(s) to {tmp_path.resolve() / 's.jsonl'} (")
+    assert out[1].endswith(f" in {tmp_path.resolve() / 'm.json'}")
+    assert main(["data", "convert", "s.jsonl", "chat.json", "--to", "openai"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"wrote 1 conversation(s) to {tmp_path.resolve() / 'chat.json'} (openai)"
+    assert out[1].startswith(f"wrote their questions to {tmp_path.resolve() / 'chat.questions.jsonl'} (")
+
+
+@pytest.mark.parametrize("text, fmt, to", [('{"role": "user"\n', [], "jsonl"), ("hello\n", [], "hf"),
+                                          ("[]\n", ["--from", "locomo"], "jsonl")])
+def test_convert_with_no_conversation_left_writes_nothing_and_exits_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, fmt: list[str], to: str) -> None:
+    # not strict, a bad record is skipped with a warning; when that leaves nothing, "wrote 0
+    # conversation(s)" with exit 0 and an empty output would hide the mistake
+    src, out = tmp_path / "in.json", tmp_path / "out"
+    src.write_text(text)
+    assert main(["data", "convert", *fmt, str(src), str(out), "--to", to]) == 2
+    err = capsys.readouterr().err
+    assert f"{src}: no conversation to convert" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_convert_to_hf_refuses_a_directory_holding_other_files(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # save_to_disk would write the dataset among them (a run directory, say)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "manifest.json").write_text("{}")
+    assert main(["data", "convert", "synth:chat?messages=40&seed=2", str(busy), "--to", "hf"]) == 2
+    assert "not empty and holds no Hugging Face dataset" in capsys.readouterr().err
+    assert [p.name for p in busy.iterdir()] == ["manifest.json"]
+    hf_dir = tmp_path / "hf"  # an earlier --to hf output is replaced
+    assert main(["data", "convert", "synth:chat?messages=40&seed=2", str(hf_dir), "--to", "hf"]) == 0
+    assert main(["data", "convert", "synth:chat?messages=30&seed=2", str(hf_dir), "--to", "hf"]) == 0
+    assert len(load(hf_dir)[0].messages) == 30
 
 
 def test_user_mistakes_exit_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

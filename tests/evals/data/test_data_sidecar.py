@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rollsum_evals.cli import main
 from rollsum_evals.data import load
 from rollsum_evals.data.checks import RecordError
 from rollsum_evals.data.sidecar import attach, check, read_rows
@@ -110,6 +111,20 @@ def test_csv_sidecar_with_quotes_and_index_lists(tmp_path: Path, chat: Path) -> 
         attach(load(chat), q)
 
 
+@pytest.mark.parametrize("header", ["question,answer,evidence,answer", "question,answer, answer ,evidence"])
+def test_a_csv_header_naming_a_column_twice_is_refused_with_file_line_and_column(
+        tmp_path: Path, chat: Path, capsys: pytest.CaptureFixture[str], header: str) -> None:
+    # csv.DictReader would keep the last column's value and drop the first without a word
+    q = tmp_path / "q.csv"
+    q.write_text(f"{header}\nCode?,4417,5,9999\n")
+    with pytest.raises(ConfigError, match=r"q\.csv:1: column 'answer' appears twice in the header \(columns 2 and"):
+        read_rows(q)
+    assert main(["data", "validate", str(chat), "--questions", str(q)]) == 2
+    assert "appears twice" in capsys.readouterr().err
+    q.write_text("question,answer,evidence,,\nCode?,4417,5,,\n")  # unnamed trailing columns: not names
+    assert [r.fields["answer"] for r in read_rows(q)] == ["4417"]
+
+
 def test_several_conversations_need_a_conversation_column(tmp_path: Path) -> None:
     f = tmp_path / "many.jsonl"
     f.write_text(json.dumps(CHAT[:10]) + "\n" + json.dumps(CHAT[:10]) + "\n")
@@ -128,6 +143,24 @@ def test_a_bad_line_is_named(tmp_path: Path, chat: Path) -> None:
     q.write_text('{"question": "Q", "answer": "4417", "evidence": 5}\n{"question": \n')
     with pytest.raises(ConfigError, match=r"q\.jsonl:2: truncated JSON"):
         attach(load(chat), q)
+
+
+@pytest.mark.parametrize("name, text, what", [
+    ("q.jsonl", "", "the file is empty"),
+    ("q.jsonl", "\n  \n", "the file is empty"),
+    ("q.json", "[]", "an empty array"),
+    ("q.csv", "question,answer,evidence\n", "a header row and no question rows"),
+])
+def test_a_questions_file_without_a_question_is_refused_as_an_empty_chat_is(
+        tmp_path: Path, chat: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, what: str) -> None:
+    # "0 questions" would validate and then give a run whose retention measures nothing
+    q = tmp_path / name
+    q.write_text(text)
+    with pytest.raises(ConfigError, match=f"{name}: no questions: {what} \\(expected one question object"):
+        read_rows(q)
+    assert main(["data", "validate", str(chat), "--questions", str(q)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"{q}: no questions" in err
 
 
 # ----------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ configurations, interval-based for the others, status and cost checks, and what 
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rollsum_evals.analysis import load
@@ -60,6 +61,16 @@ def test_promote_writes_a_baseline_with_every_asks_verdict(baseline: Path, tmp_p
     for r in row.to_dict("records"):
         assert marks[f"{r['probe_id']}@{r['asked_turn']}"] == ("1" if r["retained"] else "0")
     assert not [p for p in baseline.parent.iterdir() if p.name != "nightly.json"]  # no history, no temp files
+
+
+def test_promote_counts_the_truncation_curve_apart_from_configurations(tmp_path: Path) -> None:
+    # the curve the harness adds to every sweep is the yardstick, not a configuration: counted
+    # apart, in `rollsum init`'s words, so the count matches the report's and init's
+    curve = {f"truncate-curve[keep={k}]": 0.1 * k for k in (2, 4, 8)}
+    code, text = regress(make_run(tmp_path / "r", {**CONFIGS, **curve}), tmp_path / "b.json", promote=True,
+                         n_resamples=N)
+    assert code == 0
+    assert text.splitlines()[-1].endswith("now holds 2 configurations + 3 truncation-curve points from run r")
 
 
 def test_unchanged_rerun_passes_and_writes_nothing(baseline: Path, tmp_path: Path) -> None:
@@ -190,6 +201,39 @@ def test_cli_exit_codes(baseline: Path, tmp_path: Path, capsys: pytest.CaptureFi
     broken.write_text('{"format": 2, "asks": {}, "configs": {"x": {"retention": 1}}}')
     assert main(["regress", str(ok), "--baseline", str(broken)]) == 2
     assert "configs.x.retention" in capsys.readouterr().err
+
+
+def _other_datasets(run: Path) -> Path:
+    """The same run as if its spec had read another dataset (what the manifest says it read)."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["datasets"] = {"mine": manifest["datasets"].pop("synthetic")}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+@pytest.mark.parametrize("what, make", [
+    ("no configuration in common", lambda d: make_run(d, {"since-last[keep_last=4]": 0.8, "truncate[n=4]": 0.3}
+                                                      | {"truncate-curve[keep=4]": 0.2})),
+    ("no dataset in common", lambda d: _other_datasets(make_run(d, CONFIGS))),
+])
+def test_a_baseline_of_another_spec_is_refused_in_one_line_not_failed(
+        baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str, make: Any) -> None:
+    # the wrong --baseline is a user mistake (exit 2), not a regression (exit 1): nothing in
+    # common to gate, so every check would "fail"
+    run = make(tmp_path / "other")
+    if what == "no configuration in common":  # a shared truncate curve is the yardstick, not a configuration
+        regress(make_run(tmp_path / "night0c", {**CONFIGS, "truncate-curve[keep=4]": 0.2}), baseline,
+                promote=True, n_resamples=N)
+    before = baseline.read_bytes()
+    assert main(["regress", str(run), "--baseline", str(baseline), "--record-history"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert f"{baseline}: made from another spec, {what}: the baseline is (datasets synthetic; 2 configurations: " \
+           f"{SL}, truncate[n=10])" in err and "--promote to replace" in err
+    assert baseline.read_bytes() == before and not (baseline.parent / "nightly.history.jsonl").exists()
+    # promoting over it is how it is replaced: said, not refused
+    assert main(["regress", str(run), "--baseline", str(baseline), "--promote"]) == 0
+    assert "the old baseline is not comparable (made from another spec" in capsys.readouterr().out
 
 
 def test_an_old_format_baseline_is_refused_but_can_be_re_promoted(tmp_path: Path,

@@ -174,13 +174,35 @@ def test_resuming_a_damaged_tune_directory_is_one_line(tmp_path: Path, reference
         run_tune(_spec(tmp_path), out, TuneOptions(executor="thread", resume=True))
 
 
+def test_a_run_directory_as_out_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    # the study, trials and state would land among a `rollsum run` directory's files
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"r: holds a run directory \(its manifest.json\), not a tune"):
+        run_tune(_spec(tmp_path), run, TuneOptions(executor="thread", trials=1))
+    assert sorted(p.name for p in run.iterdir()) == ["manifest.json"]
+
+
 def test_constraints_no_feasible_trial_is_never_a_best(tmp_path: Path) -> None:
     out = tmp_path / "t"
     result = run_tune(_spec(tmp_path, constraints="[tune.constraints]\nmax_tokens_per_call = 5"), out,
                       TuneOptions(executor="thread", trials=3))
     assert result.best is None and _summary(out)["best"] is None
-    assert all(t.state == "infeasible" and "tokens per call" in t.reason for t in result.trials)
+    assert all(t.state == "infeasible" and "main tokens / call > 5" in t.reason for t in result.trials)
     assert "No trial beat the constraints" in (out / "tune.md").read_text(encoding="utf-8")
+
+
+def test_the_token_figure_is_named_as_the_report_names_it_for_the_probe_timing(tmp_path: Path) -> None:
+    # asked at the end, the report ranks by the context at the asks, not tokens per call: the
+    # constraint, the reasons and tune.md say so, with the report's own header
+    out = tmp_path / "t"
+    result = run_tune(_spec(tmp_path, constraints='[tune.constraints]\nmax_tokens_per_call = 5\n[probes]\nask = "end"'),
+                      out, TuneOptions(executor="thread", trials=2))
+    assert result.tokens == "main tokens at asks"
+    assert all("main tokens at asks > 5" in t.reason for t in result.trials)
+    md = (out / "tune.md").read_text(encoding="utf-8")
+    assert "| main tokens at asks |" in md and "per call" not in md and "/ call" not in md
 
 
 def test_prompts_are_not_tuned_for_a_model_that_reads_none(tmp_path: Path) -> None:
