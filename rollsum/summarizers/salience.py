@@ -128,7 +128,23 @@ conversation's vocabulary is small."""
 _CACHE_LIMIT = 50_000
 
 
+_WORD_WEIGHT: dict[str, float] = {**dict.fromkeys(COMMON_WORDS, W_COMMON), **dict.fromkeys(FUNCTION_WORDS, 0.0),
+                                   **dict.fromkeys(_CALENDAR - {"may"}, W_CONTENT)}
+"""A listed word's weight as `_kind_weight` gives it to a lowercase token of two letters or
+more: a calendar word is a content word (but lowercase "may", a function word), a function
+word weighs 0 (many are also common words: "do", "one", "wow"), a common word `W_COMMON`;
+any other such word is a content word."""
+
+
 def _classify(chunk: str) -> tuple[Token, ...]:
+    """The tokens of one whitespace-separated chunk (the token cache's entries).
+
+    A chunk of ASCII lowercase letters (most of a chat's distinct chunks) is one token, itself,
+    with the same weight as a first word (it has no capital), read from `_WORD_WEIGHT`: the
+    general path's regex, strips and weight tests are spared."""
+    if chunk.isascii() and chunk.isalpha() and chunk.islower():
+        w = _WORD_WEIGHT.get(chunk, W_CONTENT) if len(chunk) > 1 else 0.0
+        return ((stem(chunk), w, w),)
     out = []
     for raw in _TOKEN_RE.findall(chunk):
         tok = raw.rstrip(_STRIP)

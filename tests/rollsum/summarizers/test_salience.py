@@ -226,6 +226,19 @@ def test_classify_equals_the_definition_without_its_pre_checks(chunk: str) -> No
     assert _classify(chunk) == _classes_by_definition(chunk, _reference_kind_weight)
 
 
+def test_a_lowercase_word_classifies_by_lookup_as_by_the_definition() -> None:
+    """`_classify` reads a chunk of ASCII lowercase letters from `_WORD_WEIGHT` (the listed
+    words) without the general path: every listed word, a lone letter and unlisted words
+    (plurals folded) must classify as the definition does (a table where a function word
+    overrides a calendar word, "may" a content word, or a common word a function word, fails)."""
+    from rollsum.summarizers import salience
+
+    words = salience.FUNCTION_WORDS | salience.COMMON_WORDS | salience._CALENDAR
+    chunks = [*sorted(w for w in words if w.isascii() and w.isalpha()), "a", "x", "pottery", "paintings", "glass"]
+    for chunk in chunks:
+        assert salience._classify(chunk) == _classes_by_definition(chunk, _reference_kind_weight), chunk
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from(["(", ")", " (", " ", "  ", "7", "2023", "12345", "May", "x", "the week before ",
                                  ":", "(7 May 2023)", " (2024)", "é", "_", "a (1999) b"]),
