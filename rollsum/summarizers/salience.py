@@ -136,15 +136,33 @@ word weighs 0 (many are also common words: "do", "one", "wow"), a common word `W
 any other such word is a content word."""
 
 
+_PUNCT_TAIL = ',.!?;:)"]'
+"""Marks a word is followed by ("fun!", "today.", "jungle]"): none starts a token, and those
+a token may hold ("." and ":") are in `_STRIP`, so a chunk that is a word and these is one token,
+the word."""
+
+
 def _classify(chunk: str) -> tuple[Token, ...]:
     """The tokens of one whitespace-separated chunk (the token cache's entries).
 
-    A chunk of ASCII lowercase letters (most of a chat's distinct chunks) is one token, itself,
-    with the same weight as a first word (it has no capital), read from `_WORD_WEIGHT`: the
-    general path's regex, strips and weight tests are spared."""
-    if chunk.isascii() and chunk.isalpha() and chunk.islower():
-        w = _WORD_WEIGHT.get(chunk, W_CONTENT) if len(chunk) > 1 else 0.0
-        return ((stem(chunk), w, w),)
+    A chunk that is a word of ASCII letters, lowercase or capitalized, and then only marks of
+    `_PUNCT_TAIL` (nine in ten of a chat's distinct chunks) is one token, the word, weighed by
+    a lookup in `_WORD_WEIGHT` as `_kind_weight` weighs it: the general path's regex, strips
+    and weight tests are spared."""
+    if chunk.isascii():
+        word = chunk.rstrip(_PUNCT_TAIL)
+        if word.isalpha():
+            if word.islower():
+                w = _WORD_WEIGHT.get(word, W_CONTENT) if len(word) > 1 else 0.0
+                return ((stem(word), w, w),)
+            if word[0].isupper() and word[1:].islower():  # capitalized, two letters or more
+                low = word.lower()
+                listed = _WORD_WEIGHT.get(low)
+                if listed is None:  # a name, but capitals at a sentence's start are grammar
+                    return ((stem(low), W_CONTENT, W_NAME),)
+                if low == "may":  # the month, unless it is the sentence's first word
+                    return ((low, 0.0, W_CONTENT),)
+                return ((stem(low), listed, listed),)
     out = []
     for raw in _TOKEN_RE.findall(chunk):
         tok = raw.rstrip(_STRIP)

@@ -227,17 +227,38 @@ def test_classify_equals_the_definition_without_its_pre_checks(chunk: str) -> No
     assert _classify(chunk) == _classes_by_definition(chunk, _reference_kind_weight)
 
 
-def test_a_lowercase_word_classifies_by_lookup_as_by_the_definition() -> None:
-    """`_classify` reads a chunk of ASCII lowercase letters from `_WORD_WEIGHT` (the listed
-    words) without the general path: every listed word, a lone letter and unlisted words
-    (plurals folded) must classify as the definition does (a table where a function word
-    overrides a calendar word, "may" a content word, or a common word a function word, fails)."""
+def test_a_word_classifies_by_lookup_as_by_the_definition() -> None:
+    """`_classify` reads a chunk that is a word of ASCII letters, lowercase or capitalized,
+    from `_WORD_WEIGHT` (the listed words) without the general path: every listed word in
+    both forms, lone letters and unlisted words (plurals folded) must classify as the
+    definition does (a table where a function word overrides a calendar word, or a common
+    word a function word; "May" weighed as a name or a first-word month; a capitalized word
+    weighed as a name at the sentence's start, fails)."""
     from rollsum.summarizers import salience
 
     words = salience.FUNCTION_WORDS | salience.COMMON_WORDS | salience._CALENDAR
-    chunks = [*sorted(w for w in words if w.isascii() and w.isalpha()), "a", "x", "pottery", "paintings", "glass"]
-    for chunk in chunks:
+    lower = [*sorted(w for w in words if w.isascii() and w.isalpha()), "a", "x", "pottery", "paintings", "glass",
+             "caroline"]
+    for chunk in [*lower, *(w.capitalize() for w in lower)]:
         assert salience._classify(chunk) == _classes_by_definition(chunk, _reference_kind_weight), chunk
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(["may", "May", "MAY", "mAy", "the", "The", "really", "Really", "monday", "Monday", "x", "I",
+                        "caroline", "Caroline", "paintings", "Paintings", "iOS", "ab1"]),
+       st.text(alphabet=st.sampled_from(',.!?;:)"]\'’-(…_/+%$#@1 ab'), max_size=4))
+@example("today", ".")
+@example("fun", "!")
+@example("dogs", "'")
+def test_a_word_and_its_marks_classify_as_by_the_definition(word: str, tail: str) -> None:
+    """A word followed by marks ("fun!", "today.", "jungle]") is classified by the word alone
+    only when every mark is one of `_PUNCT_TAIL`: any chunk must classify as the definition
+    does (a mark set holding one a token keeps, "%", "_" or "$", or a word test that lets
+    "mAy" or "iOS" through as capitalized, fails)."""
+    from rollsum.summarizers import salience
+
+    chunk = word + tail
+    assert salience._classify(chunk) == _classes_by_definition(chunk, _reference_kind_weight)
 
 
 def _reference_features(text: str) -> tuple[tuple[str, ...], tuple[float, ...], float]:
