@@ -678,6 +678,11 @@ class ExtractiveSummarizer:
         Cached by the sentence, and by the sentence and its day only when it holds a relative
         date (the only part that depends on the day); it never changes an output. Real traffic
         repeats more than it seems (greetings, tool preambles, "Calling read_file(...)").
+
+        A sentence met first with a day (every sentence of a timestamped chat) is anchored to
+        that day at once: whether anchoring changes it is whether it holds a relative date
+        (`dates.holds_relative`: which expressions are anchored depends on the text alone), so
+        its entry is made with `relative` set, without a probe anchoring and a second entry.
         """
         cache = self._sentences
         hit = cache.get(sentence)
@@ -685,7 +690,16 @@ class ExtractiveSummarizer:
             if len(cache) > _CACHE_LIMIT:
                 cache.clear()
             short = shorten(sentence) if len(sentence) > MAX_SENTENCE_CHARS else sentence
-            hit = cache[sentence] = self._said(short, None, trim_tail(short, feats=self._features_of))
+            feats = self._features_of
+            if anchor is not None:
+                anchored, _ = dates.anchor_dates(short, anchor)
+                relative = anchored != short
+                hit = cache[sentence] = self._said(short, relative, trim_tail(short, feats=feats))
+                if not relative:
+                    return hit
+                hit = cache[sentence, anchor] = self._said(short, True, trim_tail(anchored, feats=feats))
+                return hit
+            hit = cache[sentence] = self._said(short, None, trim_tail(short, feats=feats))
         if anchor is None:
             return hit
         if hit.relative is None:  # asked only when there is a day to anchor to

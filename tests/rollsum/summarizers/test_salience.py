@@ -14,6 +14,7 @@ from rollsum.summarizers.salience import (
     W_NAME,
     W_NUMBER,
     Token,
+    TokenCache,
     features,
     stem,
 )
@@ -224,6 +225,81 @@ def test_classify_equals_the_definition_without_its_pre_checks(chunk: str) -> No
     from rollsum.summarizers.salience import _classify
 
     assert _classify(chunk) == _classes_by_definition(chunk, _reference_kind_weight)
+
+
+def test_a_word_classifies_by_lookup_as_by_the_definition() -> None:
+    """`_classify` reads a chunk that is a word of ASCII letters, lowercase or capitalized,
+    from `_WORD_WEIGHT` (the listed words) without the general path: every listed word in
+    both forms, lone letters and unlisted words (plurals folded) must classify as the
+    definition does (a table where a function word overrides a calendar word, or a common
+    word a function word; "May" weighed as a name or a first-word month; a capitalized word
+    weighed as a name at the sentence's start, fails)."""
+    from rollsum.summarizers import salience
+
+    words = salience.FUNCTION_WORDS | salience.COMMON_WORDS | salience._CALENDAR
+    lower = [*sorted(w for w in words if w.isascii() and w.isalpha()), "a", "x", "pottery", "paintings", "glass",
+             "caroline"]
+    for chunk in [*lower, *(w.capitalize() for w in lower)]:
+        assert salience._classify(chunk) == _classes_by_definition(chunk, _reference_kind_weight), chunk
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(["may", "May", "MAY", "mAy", "the", "The", "really", "Really", "monday", "Monday", "x", "I",
+                        "caroline", "Caroline", "paintings", "Paintings", "iOS", "ab1"]),
+       st.text(alphabet=st.sampled_from(',.!?;:)"]\'’-(…_/+%$#@1 ab'), max_size=4))
+@example("today", ".")
+@example("fun", "!")
+@example("dogs", "'")
+def test_a_word_and_its_marks_classify_as_by_the_definition(word: str, tail: str) -> None:
+    """A word followed by marks ("fun!", "today.", "jungle]") is classified by the word alone
+    only when every mark is one of `_PUNCT_TAIL`: any chunk must classify as the definition
+    does (a mark set holding one a token keeps, "%", "_" or "$", or a word test that lets
+    "mAy" or "iOS" through as capitalized, fails)."""
+    from rollsum.summarizers import salience
+
+    chunk = word + tail
+    assert salience._classify(chunk) == _classes_by_definition(chunk, _reference_kind_weight)
+
+
+def _reference_features(text: str) -> tuple[tuple[str, ...], tuple[float, ...], float]:
+    """`features` by its definition: the anchors, then every token of the text in order (the
+    first with its first-word weight), each key at its first place with the largest weight
+    it is given; no cache, no skipped repeat."""
+    from rollsum.summarizers import salience
+
+    keys: dict[str, float] = {}
+    for m in salience._ANCHOR_RE.finditer(text):
+        keys["@" + m.group(1)] = W_DATE
+    chunks = salience._ANCHOR_RE.sub("", text).split()
+    tokens = [t for chunk in chunks for t in _classes_by_definition(chunk, _reference_kind_weight)]
+    for i, (key, first, rest) in enumerate(tokens):
+        w = first if i == 0 else rest
+        if w > 0.0 and keys.get(key, 0.0) < w:
+            keys[key] = w
+    factor = 1.0
+    if " ".join(chunks).endswith("?"):
+        factor *= salience.QUESTION_FACTOR
+    if tokens and tokens[0][0] in salience._ANAPHORA:
+        factor *= salience.ANAPHORA_FACTOR
+    if len(chunks) < salience.FULL_SENTENCE_WORDS:
+        factor *= len(chunks) / salience.FULL_SENTENCE_WORDS
+    return tuple(keys), tuple(keys.values()), factor
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["Paris", "paris", "paris,", "Paris's", "PARIS", "May", "may", "the", "It", "it",
+                                 "2023", "(2023)", "(7 May 2023)", "really", "Really", "src/app.py:12", "app.py",
+                                 "-", "?", "x", "painting", "paintings"]), max_size=12).map(" ".join))
+@example("paris Paris paris")
+@example("May May may")
+def test_features_give_each_key_its_largest_weight_at_its_first_place(text: str) -> None:
+    """A key said again, as the same chunk or another ("paris ... Paris"), keeps its first
+    place and the largest of its weights: `features` reads every chunk after the first word's,
+    repeats included, without deduplicating them first (a loop where the last weight wins, or
+    one that reads the chunks out of order, e.g. from a set, fails)."""
+    assert features(text) == _reference_features(text)
+    cache: TokenCache = {}
+    assert features(text, cache) == _reference_features(text) == features(text, cache)
 
 
 @settings(max_examples=500, deadline=None)
