@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from rollsum.errors import ConfigError
+from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.hf import HUB_PREFIX
 from rollsum_evals.data.types import Conversation
 
@@ -98,12 +99,23 @@ class Dataset:
         return out
 
 
+def _format_prefix_hint(path: str) -> str:
+    """A hint when a missing source reads like ``FORMAT:PATH`` ("locomo:data/locomo10.json"): only
+    ``synth:`` and ``hf:`` are schemes; any other format is named by the dataset's ``format``, and
+    the prefix made the path a file name that does not exist."""
+    head, sep, rest = path.partition(":")
+    name = os.path.basename(head)
+    if sep and rest and name in LOADERS:
+        return f"; to read {rest!r} as {name}, write source = {rest!r} and format = {name!r}"
+    return ""
+
+
 def load_dataset(ds: DatasetSpec, loader: Loader = default_loader, *, where: str = "") -> Dataset:
     prefix = f"{where}: " if where else ""
     for path, what in ((ds.source, "source"), (ds.questions, "questions")):
         if path and os.path.isabs(path) and not os.path.exists(path):
             raise ConfigError(f"{prefix}dataset '{ds.name}' {what}: {path}: no such file (paths in a spec "
-                              "are relative to the spec file)")
+                              f"are relative to the spec file){_format_prefix_hint(path)}")
     loaded = loader(ds)
     skipped = loaded.skipped if isinstance(loaded, Loaded) else 0
     convs = list(loaded.conversations if isinstance(loaded, Loaded) else loaded)

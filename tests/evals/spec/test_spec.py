@@ -204,6 +204,21 @@ def test_a_missing_dataset_file_names_the_rule(tmp_path: Path) -> None:
         load_dataset(load_spec(spec).datasets[0])
 
 
+def test_a_format_written_as_a_prefix_of_the_source_gets_the_spelling_that_works(tmp_path: Path) -> None:
+    """`source = "locomo:data/x.json"` reads as a file named "locomo:data/x.json" beside the spec: the
+    error says to name the format in `format`, and only for a registered format's name."""
+    from rollsum_evals.data.pinned import load_dataset
+    from rollsum_evals.spec.parse import load_spec
+
+    spec = tmp_path / "s.toml"
+    for source, hint in (("locomo:data/x.json", "write source = 'data/x.json' and format = 'locomo'"),
+                         ("notaformat:data/x.json", None), ("chat.json", None)):
+        spec.write_text(f'[[datasets]]\nname = "d"\nsource = "{source}"\n[[configs]]\npreset = "truncate"\n')
+        with pytest.raises(ConfigError, match="no such file") as err:
+            load_dataset(load_spec(spec).datasets[0])
+        assert (hint in str(err.value)) if hint else "format =" not in str(err.value)
+
+
 def test_a_configs_own_context_window_is_the_one_its_units_and_engine_use() -> None:
     """Issue #19: spec ``context_window = 8000`` with a config's ``params = { context_window =
     4000 }`` ran the engine at 4,000 while the Unit, the trace and the health scorer used 8,000.
