@@ -297,8 +297,7 @@ def _names(items: Any, most: int = 3) -> str:
     return ", ".join(names[:most]) + (f", +{len(names) - most} more" if len(names) > most else "") or "none"
 
 
-def _side(spec: Any, datasets: Any, configs: Any) -> str:
-    ranked = [c for c in configs if not is_curve(c)]
+def _side(spec: Any, datasets: Any, ranked: Any) -> str:
     return (f"spec {str(spec)!r} " if spec else "") + f"(datasets {_names(datasets)}; {len(ranked)} configurations: " \
         f"{_names(ranked)})"
 
@@ -313,12 +312,12 @@ def mismatch(run: Run, baseline: Mapping[str, Any], configs: Any) -> str | None:
     base_ds, run_ds = set(baseline.get("dataset_sha256") or {}), set(now["dataset_sha256"])
     base_cfg = {c for c in baseline["configs"] if not is_curve(c)}
     run_cfg = {c for c in configs if not is_curve(c)}
-    if (base_ds and run_ds and not base_ds & run_ds) or (base_cfg and run_cfg and not base_cfg & run_cfg):
-        what = "no dataset" if base_ds and run_ds and not base_ds & run_ds else "no configuration"
-        return (f"made from another spec, {what} in common: the baseline is "
-                f"{_side(baseline.get('spec'), base_ds, baseline['configs'])}, this run is "
-                f"{_side(now['spec'], run_ds, configs)}")
-    return None
+    no_dataset = bool(base_ds and run_ds and not base_ds & run_ds)
+    if not no_dataset and not (base_cfg and run_cfg and not base_cfg & run_cfg):
+        return None
+    return (f"made from another spec, {'no dataset' if no_dataset else 'no configuration'} in common: the "
+            f"baseline is {_side(baseline.get('spec'), base_ds, base_cfg)}, this run is "
+            f"{_side(now['spec'], run_ds, run_cfg)}")
 
 
 def _band(b: Mapping[str, Any]) -> tuple[float, float, float]:
