@@ -220,11 +220,10 @@ def _same_file(a: str, b: str) -> bool:
 
 @_user_errors
 def cmd_convert(args: argparse.Namespace) -> int:
+    from rollsum.errors import ConfigError
     from rollsum_evals.data.jsonl import write_jsonl
 
     if _same_file(args.input, args.output):
-        from rollsum.errors import ConfigError
-
         raise ConfigError(f"{args.output}: output must differ from the input {args.input} (it is the same file"
                           + (", through a symbolic link)" if os.path.islink(args.output) or os.path.islink(args.input)
                              else ")"))
@@ -232,15 +231,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
         from rollsum_evals.data.hf import is_hf_dir
 
         if not is_hf_dir(args.output):  # save_to_disk would write its files among someone else's
-            from rollsum.errors import ConfigError
-
             raise ConfigError(f"{args.output}: a directory that is not empty and holds no Hugging Face dataset "
                               "(expected a new or empty directory, or an earlier --to hf output to replace)")
     convs = iter(_conversations(args))
     first = next(convs, None)
     if first is None:  # every record skipped (warned above), or none at all: never an empty output and exit 0
-        from rollsum.errors import ConfigError
-
         raise ConfigError(f"{args.input}: no conversation to convert (every record was skipped, see the warnings "
                           "above, or there was none); nothing written")
     convs = itertools.chain([first], convs)
