@@ -293,7 +293,7 @@ def _heat_cells(fig: Figure, ax: Axes, matrix: pd.DataFrame, fmt: str, cmap: str
                 red, green, blue, _ = im.cmap(im.norm(v))
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
                 note = f"\n{notes.iat[r, c]!s}" if notes is not None and str(notes.iat[r, c]) else ""
-                ax.text(c, r, format(v, fmt) + note, ha="center", va="center", fontsize=7,
+                ax.text(c, r, format(v, fmt) + note, ha="center", va="center", fontsize=7, in_layout=False,
                         color="white" if dark else "black")
     bar = fig.colorbar(im, ax=ax, fraction=0.046)
     bar.set_label(cbar_label)
