@@ -60,3 +60,13 @@ def message_count(text: str) -> str:
         raise argparse.ArgumentTypeError(f"expected a positive number of messages or a range LOW-HIGH with "
                                          f"1 <= LOW <= HIGH, got {text!r}")
     return text
+
+
+def dataset_format(text: str) -> str:
+    """``--format`` / ``--from``: a registered dataset format (`data.formats.LOADERS`), read when
+    the option is given (the registry imports the data package, which ``--help`` need not)."""
+    from rollsum_evals.data.formats import LOADERS
+
+    if text not in LOADERS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(LOADERS.names())}, got {text!r}")
+    return text

@@ -18,7 +18,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Any
 
-from rollsum_evals.cli.args import INT, NON_NEGATIVE_INT, POSITIVE_INT, message_count
+from rollsum_evals.cli.args import INT, NON_NEGATIVE_INT, POSITIVE_INT, dataset_format, message_count
 
 EXIT_OK, EXIT_USAGE = 0, 2
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                         description="Check every record; each problem names file, line, conversation, field "
                         "and what was expected.")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--format", default=None, help="jsonl, chat, locomo, hf (default: guessed)")
+    p.add_argument("--format", type=dataset_format, default=None, help="jsonl, chat, locomo, hf (default: guessed)")
     p.add_argument("--questions", metavar="Q", default=None,
                    help="also check a questions sidecar (.jsonl or .csv) against the chat")
     p.add_argument("--strict", action="store_true", help="warnings are errors; stop at the first error")
@@ -77,7 +77,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                         "Hugging Face dataset directory (--to hf), or a chat export (--to openai, anthropic, "
                         "sharegpt; .json or .jsonl by OUT's extension). Export formats have no place for "
                         "probes: they go to a questions sidecar beside OUT (<OUT>.questions.jsonl).")
-    p.add_argument("--from", dest="from_format", default=None, metavar="FORMAT",
+    p.add_argument("--from", dest="from_format", type=dataset_format, default=None, metavar="FORMAT",
                    help="jsonl, chat, locomo, hf, synth (default: guessed)")
     p.add_argument("--to", dest="to_format", choices=("jsonl", "hf", "openai", "anthropic", "sharegpt"),
                    default="jsonl", help="what to write (default jsonl: canonical)")
@@ -95,7 +95,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p = dsub.add_parser("stats", help="conversations, messages, tokens and probes of a dataset",
                         description="Counts by role and probe category; tokens by the chars/4 heuristic.")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--format", default=None)
+    p.add_argument("--format", type=dataset_format, default=None)
     p.add_argument("--questions", metavar="Q", default=None, help="count a questions sidecar's questions too")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--skip-bad-records", action="store_true",

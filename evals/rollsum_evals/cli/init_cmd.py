@@ -27,6 +27,7 @@ from typing import Any
 
 from rollsum.errors import ConfigError
 from rollsum.redact import redact
+from rollsum_evals.cli.args import dataset_format
 
 MIN_SUGGESTED_WINDOW = 2_000
 MAX_SUGGESTED_WINDOW = 200_000
@@ -43,8 +44,8 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p.add_argument("--questions", metavar="Q", help="questions sidecar (.jsonl or .csv) about the chat")
     p.add_argument("--out", metavar="SPEC", help="where to write the spec (default: <chat>.sweep.toml "
                    "beside the chat)")
-    p.add_argument("--format", default=None, help="the chat's format if guessing picks the wrong one "
-                   "(jsonl, chat, locomo, hf)")
+    p.add_argument("--format", type=dataset_format, default=None,
+                   help="the chat's format if guessing picks the wrong one (jsonl, chat, locomo, hf)")
     p.add_argument("--model", metavar="SPEC", default=None,
                    help="summarizer model (default: the offline extractive summarizer)")
     p.add_argument("--force", action="store_true", help="overwrite an existing spec")

@@ -64,3 +64,36 @@ def test_a_missing_harness_dependency_names_the_extra_in_one_line(tmp_path: Path
         f"rollsum: error: `rollsum {argv[0]}` needs the harness extra (module {missing!r} is missing): "
         "pip install 'rollsum[harness]'"]
     assert not (tmp_path / "r").exists() and not (tmp_path / "d").exists()  # nothing half-written
+
+
+@pytest.mark.parametrize("argv", [
+    ["data", "validate", "{chat}", "--format", "bogus"],
+    ["data", "stats", "{chat}", "--format", "bogus"],
+    ["init", "{chat}", "--format", "bogus", "--out", "{tmp}/s.toml"],
+    ["data", "convert", "--from", "bogus", "{chat}", "{tmp}/out.jsonl"],
+])
+def test_an_unknown_format_is_a_usage_error_naming_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             argv: list[str]) -> None:
+    """Not a record error ("1 record(s), 0 valid") nor a field named "format:" as if a file held it:
+    the option is wrong, so argparse says which one, with the registered formats."""
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text('{"role": "user", "content": "hi"}\n')
+    code = main([a.format(tmp=tmp_path, chat=chat) for a in argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1
+    option = "--from" if "--from" in argv else "--format"
+    assert f"argument {option}: expected one of jsonl, chat, locomo, hf, synth, got 'bogus'" in err
+    assert not (tmp_path / "s.toml").exists() and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_registered_format_is_accepted_by_the_option() -> None:
+    """The option reads the loader registry, not a list of its own: a format a plugin registers is
+    a valid ``--format``."""
+    from rollsum_evals.cli.args import dataset_format
+    from rollsum_evals.data.formats import LOADERS
+
+    with LOADERS.registered("myformat", LOADERS["jsonl"]):
+        assert dataset_format("myformat") == "myformat"
+    with pytest.raises(Exception, match="got 'myformat'"):
+        dataset_format("myformat")
