@@ -57,13 +57,13 @@ def _hub_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FakeHub, 
     the fake hub), and the hub."""
     from rollsum_evals.cli import main
 
-    hf.save(load("synth:chat?conversations=2&messages=60&seed=4"), tmp_path / "v1")
+    hf.save(load("synth:chat?conversations=2&messages=200&seed=4"), tmp_path / "v1")
     hub = FakeHub(tmp_path / "v1")
     monkeypatch.setattr(hf, "_hf", lambda: hub)
     monkeypatch.setenv("ROLLSUM_CACHE_DIR", str(tmp_path / "cache"))
     spec = tmp_path / "hub.toml"
     spec.write_text('name = "hub"\nmodels = ["extractive"]\nscorers = ["answer_retention", "cost", "health"]\n'
-                    'context_window = 4000\n[report]\ntruncate_curve = false\n'
+                    'context_window = 1500\n[report]\ntruncate_curve = false\n'
                     '[[datasets]]\nname = "hub"\nsource = "hf:me/chat"\n[[configs]]\npreset = "since-last"\n')
     run = tmp_path / "run"
     assert main(["run", str(spec), "--out", str(run), "--no-progress"]) == 0
@@ -94,7 +94,7 @@ def test_a_hub_run_is_scored_and_reported_from_its_own_copy_once_the_hub_is_gone
     assert not [r for r in caplog.records if "hf:me/chat" in r.getMessage()]  # nor said to be
     trace_unit = next(iter(load_run(run).trace_records()))
     assert load_run(run).load_trace(trace_unit).messages  # the drill-down's conversation, from the copy
-    assert conversations_hash(list(load("synth:chat?conversations=2&messages=60&seed=4"))) == sha
+    assert conversations_hash(list(load("synth:chat?conversations=2&messages=200&seed=4"))) == sha
 
 
 def test_without_a_copy_a_hub_run_says_it_loads_the_data_again_and_refuses_other_data(
