@@ -24,7 +24,7 @@ from rollsum.errors import ConfigError
 from rollsum.plugins import is_import_path
 from rollsum.redact import env_secrets, redact
 from rollsum_evals import scoring
-from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
+from rollsum_evals.data.pinned import Loader, default_loader
 from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import Text, Trace
 from rollsum_evals.run import provenance
@@ -34,7 +34,7 @@ from rollsum_evals.run.unit import score_group
 from rollsum_evals.rundir.format import EVENTS, SUMMARIES, rescored_manifest, table_columns
 from rollsum_evals.rundir.journal import RunDir
 from rollsum_evals.rundir.lock import RunLock
-from rollsum_evals.rundir.read import check_format
+from rollsum_evals.rundir.read import check_format, pinned_datasets
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import components
@@ -141,7 +141,7 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
                           "finish it with `rollsum run SPEC --out DIR --resume` first")
     plan = plan_for(manifest, scorers=scorers, timing=timing, model=model, judge_model=judge_model,
                     where=str(rd.path))
-    datasets = load_pinned(manifest.get("datasets") or {}, loader, where=str(rd.path))
+    datasets = pinned_datasets(rd.path, manifest, loader)
     convs = {(name, c.id): c for name, d in datasets.items() for c in d.conversations}
     committed = rd.unit_rows()
     records = {uid: r for uid, r in rd.trace_records().items() if uid in committed}

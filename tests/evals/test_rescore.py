@@ -208,3 +208,30 @@ def test_a_received_manifest_does_not_get_to_spend_the_readers_key() -> None:
     assert plan_for(manifest("fake", judge_model=sonnet), judge_model="fake").judge_model == "fake"
     assert plan_for(manifest("fake")).model == "fake"
     assert plan_for(manifest("anthropic:claude-haiku-4-5"), scorers=["answer_retention"]).scorers  # no model called
+
+
+def test_score_reads_synthetic_sets_from_the_generated_set_cache_as_a_report_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a run with the shared user cache keeps its synth: sets beside the Unit cache
+    # (`data.synth_cache`); `rollsum score` reads them there instead of generating them again
+    import shutil
+
+    from rollsum_evals.data import synth
+
+    monkeypatch.setenv("ROLLSUM_CACHE_DIR", str(tmp_path / "cache"))
+    spec = parse_spec(SPEC.format(scorers="", probes=AGES, source=SYNTH).replace('cache = "off"', 'cache = "user"'),
+                      "rs.toml")
+    run_sweep(spec, tmp_path / "run", progress=False)
+    generated: list[str] = []
+    real = synth.SyntheticConversation.conversation
+
+    def counted(self: synth.SyntheticConversation) -> Any:
+        generated.append(self.id)
+        return real(self)
+
+    monkeypatch.setattr(synth.SyntheticConversation, "conversation", counted)
+    assert main(["score", str(tmp_path / "run"), "--scorers", "answer_retention,cost"]) == 0
+    assert generated == []
+    shutil.rmtree(tmp_path / "cache" / "datasets")  # the count sees a generation when there is one
+    assert main(["score", str(tmp_path / "run"), "--scorers", "answer_retention,cost"]) == 0
+    assert len(generated) == 2

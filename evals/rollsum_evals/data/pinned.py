@@ -8,14 +8,14 @@ differs, because a trace's message indices would then point at other messages.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from rollsum.errors import ConfigError
+from rollsum_evals.data.canonical import conversations_hash
+from rollsum_evals.data.copies import DatasetCopies
 from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.hf import HUB_PREFIX
 from rollsum_evals.data.types import Conversation
@@ -66,16 +66,6 @@ def default_loader(ds: DatasetSpec) -> Loaded:
 
         convs = attach(convs, ds.questions, limits=limits)
     return Loaded(convs, skips.count)
-
-
-def conversations_hash(convs: Sequence[Conversation]) -> str:
-    """What was actually replayed (after ``limit``), so editing a file changes the Unit ids."""
-    h = hashlib.sha256()
-    for c in convs:
-        h.update(json.dumps(c.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                            default=str).encode("utf-8"))
-        h.update(b"\n")
-    return h.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +121,13 @@ def load_dataset(ds: DatasetSpec, loader: Loader = default_loader, *, where: str
 
 
 def load_pinned(datasets: Mapping[str, Mapping[str, object]], loader: Loader = default_loader, *,
-                where: str = "") -> dict[str, Dataset]:
-    """A manifest's ``datasets`` block loaded again; a changed dataset is a ConfigError."""
+                where: str = "", copies: DatasetCopies | None = None) -> dict[str, Dataset]:
+    """A manifest's ``datasets`` block loaded again; a changed dataset is a ConfigError.
+
+    An ``hf:`` dataset is read from the copy the run kept (`copies`, the run directory's
+    ``datasets/``) when there is one: checked against the run's sha256 before it is parsed, a
+    damaged copy is a ConfigError (never swapped for what the hub serves now). Only without a
+    copy (an older run, a set too large to keep) is it fetched through `datasets` again."""
     out: dict[str, Dataset] = {}
     for name, info in datasets.items():
         limit, questions, line_bytes = info.get("limit"), info.get("questions"), info.get("max_line_bytes")
@@ -141,13 +136,20 @@ def load_pinned(datasets: Mapping[str, Mapping[str, object]], loader: Loader = d
                           str(questions) if questions else None,
                           skip_bad_records=info.get("skip_bad_records", True) is True,  # older runs skipped
                           max_line_bytes=line_bytes if isinstance(line_bytes, int) else None)
+        kept = None
         if src.source.startswith(HUB_PREFIX):
-            # a run directory keeps no copy of its data: a hub dataset is fetched again (from the
-            # `datasets` cache, or the network), which the user should hear before it happens
-            log.warning("%sdataset '%s': %s is loaded again through Hugging Face `datasets` (its cache, or the "
-                        "hub: the run directory keeps no copy) and refused unless it hashes to the run's "
-                        "sha256 %s…", f"{where}: " if where else "", name, src.source, str(info.get("sha256"))[:12])
-        ds = load_dataset(src, loader, where=where)
+            sha = str(info.get("sha256"))
+            kept = copies.read(sha) if copies is not None else None
+            if kept is None:
+                # no copy of the data in the run directory: the hub dataset is fetched again (from
+                # the `datasets` cache, or the network), which the user should hear before it happens
+                log.warning("%sdataset '%s': %s is loaded again through Hugging Face `datasets` (its cache, or "
+                            "the hub: the run directory holds no copy of it) and refused unless it hashes to the run's "
+                            "sha256 %s…", f"{where}: " if where else "", name, src.source, sha[:12])
+        if kept is not None:  # what the run replayed (after `limit`, questions attached), checked by hash
+            ds = Dataset(src, conversations_hash(kept), tuple(kept))
+        else:
+            ds = load_dataset(src, loader, where=where)
         if ds.sha256 != info.get("sha256"):
             raise ConfigError(f"{where or 'run'}: dataset '{name}' ({src.source}) changed since the run "
                               f"(sha256 {str(info.get('sha256'))[:12]}…, now {ds.sha256[:12]}…): its "

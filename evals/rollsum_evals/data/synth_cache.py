@@ -32,17 +32,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rollsum_evals.data import synth
+from rollsum_evals.data.canonical import canonical_jsonl, parse_jsonl
 from rollsum_evals.data.pinned import DatasetSpec, Loaded, Loader
 from rollsum_evals.data.types import Conversation
 from rollsum_evals.fileio import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
-FILE_FORMAT = 1
+FILE_FORMAT = 2
+"""2: the payload is the canonical JSONL the conversations' hash is computed over (`data.canonical`);
+1 was a JSON array."""
 SYNTH_PREFIX = "synth:"
 MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
 _CODE = ("rollsum_evals.data.synth", "rollsum_evals.data.synth_text", "rollsum_evals.data.formats",
-         "rollsum_evals.data.types")
+         "rollsum_evals.data.types", "rollsum_evals.data.canonical")
 """The modules whose code decides a generated set's bytes: the generator and its word pools, the
 ``synth:`` parameter parsing, and the conversation records (serialised here and back). By
 module name, so a moved module fails loudly at import, never silently drops out of the key."""
@@ -106,15 +109,13 @@ class SynthCache:
                 return None
             if hashlib.sha256(body).hexdigest() != header.get("sha256"):
                 raise ValueError("its payload does not match its checksum")
-            rows = json.loads(zlib.decompress(body))
-            return [Conversation.from_dict(r) for r in rows]
+            return [Conversation.from_dict(r) for r in parse_jsonl(zlib.decompress(body))]
         except (ValueError, TypeError, KeyError, AttributeError, zlib.error) as err:
             log.warning("synthetic dataset cache %s damaged (%s): generating the set again", path, err)
             return None
 
     def _store(self, path: Path, key: str, source: str, convs: Sequence[Conversation]) -> None:
-        raw = json.dumps([c.to_dict() for c in convs], ensure_ascii=False,
-                         separators=(",", ":")).encode("utf-8")
+        raw = canonical_jsonl(convs)
         if len(raw) > MAX_PAYLOAD_BYTES:
             return
         body = zlib.compress(raw, 1)

@@ -39,6 +39,8 @@ from rollsum.errors import ConfigError, RollsumError
 from rollsum.models.base import Model
 from rollsum.redact import env_secrets, redact
 from rollsum_evals import scoring
+from rollsum_evals.data.copies import DatasetCopies
+from rollsum_evals.data.hf import HUB_PREFIX
 from rollsum_evals.data.pinned import Dataset, Loader, default_loader
 from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import EngineFactory, default_engine
@@ -57,7 +59,7 @@ from rollsum_evals.run.model_factory import (
 from rollsum_evals.run.pool import EXECUTORS, choose_executor
 from rollsum_evals.run.resume import check_resume, load_datasets, stored_replays
 from rollsum_evals.run.unit import Job
-from rollsum_evals.rundir.format import STATUS_ERROR, STATUS_STOPPED, new_manifest, table_columns
+from rollsum_evals.rundir.format import DATASET_COPIES, STATUS_ERROR, STATUS_STOPPED, new_manifest, table_columns
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, ScoredLines, UnitResult
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.redaction import redact_manifest
@@ -366,6 +368,7 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     for note in repair.notes:
         log.warning("%s: repaired: %s", rd.path, note)
     done, replayed = repair.done, repair.replayed
+    _keep_hub_copies(rd, datasets)
 
     # what there is to do: finished Units are skipped, journaled replays scored, cached ones copied
     unit_ids = {u.unit_id for u in units}
@@ -508,6 +511,22 @@ def _dataset_loader(spec: SweepSpec, loader: Loader, unit_cache: bool | None) ->
     from rollsum_evals.data.synth_cache import SynthCache, caching_loader
 
     return caching_loader(loader, SynthCache(path.parent / "datasets"))
+
+
+def _keep_hub_copies(rd: RunDir, datasets: Mapping[str, Dataset]) -> None:
+    """Keep what the run replays of each ``hf:`` dataset in its ``datasets/`` (`data.copies`):
+    `rollsum score` and reports then read the run directory alone, offline, on another machine,
+    after the hub's dataset changed. A set that is not kept (too large, or holding a
+    credential-looking value) is one warning; the readers fetch it from the hub as before."""
+    hub = {n: d for n, d in datasets.items() if d.source.source.startswith(HUB_PREFIX)}
+    if not hub:
+        return
+    copies = DatasetCopies(rd.file(DATASET_COPIES))
+    for name, d in hub.items():
+        why = copies.write(d.sha256, d.conversations)
+        if why is not None:
+            log.warning("%s: dataset '%s' (%s): no copy kept in the run directory (%s); `rollsum score` and "
+                        "reports will fetch it from the hub again", rd.path, name, d.source.source, why)
 
 
 def _check_size(spec: SweepSpec, datasets: Mapping[str, Dataset], max_units: int | None) -> None:

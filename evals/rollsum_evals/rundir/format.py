@@ -38,6 +38,8 @@ PROBES_JOURNAL = "probes.jsonl"
 UNITS_JOURNAL = "units.jsonl"
 LOCK = "run.lock"
 """Held (``flock``) by the one process writing the run directory (`rundir.lock`)."""
+DATASET_COPIES = "datasets"
+"""Copies of the ``hf:`` sets replayed, ``<sha256>.jsonl.gz``, checked by name (`data.copies`)."""
 REPLAY_JOURNALS: tuple[str, ...] = (SUMMARIES, EVENTS, TRACES)
 """A Unit's replay lines, in the order they are written: its ``traces.jsonl`` line last (the
 replay's commit record). Its texts go before all of them."""

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from rollsum.errors import ConfigError
 from rollsum.types import Message
-from rollsum_evals.data.pinned import Loader, default_loader, load_pinned
+from rollsum_evals.data.copies import DatasetCopies
+from rollsum_evals.data.pinned import Dataset, Loader, default_loader, load_pinned
 from rollsum_evals.replay.trace import Text, Trace
 from rollsum_evals.rundir.format import (
+    DATASET_COPIES,
     EVENTS,
     FORMAT_VERSION,
     PROBES_JOURNAL,
@@ -27,7 +29,7 @@ from rollsum_evals.rundir.format import (
     param_columns,
     schema_from_json,
 )
-from rollsum_evals.rundir.integrity import DamagedRun
+from rollsum_evals.rundir.integrity import DamagedRun, own_file
 from rollsum_evals.rundir.journal import RunDir, journal_frames
 
 if TYPE_CHECKING:
@@ -90,25 +92,13 @@ class Run:
         sha256; a changed dataset is a ConfigError): `.context_at(turn)` is then exactly what
         the engine sent at that turn."""
         if "datasets" not in self._cache:
-            self._cache["datasets"] = load_pinned(self.manifest.get("datasets") or {}, self._loader(loader),
-                                                  where=str(self.path))
+            self._cache["datasets"] = pinned_datasets(self.path, self.manifest, loader)
         record = self.trace_records().get(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
         unit = record.get("unit") or {}
         convs = {c.id: c for c in self._cache["datasets"][unit["dataset"]].conversations}
         return self.trace(unit_id, convs[unit["conversation_id"]].messages)
-
-    def _loader(self, loader: Loader) -> Loader:
-        """The default loader reads the ``synth:`` sets the run kept beside its Unit cache
-        (`data.synth_cache`, read-only here; a set whose file is missing or damaged is generated,
-        and `load_pinned` still checks every set against the run's sha256)."""
-        info = self.manifest.get("unit_cache") or {}
-        if loader is not default_loader or not info.get("enabled") or not info.get("path"):
-            return loader
-        from rollsum_evals.data.synth_cache import SynthCache, caching_loader
-
-        return caching_loader(loader, SynthCache(Path(str(info["path"])).parent / "datasets", write=False))
 
     def trace(self, unit_id: str, messages: Sequence[Message]) -> Trace:
         """One Unit's replay, decoded: `messages` is its conversation from the pinned dataset
@@ -174,6 +164,21 @@ class Run:
             self._cache[key] = groups
         out: dict[str, list[dict[str, Any]]] = self._cache[key]
         return out
+
+
+def pinned_datasets(path: Path, manifest: Mapping[str, Any], loader: Loader = default_loader) -> dict[str, Dataset]:
+    """The datasets a run pinned, loaded again for a reader (`rollsum score`, a drill-down):
+    ``hf:`` sets from the copies the run kept in its ``datasets/`` (`data.copies`), ``synth:``
+    sets from the generated-set cache beside the run's Unit cache (`data.synth_cache`, read-only
+    here: a reader stores nothing; a missing or damaged file is generated), the rest from their
+    source. Whatever serves them, `load_pinned` checks every set against the run's sha256."""
+    info = manifest.get("unit_cache") or {}
+    if loader is default_loader and info.get("enabled") and info.get("path"):
+        from rollsum_evals.data.synth_cache import SynthCache, caching_loader
+
+        loader = caching_loader(loader, SynthCache(Path(str(info["path"])).parent / "datasets", write=False))
+    return load_pinned(manifest.get("datasets") or {}, loader, where=str(path),
+                       copies=DatasetCopies(own_file(path / DATASET_COPIES)))
 
 
 def decode_trace(record: Mapping[str, Any], messages: Sequence[Message], texts: Mapping[str, Text],

@@ -30,49 +30,113 @@ def test_not_a_dataset_is_a_config_error(tmp_path: Path) -> None:
         load(tmp_path, "hf")
 
 
-def test_scoring_a_hub_run_says_it_loads_the_data_again_and_refuses_other_data(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    # a run directory keeps no copy of its data: `rollsum score` fetches an hf: dataset again.
-    # It must say so before it happens, and refuse what the hub serves now unless it is what the
-    # run replayed (its manifest's sha256). The hub is `hf._hf`'s `load_dataset`, faked: no network.
-    import importlib
-    import logging
-    from types import SimpleNamespace
+class FakeHub:
+    """Hugging Face's hub as `hf._hf` sees it, without a network: ``load_dataset`` serves the
+    `save_to_disk` directory `served` (swap it for an update of the hub's dataset), counts its
+    calls, and raises like an unreachable hub once `online` is False."""
 
+    def __init__(self, served: Path) -> None:
+        import importlib
+
+        self.real = importlib.import_module("datasets")
+        self.served, self.online = served, True
+        self.calls: list[str] = []
+
+    def load_dataset(self, name: str, split: str = "train") -> object:
+        self.calls.append(f"{name}:{split}")
+        if not self.online:
+            raise ConnectionError(f"Couldn't reach 'https://huggingface.co/datasets/{name}' (offline)")
+        return self.real.load_from_disk(str(self.served))
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+
+def _hub_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FakeHub, Path]:
+    """A finished run of a spec whose dataset is ``hf:me/chat`` (two synthetic conversations on
+    the fake hub), and the hub."""
     from rollsum_evals.cli import main
 
-    real = importlib.import_module("datasets")
-    served = {"dir": tmp_path / "v1"}
-    hf.save(load("synth:chat?conversations=2&messages=60&seed=4"), served["dir"])
-    hf.save(load("synth:chat?conversations=2&messages=60&seed=5"), tmp_path / "v2")
-    calls: list[str] = []
-
-    def load_dataset(name: str, split: str = "train") -> object:
-        calls.append(f"{name}:{split}")
-        return real.load_from_disk(str(served["dir"]))
-
-    fake = SimpleNamespace(Dataset=real.Dataset, DatasetDict=real.DatasetDict, load_from_disk=real.load_from_disk,
-                           load_dataset=load_dataset)
-    monkeypatch.setattr(hf, "_hf", lambda: fake)
+    hf.save(load("synth:chat?conversations=2&messages=200&seed=4"), tmp_path / "v1")
+    hub = FakeHub(tmp_path / "v1")
+    monkeypatch.setattr(hf, "_hf", lambda: hub)
     monkeypatch.setenv("ROLLSUM_CACHE_DIR", str(tmp_path / "cache"))
     spec = tmp_path / "hub.toml"
     spec.write_text('name = "hub"\nmodels = ["extractive"]\nscorers = ["answer_retention", "cost", "health"]\n'
-                    'context_window = 4000\n[report]\ntruncate_curve = false\n'
+                    'context_window = 1500\n[report]\ntruncate_curve = false\n'
                     '[[datasets]]\nname = "hub"\nsource = "hf:me/chat"\n[[configs]]\npreset = "since-last"\n')
     run = tmp_path / "run"
     assert main(["run", str(spec), "--out", str(run), "--no-progress"]) == 0
-    assert calls == ["me/chat:train"]
+    assert hub.calls == ["me/chat:train"]
+    return hub, run
 
+
+def test_a_hub_run_is_scored_and_reported_from_its_own_copy_once_the_hub_is_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # a run keeps what it replayed of an hf: dataset in its directory: `rollsum score` and
+    # `rollsum report` (whose drill-down reloads conversations) then need neither the network nor
+    # the hub's dataset as it was
+    import logging
+
+    from rollsum_evals.cli import main
+    from rollsum_evals.data.pinned import conversations_hash
+    from rollsum_evals.rundir import load_run
+
+    hub, run = _hub_run(tmp_path, monkeypatch)
+    sha = load_run(run).manifest["datasets"]["hub"]["sha256"]
+    assert [p.name for p in (run / "datasets").iterdir()] == [f"{sha}.jsonl.gz"]
+    hub.online = False
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert main(["score", str(run)]) == 0
+        assert main(["report", str(run), "--out", str(tmp_path / "report"), "--resamples", "200"]) == 0
+    assert hub.calls == ["me/chat:train"]  # not asked again
+    assert not [r for r in caplog.records if "hf:me/chat" in r.getMessage()]  # nor said to be
+    trace_unit = next(iter(load_run(run).trace_records()))
+    assert load_run(run).load_trace(trace_unit).messages  # the drill-down's conversation, from the copy
+    assert conversations_hash(list(load("synth:chat?conversations=2&messages=200&seed=4"))) == sha
+
+
+def test_without_a_copy_a_hub_run_says_it_loads_the_data_again_and_refuses_other_data(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a run made before runs kept copies (or one whose set was too large to keep) fetches an
+    # hf: dataset again: it must say so before it happens, and refuse what the hub serves now
+    # unless it is what the run replayed (its manifest's sha256)
+    import logging
+    import shutil
+
+    from rollsum_evals.cli import main
+
+    hub, run = _hub_run(tmp_path, monkeypatch)
+    shutil.rmtree(run / "datasets")
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         assert main(["score", str(run)]) == 0
     said = [r.getMessage() for r in caplog.records if "hf:me/chat" in r.getMessage()]
-    assert len(calls) == 2 and len(said) == 1
+    assert len(hub.calls) == 2 and len(said) == 1
     assert "loaded again" in said[0] and "refused unless it hashes to the run's sha256" in said[0]
 
-    served["dir"] = tmp_path / "v2"  # the hub's dataset was updated since the run
+    hf.save(load("synth:chat?conversations=2&messages=60&seed=5"), tmp_path / "v2")
+    hub.served = tmp_path / "v2"  # the hub's dataset was updated since the run
     capsys.readouterr()
     assert main(["score", str(run)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "dataset 'hub' (hf:me/chat) changed since the run" in err
+
+
+def test_a_tampered_copy_is_refused_naming_it_and_the_hub_is_not_asked_instead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+
+    from rollsum_evals.cli import main
+
+    hub, run = _hub_run(tmp_path, monkeypatch)
+    (copy,) = (run / "datasets").iterdir()
+    text = gzip.decompress(copy.read_bytes()).replace(b"a", b"e", 1)  # one letter of one message
+    copy.write_bytes(gzip.compress(text))
+    capsys.readouterr()
+    assert main(["score", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(copy) in err and "the dataset copy was changed" in err, err
+    assert hub.calls == ["me/chat:train"]  # not swapped for whatever the hub serves now

@@ -5,12 +5,12 @@ generated again and replaced, never trusted."""
 
 from __future__ import annotations
 
-import json
 import zlib
 from pathlib import Path
 
 import pytest
 from rollsum_evals.data import synth, synth_cache
+from rollsum_evals.data.canonical import canonical_jsonl
 from rollsum_evals.data.formats import load
 from rollsum_evals.data.pinned import DatasetSpec, Loaded, conversations_hash, default_loader, load_dataset
 from rollsum_evals.data.synth_cache import SynthCache, caching_loader
@@ -67,7 +67,7 @@ def test_other_parameters_or_another_generator_generate_the_set_again(
 def _forge(path: Path, convs: list[Conversation]) -> None:
     """Keep the file's header (its key and checksum) but put other conversations in its body."""
     head = path.read_bytes().partition(b"\n")[0]
-    body = zlib.compress(json.dumps([c.to_dict() for c in convs]).encode(), 1)
+    body = zlib.compress(canonical_jsonl(convs), 1)
     path.write_bytes(head + b"\n" + body)
 
 
