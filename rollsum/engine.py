@@ -573,7 +573,7 @@ class RollingSummarizer(SettingAttributes):
                                       tokens_after=self.context_tokens())
         # committed: now change the window
         done = set(ids)
-        self._window.remove(done & job.span_ids)
+        self._window.discard(done & job.span_ids, job.decision.indices)
         self._window.unpend(done)
         self._history.append(record)
         self._quiet_until = -1  # the policy's count since the last summary starts over
