@@ -189,8 +189,8 @@ class RollingSummarizer(SettingAttributes):
     def _persist_cadence(self) -> None:
         """Save the cadence when it changed (an attempt, a failure, an eviction: not on every
         message; the key is compared here, on the per-message path, without a call)."""
-        if self._c.key() != self._saved_key:
-            self._saved_key = cadence.save(self.store, self.conversation_id, self._c)
+        if (key := self._c.key()) != self._saved_key:
+            self._saved_key = cadence.save(self.store, self.conversation_id, self._c, key)
 
     def close(self) -> None:
         """Release this engine's claim on the conversation (another engine may then open it)."""
