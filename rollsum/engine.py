@@ -189,8 +189,8 @@ class RollingSummarizer(SettingAttributes):
     def _persist_cadence(self) -> None:
         """Save the cadence when it changed (an attempt, a failure, an eviction: not on every
         message; the key is compared here, on the per-message path, without a call)."""
-        if self._c.key() != self._saved_key:
-            self._saved_key = cadence.save(self.store, self.conversation_id, self._c)
+        if (key := self._c.key()) != self._saved_key:
+            self._saved_key = cadence.save(self.store, self.conversation_id, self._c, key)
 
     def close(self) -> None:
         """Release this engine's claim on the conversation (another engine may then open it)."""
@@ -573,7 +573,7 @@ class RollingSummarizer(SettingAttributes):
                                       tokens_after=self.context_tokens())
         # committed: now change the window
         done = set(ids)
-        self._window.remove(done & job.span_ids)
+        self._window.discard(done & job.span_ids, job.decision.indices)
         self._window.unpend(done)
         self._history.append(record)
         self._quiet_until = -1  # the policy's count since the last summary starts over

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from itertools import compress
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -167,6 +168,24 @@ class Window:
         self.active, self.active_seq, self.tokens = kept, kept_seq, kept_tokens
         self.active_tokens = sum(kept_tokens)
         return removed
+
+    def discard(self, ids: AbstractSet[str], planned: Sequence[int]) -> None:
+        """`remove` for a landing summary, which needs nothing back. Its active messages are
+        usually still the run its job was planned on, from `planned[0]` on (a lag only appends
+        after it): when the ids there are exactly `ids` (ids are unique in a window, so no
+        other message has one of them), the run is cut in C -- no flag, position or tuple per
+        message, ~4x cheaper for a since-last summary. Anything else, or display versions to
+        forget, takes `remove`."""
+        lo = planned[0] if planned else 0
+        hi = lo + len(ids)
+        active = self.active
+        if ids and lo >= 0 and hi <= len(active) and not (self.clips or self.cleared or self.clearing is not None) \
+                and ids == set(map(_ID, active[lo:hi])):
+            freed = sum(self.tokens[lo:hi])
+            del active[lo:hi], self.active_seq[lo:hi], self.tokens[lo:hi]
+            self.active_tokens -= freed
+            return
+        self.remove(set(ids))
 
     def remove_at(self, positions: Sequence[int]) -> list[tuple[int, Message]]:
         """`remove` by ascending distinct active positions: runs deleted from the back, in place."""

@@ -74,6 +74,17 @@ def test_save_then_load_gives_the_same_counts_and_key() -> None:
     assert cadence.load(store, "c", fresh) == key == fresh.key()  # type: ignore[arg-type]
 
 
+def test_saving_with_the_key_just_compared_saves_what_saving_without_it_does() -> None:
+    """The engine passes the key it compared to `cadence.save` (computed once); what is kept
+    and returned is what computing it inside gives, for a busy cadence and a fresh one."""
+    from rollsum import cadence
+
+    for c in (_busy(), Cadence()):
+        plain, passed = _Kept(), _Kept()
+        assert cadence.save(passed, "c", c, c.key()) == cadence.save(plain, "c", c)  # type: ignore[arg-type]
+        assert passed.saved == plain.saved == c.saved(c.key())
+
+
 def test_a_damaged_saved_cadence_loads_nothing() -> None:
     """An unreadable row changes none of the counts the rows implied and reports no key."""
     from rollsum import cadence

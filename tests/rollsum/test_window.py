@@ -91,6 +91,33 @@ def test_removing_by_position_leaves_the_window_the_id_rebuild_leaves(n: int, da
     assert by_pos.clips == by_id.clips and not ids & set(by_pos.clips)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 25), st.sampled_from(["clips", "none"]), st.data())
+def test_discarding_a_landed_span_is_the_rebuild_whatever_the_planned_positions(n: int, shown: str,
+                                                                                 data: st.DataObject) -> None:
+    """`Window.discard` (a landing summary's removal, with the positions its job was planned
+    on) leaves what the rebuild leaves: when the ids are the run at the planned start (its
+    shortcut), one shifted from it (messages left before it landed), a run plus ids no longer
+    in the window, or scattered. Catches: a shortcut that trusts the planned start without
+    checking the ids there, or cuts one too few or too many."""
+    a = data.draw(st.integers(0, n - 1), label="start")
+    run = list(range(a, data.draw(st.integers(a + 1, n), label="stop")))
+    positions = run if data.draw(st.booleans(), label="one run") else \
+        sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n), label="scattered"))
+    planned = tuple(p + data.draw(st.integers(-2, 2), label="shift") for p in positions)
+    reference, w = _window(n), _window(n)
+    if shown == "none":
+        reference.clips, w.clips = {}, {}
+    ids = {str(reference.active[i].id) for i in positions}
+    if data.draw(st.booleans(), label="gone"):
+        ids.add("gone")  # covered, but no longer active (a message evicted to pending meanwhile)
+    _rebuilt(reference, ids)
+    w.discard(frozenset(ids), planned)
+    assert (w.active, w.active_seq, w.tokens) == (reference.active, reference.active_seq, reference.tokens)
+    assert w.active_tokens == reference.active_tokens
+    assert w.clips == reference.clips
+
+
 def test_pending_stays_in_conversation_order_whatever_order_evictions_come_in() -> None:
     w = _window(6)
     late = w.remove({"m4", "m5"}, at=[4, 5])
