@@ -18,6 +18,7 @@ from rollsum_evals.spec.parse import parse_spec
 from rollsum import RollingSummarizer
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.fake import FakeModel
+from tests.support.synth import count_generations
 
 SPEC = """
 name = "rs"
@@ -216,20 +217,11 @@ def test_score_reads_synthetic_sets_from_the_generated_set_cache_as_a_report_doe
     # (`data.synth_cache`); `rollsum score` reads them there instead of generating them again
     import shutil
 
-    from rollsum_evals.data import synth
-
     monkeypatch.setenv("ROLLSUM_CACHE_DIR", str(tmp_path / "cache"))
     spec = parse_spec(SPEC.format(scorers="", probes=AGES, source=SYNTH).replace('cache = "off"', 'cache = "user"'),
                       "rs.toml")
     run_sweep(spec, tmp_path / "run", progress=False)
-    generated: list[str] = []
-    real = synth.SyntheticConversation.conversation
-
-    def counted(self: synth.SyntheticConversation) -> Any:
-        generated.append(self.id)
-        return real(self)
-
-    monkeypatch.setattr(synth.SyntheticConversation, "conversation", counted)
+    generated = count_generations(monkeypatch)
     assert main(["score", str(tmp_path / "run"), "--scorers", "answer_retention,cost"]) == 0
     assert generated == []
     shutil.rmtree(tmp_path / "cache" / "datasets")  # the count sees a generation when there is one

@@ -16,6 +16,8 @@ from rollsum_evals.data.pinned import DatasetSpec, Loaded, conversations_hash, d
 from rollsum_evals.data.synth_cache import SynthCache, caching_loader
 from rollsum_evals.data.types import Conversation
 
+from tests.support.synth import count_generations
+
 SOURCE = "synth:agent?conversations=2&messages=60&seed=4"
 
 
@@ -139,14 +141,7 @@ params = {{ messages_per_summary = 6, keep_last = 4 }}
     run_sweep(spec, tmp_path / "a")
     stored = list((tmp_path / "cache" / "datasets").glob("*.synth"))
     assert len(stored) == 1
-    calls: list[str] = []
-    real = synth.SyntheticConversation.conversation
-
-    def counted(self: synth.SyntheticConversation) -> Conversation:
-        calls.append(self.id)
-        return real(self)
-
-    monkeypatch.setattr(synth.SyntheticConversation, "conversation", counted)
+    calls = count_generations(monkeypatch)
     res = run_sweep(spec, tmp_path / "b")
     assert calls == [] and res.cached == res.total
     a, b = load_run(tmp_path / "a"), load_run(tmp_path / "b")
