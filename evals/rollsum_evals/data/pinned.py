@@ -37,6 +37,15 @@ class DatasetSpec:
     max_line_bytes: int | None = None
     """The longest line read (`rollsum run --max-line-bytes`); None: the reader's default."""
 
+    @classmethod
+    def from_manifest(cls, name: str, info: Mapping[str, object]) -> DatasetSpec:
+        """The spec a manifest's ``datasets`` entry (`Dataset.to_manifest`) was read with."""
+        limit, questions, line_bytes = info.get("limit"), info.get("questions"), info.get("max_line_bytes")
+        return cls(name, str(info["source"]), str(info.get("format") or "") or None,
+                   int(limit) if isinstance(limit, int) else None, str(questions) if questions else None,
+                   skip_bad_records=info.get("skip_bad_records", True) is True,  # older runs skipped
+                   max_line_bytes=line_bytes if isinstance(line_bytes, int) else None)
+
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
@@ -130,12 +139,7 @@ def load_pinned(datasets: Mapping[str, Mapping[str, object]], loader: Loader = d
     copy (an older run, a set too large to keep) is it fetched through `datasets` again."""
     out: dict[str, Dataset] = {}
     for name, info in datasets.items():
-        limit, questions, line_bytes = info.get("limit"), info.get("questions"), info.get("max_line_bytes")
-        src = DatasetSpec(name, str(info["source"]), info.get("format") or None,  # type: ignore[arg-type]
-                          int(limit) if isinstance(limit, int) else None,
-                          str(questions) if questions else None,
-                          skip_bad_records=info.get("skip_bad_records", True) is True,  # older runs skipped
-                          max_line_bytes=line_bytes if isinstance(line_bytes, int) else None)
+        src = DatasetSpec.from_manifest(name, info)
         kept = None
         if src.source.startswith(HUB_PREFIX):
             sha = str(info.get("sha256"))

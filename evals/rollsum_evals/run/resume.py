@@ -13,7 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rollsum.errors import ConfigError
-from rollsum_evals.data.pinned import Dataset, Loader, load_dataset
+from rollsum_evals.data.canonical import conversations_hash
+from rollsum_evals.data.copies import DatasetCopies
+from rollsum_evals.data.hf import HUB_PREFIX
+from rollsum_evals.data.pinned import Dataset, DatasetSpec, Loader, load_dataset
 from rollsum_evals.run import provenance
 from rollsum_evals.rundir.format import EVENTS, FORMAT_VERSION, SUMMARIES
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, lines
@@ -47,7 +50,13 @@ def check_resume(rd: RunDir, previous: Mapping[str, Any], spec: SweepSpec, plan:
                           f"{rd.path}`) so old and new Units are scored alike, then resume")
 
 
-def load_datasets(spec: SweepSpec, loader: Loader, previous: Mapping[str, Any]) -> dict[str, Dataset]:
+def load_datasets(spec: SweepSpec, loader: Loader, previous: Mapping[str, Any],
+                  copies: DatasetCopies | None = None) -> dict[str, Dataset]:
+    """The spec's datasets, for a new run or (with `previous`, the run's manifest) a resumed
+    one, which must get the very data it started with. A resumed ``hf:`` dataset is read from
+    the copy the run kept (`copies`) when the spec reads it exactly as the run did: resuming
+    needs neither the network nor the hub's dataset as it was (the copy is what the run
+    replayed, checked by hash); anything else is loaded from its source and compared."""
     before = previous.get("datasets") or {}
     for ds in spec.datasets:
         info = before.get(ds.name) or {}
@@ -56,13 +65,26 @@ def load_datasets(spec: SweepSpec, loader: Loader, previous: Mapping[str, Any]) 
             if key in info and info[key] != now:
                 raise ConfigError(f"{spec.path}: dataset '{ds.name}' was read with {flag} {info[key]}, now "
                                   f"{now}; resume needs the same options")
-    out = {ds.name: load_dataset(ds, loader, where=spec.path) for ds in spec.datasets}
+    out = {ds.name: _kept_copy(ds, before.get(ds.name), copies) or load_dataset(ds, loader, where=spec.path)
+           for ds in spec.datasets}
     for name, info in (previous.get("datasets") or {}).items():
         if name in out and info.get("sha256") != out[name].sha256:
             raise ConfigError(f"{spec.path}: dataset '{name}' changed since the run started (sha256 "
                               f"{str(info.get('sha256'))[:12]}…, now {out[name].sha256[:12]}…); "
                               "start a new run (another --out)")
     return out
+
+
+def _kept_copy(ds: DatasetSpec, before: Mapping[str, Any] | None, copies: DatasetCopies | None) -> Dataset | None:
+    if copies is None or not before or not ds.source.startswith(HUB_PREFIX):
+        return None
+    if DatasetSpec.from_manifest(ds.name, before) != ds:
+        return None  # read otherwise now: loaded from the hub, then refused unless it is the same data
+    kept = copies.read(str(before.get("sha256")))
+    if kept is None:
+        return None
+    skipped = before.get("skipped_records")
+    return Dataset(ds, conversations_hash(kept), tuple(kept), skipped if isinstance(skipped, int) else 0)
 
 
 def stored_replays(rd: RunDir, unit_ids: set[str]) -> dict[str, ReplayLines]:

@@ -348,7 +348,8 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                               "or choose another --out")
         previous = rd.read_manifest() if rd.file("manifest.json").exists() else {}
         check_resume(rd, previous, spec, plan)
-    datasets = load_datasets(spec, _dataset_loader(spec, loader, unit_cache), previous)
+    datasets = load_datasets(spec, _dataset_loader(spec, loader, unit_cache), previous,
+                             DatasetCopies(rd.file(DATASET_COPIES)) if previous else None)
     _check_size(spec, datasets, max_units)
     units = expand(spec, {n: (d.sha256, [c.id for c in d.conversations]) for n, d in datasets.items()})
     if only is not None:

@@ -140,3 +140,25 @@ def test_a_tampered_copy_is_refused_naming_it_and_the_hub_is_not_asked_instead(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(copy) in err and "the dataset copy was changed" in err, err
     assert hub.calls == ["me/chat:train"]  # not swapped for whatever the hub serves now
+
+
+def test_a_hub_run_resumes_from_its_own_copy_offline_and_refuses_a_tampered_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # `rollsum run --resume` must continue with the data the run started with: the copy it
+    # kept, not whatever the hub serves now (nor an error because the hub cannot be reached)
+    import gzip
+
+    from rollsum_evals.cli import main
+
+    hub, run = _hub_run(tmp_path, monkeypatch)
+    hub.online = False
+    spec = str(tmp_path / "hub.toml")
+    assert main(["run", spec, "--out", str(run), "--resume", "--no-progress"]) == 0
+    assert hub.calls == ["me/chat:train"]  # the hub was not asked
+    (copy,) = (run / "datasets").iterdir()
+    copy.write_bytes(gzip.compress(gzip.decompress(copy.read_bytes()).replace(b"a", b"e", 1)))
+    capsys.readouterr()
+    assert main(["run", spec, "--out", str(run), "--resume", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(copy) in err and "the dataset copy was changed" in err, err
+    assert hub.calls == ["me/chat:train"]
