@@ -26,7 +26,7 @@ import pandas as pd
 
 from rollsum.errors import ConfigError
 from rollsum.redact import env_secrets, redact_obj
-from rollsum_evals.analysis import lost_asks
+from rollsum_evals.analysis import by_config, lost_asks
 from rollsum_evals.replay.trace import TextRef, Trace
 from rollsum_evals.report_keys import ConfigKeys
 from rollsum_evals.rundir.read import Run
@@ -106,6 +106,11 @@ def _where(trace: Trace, row: Mapping[Any, Any]) -> str:
     return " ".join(parts)
 
 
+FACT_COLUMNS = ("question", "answer", "conversation_id", "asked_turn", "evidence_turn", "age_turns", "unit_id",
+                "died_at_generation")
+"""The ask columns a fact of the drill-down reads (converting all ~30 per row was a visible cost)."""
+
+
 def collect(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The drill-down's data: configurations in key order, each with its lost facts; contexts
     stored once per (unit, turn) since many asks share one (every question asked at the end)."""
@@ -113,8 +118,10 @@ def collect(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = D
     if probes.empty or "retained" not in probes.columns:
         return data
     chosen: list[tuple[str, pd.DataFrame]] = []
+    # one grouping, not a mask over every ask per configuration
+    of_label = {str(cfg): grp for cfg, grp in by_config(probes).items()}
     for label in keys.labels():
-        lost = lost_asks(probes, label)
+        lost = lost_asks(of_label.get(label, probes.iloc[:0]), label)
         if lost.empty:
             continue
         if len(chosen) >= limits.configs:
@@ -126,7 +133,8 @@ def collect(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = D
     for label, lost in chosen:
         facts = []
         traces: dict[str, Trace] = {}  # this configuration's (at most facts_per_config)
-        for r in lost.head(limits.facts_per_config).to_dict("records"):
+        shown = lost.head(limits.facts_per_config)
+        for r in shown[[c for c in FACT_COLUMNS if c in shown.columns]].to_dict("records"):
             fact = {"question": str(r.get("question", "")), "answer": str(r.get("answer", "")),
                     "conversation": str(r.get("conversation_id", "")), "asked_turn": int(r["asked_turn"]),
                     "evidence_turn": int(r.get("evidence_turn", -1)), "age": int(r.get("age_turns", -1)),
@@ -135,7 +143,7 @@ def collect(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = D
             if not data["missing"]:
                 try:
                     if unit not in traces:
-                        traces[unit] = run.load_trace(unit)
+                        traces[unit] = run.load_trace(unit, contexts_only=True)
                 except (ConfigError, KeyError, OSError) as err:
                     data["missing"] = str(err)
             if unit in traces:

@@ -310,9 +310,10 @@ def where_facts_die(probes: pd.DataFrame, configs: Sequence[str], path: Path) ->
     labels = [f"gen {a}" if b - a == 1 else (f"gen {a}+" if math.isinf(b) else f"gen {a}–{int(b) - 1}")
               for a, b in itertools.pairwise(edges)]
     gen_bin = pd.cut(died["died_at_generation"].astype(float), bins=edges, right=False, labels=labels)
+    present = set(died["config"])  # once: in the comprehension it was rebuilt per configuration
     counts = (died.assign(gen=gen_bin).groupby(["config", "gen"], observed=False).size()
               .unstack(fill_value=0)
-              .reindex(index=[c for c in configs if c in set(died["config"])], fill_value=0))
+              .reindex(index=[c for c in configs if c in present], fill_value=0))
     used = counts.columns[(counts.sum(axis=0) > 0).to_numpy()]
     last = max(list(counts.columns).index(c) for c in used)
     counts = counts.iloc[:, : last + 1]

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import pairwise
-from operator import add, sub
+from operator import add, itemgetter, sub
 
 DECAY = 0.3
 REDUNDANT = 0.4
@@ -46,6 +46,8 @@ _DECAY_STEP = {**dict(pairwise(_DECAY_POW)), _DECAY_POW[-1]: _DECAY_POW[-1]}
 """DECAY ** n -> DECAY ** (n + 1), capped at ``_MAX_REPEATS`` (the powers are distinct floats):
 a key's multiplier after one more kept line says it, from its multiplier alone."""
 _RHO_POW = tuple(RHO ** k for k in range(64))
+_GAIN = itemgetter(0)
+"""A queue pair's gain: the key of the queue's initial sort (`select_columns`)."""
 
 
 @dataclass(slots=True)
@@ -114,7 +116,8 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
     in the order a heap of ``(-gain, index)`` pairs pops them (the pairs are all distinct). A
     pop from a list's end costs no comparison, a heap's pop about 2 log n tuple comparisons
     (a summary pops ~130), and the initial sort compares floats directly; a stale entry pushed
-    back costs a binary search (~75 a summary)."""
+    back costs a binary search (~75 a summary). The initial sort is by gain alone (a float
+    comparison, not a pair's), the pairs in an order that makes it the same."""
     n_cands = len(cands)
     if not n_cands or budget <= 0:
         return Selection((), 0)
@@ -126,7 +129,11 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
              if value >= MIN_VALUE and cost_of[i] <= budget]
     if not queue:
         return Selection((), 0)
-    queue.sort()
+    # the order of sorting the pairs themselves, but each comparison is one of two floats (a
+    # pair's comparison tests the gains for equality, then compares them): built in index
+    # order, reversed, a stable sort by gain leaves equal gains with the earliest index last
+    queue.reverse()
+    queue.sort(key=_GAIN)
     mean_cost = sum(costs[-i] for _, i in queue) / len(queue)
     lines = max(1.0, budget / mean_cost)
     buckets = max(1, min(MAX_BUCKETS, round(lines / LINES_PER_BUCKET)))

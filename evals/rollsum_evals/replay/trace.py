@@ -208,9 +208,11 @@ class Trace:
     @classmethod
     def from_record(cls, record: Mapping[str, Any], messages: Sequence[Message],
                     texts: Mapping[str, Text], summary_rows: Sequence[Mapping[str, Any]] = (),
-                    event_rows: Sequence[Mapping[str, Any]] = ()) -> Trace:
+                    event_rows: Sequence[Mapping[str, Any]] = (), *, summary_records: bool = True) -> Trace:
         """Decode a ``traces.jsonl`` line with its Unit's ``summaries``/``events`` lines.
-        `messages` is the conversation (ids as replayed: see `with_ids`)."""
+        `messages` is the conversation (ids as replayed: see `with_ids`). `summary_records`
+        False leaves `summaries` empty (`summary_turns` is still set): a reader of contexts
+        (`Run.load_trace` ``contexts_only``) finds the summary texts in `texts`."""
         msgs = with_ids(messages)
         cols = record.get("turns") or {}
         text_ids: list[str] = list(record.get("text_ids") or [])
@@ -231,7 +233,7 @@ class Trace:
         return cls(
             unit_id=str(record["unit_id"]), messages=msgs,
             context_window=int(record.get("context_window") or 0), turns=turns, events=events,
-            summaries=[SummaryRecord.from_dict(r["record"]) for r in rows],
+            summaries=[SummaryRecord.from_dict(r["record"]) for r in rows] if summary_records else [],
             summary_turns=[int(r["turn"]) for r in rows],
             texts={t: texts[t] for t in text_ids},
             usage=Usage.from_dict(record.get("usage")), model_calls=int(record.get("model_calls") or 0),

@@ -87,10 +87,15 @@ class Run:
         recs: dict[str, dict[str, Any]] = self._cache["traces"]
         return recs
 
-    def load_trace(self, unit_id: str, loader: Loader = default_loader) -> Trace:
+    def load_trace(self, unit_id: str, loader: Loader = default_loader, *, contexts_only: bool = False) -> Trace:
         """One Unit's replay with its conversation reloaded from the dataset the run pinned (by
         sha256; a changed dataset is a ConfigError): `.context_at(turn)` is then exactly what
-        the engine sent at that turn."""
+        the engine sent at that turn.
+
+        `contexts_only`: what a reader of contexts needs (the report's drill-down) — turns,
+        texts and `summary_turns` — without `events` and the summary records (both left
+        empty): the events journal is the run's largest file (~40 MB on the thresholds sweep)
+        and decoding it, and every summary record, was most of the drill-down's time."""
         if "datasets" not in self._cache:
             self._cache["datasets"] = pinned_datasets(self.path, self.manifest, loader)
         record = self.trace_records().get(unit_id)
@@ -98,14 +103,17 @@ class Run:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
         unit = record.get("unit") or {}
         convs = {c.id: c for c in self._cache["datasets"][unit["dataset"]].conversations}
-        return self.trace(unit_id, convs[unit["conversation_id"]].messages)
+        return self.trace(unit_id, convs[unit["conversation_id"]].messages, contexts_only=contexts_only)
 
-    def trace(self, unit_id: str, messages: Sequence[Message]) -> Trace:
+    def trace(self, unit_id: str, messages: Sequence[Message], *, contexts_only: bool = False) -> Trace:
         """One Unit's replay, decoded: `messages` is its conversation from the pinned dataset
-        (see `load_trace`)."""
+        (see `load_trace`, also for `contexts_only`)."""
         record = self.trace_records().get(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
+        if contexts_only:
+            return Trace.from_record(record, messages, self.texts(), self._unit_rows(SUMMARIES, unit_id),
+                                     summary_records=False)
         return decode_trace(record, messages, self.texts(), self._unit_rows(SUMMARIES, unit_id),
                             self._unit_rows(EVENTS, unit_id))
 

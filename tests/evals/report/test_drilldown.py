@@ -128,7 +128,7 @@ def test_the_drill_down_decodes_only_the_traces_it_shows_and_they_equal_whole_jo
     """Issue #20 item 3: the drill-down announces the Units it shows (`Run.want_traces`), so only
     their journal lines are decoded (the events journal is most of a run's bytes), and each trace
     is the one a reader of the whole journals rebuilds."""
-    from rollsum_evals.rundir.format import EVENTS
+    from rollsum_evals.rundir.format import EVENTS, SUMMARIES
 
     run = load(run_dir)
     probes = answerable_probes(run)
@@ -136,15 +136,38 @@ def test_the_drill_down_decodes_only_the_traces_it_shows_and_they_equal_whole_jo
     wanted = run._cache["wanted"]
     units = set(run.units["unit_id"])
     assert shown["configs"] and wanted and wanted < units  # a strict subset of the run's Units
-    assert EVENTS not in run._cache  # the whole events journal was never decoded
-    some = run._cache[f"{EVENTS}:some"]
-    assert set(some) == wanted
+    assert SUMMARIES not in run._cache and set(run._cache[f"{SUMMARIES}:some"]) == wanted
+    assert EVENTS not in run._cache and f"{EVENTS}:some" not in run._cache  # contexts need no events
     whole = load(run_dir)  # nothing announced: traces from the whole journals
     for uid in sorted(wanted):
-        assert some[uid] == whole._by_unit(EVENTS).get(uid, [])
-        a, b = run.load_trace(uid), whole.load_trace(uid)
+        light, a, b = run.load_trace(uid, contexts_only=True), run.load_trace(uid), whole.load_trace(uid)
+        assert run._cache[f"{EVENTS}:some"][uid] == whole._by_unit(EVENTS).get(uid, [])
         assert a.events == b.events and a.summaries == b.summaries
-        assert [a.context_at(t) for t in range(len(a.turns))] == [b.context_at(t) for t in range(len(b.turns))]
+        assert light.events == [] and light.summaries == [] and light.summary_turns == b.summary_turns
+        assert light.turns == b.turns and light.texts == b.texts and light.messages == b.messages
+        for t in (a, light):
+            assert [t.context_at(i) for i in range(len(t.turns))] == [b.context_at(i) for i in range(len(b.turns))]
+
+
+def test_the_report_never_reads_the_events_journal(run_dir: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #20 item 3: the drill-down shows contexts, which a trace rebuilds from its turns and
+    texts; the events journal (the run's largest file) is not read for them, nor by any other
+    part of the report."""
+    from rollsum_evals.rundir.format import EVENTS
+    from rollsum_evals.rundir.journal import RunDir
+
+    read: list[str] = []
+    original = RunDir.read_bytes
+
+    def recording(self: RunDir, name: str) -> bytes | None:
+        read.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(RunDir, "read_bytes", recording)
+    html = write_report(run_dir, tmp_path / "report").read_text()
+    assert 'id="dd-config"' in html and '"contexts":{"' in html  # the drill-down shows contexts
+    assert read and EVENTS not in read
 
 
 def test_journal_of_keeps_exactly_the_rows_of_the_units_asked_for(run_dir: Path, tmp_path: Path) -> None:
