@@ -28,8 +28,9 @@ from rollsum.store.base import (
 )
 from rollsum.types import Message, MessageState, Role, SummaryRecord
 
-_Row = tuple[Role, str, str, str | None, str | None]
-"""A stored message without metadata: ``(role, content, id, name, created_at)``."""
+_Row = tuple[Role, str, str, str | None, str | None] | tuple[Role, str, str, str | None, str | None, tuple[Any, ...]]
+"""A stored message: ``(role, content, id, name, created_at)`` and its metadata if it has any
+(`_pack_meta`)."""
 _CHUNK_BITS = 12
 _CHUNK = 1 << _CHUNK_BITS
 _IN_CHUNK = _CHUNK - 1
@@ -38,6 +39,24 @@ _STATES: tuple[MessageState, ...] = ("active", "pending", "covered", "dropped")
 _CODE = {s: i for i, s in enumerate(_STATES)}
 _ACTIVE, _PENDING, _COVERED = _CODE["active"], _CODE["pending"], _CODE["covered"]
 _SETTABLE: dict[str, int] = {s: i for i, s in enumerate(_STATES) if s in SETTABLE_STATES}
+
+
+def _pack_meta(meta: dict[str, Any]) -> tuple[tuple[str, Any], ...] | None:
+    """`meta` as a tuple of ``(key, value)`` pairs of atomic values (a list of strings as a
+    tuple: the tool call ids), which the collector untracks; None when it holds anything else
+    (kept as its `Message`)."""
+    items: list[tuple[str, Any]] = []
+    for k, v in meta.items():
+        t = type(v)
+        if type(k) is not str:
+            return None
+        if t is str or t is int or t is float or t is bool or v is None:
+            items.append((k, v))
+        elif t is list and all(type(x) is str for x in v):
+            items.append((k, tuple(v)))
+        else:
+            return None
+    return tuple(items)
 
 
 def _row_id(row: _Row | Message) -> str | None:
@@ -81,7 +100,12 @@ class _Messages:
 
     def __getitem__(self, pos: int) -> Message:
         row = self.raw(pos)
-        return Message(*row) if type(row) is tuple else row  # type: ignore[return-value]
+        if type(row) is not tuple:
+            return row  # type: ignore[return-value]
+        if len(row) == 5:
+            return Message(*row)
+        role, content, mid, name, created_at, meta = row
+        return Message(role, content, mid, name, created_at, {k: list(v) if type(v) is tuple else v for k, v in meta})
 
     def id_at(self, pos: int) -> str | None:
         return _row_id(self.raw(pos))
@@ -258,9 +282,16 @@ class MemoryStore:
                     index[mid] = n
             if seq != n or type(seq) is not int or rows.seqs is not None:
                 rows.add_seq(seq)
-            meta = message.meta  # a message without metadata as a tuple (`_Messages`)
-            tail.append((message.role, message.content, mid, message.name, message.created_at)
-                        if not meta and type(meta) is dict and type(message) is Message else message)
+            # a message as a tuple of its fields where it can be one (`_Messages`), not by a call
+            meta = message.meta
+            if type(meta) is not dict or type(message) is not Message:
+                tail.append(message)
+            elif not meta:
+                tail.append((message.role, message.content, mid, message.name, message.created_at))
+            elif (packed := _pack_meta(meta)) is not None:
+                tail.append((message.role, message.content, mid, message.name, message.created_at, packed))
+            else:
+                tail.append(message)
             if len(tail) == _CHUNK:
                 msgs.seal()
             rows.states.append(_ACTIVE)
