@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from operator import attrgetter
 from typing import Any, cast
 
 from rollsum.errors import ConfigError
@@ -27,13 +26,105 @@ from rollsum.store.base import (
     owner_error,
     uncoverable_error,
 )
-from rollsum.types import Message, MessageState, SummaryRecord
+from rollsum.types import Message, MessageState, Role, SummaryRecord
+
+_Row = tuple[Role, str, str, str | None, str | None] | tuple[Role, str, str, str | None, str | None, tuple[Any, ...]]
+"""A stored message: ``(role, content, id, name, created_at)`` and its metadata if it has any
+(`_pack_meta`)."""
+_CHUNK_BITS = 12
+_CHUNK = 1 << _CHUNK_BITS
+_IN_CHUNK = _CHUNK - 1
 
 _STATES: tuple[MessageState, ...] = ("active", "pending", "covered", "dropped")
 _CODE = {s: i for i, s in enumerate(_STATES)}
 _ACTIVE, _PENDING, _COVERED = _CODE["active"], _CODE["pending"], _CODE["covered"]
-_ID = attrgetter("id")
 _SETTABLE: dict[str, int] = {s: i for i, s in enumerate(_STATES) if s in SETTABLE_STATES}
+
+
+def _pack_meta(meta: dict[str, Any]) -> tuple[tuple[str, Any], ...] | None:
+    """`meta` as a tuple of ``(key, value)`` pairs of atomic values (a list of strings as a
+    tuple: the tool call ids), which the collector untracks; None when it holds anything else
+    (kept as its `Message`)."""
+    items: list[tuple[str, Any]] = []
+    for k, v in meta.items():
+        t = type(v)
+        if type(k) is not str:
+            return None
+        if t is str or t is int or t is float or t is bool or v is None:
+            items.append((k, v))
+        elif t is list and all(type(x) is str for x in v):
+            items.append((k, tuple(v)))
+        else:
+            return None
+    return tuple(items)
+
+
+def _row_id(row: _Row | Message) -> str | None:
+    return row[2] if type(row) is tuple else row.id  # type: ignore[union-attr]
+
+
+class _Messages:
+    """The rows' messages, in insertion order, kept so that a full garbage collection does not
+    walk them (issue #20, item 2).
+
+    A replay keeps every message it saw. Kept as the caller's `Message` objects, a million of
+    them are a million tracked objects that every full collection of the process visits: 0.45 s
+    a collection at 1M here, ~20 collections in a 1M-message replay whose caller makes each
+    message when it arrives (an application), 5.7 us a message — the largest part of what
+    makes a 1M replay dearer per message than a 10k one. A message without metadata (most of
+    them) is kept as a tuple of its five string fields (`MemoryStore.add_message`), which CPython untracks once
+    a collection has seen it, and every `_CHUNK` rows are sealed into one tuple, untracked in
+    turn: a full collection then visits one entry per chunk, not per message (8 ms at 1M).
+    A read builds an equal `Message` again (frozen, compared by value); a message with
+    metadata is kept as it is."""
+
+    __slots__ = ("sealed", "tail")
+
+    def __init__(self) -> None:
+        self.sealed: list[tuple[_Row | Message, ...]] = []
+        self.tail: list[_Row | Message] = []
+
+    def __len__(self) -> int:
+        return (len(self.sealed) << _CHUNK_BITS) + len(self.tail)
+
+    def seal(self) -> None:
+        """The tail is a whole chunk: keep it as one tuple (`add_message` appends to the tail
+        itself, and calls this when the tail is full)."""
+        self.sealed.append(tuple(self.tail))
+        self.tail = []
+
+    def raw(self, pos: int) -> _Row | Message:
+        c = pos >> _CHUNK_BITS
+        sealed = self.sealed
+        return sealed[c][pos & _IN_CHUNK] if c < len(sealed) else self.tail[pos - (len(sealed) << _CHUNK_BITS)]
+
+    def __getitem__(self, pos: int) -> Message:
+        row = self.raw(pos)
+        if type(row) is not tuple:
+            return row  # type: ignore[return-value]
+        if len(row) == 5:
+            return Message(*row)
+        role, content, mid, name, created_at, meta = row
+        return Message(role, content, mid, name, created_at, {k: list(v) if type(v) is tuple else v for k, v in meta})
+
+    def id_at(self, pos: int) -> str | None:
+        return _row_id(self.raw(pos))
+
+    def ids(self, lo: int, hi: int) -> list[str | None]:
+        """The ids of rows ``lo`` to ``hi - 1`` (fewer at the end), by chunk slices."""
+        hi = min(hi, len(self))
+        rows: list[_Row | Message] = []
+        sealed, n_sealed = self.sealed, len(self.sealed)
+        while lo < hi:
+            c = lo >> _CHUNK_BITS
+            base = c << _CHUNK_BITS
+            end = min(hi, base + _CHUNK)
+            rows += (sealed[c] if c < n_sealed else self.tail)[lo - base:end - base]
+            lo = end
+        return list(map(_row_id, rows))
+
+    def all_ids(self) -> list[str | None]:
+        return self.ids(0, len(self))
 
 
 class _Rows:
@@ -53,7 +144,7 @@ class _Rows:
     __slots__ = ("base", "cut", "index", "messages", "prefix", "reasons", "seqs", "states", "summary_of")
 
     def __init__(self) -> None:
-        self.messages: list[Message] = []
+        self.messages = _Messages()
         self.seqs: array[int] | list[int] | None = None
         """Sequence numbers by row; None while each is its row's position."""
         self.states = bytearray()
@@ -86,7 +177,7 @@ class _Rows:
     def unnumber(self) -> dict[str, int]:
         """Leave numbered mode (a row whose id breaks the numbering is being added): index
         every row so far, once, and index each later row as it comes."""
-        self.index = {m.id: k for k, m in enumerate(self.messages)}  # type: ignore[misc]
+        self.index = {mid: k for k, mid in enumerate(self.messages.all_ids())}  # type: ignore[misc]
         self.prefix = None
         return self.index
 
@@ -98,7 +189,7 @@ class _Rows:
             k = int(message_id[self.cut:]) - self.base  # type: ignore[index]
         except (TypeError, ValueError):
             return None
-        return k if 0 <= k < len(self.messages) and self.messages[k].id == message_id else None
+        return k if 0 <= k < len(self.messages) and self.messages.id_at(k) == message_id else None
 
     def finder(self) -> Callable[[str], int | None]:
         """Row position of an id (None: unknown), by the mode the rows are in: the index, or
@@ -115,8 +206,7 @@ class _Rows:
         if not ids:
             return None
         k = self.finder()(ids[0])
-        if k is None or list(map(_ID, self.messages[k:k + len(ids)])) != (
-                ids if type(ids) is list else list(ids)):
+        if k is None or self.messages.ids(k, k + len(ids)) != (ids if type(ids) is list else list(ids)):
             return None
         return k
 
@@ -178,7 +268,9 @@ class MemoryStore:
             if rows is None:
                 rows = self._rows[conversation_id] = _Rows()
             # the row's columns filled here, not by a method of `_Rows`: one call per message, not two
-            n = len(rows.messages)
+            msgs = rows.messages
+            tail = msgs.tail
+            n = (len(msgs.sealed) << _CHUNK_BITS) + len(tail)
             prefix = rows.prefix
             # a numbered id is new (rows 0..n-1 hold the ones before it) and needs no index entry;
             # an f-string, not `prefix + str(...)`: no call of `str` (since-last's instructions)
@@ -190,7 +282,18 @@ class MemoryStore:
                     index[mid] = n
             if seq != n or type(seq) is not int or rows.seqs is not None:
                 rows.add_seq(seq)
-            rows.messages.append(message)
+            # a message as a tuple of its fields where it can be one (`_Messages`), not by a call
+            meta = message.meta
+            if type(meta) is not dict or type(message) is not Message:
+                tail.append(message)
+            elif not meta:
+                tail.append((message.role, message.content, mid, message.name, message.created_at))
+            elif (packed := _pack_meta(meta)) is not None:
+                tail.append((message.role, message.content, mid, message.name, message.created_at, packed))
+            else:
+                tail.append(message)
+            if len(tail) == _CHUNK:
+                msgs.seal()
             rows.states.append(_ACTIVE)
         finally:
             lock.release()
