@@ -18,7 +18,7 @@ from rollsum_evals.spec.parse import parse_spec
 from rollsum import RollingSummarizer
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.fake import FakeModel
-from tests.support.synth import count_generations
+from tests.evals.synth_count import count_generations
 
 SPEC = """
 name = "rs"

@@ -16,7 +16,7 @@ from rollsum_evals.data.pinned import DatasetSpec, Loaded, conversations_hash, d
 from rollsum_evals.data.synth_cache import SynthCache, caching_loader
 from rollsum_evals.data.types import Conversation
 
-from tests.support.synth import count_generations
+from tests.evals.synth_count import count_generations
 
 SOURCE = "synth:agent?conversations=2&messages=60&seed=4"
 
