@@ -42,19 +42,22 @@ _ACTIVE, _PENDING, _COVERED = _CODE["active"], _CODE["pending"], _CODE["covered"
 _SETTABLE: dict[str, int] = {s: i for i, s in enumerate(_STATES) if s in SETTABLE_STATES}
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _pack_meta(meta: dict[str, Any]) -> tuple[tuple[str, Any], ...] | None:
-    """`meta` as a tuple of ``(key, value)`` pairs of atomic values (a list of strings as a
-    tuple: the tool call ids), which the collector untracks; None when it holds anything else
-    (kept as its `Message`)."""
+    """`meta` as a tuple of ``(key, value)`` pairs, a list value as a tuple (the tool call ids),
+    which the collector untracks when what they hold is atomic; None when a value is of
+    another type (a tuple would come back as a list; the message is kept as given). A list is
+    not looked into: whatever it holds comes back the same, only untracked or not."""
     items: list[tuple[str, Any]] = []
+    append = items.append
     for k, v in meta.items():
         t = type(v)
-        if type(k) is not str:
-            return None
-        if t is str or t is int or t is float or t is bool or v is None:
-            items.append((k, v))
-        elif t is list and all(type(x) is str for x in v):
-            items.append((k, tuple(v)))
+        if t in _PLAIN:
+            append((k, v))
+        elif t is list:
+            append((k, tuple(v)))
         else:
             return None
     return tuple(items)
