@@ -129,6 +129,20 @@ def load_dataset(ds: DatasetSpec, loader: Loader = default_loader, *, where: str
     return Dataset(ds, conversations_hash(convs), tuple(convs), skipped)
 
 
+def kept_copy(src: DatasetSpec, info: Mapping[str, object], copies: DatasetCopies | None) -> Dataset | None:
+    """An ``hf:`` dataset read from the copy a run kept of it (`copies`, its ``datasets/``):
+    what the run replayed (after `limit`, questions attached), checked against `info`'s sha256
+    (its manifest entry) before it is parsed; None for another source or without a copy. Shared
+    by the readers (`load_pinned`) and `rollsum run --resume`."""
+    if copies is None or not src.source.startswith(HUB_PREFIX):
+        return None
+    kept = copies.read(str(info.get("sha256")))
+    if kept is None:
+        return None
+    skipped = info.get("skipped_records")
+    return Dataset(src, conversations_hash(kept), tuple(kept), skipped if isinstance(skipped, int) else 0)
+
+
 def load_pinned(datasets: Mapping[str, Mapping[str, object]], loader: Loader = default_loader, *,
                 where: str = "", copies: DatasetCopies | None = None) -> dict[str, Dataset]:
     """A manifest's ``datasets`` block loaded again; a changed dataset is a ConfigError.
@@ -140,19 +154,15 @@ def load_pinned(datasets: Mapping[str, Mapping[str, object]], loader: Loader = d
     out: dict[str, Dataset] = {}
     for name, info in datasets.items():
         src = DatasetSpec.from_manifest(name, info)
-        kept = None
-        if src.source.startswith(HUB_PREFIX):
-            sha = str(info.get("sha256"))
-            kept = copies.read(sha) if copies is not None else None
-            if kept is None:
+        ds = kept_copy(src, info, copies)
+        if ds is None:
+            if src.source.startswith(HUB_PREFIX):
                 # no copy of the data in the run directory: the hub dataset is fetched again (from
                 # the `datasets` cache, or the network), which the user should hear before it happens
                 log.warning("%sdataset '%s': %s is loaded again through Hugging Face `datasets` (its cache, or "
-                            "the hub: the run directory holds no copy of it) and refused unless it hashes to the run's "
-                            "sha256 %s…", f"{where}: " if where else "", name, src.source, sha[:12])
-        if kept is not None:  # what the run replayed (after `limit`, questions attached), checked by hash
-            ds = Dataset(src, conversations_hash(kept), tuple(kept))
-        else:
+                            "the hub: the run directory holds no copy of it) and refused unless it hashes to the "
+                            "run's sha256 %s…", f"{where}: " if where else "", name, src.source,
+                            str(info.get("sha256"))[:12])
             ds = load_dataset(src, loader, where=where)
         if ds.sha256 != info.get("sha256"):
             raise ConfigError(f"{where or 'run'}: dataset '{name}' ({src.source}) changed since the run "

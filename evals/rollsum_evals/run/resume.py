@@ -13,10 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rollsum.errors import ConfigError
-from rollsum_evals.data.canonical import conversations_hash
 from rollsum_evals.data.copies import DatasetCopies
-from rollsum_evals.data.hf import HUB_PREFIX
-from rollsum_evals.data.pinned import Dataset, DatasetSpec, Loader, load_dataset
+from rollsum_evals.data.pinned import Dataset, DatasetSpec, Loader, kept_copy, load_dataset
 from rollsum_evals.run import provenance
 from rollsum_evals.rundir.format import EVENTS, FORMAT_VERSION, SUMMARIES
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, lines
@@ -65,7 +63,7 @@ def load_datasets(spec: SweepSpec, loader: Loader, previous: Mapping[str, Any],
             if key in info and info[key] != now:
                 raise ConfigError(f"{spec.path}: dataset '{ds.name}' was read with {flag} {info[key]}, now "
                                   f"{now}; resume needs the same options")
-    out = {ds.name: _kept_copy(ds, before.get(ds.name), copies) or load_dataset(ds, loader, where=spec.path)
+    out = {ds.name: _resumed_copy(ds, before.get(ds.name), copies) or load_dataset(ds, loader, where=spec.path)
            for ds in spec.datasets}
     for name, info in (previous.get("datasets") or {}).items():
         if name in out and info.get("sha256") != out[name].sha256:
@@ -75,16 +73,12 @@ def load_datasets(spec: SweepSpec, loader: Loader, previous: Mapping[str, Any],
     return out
 
 
-def _kept_copy(ds: DatasetSpec, before: Mapping[str, Any] | None, copies: DatasetCopies | None) -> Dataset | None:
-    if copies is None or not before or not ds.source.startswith(HUB_PREFIX):
+def _resumed_copy(ds: DatasetSpec, before: Mapping[str, Any] | None, copies: DatasetCopies | None) -> Dataset | None:
+    """The run's kept copy of `ds` (`pinned.kept_copy`) when the spec reads it as the run did
+    (else it is loaded from its source, then refused unless it is the same data)."""
+    if not before or DatasetSpec.from_manifest(ds.name, before) != ds:
         return None
-    if DatasetSpec.from_manifest(ds.name, before) != ds:
-        return None  # read otherwise now: loaded from the hub, then refused unless it is the same data
-    kept = copies.read(str(before.get("sha256")))
-    if kept is None:
-        return None
-    skipped = before.get("skipped_records")
-    return Dataset(ds, conversations_hash(kept), tuple(kept), skipped if isinstance(skipped, int) else 0)
+    return kept_copy(ds, before, copies)
 
 
 def stored_replays(rd: RunDir, unit_ids: set[str]) -> dict[str, ReplayLines]:

@@ -154,7 +154,8 @@ def test_rows_read_back_whole_across_chunks(data: st.DataObject) -> None:
                 state[k] = "pending"
         a = data.draw(st.integers(0, n))
         b = data.draw(st.integers(a, n + 5))
-        assert store._rows["c"].messages.ids(a, b) == [m.id for m in msgs[a:b]] if n else True
+        if n:  # (a store that was given no message has no rows for it)
+            assert store._rows["c"].messages.ids(a, b) == [m.id for m in msgs[a:b]]
         rows = store.messages("c")
         assert [r.message for r in rows] == msgs
         assert [r.state for r in rows] == state
