@@ -56,7 +56,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rollsum import Message, RollingSummarizer, presets
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
@@ -102,6 +102,12 @@ and a single run of it varies by up to ~25 % with the process's heap state (budg
 
 
 INPUTS = ("made-per-add", "premade")
+
+KEEP_ONLY = "(keep only)"
+"""Table 1's reference row: the same input, each message kept in a plain list and nothing else.
+Its "vs smallest" is what CPython alone charges a process for holding a million made messages
+(the collector walking them, the memory hierarchy), measured under the same load as the rows
+after it: a preset whose window keeps every message pays at least that much at 1M."""
 """How table 1 holds its input. ``made-per-add`` (the default): the stream is kept as compact rows
 of plain fields (`Row`), frozen, and each `Message` (with its own ``meta`` dict and lists) is made
 in the timed loop right before its `add()`, as an application makes each message when it
@@ -182,6 +188,8 @@ def run(preset: str, msgs: Sequence[Message] | Sequence[Row], window: int | None
     event's cost is counted; without it the run finds the index as it goes and times from the
     message after it (one event fewer: what a single run of a large cell reads)."""
     gc.collect()  # the previous run's engine is garbage: do not bill its collection to this one
+    if preset == KEEP_ONLY:
+        return keep_only(msgs)
     kw: dict[str, Any] = {} if window is None else {"context_window": window}
     rs = RollingSummarizer.from_preset(preset, ledger=ledger, **kw)
     add = rs.add
@@ -212,6 +220,19 @@ def run(preset: str, msgs: Sequence[Message] | Sequence[Row], window: int | None
         add(m)
     t2 = time.process_time()
     return t2 - t0, len(rs.history), t2 - t1, 0 if first is None else len(msgs) - first - 1, first
+
+
+def keep_only(msgs: Sequence[Message] | Sequence[Row]) -> Run:
+    """`KEEP_ONLY`'s run: every message (made from its row, for made-per-add) appended to a list."""
+    made = bool(msgs) and type(msgs[0]) is tuple
+    keep: list[Message] = []
+    append = keep.append
+    feed: Iterator[Message] = map(make, cast("Sequence[Row]", msgs)) if made else iter(cast("Sequence[Message]", msgs))
+    t0 = time.process_time()
+    for m in feed:
+        append(m)
+    secs = time.process_time() - t0
+    return secs, 0, secs, 0, None
 
 
 def cell(stream_file: str, preset: str, window: int | None, ledger: str, runs: int) -> tuple[Run, Run, float]:
@@ -257,7 +278,7 @@ def throughput(args: argparse.Namespace) -> bool:
                         pickle.dump(compact(msgs) if how == "made-per-add" else msgs, f,
                                     protocol=pickle.HIGHEST_PROTOCOL)
                 del msgs
-            for preset in args.presets:
+            for preset in [KEEP_ONLY, *args.presets]:
                 for ledger in (args.ledger if preset == "since-last" else ["auto"]):
                     for how in args.input:
                         ok = throughput_row(args, name, preset, ledger, how, window, files) and ok
@@ -268,10 +289,16 @@ def throughput(args: argparse.Namespace) -> bool:
     return ok
 
 
+def is_judged(preset: str, how: str, inputs: Sequence[str]) -> bool:
+    """Whether a row counts for the targets: made-per-add rows (premade's when it is the only input),
+    never the `KEEP_ONLY` reference."""
+    return (how == "made-per-add" or "made-per-add" not in inputs) and preset != KEEP_ONLY
+
+
 def throughput_row(args: argparse.Namespace, name: str, preset: str, ledger: str, how: str, window: int | None,
                    files: dict[tuple[int, str], str]) -> bool:
     """Table 1's rows of one preset, ledger and input (one per size); False when one misses a target."""
-    judged = how == "made-per-add" or "made-per-add" not in args.input
+    judged = is_judged(preset, how, args.input)
     ok = True
     base = base_after = None
     for n in args.sizes:

@@ -36,3 +36,13 @@ def test_a_nested_meta_value_comes_back_as_it_was() -> None:
     again = br.make(br.compact([msg])[0])
     assert again == msg
     assert type(again.meta["a"]) is list and type(again.meta["a"][1]) is dict and again.meta["a"][1]["b"][1] == (3, 4)
+
+
+def test_the_keep_only_reference_keeps_made_messages_and_is_never_judged() -> None:
+    rows = br.compact(br.mixed_stream(200))
+    secs, summaries, after, n_after, first = br.run(br.KEEP_ONLY, rows, None)
+    assert secs >= 0 and after == secs and summaries == 0 and n_after == 0 and first is None
+    assert not br.is_judged(br.KEEP_ONLY, "made-per-add", ["made-per-add"])
+    assert br.is_judged("since-last", "made-per-add", ["made-per-add", "premade"])
+    assert not br.is_judged("since-last", "premade", ["made-per-add", "premade"])
+    assert br.is_judged("since-last", "premade", ["premade"])
