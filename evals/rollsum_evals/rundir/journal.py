@@ -330,7 +330,14 @@ class RunDir:
         return first_per_unit(self.journal(UNITS_JOURNAL))
 
     def trace_records(self) -> dict[str, dict[str, Any]]:
-        records = first_per_unit(self.journal(TRACES))
+        return self._checked_traces(first_per_unit(self.journal(TRACES)))
+
+    def trace_records_of(self, unit_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """`trace_records` of these Units only (`journal_of`: on a sealed journal only their
+        lines are decoded)."""
+        return self._checked_traces(first_per_unit(self.journal_of(TRACES, unit_ids)))
+
+    def _checked_traces(self, records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         for uid, rec in records.items():
             if not isinstance(rec.get("unit"), dict) or not isinstance(rec.get("turns", {}), dict):
                 raise DamagedRun(f"{self.file(TRACES)}: unit {uid}: expected objects 'unit' and 'turns'"

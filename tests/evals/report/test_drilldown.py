@@ -138,8 +138,10 @@ def test_the_drill_down_decodes_only_the_traces_it_shows_and_they_equal_whole_jo
     assert shown["configs"] and wanted and wanted < units  # a strict subset of the run's Units
     assert SUMMARIES not in run._cache and set(run._cache[f"{SUMMARIES}:some"]) == wanted
     assert EVENTS not in run._cache and f"{EVENTS}:some" not in run._cache  # contexts need no events
+    assert "traces" not in run._cache and set(run._cache["traces:some"]) == wanted  # nor every trace line
     whole = load(run_dir)  # nothing announced: traces from the whole journals
     for uid in sorted(wanted):
+        assert run.trace_record(uid) == whole.trace_records()[uid]
         light, a, b = run.load_trace(uid, contexts_only=True), run.load_trace(uid), whole.load_trace(uid)
         assert run._cache[f"{EVENTS}:some"][uid] == whole._by_unit(EVENTS).get(uid, [])
         assert a.events == b.events and a.summaries == b.summaries
@@ -214,9 +216,9 @@ def test_journal_of_keeps_exactly_the_rows_of_the_units_asked_for(run_dir: Path,
 
 def test_summarized_units_are_the_units_with_summary_lines_without_decoding_the_journal(run_dir: Path) -> None:
     """`Run.summarized_units` (which configurations the report can show summaries of) comes from
-    each trace's count of the summary lines it wrote; it equals the Units found in the summaries
-    journal, also when the counts are missing (older runs: read from the journal), and the
-    checkpoint's summaries are the journal's lines of that Unit."""
+    the units table's `n_summaries`, else each trace's count of the summary lines it wrote; it
+    equals the Units found in the summaries journal whichever it is read from (older runs without
+    either: from the journal), and the checkpoint's summaries are the journal's lines of that Unit."""
     from rollsum_evals.analysis import summaries_at_checkpoint
     from rollsum_evals.rundir.format import SUMMARIES
 
@@ -226,6 +228,7 @@ def test_summarized_units_are_the_units_with_summary_lines_without_decoding_the_
     from_journal = {r["unit_id"] for r in lines}
     assert from_journal and from_journal < units  # some Units (baselines) never summarize
     assert run.summarized_units() == from_journal and SUMMARIES not in run._cache
+    assert "traces" not in run._cache  # from the units table: no trace line decoded
     configs = sorted(set(run.units.loc[run.units["unit_id"].isin(from_journal), "config"]))[:2]
     check = summaries_at_checkpoint(run, configs)
     assert check is not None and SUMMARIES not in run._cache
@@ -233,10 +236,14 @@ def test_summarized_units_are_the_units_with_summary_lines_without_decoding_the_
     assert summaries_at_checkpoint(whole, configs, check.conversation_id, check.turn) == check
     for uid in sorted(from_journal)[:5]:
         assert whole.unit_summaries(uid) == [r for r in lines if r["unit_id"] == uid]
-    old = load(run_dir)
+    counted = load(run_dir)  # a units table without n_summaries: the traces' counts
+    counted.units = counted.units.drop(columns="n_summaries")
+    assert counted.summarized_units() == from_journal and SUMMARIES not in counted._cache
+    old = load(run_dir)  # neither: the journal
+    old.units = old.units.drop(columns="n_summaries")
     for rec in old.trace_records().values():
         rec.pop("journal_rows", None)
-    assert old.summarized_units() == from_journal
+    assert old.summarized_units() == from_journal and SUMMARIES in old._cache
 
 
 def test_lines_naming_selects_whole_lines_naming_a_wanted_id_once_each_in_file_order() -> None:
