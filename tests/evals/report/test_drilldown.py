@@ -155,8 +155,9 @@ def test_the_report_never_reads_the_events_journal(run_dir: Path, tmp_path: Path
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue #20 item 3: the drill-down shows contexts, which a trace rebuilds from its turns and
     texts; the events journal (the run's largest file) is not read for them, nor by any other
-    part of the report."""
-    from rollsum_evals.rundir.format import EVENTS
+    part of the report. The summaries journal is read once: the drill-down's Units are announced
+    with the checkpoint's (`drilldown.plan`), not scanned for separately."""
+    from rollsum_evals.rundir.format import EVENTS, SUMMARIES
     from rollsum_evals.rundir.journal import RunDir
 
     read: list[str] = []
@@ -170,6 +171,7 @@ def test_the_report_never_reads_the_events_journal(run_dir: Path, tmp_path: Path
     html = write_report(run_dir, tmp_path / "report").read_text()
     assert 'id="dd-config"' in html and '"contexts":{"' in html  # the drill-down shows contexts
     assert read and EVENTS not in read
+    assert "<h2>Summaries at a checkpoint</h2>" in html and read.count(SUMMARIES) == 1
 
 
 def test_journal_of_keeps_exactly_the_rows_of_the_units_asked_for(run_dir: Path, tmp_path: Path) -> None:
