@@ -125,11 +125,28 @@ class Run:
         record = self.trace_record(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
+        texts = self._texts_of(unit_id)
         if contexts_only:
-            return Trace.from_record(record, messages, self.texts(), self._unit_rows(SUMMARIES, unit_id),
+            return Trace.from_record(record, messages, texts, self._unit_rows(SUMMARIES, unit_id),
                                      summary_records=False)
-        return decode_trace(record, messages, self.texts(), self._unit_rows(SUMMARIES, unit_id),
+        return decode_trace(record, messages, texts, self._unit_rows(SUMMARIES, unit_id),
                             self._unit_rows(EVENTS, unit_id))
+
+    def _texts_of(self, unit_id: str) -> Mapping[str, Text]:
+        """The texts a Unit's trace may use: all of them when they were read (or the Unit was not
+        announced), else one read of the texts every announced Unit's trace names (`text_ids`)."""
+        wanted: set[str] = self._cache.get("wanted", set())
+        if "texts" in self._cache or unit_id not in wanted:
+            return self.texts()
+        some: dict[str, Text] = self._cache.setdefault("texts:some", {})
+        done: set[str] = self._cache.setdefault("texts:units", set())
+        if unit_id not in done:
+            units = wanted - done
+            ids = {t for u in units for t in ((self.trace_record(u) or {}).get("text_ids") or [])}
+            some.update({tid: Text(r["role"], r.get("name"), r["content"])
+                         for tid, r in self.rundir.texts_of(ids - some.keys()).items()})
+            done.update(units)
+        return some
 
     def unit_summaries(self, unit_id: str) -> list[dict[str, Any]]:
         """One Unit's ``summaries.jsonl`` lines (as `summaries`, for that Unit only; read with

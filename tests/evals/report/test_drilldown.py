@@ -139,6 +139,7 @@ def test_the_drill_down_decodes_only_the_traces_it_shows_and_they_equal_whole_jo
     assert SUMMARIES not in run._cache and set(run._cache[f"{SUMMARIES}:some"]) == wanted
     assert EVENTS not in run._cache and f"{EVENTS}:some" not in run._cache  # contexts need no events
     assert "traces" not in run._cache and set(run._cache["traces:some"]) == wanted  # nor every trace line
+    assert "texts" not in run._cache  # nor every text: those the shown traces name
     whole = load(run_dir)  # nothing announced: traces from the whole journals
     for uid in sorted(wanted):
         assert run.trace_record(uid) == whole.trace_records()[uid]
@@ -214,6 +215,32 @@ def test_journal_of_keeps_exactly_the_rows_of_the_units_asked_for(run_dir: Path,
     assert not loose.sealed
     with pytest.raises(DamagedRun):
         RunDir(copy).journal_of(EVENTS, {other})
+
+
+def test_texts_of_are_exactly_the_texts_asked_for_sealed_or_not(run_dir: Path, tmp_path: Path) -> None:
+    """`RunDir.texts_of` (the drill-down's texts): the rows `texts` has for those ids, whether
+    only their lines are decoded (sealed) or every line is read (unsealed: strictly)."""
+    import shutil
+
+    from rollsum_evals.rundir.format import TEXTS
+    from rollsum_evals.rundir.integrity import DamagedRun
+    from rollsum_evals.rundir.journal import RunDir
+
+    rd = load(run_dir).rundir
+    every = rd.texts()
+    ids = sorted(every)
+    assert TEXTS in rd.sealed and len(ids) > 4
+    for some in ({ids[0]}, set(ids[1:4]), set(ids), {ids[0], "no-such-text"}):
+        assert rd.texts_of(some) == {k: v for k, v in every.items() if k in some}
+    assert rd.texts_of(set()) == {}
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    loose = RunDir(copy)  # nothing expected: no seal, every line read strictly
+    assert not loose.sealed and loose.texts_of(set(ids[:3])) == {k: every[k] for k in ids[:3]}
+    with (copy / TEXTS).open("ab") as fh:
+        fh.write(b"{not json\n")
+    with pytest.raises(DamagedRun):
+        RunDir(copy).texts_of({ids[0]})
 
 
 def test_summarized_units_are_the_units_with_summary_lines_without_decoding_the_journal(run_dir: Path) -> None:
