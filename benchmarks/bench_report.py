@@ -43,12 +43,12 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _env(tree: Path | None) -> dict[str, str]:
+def _env(tree: Path) -> dict[str, str]:
+    """The environment that imports `tree`'s code. "new" is this script's own tree, named
+    explicitly: without a PYTHONPATH the interpreter imports whatever tree the venv's editable
+    install points at (on the shared machine: /work/main), so a worktree was compared with main."""
     env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = f"{tree}{os.pathsep}{tree / 'evals'}"
-    else:
-        env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = f"{tree}{os.pathsep}{tree / 'evals'}"
     return env
 
 
@@ -59,7 +59,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
 
-    sides = {"new": None, **({"old": args.old.resolve()} if args.old else {})}
+    sides = {"new": ROOT, **({"old": args.old.resolve()} if args.old else {})}
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_report_") as tmp_s:
         tmp = Path(tmp_s)

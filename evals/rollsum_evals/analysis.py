@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from rollsum.errors import ConfigError
@@ -250,24 +252,105 @@ def _sum(grp: pd.DataFrame, col: str) -> float:
     return float(pd.to_numeric(grp[col], errors="coerce").sum(min_count=1))
 
 
-def _health(units: pd.DataFrame, done: pd.DataFrame, answerable_n: int, asks: int, baseline: bool) -> Health:
+class _Columns:
+    """A table's int64 and float64 columns as numpy arrays, each taken once, for `_Rows`.
+    `clustered`: its ``cluster`` column is `cluster_key` (set by `config_table`)."""
+
+    def __init__(self, frame: pd.DataFrame, *, clustered: bool = False) -> None:
+        self.frame = frame
+        self.clustered = clustered
+        self._arrays: dict[str, npt.NDArray[Any] | None] = {}
+
+    def array(self, col: str) -> npt.NDArray[Any] | None:
+        """The column's values; None for any other dtype (text, nullable, bool), which `_Rows`
+        leaves to pandas."""
+        if col not in self._arrays:
+            dtype = self.frame[col].dtype
+            plain = isinstance(dtype, np.dtype) and dtype in (np.dtype(np.int64), np.dtype(np.float64))
+            self._arrays[col] = self.frame[col].to_numpy() if plain else None
+        return self._arrays[col]
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """One configuration's rows of a table (`frame`, at positions `at` of `columns.frame`) with
+    the reductions the configuration table takes of them. Each gives what pandas gives for the
+    group's column after ``pd.to_numeric(errors="coerce")`` — ``.sum(min_count=1)``, ``.mean()``,
+    ``.max()`` — bit for bit: pandas' nanops reduce the same values, in the same order, with the
+    same numpy call (``ndarray.sum``: NaN set to 0, float64 sums for means), and so does this,
+    from arrays taken once for the whole table. About 20 such pandas calls per configuration were
+    a visible part of a report (40 configurations); other dtypes still go through pandas."""
+
+    frame: pd.DataFrame
+    columns: _Columns
+    at: npt.NDArray[np.intp]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _Rows:
+        """All of `frame` (a caller without the whole table)."""
+        return cls(frame, _Columns(frame), np.arange(len(frame)))
+
+    def _values(self, col: str) -> npt.NDArray[Any] | None:
+        a = self.columns.array(col)
+        return None if a is None else a[self.at]
+
+    def sum(self, col: str) -> float:
+        if col not in self.frame.columns:
+            return math.nan
+        v = self._values(col)
+        if v is None:
+            return _sum(self.frame, col)
+        if v.dtype.kind == "f":
+            missing = np.isnan(v)
+            return math.nan if missing.all() else float(np.where(missing, 0.0, v).sum())
+        return float(v.sum()) if len(v) else math.nan
+
+    def mean(self, col: str) -> float:
+        v = self._values(col)
+        if v is None:
+            return float(pd.to_numeric(self.frame[col], errors="coerce").mean())
+        if not len(v):
+            return math.nan
+        if v.dtype.kind == "f":
+            missing = np.isnan(v)
+            n = np.float64(len(v) - int(missing.sum()))
+            return float(np.where(missing, 0.0, v).sum() / n) if n > 0 else math.nan
+        return float(v.sum(dtype=np.float64) / np.float64(len(v)))
+
+    def max(self, col: str) -> float:
+        """The largest value; NaN when there is none (no column, no rows, all NaN)."""
+        if col not in self.frame.columns:
+            return math.nan
+        v = self._values(col)
+        if v is None:
+            s = pd.to_numeric(self.frame[col], errors="coerce")
+            return float(s.max()) if s.notna().any() else math.nan
+        v = v[~np.isnan(v)] if v.dtype.kind == "f" else v
+        return float(v.max()) if len(v) else math.nan
+
+    def conversations(self) -> int:
+        """Distinct conversations (`cluster_key`; its column when the table has it)."""
+        return int((self.frame["cluster"] if self.columns.clustered else cluster_key(self.frame)).nunique())
+
+
+def _health(units: pd.DataFrame, done: pd.DataFrame | _Rows, answerable_n: int, asks: int, baseline: bool) -> Health:
     """`units`: every Unit of the configuration; `done`: the finished ones (numbers come from them)."""
+    rows = done if isinstance(done, _Rows) else _Rows.of(done)
     status = units["status"].astype(str) if "status" in units.columns else pd.Series("ok", index=units.index)
     unfinished = status[status != "ok"]
-    window = pd.to_numeric(done.get("context_window", pd.Series(dtype=float)), errors="coerce")
-    ratio = pd.to_numeric(done.get("max_context_ratio", pd.Series(dtype=float)), errors="coerce")
+    window = rows.max("context_window")
     return Health(
         baseline=baseline, units=len(units), units_unfinished=len(unfinished),
-        unfinished_reasons=tuple(unfinished.tolist()), conversations=int(cluster_key(done).nunique()),
+        unfinished_reasons=tuple(unfinished.tolist()), conversations=rows.conversations(),
         asks=asks, answerable=answerable_n,
-        attempts=_sum(done, "summarizer_attempts"), failures=_sum(done, "summarizer_failures"),
-        messages=_sum(done, "n_messages"),
-        fallbacks=_nz(_sum(done, "summarizer_fallbacks")), cassette_misses=_nz(_sum(done, "cassette_misses")),
-        clips=_nz(_sum(done, "clips")), overflow_turns=_sum(done, "overflow_turns"),
-        max_context_ratio=float(ratio.max()) if ratio.notna().any() else math.nan,
-        context_window=int(window.max()) if window.notna().any() else 0,
-        judge_controls=_nz(_sum(done, "judge_controls")),
-        judge_controls_accepted=_nz(_sum(done, "judge_controls_accepted")))
+        attempts=rows.sum("summarizer_attempts"), failures=rows.sum("summarizer_failures"),
+        messages=rows.sum("n_messages"),
+        fallbacks=_nz(rows.sum("summarizer_fallbacks")), cassette_misses=_nz(rows.sum("cassette_misses")),
+        clips=_nz(rows.sum("clips")), overflow_turns=rows.sum("overflow_turns"),
+        max_context_ratio=rows.max("max_context_ratio"),
+        context_window=0 if math.isnan(window) else int(window),
+        judge_controls=_nz(rows.sum("judge_controls")),
+        judge_controls_accepted=_nz(rows.sum("judge_controls_accepted")))
 
 
 def _nz(v: float) -> float:
@@ -313,25 +396,28 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
     every["cluster"] = cluster_key(every)
     done_all = finished(every)
     probes = ok_probes(run)
-    healths = _config_health(every, probes)
+    done_of, probes_of = _rows_by_config(done_all, clustered=True), by_config(probes)
+    healths = _config_health(every, probes, done_of=done_of, probes_of=probes_of)
     paired_col, paired_axis = pairing(run)
     with_qa = "qa" in ((run.manifest or {}).get("scoring") or {}).get("scorers", ())
     rows = []
-    done_of, probes_of = by_config(done_all), by_config(probes)
+    none_done = _Rows(done_all.iloc[:0], _Columns(done_all.iloc[:0], clustered=True), np.arange(0, dtype=np.intp))
     coverage_of = by_category_of(probes, probes["config"]) if len(probes) else {}
-    for cfg, units in every.groupby("config", sort=True):
-        grp = done_of.get(cfg, done_all.iloc[:0])
+    for cfg, units in _units_by_config(every):
+        mine = done_of.get(cfg, none_done)
+        grp = mine.frame
         p = probes_of.get(cfg, probes.iloc[:0])
         ans = p[p["answerable"]] if len(p) else p
-        first = units.iloc[0]
-        preset, model = str(first.get("preset", "")), str(first.get("model", ""))
+        # the first Unit's values, column by column: `units.iloc[0]` built a ~80-column row
+        first = {c: str(units[c].iloc[0]) if c in units.columns else "" for c in ("preset", "model", "prompt")}
+        preset, model = first["preset"], first["model"]
         row: dict[str, Any] = {"config": str(cfg), "preset": preset, "model": model,
-                               "prompt": str(first.get("prompt", "")),
+                               "prompt": first["prompt"],
                                "deterministic": components.of_run_config(run.manifest, str(cfg), preset,
                                                                          model).deterministic,
                                "baseline": components.is_baseline(preset),
                                "n_units": len(units), "n_units_failed": len(units) - len(grp),
-                               "n_conversations": int(grp["cluster"].nunique())}
+                               "n_conversations": mine.conversations()}
         if len(p):
             iv = cluster_bootstrap(ans["retained"].to_numpy(), ans["cluster"].tolist(),
                                    n_resamples=n_resamples, seed=seed)
@@ -357,9 +443,9 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
                                                  n_resamples=n_resamples, seed=seed))
         for col in MEAN_COLUMNS:
             if col in grp.columns:
-                row[col] = float(pd.to_numeric(grp[col], errors="coerce").mean())
+                row[col] = mine.mean(col)
         for unit_col, table_col in SUM_COLUMNS.items():
-            row[table_col] = _sum(grp, unit_col)
+            row[table_col] = mine.sum(unit_col)
         if "projected_model" in grp.columns:
             row["projected_model"] = ",".join(sorted({str(m) for m in grp["projected_model"] if str(m)}))
         health = healths[str(cfg)]
@@ -492,18 +578,39 @@ def config_health(run: Run) -> dict[str, Health]:
     return _config_health(with_feasibility(run), ok_probes(run))
 
 
-def _config_health(every: pd.DataFrame, probes: pd.DataFrame) -> dict[str, Health]:
-    """`config_health` from the units table `with_feasibility` and the `ok_probes` already read."""
+def _config_health(every: pd.DataFrame, probes: pd.DataFrame, *, done_of: Mapping[Any, _Rows] | None = None,
+                   probes_of: Mapping[Any, pd.DataFrame] | None = None) -> dict[str, Health]:
+    """`config_health` from the units table `with_feasibility` and the `ok_probes` already read
+    (and their groupings, when the caller has them: `config_table`)."""
     done_all = finished(every)
-    done_of, probes_of = by_config(done_all), by_config(probes)
+    done_of = _rows_by_config(done_all) if done_of is None else done_of
+    probes_of = by_config(probes) if probes_of is None else probes_of
     out = {}
-    for cfg, units in every.groupby("config", sort=True):
+    for cfg, units in _units_by_config(every):
         p = probes_of.get(cfg, probes.iloc[:0])
         n_ans = int(p["answerable"].sum()) if len(p) else 0
         preset = str(units["preset"].iloc[0]) if "preset" in units.columns else ""
-        out[str(cfg)] = _health(units, done_of.get(cfg, done_all.iloc[:0]), n_ans, len(p),
+        out[str(cfg)] = _health(units, done_of.get(cfg, _Rows.of(done_all.iloc[:0])), n_ans, len(p),
                                 components.is_baseline(preset))
     return out
+
+
+def _units_by_config(every: pd.DataFrame) -> Any:
+    """``every.groupby("config", sort=True)`` over the columns read from all of a configuration's
+    Units (count, status, preset, model, prompt): slicing every column of the units table (~80) per
+    configuration, twice, was a visible part of the table's time."""
+    return every[[c for c in ("config", "status", "preset", "model", "prompt") if c in every.columns]].groupby(
+        "config", sort=True)
+
+
+def _rows_by_config(frame: pd.DataFrame, *, clustered: bool = False) -> dict[Any, _Rows]:
+    """`by_config` as `_Rows`: the same frames, with their positions, from one groupby."""
+    if not len(frame) or "config" not in frame.columns:
+        return {}
+    columns = _Columns(frame, clustered=clustered)
+    groups = frame.groupby("config", sort=False, dropna=True)
+    at = groups.indices
+    return {cfg: _Rows(grp, columns, np.asarray(at[cfg], dtype=np.intp)) for cfg, grp in groups}
 
 
 def by_config(frame: pd.DataFrame) -> dict[Any, pd.DataFrame]:

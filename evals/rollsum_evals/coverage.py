@@ -119,9 +119,10 @@ def columns_of(table: pd.DataFrame) -> dict[str, Any]:
     """`coverage_columns` from the asks' `by_category` table (NaN coverage without asks)."""
     # its "all" row is `coverage(probes)`: not counted twice
     out: dict[str, Any] = {"coverage": float(table["coverage"]["all"]) if len(table) else math.nan}
-    for cat, r in table.iterrows():
+    shares = table["coverage"].to_numpy(dtype=float)  # not iterrows: a Series per row, per configuration
+    for cat, share in zip(table.index, shares, strict=True):
         if cat not in ("all", ADVERSARIAL, "(none)"):
-            out[column_name(str(cat))] = r["coverage"]
+            out[column_name(str(cat))] = share
     return out
 
 

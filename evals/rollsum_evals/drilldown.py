@@ -111,13 +111,28 @@ FACT_COLUMNS = ("question", "answer", "conversation_id", "asked_turn", "evidence
 """The ask columns a fact of the drill-down reads (converting all ~30 per row was a visible cost)."""
 
 
-def collect(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
-    """The drill-down's data: configurations in key order, each with its lost facts; contexts
-    stored once per (unit, turn) since many asks share one (every question asked at the end)."""
-    data: dict[str, Any] = {"limits": asdict(limits), "configs": [], "contexts": {}, "missing": ""}
-    if probes.empty or "retained" not in probes.columns:
-        return data
+@dataclass(frozen=True)
+class Plan:
+    """Which lost facts the drill-down embeds (`plan`), known before any trace is read."""
+
+    chosen: list[tuple[str, pd.DataFrame]]
+    """(configuration label, its lost asks oldest evidence first), in key order."""
+    omitted: int
+    """Configurations with lost facts past `Limits.configs`."""
+    units: frozenset[str]
+    """The Units whose traces the embedded facts show."""
+
+
+def plan(probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = DEFAULT_LIMITS) -> Plan:
+    """The drill-down's choice of facts: a report announces its Units (`Run.want_traces`) with
+    the checkpoint's, so the summaries journal is scanned once for both."""
     chosen: list[tuple[str, pd.DataFrame]] = []
+    omitted = 0
+    if probes.empty or "retained" not in probes.columns:
+        return Plan(chosen, omitted, frozenset())
+    # the columns read here only: the ask table comes with ~30 columns in many blocks (columns
+    # added one by one), and every `head` below consolidated them all again (~0.1 s a report)
+    probes = probes[[c for c in dict.fromkeys(("config", "retained", *FACT_COLUMNS)) if c in probes.columns]]
     # one grouping, not a mask over every ask per configuration
     of_label = {str(cfg): grp for cfg, grp in by_config(probes).items()}
     for label in keys.labels():
@@ -125,11 +140,27 @@ def collect(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = D
         if lost.empty:
             continue
         if len(chosen) >= limits.configs:
-            data["configs_omitted"] = data.get("configs_omitted", 0) + 1
+            omitted += 1
             continue
         chosen.append((label, lost))
+    units = frozenset(str(u) for _, lost in chosen for u in lost.head(limits.facts_per_config)["unit_id"])
+    return Plan(chosen, omitted, units)
+
+
+def collect(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = DEFAULT_LIMITS,
+            chosen_facts: Plan | None = None) -> dict[str, Any]:
+    """The drill-down's data: configurations in key order, each with its lost facts; contexts
+    stored once per (unit, turn) since many asks share one (every question asked at the end).
+    `chosen_facts`: `plan(probes, keys, limits)` when the caller made it already."""
+    data: dict[str, Any] = {"limits": asdict(limits), "configs": [], "contexts": {}, "missing": ""}
+    if probes.empty or "retained" not in probes.columns:
+        return data
+    facts_plan = chosen_facts if chosen_facts is not None else plan(probes, keys, limits)
+    chosen = facts_plan.chosen
+    if facts_plan.omitted:
+        data["configs_omitted"] = facts_plan.omitted
     # the traces shown are read together: only their journal lines are decoded
-    run.want_traces({str(u) for _, lost in chosen for u in lost.head(limits.facts_per_config)["unit_id"]})
+    run.want_traces(facts_plan.units)
     for label, lost in chosen:
         facts = []
         traces: dict[str, Trace] = {}  # this configuration's (at most facts_per_config)
@@ -227,9 +258,10 @@ CSS = """
 """
 
 
-def section(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = DEFAULT_LIMITS) -> str:
+def section(run: Run, probes: pd.DataFrame, keys: ConfigKeys, limits: Limits = DEFAULT_LIMITS,
+            chosen_facts: Plan | None = None) -> str:
     """The drill-down as one HTML fragment (heading, explanation, controls, data, script)."""
-    data = collect(run, probes, keys, limits)
+    data = collect(run, probes, keys, limits, chosen_facts)
     e = html.escape
     head = ["<h2 id=\"drilldown\">Why was a fact lost? (drill-down)</h2>"]
     if not data["configs"]:

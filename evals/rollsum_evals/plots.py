@@ -44,6 +44,16 @@ MAX_REFERENCE_LINES = 3
 otherwise paint the plot with dashes); the rest are listed in the report's section."""
 
 
+def _figure(figsize: tuple[float, float]) -> Figure:
+    """A figure on its own Agg canvas. A bare `Figure` has a placeholder canvas: `tight_layout`
+    then measured every text on a throwaway Agg renderer and `savefig` drew on a new one, so the
+    text metrics matplotlib caches per renderer were all computed twice. On one canvas the
+    layout, the label placement and the drawing share one renderer (the pixels are the same)."""
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     for text in fig.findobj(Text):  # labels are user text: "$\frac{1}{$" is a label, not math
@@ -61,7 +71,7 @@ def _short(label: str, width: int = 38) -> str:
 
 
 def _empty(path: Path, title: str, message: str) -> Path:
-    fig = Figure(figsize=(7, 2.2))
+    fig = _figure((7, 2.2))
     ax = fig.add_subplot()
     ax.set_axis_off()
     ax.set_title(title)
@@ -138,7 +148,7 @@ def retention_vs_tokens(table: pd.DataFrame, path: Path, truncation: pd.DataFram
     if data.empty:
         return _empty(path, title, "no configuration has a retention figure")
     tokens, xlabel, _ = token_axis(table)
-    fig = Figure(figsize=(9, 5.5))
+    fig = _figure((9, 5.5))
     ax = fig.add_subplot()
     good = data[data["ranked"]]
     refs = data[data["status"] == REFERENCE]
@@ -195,7 +205,7 @@ def context_vs_window(table: pd.DataFrame, path: Path) -> Path:
     if data.empty:
         return _empty(path, title, "the run records no context sizes")
     ratio = data["max_context_ratio"].astype(float).to_numpy()
-    fig = Figure(figsize=(9, max(2.5, 0.9 + 0.4 * len(data))))
+    fig = _figure((9, max(2.5, 0.9 + 0.4 * len(data))))
     ax = fig.add_subplot()
     ys = np.arange(len(data))
     ax.barh(ys, ratio, color=np.where(ratio > 1.0, "#c0392b", "#2e86c1"))
@@ -228,7 +238,7 @@ def retention_by_age(probes: pd.DataFrame, configs: Sequence[str], path: Path,
     binned = pd.cut(data["age_turns"].astype(float), bins=list(bins), right=False, labels=labels)
     grouped = data.assign(age_bin=binned).groupby(["config", "age_bin"], observed=False)["retained"]
     grid, counts = grouped.mean().unstack("age_bin"), grouped.size().unstack("age_bin")
-    fig = Figure(figsize=(9, 5))
+    fig = _figure((9, 5))
     ax = fig.add_subplot()
     xs = np.arange(len(labels))
     shown = [c for c in configs if c in grid.index]
@@ -260,7 +270,7 @@ def retention_by_age(probes: pd.DataFrame, configs: Sequence[str], path: Path,
 def _heatmap(matrix: pd.DataFrame, path: Path, title: str, xlabel: str, fmt: str,
              cmap: str, cbar_label: str, ylabel: str = "") -> Path:
     rows, cols = matrix.shape
-    fig = Figure(figsize=(max(8.0, 1.0 + 0.75 * cols + 3.5), max(2.5, 0.9 + 0.38 * rows)))
+    fig = _figure((max(8.0, 1.0 + 0.75 * cols + 3.5), max(2.5, 0.9 + 0.38 * rows)))
     ax = fig.add_subplot()
     _heat_cells(fig, ax, matrix, fmt, cmap, cbar_label)
     ax.set_xticks(np.arange(cols), [str(c) for c in matrix.columns], rotation=30, ha="right",
@@ -286,13 +296,17 @@ def _heat_cells(fig: Figure, ax: Axes, matrix: pd.DataFrame, fmt: str, cmap: str
         vmax = float(finite.max()) if finite.size else 1.0
     im = ax.imshow(np.ma.masked_invalid(values), aspect="auto", cmap=cmap, vmin=vmin,
                    vmax=vmax if vmax > vmin else vmin + 1.0)
+    # every cell's colour at once: norm and colour map are elementwise, so each cell gets the
+    # colour a call per cell gave (that call was most of the cells' cost, ~0.3 ms each)
+    rgba = np.asarray(im.cmap(im.norm(values)), dtype=float).tolist()
+    note_of = notes.to_numpy(dtype=object) if notes is not None else None
     for r in range(rows):
         for c in range(cols):
             v = values[r, c]
             if np.isfinite(v):
-                red, green, blue, _ = im.cmap(im.norm(v))
+                red, green, blue, _ = rgba[r][c]
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
-                note = f"\n{notes.iat[r, c]!s}" if notes is not None and str(notes.iat[r, c]) else ""
+                note = f"\n{note_of[r, c]!s}" if note_of is not None and str(note_of[r, c]) else ""
                 ax.text(c, r, format(v, fmt) + note, ha="center", va="center", fontsize=7, in_layout=False,
                         color="white" if dark else "black")
     bar = fig.colorbar(im, ax=ax, fraction=0.046)
@@ -335,7 +349,7 @@ def cost_split(table: pd.DataFrame, path: Path) -> Path:
         return _empty(path, title, "no finished units")
     parts = [("cost_main_usd", "main model", "#2e86c1"), ("cost_summarizer_usd", "summarizer", "#f39c12"),
              ("cost_judge_usd", "judge", "#8e44ad")]
-    fig = Figure(figsize=(9, max(2.5, 0.9 + 0.4 * len(table))))
+    fig = _figure((9, max(2.5, 0.9 + 0.4 * len(table))))
     ax = fig.add_subplot()
     ys = np.arange(len(table))
     left = np.zeros(len(table))
@@ -374,7 +388,7 @@ def retention_trend(history: Sequence[dict[str, object]], configs: Sequence[str]
     title = "Retention trend (regression gate history)"
     if not history:
         return _empty(path, title, "no history yet")
-    fig = Figure(figsize=(9, 4.5))
+    fig = _figure((9, 4.5))
     ax = fig.add_subplot()
     xs = np.arange(len(history))
     for cfg in configs:
@@ -410,7 +424,7 @@ def param_heatmap(grid: pd.DataFrame, x: str, y: str, path: Path, title: str) ->
     it (the caption says so). Each cell names its configuration key(s) under the value."""
     xs = sorted(grid[x].dropna().unique().tolist())
     ys = sorted(grid[y].dropna().unique().tolist())
-    fig = Figure(figsize=(max(11.0, 3.0 + 2.2 * len(xs)), max(4.5, 2.0 + 0.6 * len(ys))))
+    fig = _figure((max(11.0, 3.0 + 2.2 * len(xs)), max(4.5, 2.0 + 0.6 * len(ys))))
     keys = (grid.groupby([y, x])["key"].agg(lambda k: ",".join(sorted(k, key=lambda s: int(s[1:]))))
             .unstack(x).reindex(index=ys, columns=xs).fillna(""))
     # colour scales span the grid's own range: neighbouring grid points differ by a few points of
@@ -436,7 +450,7 @@ def tune_convergence(points: Sequence[tuple[int, float]], path: Path, *, grid_un
     title = "Tune convergence: best gain over truncation vs units evaluated"
     if not points:
         return _empty(path, title, "no feasible trial yet")
-    fig = Figure(figsize=(8, 4))
+    fig = _figure((8, 4))
     ax = fig.add_subplot()
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     ax.step(xs, ys, where="post", marker="o", color="#2c7fb8")

@@ -577,6 +577,10 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     summarized = (set(run.units.loc[run.units["unit_id"].isin(run.summarized_units()), "config"].astype(str))
                   if "unit_id" in run.units else set())
     shown = [c for c in best if c in summarized][:TOP_CONFIGS]
+    # the drill-down's Units are announced before the checkpoint reads its summaries: one scan
+    # of the summaries journal for both
+    facts = drilldown.plan(probes, keys)
+    run.want_traces(facts.units)
     checkpoint = summaries_at_checkpoint(run, shown) if shown else None
     # the top *candidate*: a baseline that fits the window (full context on a short chat) ranks
     # first and loses nothing, which would hide what the best summarizing configuration lost
@@ -682,7 +686,7 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     if lost_config is not None:
         parts.append(f"<h2>Facts lost by the top configuration ({keys[lost_config]}: {e(lost_config)})</h2>")
         parts.append(html_table(lost_headers, lost, "lost") if lost else "<p>It lost no answerable fact.</p>")
-    parts.append(drilldown.section(run, probes, keys))
+    parts.append(drilldown.section(run, probes, keys, chosen_facts=facts))
     parts.append("<p>Every configuration's numbers, status and flags: <code>configs.csv</code>.</p>")
     parts.append("</body></html>")
     html_path = out / "report.html"

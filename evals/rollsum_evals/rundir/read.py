@@ -87,6 +87,20 @@ class Run:
         recs: dict[str, dict[str, Any]] = self._cache["traces"]
         return recs
 
+    def trace_record(self, unit_id: str) -> dict[str, Any] | None:
+        """One Unit's trace line: from all of them when they were read (or the Unit was not
+        announced, `want_traces`), else from one read of every announced Unit's lines. A report
+        shows a few dozen traces of hundreds of Units: decoding every trace line was ~0.1 s."""
+        wanted: set[str] = self._cache.get("wanted", set())
+        if "traces" in self._cache or unit_id not in wanted:
+            return self.trace_records().get(unit_id)
+        some: dict[str, dict[str, Any] | None] = self._cache.setdefault("traces:some", {})
+        if unit_id not in some:
+            ids = wanted - some.keys()
+            found = self.rundir.trace_records_of(ids)
+            some.update({uid: found.get(uid) for uid in ids})
+        return some[unit_id]
+
     def load_trace(self, unit_id: str, loader: Loader = default_loader, *, contexts_only: bool = False) -> Trace:
         """One Unit's replay with its conversation reloaded from the dataset the run pinned (by
         sha256; a changed dataset is a ConfigError): `.context_at(turn)` is then exactly what
@@ -98,7 +112,7 @@ class Run:
         and decoding it, and every summary record, was most of the drill-down's time."""
         if "datasets" not in self._cache:
             self._cache["datasets"] = pinned_datasets(self.path, self.manifest, loader)
-        record = self.trace_records().get(unit_id)
+        record = self.trace_record(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
         unit = record.get("unit") or {}
@@ -108,14 +122,31 @@ class Run:
     def trace(self, unit_id: str, messages: Sequence[Message], *, contexts_only: bool = False) -> Trace:
         """One Unit's replay, decoded: `messages` is its conversation from the pinned dataset
         (see `load_trace`, also for `contexts_only`)."""
-        record = self.trace_records().get(unit_id)
+        record = self.trace_record(unit_id)
         if record is None:
             raise ConfigError(f"{self.path}: no trace for unit {unit_id}")
+        texts = self._texts_of(unit_id)
         if contexts_only:
-            return Trace.from_record(record, messages, self.texts(), self._unit_rows(SUMMARIES, unit_id),
+            return Trace.from_record(record, messages, texts, self._unit_rows(SUMMARIES, unit_id),
                                      summary_records=False)
-        return decode_trace(record, messages, self.texts(), self._unit_rows(SUMMARIES, unit_id),
+        return decode_trace(record, messages, texts, self._unit_rows(SUMMARIES, unit_id),
                             self._unit_rows(EVENTS, unit_id))
+
+    def _texts_of(self, unit_id: str) -> Mapping[str, Text]:
+        """The texts a Unit's trace may use: all of them when they were read (or the Unit was not
+        announced), else one read of the texts every announced Unit's trace names (`text_ids`)."""
+        wanted: set[str] = self._cache.get("wanted", set())
+        if "texts" in self._cache or unit_id not in wanted:
+            return self.texts()
+        some: dict[str, Text] = self._cache.setdefault("texts:some", {})
+        done: set[str] = self._cache.setdefault("texts:units", set())
+        if unit_id not in done:
+            units = wanted - done
+            ids = {t for u in units for t in ((self.trace_record(u) or {}).get("text_ids") or [])}
+            some.update({tid: Text(r["role"], r.get("name"), r["content"])
+                         for tid, r in self.rundir.texts_of(ids - some.keys()).items()})
+            done.update(units)
+        return some
 
     def unit_summaries(self, unit_id: str) -> list[dict[str, Any]]:
         """One Unit's ``summaries.jsonl`` lines (as `summaries`, for that Unit only; read with
@@ -123,9 +154,15 @@ class Run:
         return self._unit_rows(SUMMARIES, unit_id)
 
     def summarized_units(self) -> set[str]:
-        """The run's Units with at least one summary line. From each trace's own count of the
-        lines it journaled (``journal_rows``) when every trace has one, so the summaries journal
-        need not be decoded; else from the journal."""
+        """The run's Units with at least one summary line. From the units table's
+        ``n_summaries`` when it has one (the length of the trace's summaries, as the trace's
+        ``journal_rows`` count of its summary lines is), so neither the trace lines nor the
+        summaries journal need be decoded; else from each trace's ``journal_rows`` when every
+        trace has one; else from the journal."""
+        if "summarized" not in self._cache and {"unit_id", "n_summaries"} <= set(self.units.columns):
+            n = self.units["n_summaries"]
+            if n.dtype.kind in "iu" and bool(n.notna().all()):
+                self._cache["summarized"] = set(self.units.loc[n > 0, "unit_id"].astype(str))
         if "summarized" not in self._cache:
             done = set(self.units["unit_id"]) if "unit_id" in self.units else set()
             records = self.trace_records()

@@ -50,11 +50,15 @@ def banner(manifest: Mapping[str, Any], done: int, errors: int, *, alive: bool |
 
 
 def run_banner(path: str | os.PathLike[str]) -> str | None:
-    """`banner` for a run directory (its manifest and its units journal)."""
+    """`banner` for a run directory (its manifest and its units journal). A complete run has
+    no banner whatever its counts, so its units journal is not decoded (a report asks twice:
+    ~0.02 s each on a 640-Unit sweep)."""
     from rollsum_evals.rundir.journal import RunDir
 
     rd = RunDir(Path(path))
     manifest = rd.read_manifest()
+    if str(manifest.get("status") or "running") == FINISHED:
+        return None
     rows = rd.unit_rows()
     errors = sum(1 for r in rows.values() if r.get("status") == STATUS_ERROR)
     return banner(manifest, len(rows), errors, alive=process_alive(manifest.get("pid"), manifest.get("host")))

@@ -257,9 +257,14 @@ def test_units_table_has_typed_param_columns(tmp_path: Path) -> None:
     assert cols.index("param_keep_last") == cols.index("params") + 1
 
 
-def test_an_interrupted_run_says_so_with_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_interrupted_run_says_so_with_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from rollsum_evals.rundir.journal import RunDir
+
     _, out = _small_run(tmp_path)
-    assert run_banner(out) is None
+    with monkeypatch.context() as m:  # a complete run: no banner, and its units journal is not decoded
+        m.setattr(RunDir, "unit_rows", lambda self: pytest.fail("read the units journal of a complete run"))
+        assert run_banner(out) is None
     manifest = json.loads((out / "manifest.json").read_text())
     # a run whose writer is this very process is still going, not interrupted
     (out / "manifest.json").write_text(json.dumps({**manifest, "status": "running", "pid": os.getpid(),

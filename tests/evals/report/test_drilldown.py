@@ -138,8 +138,11 @@ def test_the_drill_down_decodes_only_the_traces_it_shows_and_they_equal_whole_jo
     assert shown["configs"] and wanted and wanted < units  # a strict subset of the run's Units
     assert SUMMARIES not in run._cache and set(run._cache[f"{SUMMARIES}:some"]) == wanted
     assert EVENTS not in run._cache and f"{EVENTS}:some" not in run._cache  # contexts need no events
+    assert "traces" not in run._cache and set(run._cache["traces:some"]) == wanted  # nor every trace line
+    assert "texts" not in run._cache  # nor every text: those the shown traces name
     whole = load(run_dir)  # nothing announced: traces from the whole journals
     for uid in sorted(wanted):
+        assert run.trace_record(uid) == whole.trace_records()[uid]
         light, a, b = run.load_trace(uid, contexts_only=True), run.load_trace(uid), whole.load_trace(uid)
         assert run._cache[f"{EVENTS}:some"][uid] == whole._by_unit(EVENTS).get(uid, [])
         assert a.events == b.events and a.summaries == b.summaries
@@ -153,8 +156,9 @@ def test_the_report_never_reads_the_events_journal(run_dir: Path, tmp_path: Path
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue #20 item 3: the drill-down shows contexts, which a trace rebuilds from its turns and
     texts; the events journal (the run's largest file) is not read for them, nor by any other
-    part of the report."""
-    from rollsum_evals.rundir.format import EVENTS
+    part of the report. The summaries journal is read once: the drill-down's Units are announced
+    with the checkpoint's (`drilldown.plan`), not scanned for separately."""
+    from rollsum_evals.rundir.format import EVENTS, SUMMARIES
     from rollsum_evals.rundir.journal import RunDir
 
     read: list[str] = []
@@ -168,6 +172,7 @@ def test_the_report_never_reads_the_events_journal(run_dir: Path, tmp_path: Path
     html = write_report(run_dir, tmp_path / "report").read_text()
     assert 'id="dd-config"' in html and '"contexts":{"' in html  # the drill-down shows contexts
     assert read and EVENTS not in read
+    assert "<h2>Summaries at a checkpoint</h2>" in html and read.count(SUMMARIES) == 1
 
 
 def test_journal_of_keeps_exactly_the_rows_of_the_units_asked_for(run_dir: Path, tmp_path: Path) -> None:
@@ -212,11 +217,37 @@ def test_journal_of_keeps_exactly_the_rows_of_the_units_asked_for(run_dir: Path,
         RunDir(copy).journal_of(EVENTS, {other})
 
 
+def test_texts_of_are_exactly_the_texts_asked_for_sealed_or_not(run_dir: Path, tmp_path: Path) -> None:
+    """`RunDir.texts_of` (the drill-down's texts): the rows `texts` has for those ids, whether
+    only their lines are decoded (sealed) or every line is read (unsealed: strictly)."""
+    import shutil
+
+    from rollsum_evals.rundir.format import TEXTS
+    from rollsum_evals.rundir.integrity import DamagedRun
+    from rollsum_evals.rundir.journal import RunDir
+
+    rd = load(run_dir).rundir
+    every = rd.texts()
+    ids = sorted(every)
+    assert TEXTS in rd.sealed and len(ids) > 4
+    for some in ({ids[0]}, set(ids[1:4]), set(ids), {ids[0], "no-such-text"}):
+        assert rd.texts_of(some) == {k: v for k, v in every.items() if k in some}
+    assert rd.texts_of(set()) == {}
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    loose = RunDir(copy)  # nothing expected: no seal, every line read strictly
+    assert not loose.sealed and loose.texts_of(set(ids[:3])) == {k: every[k] for k in ids[:3]}
+    with (copy / TEXTS).open("ab") as fh:
+        fh.write(b"{not json\n")
+    with pytest.raises(DamagedRun):
+        RunDir(copy).texts_of({ids[0]})
+
+
 def test_summarized_units_are_the_units_with_summary_lines_without_decoding_the_journal(run_dir: Path) -> None:
     """`Run.summarized_units` (which configurations the report can show summaries of) comes from
-    each trace's count of the summary lines it wrote; it equals the Units found in the summaries
-    journal, also when the counts are missing (older runs: read from the journal), and the
-    checkpoint's summaries are the journal's lines of that Unit."""
+    the units table's `n_summaries`, else each trace's count of the summary lines it wrote; it
+    equals the Units found in the summaries journal whichever it is read from (older runs without
+    either: from the journal), and the checkpoint's summaries are the journal's lines of that Unit."""
     from rollsum_evals.analysis import summaries_at_checkpoint
     from rollsum_evals.rundir.format import SUMMARIES
 
@@ -226,6 +257,7 @@ def test_summarized_units_are_the_units_with_summary_lines_without_decoding_the_
     from_journal = {r["unit_id"] for r in lines}
     assert from_journal and from_journal < units  # some Units (baselines) never summarize
     assert run.summarized_units() == from_journal and SUMMARIES not in run._cache
+    assert "traces" not in run._cache  # from the units table: no trace line decoded
     configs = sorted(set(run.units.loc[run.units["unit_id"].isin(from_journal), "config"]))[:2]
     check = summaries_at_checkpoint(run, configs)
     assert check is not None and SUMMARIES not in run._cache
@@ -233,10 +265,14 @@ def test_summarized_units_are_the_units_with_summary_lines_without_decoding_the_
     assert summaries_at_checkpoint(whole, configs, check.conversation_id, check.turn) == check
     for uid in sorted(from_journal)[:5]:
         assert whole.unit_summaries(uid) == [r for r in lines if r["unit_id"] == uid]
-    old = load(run_dir)
+    counted = load(run_dir)  # a units table without n_summaries: the traces' counts
+    counted.units = counted.units.drop(columns="n_summaries")
+    assert counted.summarized_units() == from_journal and SUMMARIES not in counted._cache
+    old = load(run_dir)  # neither: the journal
+    old.units = old.units.drop(columns="n_summaries")
     for rec in old.trace_records().values():
         rec.pop("journal_rows", None)
-    assert old.summarized_units() == from_journal
+    assert old.summarized_units() == from_journal and SUMMARIES in old._cache
 
 
 def test_lines_naming_selects_whole_lines_naming_a_wanted_id_once_each_in_file_order() -> None:
