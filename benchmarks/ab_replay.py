@@ -65,7 +65,9 @@ def main() -> int:
                 for _ in range(args.rounds):
                     for tag in ("old", "new"):
                         env = dict(os.environ)
-                        env["PYTHONPATH"] = os.pathsep.join(p for p in (args.old if tag == "old" else "", here) if p)
+                        # "new" is this script's own tree, named: without it the venv's editable
+                        # install decides which rollsum runs (a worktree was measured as main)
+                        env["PYTHONPATH"] = os.pathsep.join((args.old if tag == "old" else os.path.dirname(here), here))
                         out = subprocess.run(
                             [sys.executable, __file__, "--worker", stream, preset, str(n), args.window,
                              "1" if args.after_first_eviction else "0"],
