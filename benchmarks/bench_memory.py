@@ -37,22 +37,20 @@ import tempfile
 import tracemalloc
 from pathlib import Path
 
-INPUTS = ("made-per-add", "premade")
+from bench_replay import INPUTS, compact, feed, mixed_stream
 
 
 def worker(preset: str, store_kind: str, stream_file: str) -> tuple[float, float]:
     """One cell, over the messages (premade) or rows (made-per-add) pickled in `stream_file`:
     unpickled here, so the other form never existed in this process (a list of messages freed
     before the replay would leave its pages to the replay, and the peak would not see it)."""
-    from bench_replay import make
-
     from rollsum import RollingSummarizer
     from rollsum.store import MemoryStore, SQLiteStore
 
     with open(stream_file, "rb") as f:
         items = pickle.load(f)
     n = len(items)
-    msgs = map(make, items) if items and type(items[0]) is tuple else iter(items)
+    msgs = feed(items)
     gc.collect()
     objects = len(gc.get_objects())
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,29 +85,23 @@ def main() -> int:
         print(*worker(preset, kind, stream_file))
         return 0
     here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, here)
-    from bench_replay import compact, mixed_stream
-
-    tmp = tempfile.mkdtemp(prefix="bench_memory_")
-    premade = mixed_stream(args.messages)
-    files = {}
-    for how in args.input:
-        files[how] = os.path.join(tmp, f"{how}.pkl")
-        with open(files[how], "wb") as f:
-            pickle.dump(compact(premade) if how == "made-per-add" else premade, f)
     print(f"{'preset':<20}{'store':<8}{'input':>13}{'messages':>10}{'heap bytes/msg':>16}{'objects/msg':>13}")
-    for preset in args.presets:
-        for kind in args.stores:
-            for how in args.input:
-                out = subprocess.run([sys.executable, os.path.join(here, "bench_memory.py"), "--worker", preset, kind,
-                                      files[how]], capture_output=True, text=True, check=True,
-                                     env={**os.environ,
-                                          "PYTHONPATH": here + os.pathsep + os.environ.get("PYTHONPATH", "")})
-                per, objs = map(float, out.stdout.split()[-2:])
-                print(f"{preset:<20}{kind:<8}{how:>13}{args.messages:>10}{per:>16,.0f}{objs:>13.2f}", flush=True)
-    for path in files.values():
-        os.unlink(path)
-    os.rmdir(tmp)
+    with tempfile.TemporaryDirectory(prefix="bench_memory_") as tmp:
+        premade = mixed_stream(args.messages)
+        files = {}
+        for how in args.input:
+            files[how] = os.path.join(tmp, f"{how}.pkl")
+            with open(files[how], "wb") as f:
+                pickle.dump(compact(premade) if how == "made-per-add" else premade, f)
+        for preset in args.presets:
+            for kind in args.stores:
+                for how in args.input:
+                    out = subprocess.run([sys.executable, os.path.join(here, "bench_memory.py"), "--worker", preset,
+                                          kind, files[how]], capture_output=True, text=True, check=True,
+                                         env={**os.environ,
+                                              "PYTHONPATH": here + os.pathsep + os.environ.get("PYTHONPATH", "")})
+                    per, objs = map(float, out.stdout.split()[-2:])
+                    print(f"{preset:<20}{kind:<8}{how:>13}{args.messages:>10}{per:>16,.0f}{objs:>13.2f}", flush=True)
     return 0
 
 

@@ -102,12 +102,6 @@ and a single run of it varies by up to ~25 % with the process's heap state (budg
 
 
 INPUTS = ("made-per-add", "premade")
-
-KEEP_ONLY = "(keep only)"
-"""Table 1's reference row: the same input, each message kept in a plain list and nothing else.
-Its "vs smallest" is what CPython alone charges a process for holding a million made messages
-(the collector walking them, the memory hierarchy), measured under the same load as the rows
-after it: a preset whose window keeps every message pays at least that much at 1M."""
 """How table 1 holds its input. ``made-per-add`` (the default): the stream is kept as compact rows
 of plain fields (`Row`), frozen, and each `Message` (with its own ``meta`` dict and lists) is made
 in the timed loop right before its `add()`, as an application makes each message when it
@@ -118,6 +112,13 @@ themselves are unpickled and frozen before the loop (the method before session 3
 then counts only the engine's own ~57k long-lived objects at 1M messages, so a full collection
 ran each time a quarter of that was promoted (~51 in a budget-rule-based 1M replay, each walking
 the store's list of 1M references, ~12 % of the time; docs/storage.md, "1M against 10k")."""
+
+
+KEEP_ONLY = "(keep only)"
+"""Table 1's reference row: the same input, each message kept in a plain list and nothing else.
+Its "vs smallest" is what CPython alone charges a process for holding a million made messages
+(the collector walking them, the memory hierarchy), measured under the same load as the rows
+after it: a preset whose window keeps every message pays at least that much at 1M."""
 
 
 class _FrozenList(tuple):
@@ -164,6 +165,19 @@ def make(row: Row) -> Message:
                    {k: _thaw(v) for k, v in meta} if meta else {})
 
 
+def is_rows(msgs: Sequence[Message] | Sequence[Row]) -> bool:
+    """Whether `msgs` is made-per-add input (`Row`s), not premade `Message` objects."""
+    return bool(msgs) and type(msgs[0]) is tuple
+
+
+def feed(msgs: Sequence[Message] | Sequence[Row]) -> Iterator[Message]:
+    """`msgs` as messages: rows made into messages as they are fed (map: the making in C but for
+    `make` itself), premade messages as they are."""
+    if is_rows(msgs):
+        return map(make, cast("Sequence[Row]", msgs))
+    return iter(cast("Sequence[Message]", msgs))
+
+
 def make_time(rows: Sequence[Row]) -> float:
     """CPU seconds to make every message of `rows` alone (each dropped once made): the share of a
     made-per-add run that is the making, not the engine."""
@@ -193,12 +207,6 @@ def run(preset: str, msgs: Sequence[Message] | Sequence[Row], window: int | None
     kw: dict[str, Any] = {} if window is None else {"context_window": window}
     rs = RollingSummarizer.from_preset(preset, ledger=ledger, **kw)
     add = rs.add
-    # rows are made into messages as they are fed (map: the making in C but for `make` itself)
-    made = bool(msgs) and type(msgs[0]) is tuple
-
-    def feed(part: Sequence[Any]) -> Iterator[Message]:
-        return map(make, part) if made else iter(part)
-
     if first is not None:
         head, tail = msgs[:first], msgs[first:]
         t0 = time.process_time()
@@ -224,12 +232,10 @@ def run(preset: str, msgs: Sequence[Message] | Sequence[Row], window: int | None
 
 def keep_only(msgs: Sequence[Message] | Sequence[Row]) -> Run:
     """`KEEP_ONLY`'s run: every message (made from its row, for made-per-add) appended to a list."""
-    made = bool(msgs) and type(msgs[0]) is tuple
     keep: list[Message] = []
     append = keep.append
-    feed: Iterator[Message] = map(make, cast("Sequence[Row]", msgs)) if made else iter(cast("Sequence[Message]", msgs))
     t0 = time.process_time()
-    for m in feed:
+    for m in feed(msgs):
         append(m)
     secs = time.process_time() - t0
     return secs, 0, secs, 0, None
@@ -248,7 +254,7 @@ def cell(stream_file: str, preset: str, window: int | None, ledger: str, runs: i
     first = done[0][4]
     done += [run(preset, msgs, window, ledger, first) for _ in range(runs - 1)]
     split = done[1:] or done
-    making = min(make_time(msgs) for _ in range(2)) if msgs and type(msgs[0]) is tuple else 0.0
+    making = min(make_time(msgs) for _ in range(2)) if is_rows(msgs) else 0.0
     return min(done, key=lambda r: r[0]), min(split, key=lambda r: r[2]), making
 
 
