@@ -306,22 +306,23 @@ class RunDir:
             raise DamagedRun(f"{self.file(name)}: the last line is cut short{self.hint(name)}")
         return scan.rows
 
-    def journal_of(self, name: str, unit_ids: Iterable[str]) -> list[dict[str, Any]]:
-        """The rows of these Units only, in file order. A report shows a few dozen traces of
+    def journal_of(self, name: str, unit_ids: Iterable[str], key: str = "unit_id") -> list[dict[str, Any]]:
+        """The rows of these Units only (or, with `key`, the rows whose `key` is one of these
+        ids: ``"id"`` for the texts journal), in file order. A report shows a few dozen traces of
         hundreds of Units, and the events journal alone is tens of MB: when the journal's content
         was just checked against the seal (a finished run), a line is decoded only if one of its
-        ``"unit_id": "..."`` fields names a wanted Unit. Otherwise (no seal: a running or killed
+        ``"<key>": "..."`` fields names a wanted id. Otherwise (no seal: a running or killed
         run; an id JSON would escape) every line is read strictly, as `journal` does."""
         ids = set(unit_ids)
         if not ids:
             return []
-        if name not in self.sealed or not all(_PLAIN_ID.fullmatch(u) for u in ids):
-            return [r for r in self.journal(name) if r["unit_id"] in ids]
-        data = self.read_bytes(name)  # checked against the seal
+        plain = all(isinstance(u, str) and _PLAIN_ID.fullmatch(u) for u in ids)
+        data = self.read_bytes(name) if name in self.sealed and plain else None  # checked against the seal
         if not data or not data.endswith(b"\n"):
-            return [r for r in self.journal(name) if r["unit_id"] in ids]
-        rows = read_jsonl(self.file(name), _lines_naming(data, ids), keys=JOURNAL_KEYS[name], hint=self.hint(name))
-        return [r for r in rows if r["unit_id"] in ids]
+            return [r for r in self.journal(name) if r[key] in ids]
+        rows = read_jsonl(self.file(name), _lines_naming(data, ids, key), keys=JOURNAL_KEYS[name],
+                          hint=self.hint(name))
+        return [r for r in rows if r[key] in ids]
 
     # ------------------------------------------------------------------ reading journals
 
@@ -348,19 +349,9 @@ class RunDir:
         return {r["id"]: r for r in self.journal(TEXTS)}
 
     def texts_of(self, text_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """`texts` of these ids only: on a sealed journal (checked against the seal) only the
-        lines whose ``"id"`` is one of them are decoded, as `journal_of` does for Units; else
-        every line is read strictly. A report's drill-down needs ~30 % of a sweep's texts."""
-        ids = set(text_ids)
-        if not ids:
-            return {}
-        plain = all(isinstance(t, str) and _PLAIN_ID.fullmatch(t) for t in ids)
-        data = self.read_bytes(TEXTS) if TEXTS in self.sealed and plain else None
-        if not data or not data.endswith(b"\n"):
-            return {t: r for t, r in self.texts().items() if t in ids}
-        rows = read_jsonl(self.file(TEXTS), _lines_naming(data, ids, "id"), keys=JOURNAL_KEYS[TEXTS],
-                          hint=self.hint(TEXTS))
-        return {r["id"]: r for r in rows if r["id"] in ids}
+        """`texts` of these ids only (`journal_of` by ``"id"``: on a sealed journal only their
+        lines are decoded). A report's drill-down needs ~30 % of a sweep's texts."""
+        return {r["id"]: r for r in self.journal_of(TEXTS, text_ids, key="id")}
 
     def rows_by_unit(self, name: str, units: set[str] | None = None) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
