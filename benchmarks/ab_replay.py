@@ -12,6 +12,12 @@ ratio are printed. The old copy is made with
 
 ``--after-first-eviction`` times only the messages after the first eviction (issue #20's
 "once evicting"). The worker mode (``--worker``) is what each process runs.
+
+``--reference MSG_S`` reads the new copy at another machine's scale: the old copy's throughput
+there (measured there), times the speedup measured here in one run. A ratio of two trees on
+one machine carries over to another machine where a wall-clock figure does not; issue #20's
+20,000 msg/s target was set where the summarizer before 3e655dd ran 9,712 msg/s (since-last,
+mixed stream), so ``--old <git archive 3e655dd^> --reference 9712`` reads main at that scale.
 """
 
 from __future__ import annotations
@@ -38,6 +44,12 @@ def worker(stream: str, preset: str, n: int, window: str, after_eviction: bool) 
     return per_message if timed else 0.0
 
 
+def at_scale(reference: float, old: float, new: float) -> float:
+    """The new copy's msg/s where the old one ran `reference` msg/s, from the CPU seconds per
+    message `old` and `new` measured here: the reference times the speedup (``old / new``)."""
+    return reference * old / new
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--old", help="directory holding the other copy of `rollsum`")
@@ -47,6 +59,8 @@ def main() -> int:
     ap.add_argument("--window", default="8000")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--after-first-eviction", action="store_true")
+    ap.add_argument("--reference", type=float, metavar="MSG_S",
+                    help="the old copy's msg/s on another machine: also print the new copy at that scale")
     ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -76,6 +90,9 @@ def main() -> int:
                 old, new = statistics.median(times["old"]), statistics.median(times["new"])
                 print(f"{stream:<8}{preset:<20}{n:>10}{args.window:>9}{old * 1e6:>12.1f}{new * 1e6:>12.1f}"
                       f"{1 / old:>11,.0f}{1 / new:>11,.0f}{old / new:>8.2f}x", flush=True)
+                if args.reference:
+                    print(f"  at the reference's scale (old {args.reference:,.0f} msg/s there): "
+                          f"new {at_scale(args.reference, old, new):,.0f} msg/s", flush=True)
     return 0
 
 
