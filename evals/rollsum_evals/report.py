@@ -97,8 +97,9 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
      "On some turns the context was larger than the main model's window: a real call would "
      "have been refused or truncated by the API."),
     (REFERENCE, "References (not candidates)",
-     "Baselines that do not fit the window: the ceiling a summary is measured against, drawn as a "
-     "line on the retention-vs-tokens plot."),
+     "Baselines that do not fit the window, drawn as a line on the retention-vs-tokens plot: full "
+     "context is the ceiling a summary is measured against; a truncation that keeps more than the "
+     "window holds overflows, and is no floor (the truncate curve, capped at the window, is)."),
     (ERROR, "Errors: units that did not finish",
      "Some conversations did not finish under this configuration; its numbers are incomplete."),
     (OK, "Not ranked: nothing to rank by",
@@ -305,10 +306,27 @@ def run_budgets(run: Run) -> list[float]:
     return sorted(float(b) for b in budgets if isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0)
 
 
-def first_line(table: pd.DataFrame, probes: pd.DataFrame) -> str:
-    """The report's first line: low coverage, if so, then the pick (`headline`)."""
+def first_line(table: pd.DataFrame, probes: pd.DataFrame, scorers: Sequence[str] | None = None) -> str:
+    """The report's first line: low coverage, if so, then the pick (`headline`). `scorers`: the
+    run's (its manifest's ``scoring``), when known: a run re-scored without answer_retention
+    has no retention to rank by and no ask marked answerable, which is not low coverage (the
+    asks are answerable; nobody asked), so the line says what is missing instead."""
+    if scorers is not None and RETENTION_SCORER not in scorers:
+        return (f"{RETENTION_SCORER} was not scored in this run (scorers: {', '.join(scorers) or 'none'}): "
+                f"no retention, no coverage, nothing ranked by them; re-score with `rollsum score RUN "
+                f"--scorers {RETENTION_SCORER}`. {headline(table)}")
     warn = low_coverage_line(coverage(candidate_probes(table, probes)))
     return f"{warn} {headline(table)}" if warn else headline(table)
+
+
+RETENTION_SCORER = "answer_retention"
+
+
+def run_scorers(run: Run) -> list[str] | None:
+    """The scorers the run was last scored with (manifest ``scoring.scorers``), None when unknown."""
+    scoring = run.manifest.get("scoring")
+    scorers = scoring.get("scorers") if isinstance(scoring, Mapping) else None
+    return [str(s) for s in scorers] if isinstance(scorers, list) else None
 
 
 def candidate_probes(table: pd.DataFrame, probes: pd.DataFrame) -> pd.DataFrame:
@@ -544,7 +562,8 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
                     plots.retention_vs_tokens(ktable, out / "retention_vs_tokens.png",
                                               truncation=truncation_points(full))))
     figures.append(("Peak context vs the window", "Largest context of any turn divided by the main "
-                    "model's window: past 1.0 a real call would not fit.",
+                    "model's window: past 1.0 a real call would not fit. Counted as the engine packs its window, "
+                    "without the timestamps a config shows (about 8 tokens per stamp: docs/scoring.md).",
                     plots.context_vs_window(ktable, out / "context_vs_window.png")))
     if not probes.empty and "age_turns" in probes.columns:
         figures.append(("Retention by fact age", f"Answerable asks; the first {len(top)} configurations "
@@ -594,7 +613,7 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     notes = _notes(run, table)
     sections = [(title, text, unranked_rows(table, status)) for status, title, text in SECTIONS]
     sections = [s for s in sections if s[2]]
-    first = first_line(table, every_probe)
+    first = first_line(table, every_probe, run_scorers(run))
     budgets = run_budgets(run)
     budget_table = budget_rows(table, budgets) if budgets and has_gains(table) else []
     cov_caption, cov_rows = coverage_section(table, every_probe)

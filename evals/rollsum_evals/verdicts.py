@@ -13,8 +13,9 @@ Statuses (exactly one per configuration, first that applies):
 
 - ``error``: a Unit did not finish (error, stopped by the budget): its numbers are incomplete.
 - ``reference``: a baseline (`components.is_baseline`: never summarizes) whose context does not
-  fit the window — full context on long conversations. The ceiling a summary is measured
-  against, drawn as a line, never a candidate.
+  fit the window — full context on long conversations (the ceiling a summary is measured
+  against), or a truncation told to keep more than the window holds (neither ceiling nor
+  floor: it overflows). Drawn as a line, never a candidate.
 - ``broken``: every summarizer call failed (at least one call).
 - ``infeasible``: the context exceeded the window on at least one turn.
 - ``degraded``: more than `max_failure_rate` of summarizer calls failed, or more than
@@ -188,8 +189,9 @@ def judge(h: Health, thresholds: Thresholds = Thresholds()) -> Verdict:
         status = ERROR
     elif h.baseline and overflow:
         status = REFERENCE
-        flags.insert(0, ("reference", "a baseline that does not fit the window: the ceiling a "
-                                      "summary is measured against, not a candidate"))
+        flags.insert(0, ("reference", "a baseline that does not fit the window (full context, or a "
+                                      "truncation that keeps more than fits): a reference, not a "
+                                      "candidate"))
     elif broken:
         status = BROKEN
     elif overflow:

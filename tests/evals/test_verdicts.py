@@ -59,7 +59,11 @@ def test_thrashing_is_degraded_and_the_limits_are_settable() -> None:
 def test_a_baseline_that_fits_is_a_candidate_and_one_that_does_not_is_a_reference() -> None:
     fits = _h(baseline=True, attempts=0.0, failures=0.0)
     assert judge(fits).status == OK
-    assert judge(_h(baseline=True, attempts=0.0, failures=0.0, overflow_turns=1.0)).status == REFERENCE
+    ref = judge(_h(baseline=True, attempts=0.0, failures=0.0, overflow_turns=1.0))
+    assert ref.status == REFERENCE
+    # a truncation told to keep more than the window holds is a reference too, and it is no
+    # ceiling: the reason names both kinds without calling every overflowing baseline one
+    assert "ceiling" not in ref.reason and "truncation" in ref.reason
 
 
 def test_no_answerable_asks_is_not_ranked_and_few_conversations_are_flagged() -> None:

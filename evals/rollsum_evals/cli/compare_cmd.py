@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
-from rollsum_evals.cli.args import INT, POSITIVE, POSITIVE_INT
+from rollsum_evals.cli.args import NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT
 from rollsum_evals.cli.reading import resamples, something_finished
 
 
@@ -24,7 +24,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     c.add_argument("--config", help="two-run form: compare only this configuration (default: all shared)")
     c.add_argument("--out", type=Path, default=None, help="directory for compare.md")
     c.add_argument("--resamples", type=POSITIVE_INT, default=2000, help="bootstrap resamples (default 2000)")
-    c.add_argument("--seed", type=INT, default=0, help="bootstrap seed (default 0)")
+    c.add_argument("--seed", type=NON_NEGATIVE_INT, default=0, help="bootstrap seed (default 0)")
     c.add_argument("--match-tokens", action="store_true",
                    help="one-run form: --b names a preset (or label) with a grid; on each conversation A "
                    "is paired with B's ok configuration nearest in main-model tokens")

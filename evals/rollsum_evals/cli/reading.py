@@ -6,11 +6,16 @@ from pathlib import Path
 
 from rollsum.errors import ConfigError
 
+MAX_RESAMPLES = 1_000_000
+"""Above this a bootstrap interval moves by less than its own rounding, and its resample matrix
+(resamples × conversations) would be gigabytes: 99,999,999,999 asked numpy for 1.46 TiB."""
+
 
 def resamples(value: int, flag: str) -> int:
-    """A bootstrap resample count: below 100 an interval means nothing."""
-    if value < 100:
-        raise ConfigError(f"{flag}: expected at least 100 resamples, got {value}")
+    """A bootstrap resample count: below 100 an interval means nothing, above `MAX_RESAMPLES`
+    it costs memory and time and says nothing more."""
+    if not 100 <= value <= MAX_RESAMPLES:
+        raise ConfigError(f"{flag}: expected 100 to {MAX_RESAMPLES:,} resamples, got {value}")
     return value
 
 

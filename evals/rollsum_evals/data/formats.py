@@ -62,6 +62,11 @@ LOADERS: Registry[Loader] = Registry("loader", {"jsonl": _jsonl, "chat": _chat, 
 """Dataset formats by name, in registration order (the order errors list them in)."""
 
 
+MAX_SYNTH_MESSAGES = 10_000_000
+"""The most messages one synthetic set may hold (conversations × messages): ~3 GB of JSONL, and
+hours to replay. Without a bound a mistyped count streamed to disk until the disk was full."""
+
+
 def parse_synth_spec(spec: str) -> Iterator[Any]:
     """`synth:FLAVOR?conversations=4&messages=300&seed=1&facts=10` -> SyntheticConversation items.
 
@@ -101,6 +106,9 @@ def parse_synth_spec(spec: str) -> Iterator[Any]:
                           f"1 <= LOW <= HIGH, got {params['messages']!r}")
     if facts is not None and facts < 0:
         raise ConfigError(f"{spec}: facts: expected a non-negative number of facts, got {facts}")
+    if conversations * max(lengths) > MAX_SYNTH_MESSAGES:
+        raise ConfigError(f"{spec}: expected at most {MAX_SYNTH_MESSAGES:,} messages in all (conversations × "
+                          f"messages), got up to {conversations * max(lengths):,}")
     return synth.dataset(flavor, conversations=conversations, n_messages=messages, seed=seed, facts=facts,
                          agent_probes=agent_probes == "1")
 

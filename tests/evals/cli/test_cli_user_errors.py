@@ -21,6 +21,11 @@ BAD_PRESET = 'name = "x"\n[[configs]]\npreset = "since-lats"\n[[datasets]]\nname
     (["data", "stats", "{tmp}/prose.txt", "--skip-bad-records"], "no readable conversation"),
     (["data", "validate", "{tmp}/missing.jsonl"], "file not found"),
     (["run", "{tmp}/bad.toml", "--model", "nonsense:model"], ""),
+    (["compare", "{tmp}", "--a", "x", "--b", "y", "--seed", "-1"], "--seed: expected a non-negative integer"),
+    (["data", "synth", "--messages", "99999999999999", "--out", "{tmp}/big.jsonl"],
+     "expected at most 10,000,000 messages in all"),
+    (["data", "synth", "--conversations", "3", "--messages", "10-4000000", "--out", "{tmp}/big.jsonl"],
+     "got up to 12,000,000"),
 ])
 def test_user_mistakes_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             argv: list[str], needle: str) -> None:
@@ -31,6 +36,21 @@ def test_user_mistakes_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captu
     assert code == 2
     assert "Traceback" not in err
     assert needle in err
+    assert not (tmp_path / "big.jsonl").exists()  # a refused synth set writes nothing
+
+
+def test_a_resample_count_is_refused_outside_100_to_a_million() -> None:
+    """--resamples of report, compare and regress: 99,999,999,999 asked numpy for 1.46 TiB
+    (a traceback); the bound is checked before any resample is drawn."""
+    from rollsum_evals.cli.reading import MAX_RESAMPLES, resamples
+
+    from rollsum.errors import ConfigError
+
+    assert resamples(100, "--resamples") == 100
+    assert resamples(MAX_RESAMPLES, "--resamples") == MAX_RESAMPLES
+    for bad in (99, MAX_RESAMPLES + 1, 99_999_999_999):
+        with pytest.raises(ConfigError, match="expected 100 to 1,000,000 resamples"):
+            resamples(bad, "--resamples")
 
 
 def test_missing_api_key_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

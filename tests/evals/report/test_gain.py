@@ -168,3 +168,17 @@ def test_a_single_truncate_config_is_not_a_curve(tmp_path: Path) -> None:
     assert frame["gain"].isna().all()
     assert _Table(frame.set_index("config"))["rank", "dear"] == 1  # no curve: ranked by retention, as before
     assert "no truncate curve in this run" in first_line(frame, pd.DataFrame())
+
+
+def test_a_run_scored_without_answer_retention_says_so_not_low_coverage(tmp_path: Path) -> None:
+    """Re-scored with rouge alone, no ask is marked answerable: the first line named that "0 %
+    of non-adversarial asks are answerable" (a false statement about the data); it now says the
+    scorer is missing and how to add it."""
+    make_run(tmp_path / "r", {"dear": 0.8, "cheap": 0.5}, tokens={"dear": 80_000, "cheap": 20_000})
+    frame = config_table(load(tmp_path / "r"), n_resamples=N)
+    no_asks = pd.DataFrame({"config": ["dear"], "category": ["single-hop"], "answerable": [False],
+                            "counted": [False], "adversarial": [False]})
+    line = first_line(frame, no_asks, ["rouge", "health"])
+    assert line.startswith("answer_retention was not scored in this run (scorers: rouge, health)")
+    assert "Low coverage" not in line and "--scorers answer_retention" in line
+    assert not first_line(frame, pd.DataFrame(), ["answer_retention", "health"]).startswith("answer_retention")
