@@ -486,6 +486,43 @@ def _unit_keys(frame: pd.DataFrame) -> pd.Series:
     return frame[list(UNIT_KEY)].astype(str).agg("/".join, axis=1)
 
 
+SETUP_COLUMNS = ("context_window", "preset", "params", "prompt", "model", "main_model", "probe_timing")
+"""What a configuration's Units were run with, beside the code: two runs compared label by label
+are a before/after of a change only where these agree."""
+
+
+def setup_differences(run_a: Run, run_b: Run, configs: Sequence[str]) -> list[str]:
+    """Warnings for the `configs` whose Units in the two runs were not run alike: another window,
+    parameters or model (a label can name another setup: a spec edited between runs), or other
+    conversations; compared as the sets of values each run's Units hold. One line per
+    difference, naming the configurations it applies to (a whole run at another window is one
+    line, not one per configuration)."""
+    found: dict[str, list[str]] = {}
+    units_a, units_b = run_a.units, run_b.units
+    keys = [k for k in ("dataset", "conversation_id") if k in units_a.columns and k in units_b.columns]
+    for config in configs:
+        a = units_a[units_a["config"].astype(str) == config]
+        b = units_b[units_b["config"].astype(str) == config]
+        for col in SETUP_COLUMNS:
+            if col in a.columns and col in b.columns:
+                va, vb = sorted(set(a[col].astype(str))), sorted(set(b[col].astype(str)))
+                if va != vb:
+                    found.setdefault(f"{col} ({', '.join(va)} vs {', '.join(vb)})", []).append(config)
+        if keys:
+            ca = set(map(tuple, a[keys].astype(str).to_numpy().tolist()))
+            cb = set(map(tuple, b[keys].astype(str).to_numpy().tolist()))
+            if ca != cb:
+                found.setdefault(f"the conversations replayed ({len(ca)} vs {len(cb)}, "
+                                 f"{len(ca & cb)} in both)", []).append(config)
+    return [f"run A and run B differ in {what} for {_some(cs)}: a difference there is the setup's, "
+            "not only the change's" for what, cs in found.items()]
+
+
+def _some(configs: Sequence[str], shown: int = 3) -> str:
+    more = f" and {len(configs) - shown} more" if len(configs) > shown else ""
+    return ", ".join(configs[:shown]) + more
+
+
 def compare_runs(run_a: Run, run_b: Run, config: str | None = None, *,
                  alpha: float = DEFAULT_ALPHA, n_resamples: int = DEFAULT_RESAMPLES,
                  seed: int = 0) -> Comparison:
@@ -506,6 +543,7 @@ def compare_runs(run_a: Run, run_b: Run, config: str | None = None, *,
         only = sorted(cfgs_a ^ cfgs_b)
         if only:
             warnings.append(f"configuration(s) in only one run, not compared: {', '.join(only)}")
+    warnings += setup_differences(run_a, run_b, configs)
     verdicts_a, verdicts_b = analysis.config_verdicts(run_a), analysis.config_verdicts(run_b)
     for c in configs:
         warnings += (_status_warnings(verdicts_a, (c,), ("run A's",))

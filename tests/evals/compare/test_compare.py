@@ -259,3 +259,20 @@ def test_a_side_that_is_not_ok_is_named_with_its_status_and_reason(tmp_path: Pat
     said = compare_runs(run_b, run_a, n_resamples=N).warnings
     assert [w for w in said if " is " in w] == [
         "run B's (broken) is broken: every summarizer call failed (32 of 32)"]
+
+
+def test_two_runs_whose_configurations_ran_another_setup_are_warned_once_per_difference(tmp_path: Path) -> None:
+    """`compare RUN_A RUN_B` is a before/after of a change only where each label ran alike: a
+    label whose Units used another model (or window, parameters) or other conversations is
+    named, one line per difference; runs of the same setup get no such line."""
+    run_a = load(make_run(tmp_path / "a", {"x": 0.5, "y": 0.6}))
+    same = compare_runs(run_a, load(make_run(tmp_path / "b", {"x": 0.5, "y": 0.6}, name="b")), n_resamples=N)
+    assert not [w for w in same.warnings if "differ in" in w]
+    other = load(make_run(tmp_path / "c", {"x": 0.5, "y": 0.6}, name="c", n_conversations=6,
+                          models={"x": "fake:json", "y": "fake:json"}))
+    said = [w for w in compare_runs(run_a, other, n_resamples=N).warnings if "differ in" in w]
+    assert said == [
+        "run A and run B differ in model (extractive vs fake:json) for x, y: a difference there is the "
+        "setup's, not only the change's",
+        "run A and run B differ in the conversations replayed (8 vs 6, 6 in both) for x, y: a difference "
+        "there is the setup's, not only the change's"]
