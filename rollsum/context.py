@@ -259,10 +259,27 @@ def shown_times(messages: Sequence[Message], mode: str) -> list[str | None]:
     return out
 
 
-def with_timestamps(messages: Sequence[Message], mode: str) -> list[Message]:
+def with_timestamps(messages: Sequence[Message], mode: str, *, room: int | None = None,
+                    count_message: Callable[[Message], int] | None = None) -> list[Message]:
     """`messages` with their stamps (`shown_times`) written before the content. The stored
-    messages are never altered: a stamped copy is what the main model is sent."""
+    messages are never altered: a stamped copy is what the main model is sent.
+
+    `room` (with `count_message`): the tokens the stamps may add in all. The engine packs its
+    window without them, so a context at its window would pass it by every stamp (~8 tokens
+    each: under ``message`` on short messages, nearly double). Stamps that do not fit are left
+    out, oldest first: the newest messages keep theirs (a reader resolves "yesterday" in what
+    was just said), and no message's text is ever cut for a stamp."""
     import dataclasses
 
-    return [m if s is None else dataclasses.replace(m, content=f"{s} {m.content}")
-            for m, s in zip(messages, shown_times(messages, mode))]
+    shown = shown_times(messages, mode)
+    out = [m if s is None else dataclasses.replace(m, content=f"{s} {m.content}") for m, s in zip(messages, shown)]
+    if room is None or count_message is None:
+        return out
+    cost = {i: count_message(out[i]) - count_message(messages[i]) for i, s in enumerate(shown) if s is not None}
+    extra = sum(cost.values())
+    for i, c in cost.items():  # oldest first
+        if extra <= room:
+            break
+        out[i] = messages[i]
+        extra -= c
+    return out

@@ -268,12 +268,17 @@ class RollingSummarizer(SettingAttributes):
     def context(self, system: str | None = None, *, timestamps: str = "none") -> list[Message]:
         """The messages to send to the main model, in this preset's format. `timestamps`
         (``message`` / ``session`` / ``none``, `rollsum.context.shown_times`) writes when each
-        message was said before it, as a chat application shows it; the stored messages are
-        never altered."""
+        message was said before it, as a chat application shows it, within what the window
+        has left (with a window enforced, stamps that would pass it are left out, oldest
+        first); the stored messages are never altered."""
         if timestamps != "none":
             from rollsum.context import with_timestamps
 
-            return with_timestamps(self.context(system=system), timestamps)
+            # the stamps get what the window has left (`with_timestamps`: the oldest that do
+            # not fit are left out), so a stamped context keeps the window's promise too
+            room = max(0, self._limit - self.context_tokens(system)) if self.enforce_window else None
+            return with_timestamps(self.context(system=system), timestamps, room=room,
+                                   count_message=self.counter.count_message)
         pinned, active, summary = self._window.shown()
         return self.format.assemble(system=system, pinned=pinned, active=active, summary=summary, head=self._head())
 

@@ -52,3 +52,33 @@ def test_the_engine_shows_times_only_when_asked() -> None:
         "[9 May 2023, 09:00] message 3" in t["content"] for t in api)
     _, api_plain = rs.to_anthropic()
     assert not any("[8 May 2023" in t["content"] for t in api_plain)
+
+
+@pytest.mark.parametrize("preset", ["evict-window", "token-ratio", "since-last"])
+@pytest.mark.parametrize("mode", ["message", "session"])
+def test_a_stamped_context_stays_within_the_window_and_keeps_the_newest_stamps(preset: str, mode: str) -> None:
+    """The engine packs its window without stamps; a stamped context at the window passed it by
+    every stamp (evict-window, 1,000 tokens, short messages, ``message``: 1,794 tokens). Stamps
+    now get what the window has left, the oldest left out first, and no text is cut."""
+    rs = RollingSummarizer.from_preset(preset, context_window=1500, reserved_output_tokens=0)
+    count = rs.counter.count_message
+    for i in range(400):
+        rs.add(Message("user" if i % 2 == 0 else "assistant", f"ok {i}", id=f"m{i}",
+                       created_at=f"2024-03-{1 + i // 16:02d}T{i % 16:02d}:00:00Z"))
+        plain = rs.context()
+        stamped = rs.context(timestamps=mode)
+        extra = sum(count(s) - count(p) for s, p in zip(stamped, plain, strict=True))
+        assert rs.context_tokens() + extra <= 1500
+        assert [s.content.endswith(p.content) for s, p in zip(stamped, plain, strict=True)] == [True] * len(plain)
+    assert stamped[-1].content.startswith("[") or mode == "session"  # the newest keeps its stamp
+    assert any(s.content != p.content for s, p in zip(stamped, plain, strict=True))
+
+
+def test_stamps_that_do_not_fit_are_left_out_oldest_first() -> None:
+    msgs = _msgs()
+    plain = len
+    cost = [plain(s.content) - plain(m.content) for s, m in zip(with_timestamps(msgs, "message"), msgs, strict=True)]
+    room = cost[-1] + cost[3]  # room for the two newest stamps
+    out = with_timestamps(msgs, "message", room=room, count_message=lambda m: len(m.content))
+    assert [o.content != m.content for o, m in zip(out, msgs, strict=True)] == [False, False, False, True, False, True]
+    assert with_timestamps(msgs, "message", room=0, count_message=lambda m: len(m.content)) == msgs
