@@ -37,6 +37,9 @@ def atomic_writer(path: str | os.PathLike[str], *, binary: bool = False) -> Iter
     target = Path(path)
     if target.is_dir():  # else the rename's error would name our temporary file
         raise IsADirectoryError(errno.EISDIR, "is a directory (expected a file path)", str(target))
+    if os.fspath(path).endswith(("/", os.sep)):  # Path drops the slash: "out/" would become a file "out"
+        raise IsADirectoryError(errno.EISDIR, "names a directory (ends with a slash; expected a file path)",
+                                os.fspath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
