@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -322,27 +322,34 @@ class SyntheticConversation:
                 "generator_version": GENERATOR_VERSION, "n_messages": self.n_messages}
 
     def messages(self) -> Iterator[Message]:
+        return self._messages(None)
+
+    def _messages(self, kept: list[Message] | None) -> Iterator[Message]:
+        """`messages`; with `kept`, each message is also appended to it (`conversation` holds
+        them anyway), and the agent probes count their answers in it instead of generating
+        the stream a second time."""
         harvest = _Harvest() if self.flavor == "agent" and self.agent_probes else None
-        facts = yield from self._stream(harvest)
+        facts = yield from self._stream(harvest, kept)
         probes = [_probe(self.id, f) for f in facts if f.evidence and (not f.stale or len(f.evidence) == 2)]
         if harvest is not None:
-            probes += self._agent_probes(harvest)
+            probes += self._agent_probes(harvest, kept)
         self._probes = tuple(probes)
 
-    def _agent_probes(self, harvest: _Harvest) -> list[Probe]:
+    def _agent_probes(self, harvest: _Harvest, kept: Sequence[Message] | None = None) -> list[Probe]:
         """The agent's questions after a compaction, from what its tools showed (`_Harvest`).
 
         Read off the messages already generated, with their own seeded choice, so the messages
         and the planted probes are the same bytes as before they existed. A candidate is kept
-        only when its answer is in no message but its evidence (a second, identical pass over
-        the stream counts them) and its question is asked once, so the answer is unambiguous.
+        only when its answer is in no message but its evidence (counted over `kept`, the
+        messages when they were held, else a second, identical pass over the stream) and its
+        question is asked once, so the answer is unambiguous.
         """
         rng = random.Random(f"rollsum-synth/{GENERATOR_VERSION}/{self.flavor}/{self.seed}/agent-probes")
         per_kind = max(1, self.n_facts // 4)
         pool = harvest.candidates()
         end = harvest.end()
         holders: dict[str, list[str]] = {c.answer.lower(): [] for c in pool}
-        for m in self._stream(None):
+        for m in self._stream(None, None) if kept is None else kept:
             low = m.content.lower()
             for a, held in holders.items():
                 if a in low:
@@ -362,7 +369,8 @@ class SyntheticConversation:
                              meta={"planted_at": c.evidence[0], "channel": "agent", "how": c.how, "ask_at": "end"}))
         return out
 
-    def _stream(self, harvest: _Harvest | None) -> Generator[Message, None, list[_Fact]]:
+    def _stream(self, harvest: _Harvest | None,
+                kept: list[Message] | None) -> Generator[Message, None, list[_Fact]]:
         rng = random.Random(f"rollsum-synth/{GENERATOR_VERSION}/{self.flavor}/{self.seed}")
         facts = _plan(self.flavor, self.n_messages, self.n_facts, rng, self.depth)
         events = sorted([(f.at, f.index, 0) for f in facts] + [(f.update_at, f.index, 1) for f in facts
@@ -401,6 +409,8 @@ class SyntheticConversation:
                             meta=d.meta)
                 if harvest is not None:
                     harvest.see(m)
+                if kept is not None:
+                    kept.append(m)
                 yield m
                 clock += rng.randint(3, 45)
                 i += 1
@@ -415,8 +425,12 @@ class SyntheticConversation:
         return self._probes
 
     def conversation(self) -> Conversation:
-        msgs = tuple(self.messages())
-        return Conversation(id=self.id, messages=msgs, probes=self.probes(), meta=self.meta)
+        """The whole conversation in memory: the stream is generated once (the agent probes
+        count their answers in the messages held here, `_messages`)."""
+        kept: list[Message] = []
+        for _ in self._messages(kept):
+            pass
+        return Conversation(id=self.id, messages=tuple(kept), probes=self.probes(), meta=self.meta)
 
 
 @dataclass(frozen=True, slots=True)

@@ -203,3 +203,23 @@ def test_agent_probes_ask_what_the_tools_showed() -> None:
     assert ends[0].meta["planted_at"] == conv.messages[last].id, "the current task is the latest one asked"
     calls = [m.id for m in conv.messages if m.role == "assistant" and "Calling execute_bash(" in m.content]
     assert ends[1].meta["planted_at"] == calls[-1], "the step is the latest command run"
+
+
+def test_a_whole_agent_conversation_is_generated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`conversation()` holds the messages, so the agent probes count their answers in them: the
+    stream is generated once (a reader reloading a run's synthetic sets paid for it twice), and
+    messages and probes are those of the streaming path."""
+    streamed = SyntheticConversation("agent", n_messages=400, seed=9)
+    messages = list(streamed.messages())
+    calls = []
+    stream = SyntheticConversation._stream
+
+    def counted(self: SyntheticConversation, *args: object) -> object:
+        calls.append(self.id)
+        return stream(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SyntheticConversation, "_stream", counted)
+    whole = SyntheticConversation("agent", n_messages=400, seed=9).conversation()
+    assert len(calls) == 1
+    assert list(whole.messages) == messages and whole.probes == streamed.probes()
+    assert any(p.category in AGENT_CATEGORIES for p in whole.probes)
