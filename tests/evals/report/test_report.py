@@ -125,6 +125,35 @@ def test_cli_report_prints_the_path_and_exits_0(run_dir: Path, tmp_path: Path,
     assert capsys.readouterr().out.strip() == str(tmp_path / "report.html")
 
 
+def test_cli_report_builds_with_the_import_time_heap_frozen(run_dir: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rollsum report` writes the report with the imported modules' objects frozen out of the
+    cyclic collector (its full passes walked them again and again), and unfreezes them after,
+    also when the report fails, so an in-process caller's heap is collected as before."""
+    import gc
+
+    import rollsum_evals.report as report_module
+
+    seen: list[int] = []
+    write = report_module.write_report
+
+    def recording(*args: object, **kwargs: object) -> Path:
+        seen.append(gc.get_freeze_count())
+        return write(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(report_module, "write_report", recording)
+    before = gc.get_freeze_count()
+    assert main(["report", str(run_dir), "--out", str(tmp_path / "a"), "--resamples", "200"]) == 0
+    assert seen[0] > before + 10_000 and gc.get_freeze_count() == before
+
+    def failing(*_: object, **__: object) -> Path:
+        raise ConfigError("no report")
+
+    monkeypatch.setattr(report_module, "write_report", failing)
+    assert main(["report", str(run_dir), "--out", str(tmp_path / "b")]) == 2
+    assert gc.get_freeze_count() == before
+
+
 def test_cli_report_on_a_bad_directory_exits_2_with_one_line(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path / "missing")]) == 2
