@@ -124,6 +124,10 @@ def place_labels(fig: Figure, ax: Axes, xs: Sequence[float], ys: Sequence[float]
                                fontsize=fontsize, ha="left" if dx >= -0.5 else "right",
                                va="bottom" if dy >= -0.5 else "top",
                                arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.6} if far else None)
+            # where the text is drawn: `annotate` leaves an identity transform until the first
+            # draw, under which the box sat at (dx, dy) pixels from the figure's corner whatever the
+            # point, so every label collided with every label at the same offset
+            text.update_positions(renderer)
             box = Text.get_window_extent(text, renderer).expanded(1.1, 1.15)
             if k == len(_OFFSETS) - 1 or not any(box.overlaps(b) for b in placed):
                 placed.append(box)

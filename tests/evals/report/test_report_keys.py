@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.text import Text
+from matplotlib.text import Annotation, Text
 from rollsum_evals import plots
 from rollsum_evals.report import write_report
 from rollsum_evals.report_keys import config_keys, config_params, grid_views, legend_rows
@@ -82,12 +82,29 @@ def test_crowded_point_labels_never_overlap() -> None:
     ax.set_ylim(0, 1)
     fig.tight_layout()
     texts = plots.place_labels(fig, ax, xs, ys, [f"C{i}" for i in range(1, 26)])
-    renderer = FigureCanvasAgg(fig).get_renderer()
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # the boxes where the labels are drawn (a draw puts each annotation in place)
+    renderer = canvas.get_renderer()
     boxes = [Text.get_window_extent(t, renderer) for t in texts]  # the text, not its leader line
     assert len(boxes) == 25
     for i in range(len(boxes)):
         for j in range(i + 1, len(boxes)):
             assert not boxes[i].overlaps(boxes[j]), (texts[i].get_text(), texts[j].get_text())
+
+
+def test_labels_of_points_far_apart_sit_next_to_their_points() -> None:
+    """Each label is measured where it will be drawn: labels of points that are far apart never
+    collide, so each takes the first (nearest) place beside its own point, without a leader line."""
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    xs, ys = [100.0, 500.0, 900.0], [0.2, 0.5, 0.8]
+    ax.plot(xs, ys, "o")
+    ax.set_xlim(0, 1000)
+    ax.set_ylim(0, 1)
+    fig.tight_layout()
+    texts = [t for t in plots.place_labels(fig, ax, xs, ys, ["C1", "C2", "C3"]) if isinstance(t, Annotation)]
+    assert [t.xyann for t in texts] == [plots._OFFSETS[0]] * 3
+    assert all(t.arrow_patch is None for t in texts)
 
 
 def test_a_token_axis_is_log_scaled_only_when_its_range_demands_it() -> None:
