@@ -1,7 +1,9 @@
 import base64
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import matplotlib.image as mpimg
 import pytest
@@ -152,6 +154,46 @@ def test_cli_report_builds_with_the_import_time_heap_frozen(run_dir: Path, tmp_p
     monkeypatch.setattr(report_module, "write_report", failing)
     assert main(["report", str(run_dir), "--out", str(tmp_path / "b")]) == 2
     assert gc.get_freeze_count() == before
+
+
+def test_cli_report_imports_with_the_collector_paused_then_builds_frozen(
+        run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report's modules are imported with the cyclic collector paused (they are long-lived
+    and make almost no garbage), then the report is built with that heap frozen; the
+    collector's state is restored after the imports, whether it was on or off."""
+    import gc
+    from contextlib import contextmanager
+
+    import rollsum_evals.cli.report_cmd as report_cmd
+    import rollsum_evals.report as report_module
+
+    events: list[str] = []
+    pause, freeze, write = report_cmd.collector_paused, report_cmd.frozen_heap, report_module.write_report
+
+    @contextmanager
+    def recorded(name: str, inner: Any) -> Iterator[None]:
+        with inner():
+            events.append(f"{name}: collector {'on' if gc.isenabled() else 'off'}")
+            yield
+        events.append(f"{name} done")
+
+    monkeypatch.setattr(report_cmd, "collector_paused", lambda: recorded("paused", pause))
+    monkeypatch.setattr(report_cmd, "frozen_heap", lambda: recorded("frozen", freeze))
+    def writing(*args: Any, **kwargs: Any) -> Path:
+        events.append("write")
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(report_module, "write_report", writing)
+    assert main(["report", str(run_dir), "--out", str(tmp_path), "--resamples", "200"]) == 0
+    assert events == ["paused: collector off", "paused done", "frozen: collector on", "write", "frozen done"]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with report_cmd.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # off before: left off
+    finally:
+        gc.enable()
 
 
 def test_cli_report_on_a_bad_directory_exits_2_with_one_line(tmp_path: Path,
