@@ -59,7 +59,11 @@ def frozen_heap() -> Iterator[None]:
     (`gc.freeze`). A report allocates millions of short-lived objects, and each of the
     collector's full passes walked the whole import-time heap again: ~0.3 s of a report's CPU
     on the thresholds sweep (measured with `gc.callbacks`). Unfrozen afterwards, so an
-    in-process caller (tests, a notebook) gets its heap collected as before."""
+    in-process caller (tests, a notebook) gets its heap collected as before; a caller that froze
+    its own heap already is left as it was (`gc.unfreeze` would thaw its objects too)."""
+    if gc.get_freeze_count():
+        yield
+        return
     gc.freeze()
     try:
         yield

@@ -154,6 +154,16 @@ def test_cli_report_builds_with_the_import_time_heap_frozen(run_dir: Path, tmp_p
     monkeypatch.setattr(report_module, "write_report", failing)
     assert main(["report", str(run_dir), "--out", str(tmp_path / "b")]) == 2
     assert gc.get_freeze_count() == before
+    from rollsum_evals.cli.report_cmd import frozen_heap
+
+    gc.freeze()  # a caller that froze its own heap: left as it was
+    try:
+        frozen = gc.get_freeze_count()
+        with frozen_heap():
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
 
 
 def test_cli_report_imports_with_the_collector_paused_then_builds_frozen(
