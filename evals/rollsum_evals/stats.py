@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -99,10 +100,28 @@ def bootstrap_distribution(values: Sequence[float] | npt.ArrayLike, clusters: Se
     sums = np.bincount(idx, weights=vals * w, minlength=k)
     counts = np.bincount(idx, weights=w, minlength=k).astype(np.float64)
     estimate = float(sums.sum() / counts.sum())
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, k, size=(n_resamples, k))
+    draws = _draws(seed, k, n_resamples) if k <= MAX_SHARED_CLUSTERS else _new_draws(seed, k, n_resamples)
     boot = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     return estimate, boot
+
+
+MAX_SHARED_CLUSTERS = 64
+"""Resample matrices of up to this many clusters are made once per (seed, size) and shared
+(`_draws`): a report draws the same 2,000 x 16 matrix for each of ~180 means; a bigger one (an
+ask-level bootstrap resamples every ask) is made per call, not kept."""
+
+
+def _new_draws(seed: int, k: int, n_resamples: int) -> npt.NDArray[np.int64]:
+    """Which cluster each resample takes at each of its `k` places (seeded: reproducible)."""
+    return np.random.default_rng(seed).integers(0, k, size=(n_resamples, k))
+
+
+@lru_cache(maxsize=16)
+def _draws(seed: int, k: int, n_resamples: int) -> npt.NDArray[np.int64]:
+    """`_new_draws`, made once and shared (read-only): the same integers, so the same floats."""
+    draws = _new_draws(seed, k, n_resamples)
+    draws.flags.writeable = False
+    return draws
 
 
 def _interval_from(estimate: float, boot: npt.NDArray[np.float64], alpha: float, n: int,

@@ -83,3 +83,22 @@ def test_weights_stand_for_repeated_values() -> None:
     plain = cluster_bootstrap(expanded, ["a"] * 3 + ["b"] + ["c"] * 2, n_resamples=500, min_clusters=1)
     assert weighted.estimate == pytest.approx(4 / 6)
     assert (weighted.low, weighted.high) == pytest.approx((plain.low, plain.high))
+
+
+def test_resample_matrices_are_made_once_per_seed_and_size_and_give_the_same_numbers() -> None:
+    """A report bootstraps ~180 means over the same conversations: the seeded resample matrix is
+    the same for each, so it is made once (`_draws`) — and the distribution is the one a fresh
+    matrix gives, bit for bit."""
+    from rollsum_evals import stats
+
+    rng = np.random.default_rng(5)
+    values, clusters = rng.random(200), [f"c{i % 16}" for i in range(200)]
+    stats._draws.cache_clear()
+    first = stats.bootstrap_distribution(values, clusters, n_resamples=500, seed=3)
+    stats.bootstrap_distribution(values * 2, clusters, n_resamples=500, seed=3)
+    assert stats._draws.cache_info().misses == 1 and stats._draws.cache_info().hits == 1
+    draws = stats._new_draws(3, 16, 500)
+    sums = np.bincount([int(c[1:]) for c in clusters], weights=values)
+    counts = np.bincount([int(c[1:]) for c in clusters]).astype(float)
+    assert np.array_equal(first[1], sums[draws].sum(axis=1) / counts[draws].sum(axis=1))
+    assert not stats._draws(3, 16, 500).flags.writeable
