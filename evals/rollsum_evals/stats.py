@@ -100,7 +100,8 @@ def bootstrap_distribution(values: Sequence[float] | npt.ArrayLike, clusters: Se
     sums = np.bincount(idx, weights=vals * w, minlength=k)
     counts = np.bincount(idx, weights=w, minlength=k).astype(np.float64)
     estimate = float(sums.sum() / counts.sum())
-    draws = _draws(seed, k, n_resamples) if k <= MAX_SHARED_CLUSTERS else _new_draws(seed, k, n_resamples)
+    shared = k <= MAX_SHARED_CLUSTERS and k * n_resamples <= MAX_SHARED_DRAWS
+    draws = _draws(seed, k, n_resamples) if shared else _new_draws(seed, k, n_resamples)
     boot = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
     return estimate, boot
 
@@ -109,6 +110,11 @@ MAX_SHARED_CLUSTERS = 64
 """Resample matrices of up to this many clusters are made once per (seed, size) and shared
 (`_draws`): a report draws the same 2,000 x 16 matrix for each of ~180 means; a bigger one (an
 ask-level bootstrap resamples every ask) is made per call, not kept."""
+
+
+MAX_SHARED_DRAWS = 256_000
+"""And of at most this many entries (2 MB; the default 2,000 resamples × 64 clusters is 128,000):
+`--resamples` goes up to 1,000,000, and 16 kept matrices of 1,000,000 × 64 would be 8 GB."""
 
 
 def _new_draws(seed: int, k: int, n_resamples: int) -> npt.NDArray[np.int64]:

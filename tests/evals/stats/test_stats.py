@@ -102,3 +102,16 @@ def test_resample_matrices_are_made_once_per_seed_and_size_and_give_the_same_num
     counts = np.bincount([int(c[1:]) for c in clusters]).astype(float)
     assert np.array_equal(first[1], sums[draws].sum(axis=1) / counts[draws].sum(axis=1))
     assert not stats._draws(3, 16, 500).flags.writeable
+
+
+def test_a_large_resample_matrix_is_not_kept() -> None:
+    """`--resamples` goes up to 1,000,000: a matrix over `MAX_SHARED_DRAWS` entries is made per
+    call and never cached (16 kept 1,000,000 × 64 matrices would be 8 GB)."""
+    from rollsum_evals import stats
+
+    stats._draws.cache_clear()
+    n = stats.MAX_SHARED_DRAWS // 4 + 1
+    stats.bootstrap_distribution([1.0, 0.0, 1.0, 1.0], ["a", "b", "c", "d"], n_resamples=n, seed=1)
+    assert stats._draws.cache_info().currsize == 0
+    stats.bootstrap_distribution([1.0, 0.0, 1.0, 1.0], ["a", "b", "c", "d"], n_resamples=100, seed=1)
+    assert stats._draws.cache_info().currsize == 1
