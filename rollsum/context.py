@@ -268,7 +268,9 @@ def with_timestamps(messages: Sequence[Message], mode: str, *, room: int | None 
     window without them, so a context at its window would pass it by every stamp (~8 tokens
     each: under ``message`` on short messages, nearly double). Stamps that do not fit are left
     out, oldest first: the newest messages keep theirs (a reader resolves "yesterday" in what
-    was just said), and no message's text is ever cut for a stamp."""
+    was just said), and no message's text is ever cut for a stamp. Oldest first also keeps a
+    ``session`` context honest: the stamps left are the newest ones, so a message never sits
+    under an older sitting's stamp whose own stamp was left out (it has none above it)."""
     import dataclasses
 
     shown = shown_times(messages, mode)
