@@ -499,10 +499,11 @@ def setup_differences(run_a: Run, run_b: Run, configs: Sequence[str]) -> list[st
     line, not one per configuration)."""
     found: dict[str, list[str]] = {}
     units_a, units_b = run_a.units, run_b.units
+    label_a, label_b = units_a["config"].astype(str), units_b["config"].astype(str)  # once, not per label
     keys = [k for k in ("dataset", "conversation_id") if k in units_a.columns and k in units_b.columns]
     for config in configs:
-        a = units_a[units_a["config"].astype(str) == config]
-        b = units_b[units_b["config"].astype(str) == config]
+        a = units_a[label_a == config]
+        b = units_b[label_b == config]
         for col in SETUP_COLUMNS:
             if col in a.columns and col in b.columns:
                 va, vb = sorted(set(a[col].astype(str))), sorted(set(b[col].astype(str)))

@@ -56,6 +56,7 @@ from rollsum_evals.report_keys import LEGEND_HEADERS, ConfigKeys, config_keys, c
 from rollsum_evals.report_qa import QA_CSV_COLUMNS, QA_HEADERS, QA_TEXT, QA_TITLE, has_qa, judge_notes, qa_rows
 from rollsum_evals.rundir.journal import read_jsonl
 from rollsum_evals.rundir.read import Run
+from rollsum_evals.scoring.answer_retention import AnswerRetention
 from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, WITHIN_ONLY, not_enough
 from rollsum_evals.verdicts import (
     BROKEN,
@@ -311,15 +312,13 @@ def first_line(table: pd.DataFrame, probes: pd.DataFrame, scorers: Sequence[str]
     run's (its manifest's ``scoring``), when known: a run re-scored without answer_retention
     has no retention to rank by and no ask marked answerable, which is not low coverage (the
     asks are answerable; nobody asked), so the line says what is missing instead."""
-    if scorers is not None and RETENTION_SCORER not in scorers:
-        return (f"{RETENTION_SCORER} was not scored in this run (scorers: {', '.join(scorers) or 'none'}): "
+    retention = AnswerRetention.name
+    if scorers is not None and retention not in scorers:
+        return (f"{retention} was not scored in this run (scorers: {', '.join(scorers) or 'none'}): "
                 f"no retention, no coverage, nothing ranked by them; re-score with `rollsum score RUN "
-                f"--scorers {RETENTION_SCORER}`. {headline(table)}")
+                f"--scorers {retention}`. {headline(table)}")
     warn = low_coverage_line(coverage(candidate_probes(table, probes)))
     return f"{warn} {headline(table)}" if warn else headline(table)
-
-
-RETENTION_SCORER = "answer_retention"
 
 
 def run_scorers(run: Run) -> list[str] | None:
