@@ -259,10 +259,11 @@ def shown_times(messages: Sequence[Message], mode: str) -> list[str | None]:
     return out
 
 
-def with_timestamps(messages: Sequence[Message], mode: str, *, room: int | None = None,
-                    count_message: Callable[[Message], int] | None = None) -> list[Message]:
-    """`messages` with their stamps (`shown_times`) written before the content. The stored
-    messages are never altered: a stamped copy is what the main model is sent.
+def fitted_times(messages: Sequence[Message], mode: str, *, room: int | None = None,
+                 count_message: Callable[[Message], int] | None = None) -> list[str | None]:
+    """The stamps `with_timestamps` shows (`shown_times`, less those the window has no room
+    for): one rule for the library's `context(timestamps=...)` and for the harness, which
+    rebuilds the stamped context of every turn from its trace and scores what it shows.
 
     `room` (with `count_message`): the tokens the stamps may add in all. The engine packs its
     window without them, so a context at its window would pass it by every stamp (~8 tokens
@@ -274,14 +275,25 @@ def with_timestamps(messages: Sequence[Message], mode: str, *, room: int | None 
     import dataclasses
 
     shown = shown_times(messages, mode)
-    out = [m if s is None else dataclasses.replace(m, content=f"{s} {m.content}") for m, s in zip(messages, shown)]
     if room is None or count_message is None:
-        return out
-    cost = {i: count_message(out[i]) - count_message(messages[i]) for i, s in enumerate(shown) if s is not None}
+        return shown
+    cost = {i: count_message(dataclasses.replace(messages[i], content=f"{s} {messages[i].content}"))
+               - count_message(messages[i]) for i, s in enumerate(shown) if s is not None}
     extra = sum(cost.values())
     for i, c in cost.items():  # oldest first
         if extra <= room:
             break
-        out[i] = messages[i]
+        shown[i] = None
         extra -= c
-    return out
+    return shown
+
+
+def with_timestamps(messages: Sequence[Message], mode: str, *, room: int | None = None,
+                    count_message: Callable[[Message], int] | None = None) -> list[Message]:
+    """`messages` with their stamps (`fitted_times`: within `room` when it is given) written
+    before the content. The stored messages are never altered: a stamped copy is what the
+    main model is sent."""
+    import dataclasses
+
+    shown = fitted_times(messages, mode, room=room, count_message=count_message)
+    return [m if s is None else dataclasses.replace(m, content=f"{s} {m.content}") for m, s in zip(messages, shown)]

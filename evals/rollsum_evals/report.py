@@ -562,7 +562,8 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
                                               truncation=truncation_points(full))))
     figures.append(("Peak context vs the window", "Largest context of any turn divided by the main "
                     "model's window: past 1.0 a real call would not fit. Counted as the engine packs its window, "
-                    "without the timestamps a config shows (about 8 tokens per stamp: docs/scoring.md).",
+                    "without the timestamps a config shows: they get what the window has left, the oldest "
+                    "that do not fit left out (docs/scoring.md).",
                     plots.context_vs_window(ktable, out / "context_vs_window.png")))
     if not probes.empty and "age_turns" in probes.columns:
         figures.append(("Retention by fact age", f"Answerable asks; the first {len(top)} configurations "

@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollsum.context import TIMESTAMPS, shown_times
+from rollsum.context import TIMESTAMPS, fitted_times
+from rollsum.tokens import HeuristicCounter
 from rollsum.types import Message, SummaryRecord, Usage
 
 DEFAULT_TIMESTAMPS = "session"
@@ -34,6 +35,9 @@ DEFAULT_TIMESTAMPS = "session"
 "Time in the context"); a config sets ``timestamps`` in its params. A trace written before
 the mode was recorded is read with this default (its stamps are rebuilt from the messages)."""
 assert DEFAULT_TIMESTAMPS in TIMESTAMPS
+_COUNTER = HeuristicCounter()
+"""The counter the harness builds every engine with (`replay.adapter`, the presets' default):
+a stamp's tokens are counted as the engine that made the trace counted its context."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,23 +140,69 @@ class Trace:
     error: str = ""
     timestamps: str = DEFAULT_TIMESTAMPS
     """How the context showed when messages were said (`rollsum.context.TIMESTAMPS`): the stamps
-    are a pure function of the composition, the messages' ``created_at`` and this mode, so the
-    trace records the mode and `context_at` rebuilds them."""
+    are a pure function of the composition, the messages' ``created_at``, this mode and the
+    room the window left (the engine's config and the turn's context tokens), so the trace
+    records the mode and `context_at` rebuilds them."""
+    _undated: dict[int, frozenset[int]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def failures(self) -> int:
         return sum(1 for e in self.events if e.get("kind") == "failure")
 
     def context_at(self, turn: int) -> list[ContextItem]:
-        """The context the main model would have been sent after message `turn` was added."""
+        """The context the main model would have been sent after message `turn` was added: the
+        library's ``context(timestamps=...)`` of that turn, stamps within what the window left."""
         if not 0 <= turn < len(self.turns):
             return []
         items = self._items_at(turn)
         if self.timestamps == "none":
             return items
-        stamps = shown_times([Message(role="user", content="", created_at=self._created(i)) for i in items],
-                             self.timestamps)
+        stamps = self._stamps(turn, items)
         return [i if s is None else dataclasses.replace(i, shown_time=s) for i, s in zip(items, stamps)]
+
+    def undated_at(self, turn: int) -> frozenset[int]:
+        """The conversation messages in the context at `turn` whose day it does not show
+        although the context shows times: those above the first stamp shown, when the window
+        had no room for the oldest stamps (`rollsum.context.fitted_times` leaves them out
+        oldest first, so what loses its day is always the oldest part). Empty when every stamp
+        fits, which is most turns (LoCoMo dev, 8,000-token window: not empty at 88 of
+        evict-window's 360 asking turns, 5 of count-and-tokens', 4 of budget-rule-based's, none
+        of the others'); the scorer reads these messages without their day."""
+        if self.timestamps == "none" or not 0 <= turn < len(self.turns):
+            return frozenset()
+        hit = self._undated.get(turn)
+        if hit is None:
+            items = self._items_at(turn)
+            msgs = self._stamp_messages(items)
+            kept = fitted_times(msgs, self.timestamps, room=self._stamp_room(turn),
+                                count_message=_COUNTER.count_message)
+            hit = frozenset()
+            if kept != fitted_times(msgs, self.timestamps):  # some left out: the oldest, above the first shown
+                first = next((k for k, s in enumerate(kept) if s is not None), len(items))
+                hit = frozenset(i.message_index for i in items[:first] if i.message_index is not None)
+            self._undated[turn] = hit
+        return hit
+
+    def _stamps(self, turn: int, items: Sequence[ContextItem]) -> list[str | None]:
+        return fitted_times(self._stamp_messages(items), self.timestamps, room=self._stamp_room(turn),
+                            count_message=_COUNTER.count_message)
+
+    def _stamp_messages(self, items: Sequence[ContextItem]) -> list[Message]:
+        """The context's items as the messages the engine sent (what a stamp is written on and
+        counted with)."""
+        return [Message(role=i.role, content=i.text, name=i.name, created_at=self._created(i))  # type: ignore[arg-type]
+                for i in items]
+
+    def _stamp_room(self, turn: int) -> int | None:
+        """The tokens the window left the stamps at `turn`, by the engine's own rule
+        (`RollingSummarizer.context`: its limit less the context it packed); None when the
+        engine kept no window (full context, a truncation curve's point, a peer's memory)."""
+        config = self.engine_config
+        if not config.get("enforce_window"):
+            return None
+        window = int(config.get("context_window") or self.context_window)
+        limit = window - int(config.get("reserved_output_tokens") or 0)
+        return max(0, limit - self.turns[turn].context_tokens)
 
     def _created(self, item: ContextItem) -> str | None:
         """A verbatim or clipped message's ``created_at`` (a clipped copy was said when its

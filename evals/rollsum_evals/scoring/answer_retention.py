@@ -54,7 +54,7 @@ __all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention", "asks_only", "evidence
 
 class AnswerRetention:
     name = "answer_retention"
-    version = "10"
+    version = "11"
     needs = frozenset({"contexts"})
     unit_columns = (
         Column("retention", "float", math.nan, "mean `retained` over answerable asks"),
@@ -148,7 +148,7 @@ class AnswerRetention:
         source = evidence_speaker(inp.trace.messages, evidence)
         found = index.at(inp.trace, turn, probe.question, probe.answer, source) if checkable else None
         whole = bool(evidence) and _verbatim(inp.trace, turn, evidence) and (
-            not is_date_answer(probe) or _day_shown(inp.trace, evidence))
+            not is_date_answer(probe) or _day_shown(inp.trace, turn, evidence))
         matched = found is not None and found.retained
         copied = "" if whole else index.copied(inp.trace, turn, evidence, probe.question, probe.answer,
                                                is_date_answer(probe))
@@ -258,10 +258,11 @@ def _verbatim(trace: Trace, turn: int, evidence: tuple[int, ...]) -> bool:
     return all(any(lo <= e < hi for lo, hi in ranges) for e in evidence)
 
 
-def _day_shown(trace: Trace, evidence: tuple[int, ...]) -> bool:
-    """The context shows the day each evidence message was said (times shown and the message
-    carries a parseable ``created_at``: `rollsum.context.shown_times`)."""
+def _day_shown(trace: Trace, turn: int, evidence: tuple[int, ...]) -> bool:
+    """The context at `turn` shows the day each evidence message was said (times shown, the
+    message carries a parseable ``created_at``, and the window had room for its stamp:
+    `rollsum.context.fitted_times`, `Trace.undated_at`)."""
     from rollsum.summarizers.dates import parse_day
 
-    return trace.timestamps != "none" and all(parse_day(trace.messages[e].created_at) is not None
-                                              for e in evidence)
+    return (trace.timestamps != "none" and trace.undated_at(turn).isdisjoint(evidence)
+            and all(parse_day(trace.messages[e].created_at) is not None for e in evidence))

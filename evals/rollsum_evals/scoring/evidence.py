@@ -83,6 +83,7 @@ class SupportIndex:
         self._texts: dict[tuple[str, str], _Lines] = {}
         self._index: dict[str, list[int]] | None = None
         self._copies: dict[tuple[int, frozenset[str], str, str, datetime.date | None], bool] = {}
+        self._plain: SupportIndex | None = None
         chat = sp.claim("", "x", self.names)  # only its people and parties (`by_source` reads them)
         assert chat is not None
         self._chat = chat
@@ -180,15 +181,21 @@ class SupportIndex:
             key = (question, answer + "\x00" + source)  # the texts' memo: judged with the source
             if c.speech:
                 by_msg = self._messages(key, c)
+        undated = self.undated(trace, turn)
+        hits = by_msg.hits
+        if undated:  # messages whose day the context does not show are read without it
+            plain = self.plain()._messages(key, c).hits
+            hits = tuple({**{i: v for i, v in h.items() if i not in undated},
+                          **{i: v for i, v in p.items() if i in undated}} for h, p in zip(hits, plain, strict=True))
         zero = tuple(0 for _ in c.items)
         verbatim, summary = zero, zero
         first: tuple[int, str] | None = None  # (strength, where) of the first item that states one
         for seg in trace.turns[turn].composition if 0 <= turn < len(trace.turns) else ():
             if isinstance(seg, TextRef):
-                s, where = self._text_ref(key, c, trace, seg), f"t:{seg.text_id}"
+                s, where = self._text_ref(key, c, trace, seg, undated), f"t:{seg.text_id}"
                 summary = _best(summary, s)
             else:
-                s, where = _in_range(by_msg.hits, seg)
+                s, where = _in_range(hits, seg)
                 verbatim = _best(verbatim, s)
             top = max(s, default=0)
             if top and (first is None or top > first[0]):
@@ -198,17 +205,31 @@ class SupportIndex:
                      in_verbatim=retained and sp.holds(c, verbatim),
                      at=first[1] if retained and first is not None else "")
 
-    def _text_ref(self, key: tuple[str, str], c: sp.Claim, trace: Trace, ref: TextRef) -> Strengths:
-        return self._text(key, c, *self._ref_text(trace, ref))
+    def undated(self, trace: Trace, turn: int) -> frozenset[int]:
+        """The messages in the context at `turn` whose day it does not show although it shows
+        times (`Trace.undated_at`: the window had no room for their stamps)."""
+        return trace.undated_at(turn) if self.timestamps != "none" else frozenset()
 
-    def _ref_text(self, trace: Trace, ref: TextRef) -> tuple[str, str]:
+    def plain(self) -> SupportIndex:
+        """This conversation read without times (for the messages whose stamp a context left
+        out), made when first needed."""
+        if self._plain is None:
+            self._plain = SupportIndex(self.messages, "none")
+        return self._plain
+
+    def _text_ref(self, key: tuple[str, str], c: sp.Claim, trace: Trace, ref: TextRef,
+                  undated: frozenset[int] = frozenset()) -> Strengths:
+        return self._text(key, c, *self._ref_text(trace, ref, undated))
+
+    def _ref_text(self, trace: Trace, ref: TextRef, undated: frozenset[int] = frozenset()) -> tuple[str, str]:
         """A text of the context as a reader sees it, and who speaks a line without ``Name:``
-        (a clipped message's author; "" for a summary)."""
+        (a clipped message's author; "" for a summary). A clipped message is dated like the
+        message it was clipped from (not when its stamp was left out: `undated`)."""
         t = trace.texts[ref.text_id]
         if ref.source is None:
             return t.content, ""
         created = self.messages[ref.source].created_at if ref.source < len(self.messages) else None
-        return dated(t.content, created, self.timestamps), t.name or t.role
+        return dated(t.content, created, "none" if ref.source in undated else self.timestamps), t.name or t.role
 
     # -- evidence copied (v7) -----------------------------------------------------------------
 
@@ -223,14 +244,15 @@ class SupportIndex:
             return ""
         composition = trace.turns[turn].composition
         ranges = [seg for seg in composition if not isinstance(seg, TextRef)]
-        texts = [(f"t:{seg.text_id}", *self._ref_text(trace, seg)) for seg in composition
+        undated = self.undated(trace, turn)
+        texts = [(f"t:{seg.text_id}", *self._ref_text(trace, seg, undated)) for seg in composition
                  if isinstance(seg, TextRef)]
         ask_keys = copies.keys(question, answer, self._chat.people)
         where = ""
         for e in evidence:
             day = parse_day(self.messages[e].created_at)
             if any(lo <= e < hi for lo, hi in ranges) and (
-                    not date or (self.timestamps != "none" and day is not None)):
+                    not date or (self.timestamps != "none" and day is not None and e not in undated)):
                 continue
             if date and day is None:
                 return ""

@@ -141,6 +141,27 @@ def test_a_date_answer_is_held_by_its_evidence_only_where_the_context_shows_the_
         assert p["retained"] is want and p["in_summary"] is want, text
 
 
+def test_a_day_whose_stamp_the_window_had_no_room_for_is_not_shown() -> None:
+    # the engine packs its window without stamps and the context leaves out, oldest first, the
+    # ones that would pass it (`rollsum.context.fitted_times`): a message whose stamp is gone
+    # is read without its day, so "last week" no longer says when
+    conv = Conversation("c", DATED, (Probe("when", "When did Caroline join a band?", "The week before 1 May 2023",
+                                           evidence=("m0",), category="temporal"),))
+    for mode in ("session", "message"):
+        for window, want in ((1000, True), (100, False)):  # the last context packs 100 tokens
+            trace = _trace({})
+            trace.messages, trace.timestamps = DATED, mode
+            trace.engine_config = {"enforce_window": True, "context_window": window, "reserved_output_tokens": 0}
+            assert bool(trace.undated_at(9)) is not want
+            p = _score(trace, "end", conv).probes["when"]
+            assert p["answerable"] and p["retained"] is want, (mode, window)
+        # a reference keeps no window: every stamp is shown
+        trace = _trace({})
+        trace.messages, trace.timestamps = DATED, mode
+        trace.engine_config = {"enforce_window": False, "context_window": 100}
+        assert _score(trace, "end", conv).probes["when"]["retained"], mode
+
+
 def test_support_is_more_than_containment() -> None:
     # the last context: a bag of keywords and a sentence where "sunset" is not what she painted
     bag = Text("system", None, "clarinet band instrument caroline jazz sunset paint week")
