@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -428,8 +429,10 @@ def config_table(run: Run, *, thresholds: Thresholds = DEFAULT_THRESHOLDS, n_res
         row["retention_containment"] = (float(ans["retained_containment"].astype(float).mean())
                                         if len(ans) and "retained_containment" in ans.columns else math.nan)
         row["n_asks"], row["n_probes"] = len(p), len(ans)
+        # one count of the column, not a string comparison per reason (4 pandas ops per config)
+        excluded = Counter(p["excluded"].tolist()) if len(p) else Counter()
         for reason in EXCLUSIONS:
-            row[f"n_excluded_{reason}"] = int((p["excluded"] == reason).sum()) if len(p) else 0
+            row[f"n_excluded_{reason}"] = excluded[reason]
         row.update(columns_of(coverage_of[str(cfg)]) if len(p) else {"coverage": math.nan})
         for table_col, unit_col in (("main_tokens", paired_col), ("main_input_tokens", "main_input_tokens")):
             if unit_col in grp.columns:

@@ -21,6 +21,7 @@ of a number that looks like certainty.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -147,8 +148,10 @@ def _interval_from(estimate: float, boot: npt.NDArray[np.float64], alpha: float,
 
 
 def _clusters_with_values(values: Sequence[float] | npt.ArrayLike, clusters: Sequence[Hashable]) -> int:
+    """Distinct clusters with at least one non-NaN value (one `np.isnan` over the array, not one
+    per value: ~180 calls over up to ~1,000 asks each in a report)."""
     vals = np.asarray(values, dtype=np.float64)
-    return len({c for c, v in zip(clusters, vals.tolist()) if not np.isnan(v)})
+    return len(set(itertools.compress(clusters, (~np.isnan(vals)).tolist())))
 
 
 def cluster_bootstrap(values: Sequence[float] | npt.ArrayLike, clusters: Sequence[Hashable], *,

@@ -8,7 +8,7 @@ knows the scorer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,13 +36,37 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+class _DecodedOnRead:
+    """A DataFrame field that may be given as a function making it, called on the first read
+    (a dataclass descriptor-typed field: `Run(turns=...)` takes either). `load_run` gives the
+    turns table this way: ~200,000 rows on the thresholds sweep, 40-100 ms to decode, which
+    no report of a finished run reads (`with_feasibility` needs it only for runs whose units
+    lack the feasibility columns); its bytes are still checked against the seal, and its
+    columns against the schema, when the run is loaded."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}_table"
+
+    def __get__(self, obj: object | None, objtype: type | None = None) -> pd.DataFrame:
+        if obj is None:  # no class-level default: the dataclass field stays required
+            raise AttributeError(self._slot)
+        value = obj.__dict__[self._slot]
+        if callable(value):
+            value = obj.__dict__[self._slot] = value()
+        table: pd.DataFrame = value
+        return table
+
+    def __set__(self, obj: object, value: pd.DataFrame | Callable[[], pd.DataFrame]) -> None:
+        obj.__dict__[self._slot] = value
+
+
 @dataclass
 class Run:
     path: Path
     manifest: dict[str, Any]
     units: pd.DataFrame
     probes: pd.DataFrame
-    turns: pd.DataFrame
+    turns: _DecodedOnRead = _DecodedOnRead()
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _rd: RunDir | None = field(default=None, repr=False)
 
@@ -255,28 +279,59 @@ def load_run(path: str | Path) -> Run:
     unit_cols, probe_cols = schema_from_json(schema.get("units")), schema_from_json(schema.get("probes"))
     finished = manifest.get("status") not in (None, "running", "interrupted")
     tables: dict[str, pd.DataFrame] = {}
+    turns: pd.DataFrame | Callable[[], pd.DataFrame] | None = None
     for name, file in TABLES.items():
         if not finished or not (rd.file(file).exists() or file in rd.sealed):
             continue
-        data = rd.read_bytes(file)
+        data = rd.read_bytes(file) or b""
+
+        def damaged(err: Exception, file: str = file, name: str = name) -> DamagedRun:
+            return DamagedRun(f"{rd.file(file)}: cannot read the {name} table ({_first_line(err)})"
+                              f"{rd.hint(file)}")
+
         try:
-            tables[name] = read_table_bytes(data or b"")
+            # the turns table is decoded when first read (`_DecodedOnRead`): only its schema now
+            if name == "turns":
+                columns = _table_columns(data)
+            else:
+                tables[name] = read_table_bytes(data)
+                columns = list(tables[name].columns)
         except Exception as err:  # pyarrow raises several unrelated types for a bad file
-            raise DamagedRun(f"{rd.file(file)}: cannot read the {name} table ({_first_line(err)})"
-                             f"{rd.hint(file)}") from None
+            raise damaged(err) from None
         declared = {"units": unit_cols, "probes": probe_cols, "turns": TURN_COLUMNS}[name]
-        missing = [c.name for c in declared if c.name not in tables[name].columns]
+        missing = [c.name for c in declared if c.name not in columns]
         if missing:
             raise DamagedRun(f"{rd.file(file)}: column '{missing[0]}' is missing (the manifest's schema has it)"
                              f"{rd.hint(file)}")
-    if len(tables) < len(TABLES):
+        if name == "turns":
+            turns = _decoder(data, damaged)
+    if len(tables) + (turns is not None) < len(TABLES):
         units = rd.unit_rows()
         done = set(units)
         probes = [r for r in rd.journal(PROBES_JOURNAL) if r["unit_id"] in done]
         traces = {uid: rec for uid, rec in rd.trace_records().items() if uid in done}
         tables = journal_frames(rd, list(units.values()), probes, traces, unit_cols, probe_cols)
+        turns = tables["turns"]
     return Run(path=rd.path, manifest=manifest, units=param_columns(tables["units"]), probes=tables["probes"],
-               turns=tables["turns"], _rd=rd)
+               turns=tables["turns"] if turns is None else turns, _rd=rd)
+
+
+def _table_columns(data: bytes) -> list[str]:
+    """A parquet table's column names, from its footer (nothing decoded)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return list(pq.ParquetFile(pa.BufferReader(data), pre_buffer=False).schema_arrow.names)
+
+
+def _decoder(data: bytes, damaged: Callable[[Exception], DamagedRun]) -> Callable[[], pd.DataFrame]:
+    """`read_table_bytes(data)` later (`_DecodedOnRead`), failing as `load_run` would have."""
+    def decode() -> pd.DataFrame:
+        try:
+            return read_table_bytes(data)
+        except Exception as err:  # pyarrow raises several unrelated types for a bad file
+            raise damaged(err) from None
+    return decode
 
 
 def read_table_bytes(data: bytes) -> pd.DataFrame:

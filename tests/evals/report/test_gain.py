@@ -150,6 +150,35 @@ def test_unit_gains_interpolate_per_conversation_and_never_extrapolate() -> None
     assert by["gain", "truncate[keep=2000]"] == pytest.approx(0.0)
 
 
+def _one_curve(points: pd.DataFrame) -> tuple[list[float], list[float], list[str]]:
+    """One conversation's curve the slow, obvious way: its points sorted by (tokens, config),
+    points at equal tokens averaged in that order, the first label kept."""
+    pts = points.sort_values(["tokens", "config"], kind="mergesort")
+    grouped = pts.groupby("tokens", sort=True).agg(retention=("retention", "mean"), config=("config", "first"))
+    return list(grouped.index.astype(float)), list(grouped["retention"]), [str(c) for c in grouped["config"]]
+
+
+def test_every_conversations_curve_is_its_own_points_sorted_and_averaged() -> None:
+    # rows of several conversations interleaved, ties at equal tokens (listed against the
+    # config order, with sums whose float result depends on the order), and a conversation
+    # with too few distinct token figures for a curve
+    rows = []
+    for i, (key, n) in enumerate((("c", 5), ("a", 4), ("b", 2), ("d", 6))):
+        for j in range(n):
+            for tie in range(1 + (j % 3)):
+                rows.append({"config": f"t{9 - tie}-{j}", "key": key, "tokens": float(100 * (j + 1) + i),
+                             "retention": 0.1 * (tie + 1) + 1e-16 * j + 0.3 * (tie == 2)})
+    units = pd.DataFrame(rows).sample(frac=1.0, random_state=3)
+    curves = gain._curves(units)
+    assert sorted(curves) == ["a", "c", "d"]  # b: 2 token figures < MIN_CURVE_POINTS
+    for key, curve in curves.items():
+        xs, ys, labels = _one_curve(units[units["key"] == key])
+        assert (list(curve[0]), list(curve[1]), curve[2]) == (xs, ys, labels), key  # exact floats
+    d_tokens, _, d_labels = curves["d"]
+    assert list(d_tokens[:3]) == [103.0, 203.0, 303.0] and d_labels[2] == "t7-2"
+    assert gain._curves(units.iloc[:0]) == {}
+
+
 def test_gain_weights_conversations_by_their_answerable_asks() -> None:
     units = pd.DataFrame([
         *({"config": f"t{t}", "key": c, "cluster": c, "tokens": t, "retention": 0.0, "weight": w}

@@ -36,6 +36,14 @@ def test_nan_values_are_ignored() -> None:
     assert iv.estimate == pytest.approx(2 / 3)
 
 
+def test_a_cluster_with_only_nan_values_is_not_counted() -> None:
+    # c has values, all NaN: 2 clusters count towards the interval's minimum, not 3
+    iv = cluster_bootstrap([1.0, math.nan, 0.0, math.nan, math.nan], ["a", "a", "b", "c", "c"],
+                           n_resamples=200, min_clusters=3)
+    assert iv.clusters == 2 and iv.n == 5 and not iv.enough
+    assert cluster_bootstrap(np.array([math.nan, 2.0]), ("x", "y"), n_resamples=200).clusters == 1
+
+
 def test_paired_identical_samples_show_no_difference() -> None:
     vals = np.random.default_rng(0).random(50)
     iv = paired_bootstrap(vals, vals, [i // 5 for i in range(50)], n_resamples=500)
