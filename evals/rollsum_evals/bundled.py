@@ -23,7 +23,7 @@ def bundled_specs() -> dict[str, Path]:
 def description(path: Path) -> str:
     """A spec's one-line ``description`` (empty when it has none or cannot be read)."""
     try:
-        value = tomllib.loads(path.read_text(encoding="utf-8")).get("description", "")
+        value = tomllib.loads(path.read_text(encoding="utf-8-sig")).get("description", "")
     except (OSError, tomllib.TOMLDecodeError):
         return ""
     return value if isinstance(value, str) else ""

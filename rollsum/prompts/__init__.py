@@ -101,7 +101,7 @@ def parse(data: bytes, *, prompt_id: str, source: str = "<prompt>") -> PromptTem
     pasted from elsewhere still works (with the default system prompt).
     """
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte order mark (Windows editors) is not part of the prompt
     except UnicodeDecodeError as e:
         raise ConfigError(f"{source}: prompt template must be UTF-8 ({e.reason} at byte {e.start})") from e
     lines = text.splitlines()

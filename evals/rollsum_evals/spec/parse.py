@@ -65,10 +65,11 @@ def load_spec(path: str | Path, *, model_override: str | None = None,
     except OSError as err:
         raise ConfigError(f"{p}: cannot read sweep spec: {err.strerror}") from None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte order mark, as editors on Windows write one, is not TOML
     except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
-        raise ConfigError(f"{p}:{line}: invalid UTF-8 at byte {err.start} (expected a UTF-8 TOML file)") from None
+        start = err.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        line = data[:start].count(b"\n") + 1
+        raise ConfigError(f"{p}:{line}: invalid UTF-8 at byte {start} (expected a UTF-8 TOML file)") from None
     return parse_spec(text, str(p), model_override=model_override, locomo=locomo,
                       overrides=overrides, limit=limit, read=read)
 
@@ -81,6 +82,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     how every dataset file is read (``--skip-bad-records``, ``--max-line-bytes``): recorded
     with each dataset in the manifest, not in the spec (it changes what a dataset holds only
     through its content hash)."""
+    text = text.removeprefix("\ufeff")  # a byte order mark: TOML has none, Windows editors write one
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -390,7 +390,7 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
     t0 = time.perf_counter()
     path = str(spec_path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte order mark is no part of TOML
     except FileNotFoundError:
         raise ConfigError(f"{path}: tune spec not found") from None
     except (OSError, UnicodeDecodeError) as err:

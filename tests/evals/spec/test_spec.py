@@ -249,3 +249,19 @@ grid = { context_window = [2000, 5000] }
     for u in units:
         engine = default_engine(u, None, lambda e: None)
         assert engine.config()["context_window"] == u.context_window, u.config
+
+
+def test_a_spec_with_a_byte_order_mark_reads_as_without_it(tmp_path: Path) -> None:
+    # Notepad and other Windows editors write UTF-8 with a BOM: it was "not valid TOML: Invalid
+    # statement (at line 1, column 1)", without a word of what was wrong
+    from rollsum_evals.spec.parse import load_spec
+
+    plain, bom = tmp_path / "plain.toml", tmp_path / "bom.toml"
+    plain.write_text(SPEC)
+    bom.write_bytes(b"\xef\xbb\xbf" + SPEC.encode())
+    assert load_spec(bom).raw == load_spec(plain).raw
+    assert parse_spec("\ufeff" + SPEC, "t.toml").raw == parse_spec(SPEC, "t.toml").raw  # (`rollsum tune`'s path)
+    bom.write_bytes(b"\xef\xbb\xbf" + SPEC.replace("seeds = [0, 1]", "seeds = [0, 1")
+                    .replace('name = "t"', 'name = "t\xff"').encode("latin-1"))  # errors keep their line
+    with pytest.raises(ConfigError, match=re.escape(f"{bom}:2: invalid UTF-8 at byte 13 ")):
+        load_spec(bom)
