@@ -357,6 +357,8 @@ def _numbers(w: Where, table: Mapping[str, Any], key: str, default: int, *, inte
     for x in values:
         if check_number(x, integer=integer, range=range) is not None:
             raise w.error(key, what, x)
+    if len(set(values)) != len(values):  # a value twice is every Unit of it twice
+        raise w.error(key, f"each value listed once ({what})", list(values))
     return values
 
 
@@ -376,6 +378,8 @@ def _str_list(w: Where, table: Mapping[str, Any], key: str, *, default: tuple[st
         v = [v]
     if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() for x in v):
         raise w.error(prefix + key, "a non-empty list of non-empty strings", v, key=key)
+    if len(set(v)) != len(v) and key != "scorers":  # (scorers say it in their own words)
+        raise w.error(prefix + key, "each value listed once", v, key=key)
     return tuple(v)
 
 
@@ -447,6 +451,9 @@ def _configs(w: Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[C
                               occurrence=grid_at)
             if k in params:
                 raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, key="grid", occurrence=grid_at)
+            if len({repr(x) for x in vals}) != len(vals):  # a value twice is every Unit of it twice
+                raise w.error(f"configs[{i}].grid.{k}", "each value listed once", vals, key="grid",
+                              occurrence=grid_at)
             g[k] = tuple(vals)
         if not plugins_is_import_path(preset):
             check_params(w, v, i, preset, params, g, set_by)
@@ -458,8 +465,15 @@ def _configs(w: Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[C
         models = _str_list(w, c, "models", default=(), prefix=f"configs[{i}].") or None
         _check_models(w, f"configs[{i}].models", models or (), None)
         out.append(ConfigSpec(preset=preset, params=dict(params), grid=g, label=label,
-                              prompts=prompts, models=models))
+                              prompts=prompts, models=models, line=_table_line(w, "configs", i, len(v))))
     return tuple(out)
+
+
+def _table_line(w: Where, key: str, i: int, count: int) -> int | None:
+    """The line of the `i`-th of `count` ``[[key]]`` tables; the first ``key`` line when the
+    tables are not one a header each (an inline array ``configs = [{...}, {...}]``)."""
+    headers = [n for n, text in enumerate(w.lines, 1) if re.match(rf"^\s*\[\[\s*{re.escape(key)}\s*\]\]", text)]
+    return headers[i] if len(headers) == count else w.line_of(key)
 
 
 _AUTO_SUFFIX = re.compile(r"#\d+$")
