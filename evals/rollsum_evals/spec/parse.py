@@ -24,6 +24,7 @@ from typing import Any
 from rollsum.errors import ConfigError
 from rollsum.params import DEFAULT_CONTEXT_WINDOW, Range, check_number
 from rollsum.plugins import is_import_path as plugins_is_import_path
+from rollsum_evals.data.checks import unknown_key
 from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.pinned import DatasetSpec
 from rollsum_evals.scoring.asks import ProbeTiming
@@ -343,8 +344,7 @@ def _check_keys(w: Where, prefix: str, table: Mapping[str, Any], allowed: set[st
                 occurrence: int = 0) -> None:
     for k in table:
         if k not in allowed:
-            raise w.error(f"{prefix}{k}", f"one of {', '.join(sorted(allowed))} (unknown key)",
-                          key=k, occurrence=occurrence)
+            raise w.error(f"{prefix}{k}", unknown_key(k, allowed), key=k, occurrence=occurrence)
 
 
 def _numbers(w: Where, table: Mapping[str, Any], key: str, default: int, *, integer: bool,

@@ -316,3 +316,12 @@ def test_a_truncate_point_the_curve_has_too_says_so(monkeypatch: pytest.MonkeyPa
 def test_a_value_listed_twice_is_refused_at_its_line(edit: tuple[str, str], needle: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(needle)):
         _units(SPEC.replace(*edit))
+
+
+def test_an_unknown_spec_key_lists_the_allowed_ones_and_the_near_miss() -> None:
+    # the wording a questions sidecar's unknown key uses too (`data.checks.unknown_key`)
+    with pytest.raises(ConfigError, match=re.escape(
+            "t.toml:5: field 'seed': expected one of cache, configs, context_window, datasets, description, "
+            "limits, main_model, models, name, probes, projected_model, prompts, qa, report, scorers, seeds, "
+            "tune, unit_cache (unknown key; did you mean 'seeds'?)")):
+        parse_spec(SPEC.replace("seeds = [0, 1]", "seed = [0, 1]"), "t.toml")
