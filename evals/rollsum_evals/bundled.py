@@ -40,5 +40,6 @@ def find_spec(arg: str) -> Path:
     name = arg.removesuffix(".toml")
     if "/" not in arg and "\\" not in arg and name in specs:
         return specs[name]
-    raise ConfigError(f"{arg}: sweep spec not found (no such file, and no bundled spec of that name; "
-                      f"bundled: {', '.join(specs)}; `rollsum list` describes them)")
+    found = "a directory, not a sweep spec file," if path.is_dir() else "sweep spec not found (no such file,"
+    raise ConfigError(f"{arg}: {found} and no bundled spec of that name; bundled: {', '.join(specs)}; "
+                      "`rollsum list` describes them" + ("" if path.is_dir() else ")"))

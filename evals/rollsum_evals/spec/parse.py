@@ -58,21 +58,29 @@ def load_spec(path: str | Path, *, model_override: str | None = None,
               locomo: str | None = None, overrides: Sequence[str] = (), limit: int | None = None,
               read: ReadOptions | None = None) -> SweepSpec:
     """Read and validate a sweep spec. Every mistake is a ConfigError naming file, line, field."""
+    return parse_spec(read_spec_text(path), str(path), model_override=model_override, locomo=locomo,
+                      overrides=overrides, limit=limit, read=read)
+
+
+def read_spec_text(path: str | Path, what: str = "sweep spec") -> str:
+    """A spec file's text, for `load_spec` and `rollsum tune` alike: a file that cannot be read
+    or is not UTF-8 is one line naming the file (and the line of the first bad byte). A byte
+    order mark, as editors on Windows write one, is no part of TOML and is left out."""
     p = Path(path)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise ConfigError(f"{p}: sweep spec not found") from None
+        raise ConfigError(f"{p}: {what} not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a directory (expected a {what}, a TOML file)") from None
     except OSError as err:
-        raise ConfigError(f"{p}: cannot read sweep spec: {err.strerror}") from None
+        raise ConfigError(f"{p}: cannot read {what}: {err.strerror}") from None
     try:
-        text = data.decode("utf-8-sig")  # a byte order mark, as editors on Windows write one, is not TOML
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         start = err.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
         line = data[:start].count(b"\n") + 1
         raise ConfigError(f"{p}:{line}: invalid UTF-8 at byte {start} (expected a UTF-8 TOML file)") from None
-    return parse_spec(text, str(p), model_override=model_override, locomo=locomo,
-                      overrides=overrides, limit=limit, read=read)
 
 
 def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = None,
