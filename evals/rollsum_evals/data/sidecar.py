@@ -122,7 +122,7 @@ def _read_rows(path: str | os.PathLike[str], limits: Limits) -> list[Row]:
 
 def _object_row(file: str, line: int | None, obj: Any, prefix: str) -> Row:
     if not isinstance(obj, dict):
-        where = f"{file}:{line}" if line else file
+        where = f"{file}:{line}" if line else f"{file}: item {prefix.rstrip('.')}"
         raise ConfigError(f"{where}: expected a question object with question and answer, got {describe(obj)}")
     return Row(file, line, obj, prefix if line is None else "")
 

@@ -218,3 +218,12 @@ def test_a_csv_column_no_question_has_is_refused_at_the_header_and_meta_columns_
     q.write_text("question,answer,evidence,meta.source\nLocker code?,4417,5,ticket 12\n")
     (conv,) = attach(load(chat), q)
     assert conv.probes[0].meta == {"source": "ticket 12"}
+
+
+def test_a_json_array_item_that_is_not_a_question_names_its_index(tmp_path: Path) -> None:
+    # (said only the file: which of 400 items was it?)
+    q = tmp_path / "q.json"
+    q.write_text(json.dumps([{"question": "Q?", "answer": "A", "evidence": 0}, 5]))
+    with pytest.raises(ConfigError, match=re.escape(f"{q}: item [1]: expected a question object with question "
+                                                    "and answer, got a number")):
+        read_rows(q)
