@@ -89,6 +89,9 @@ def get(prompt_id: str) -> PromptTemplate:
         except OSError as e:
             raise ConfigError(f"{path}: cannot read prompt template: {e.strerror}") from e
         return parse(data, prompt_id=str(prompt_id), source=str(path))
+    if path.is_dir():
+        raise ConfigError(f"prompt {prompt_id!r}: a directory; expected one of {', '.join(names())} "
+                          "or the path of a template file")
     raise ConfigError(
         f"prompt {prompt_id!r}: no such template; expected one of {', '.join(names())} "
         "or the path of a template file")
