@@ -23,7 +23,7 @@ def bundled_specs() -> dict[str, Path]:
 def description(path: Path) -> str:
     """A spec's one-line ``description`` (empty when it has none or cannot be read)."""
     try:
-        value = tomllib.loads(path.read_text(encoding="utf-8")).get("description", "")
+        value = tomllib.loads(path.read_text(encoding="utf-8-sig")).get("description", "")
     except (OSError, tomllib.TOMLDecodeError):
         return ""
     return value if isinstance(value, str) else ""
@@ -40,5 +40,6 @@ def find_spec(arg: str) -> Path:
     name = arg.removesuffix(".toml")
     if "/" not in arg and "\\" not in arg and name in specs:
         return specs[name]
-    raise ConfigError(f"{arg}: sweep spec not found (no such file, and no bundled spec of that name; "
-                      f"bundled: {', '.join(specs)}; `rollsum list` describes them)")
+    found = "a directory, not a sweep spec file," if path.is_dir() else "sweep spec not found (no such file,"
+    raise ConfigError(f"{arg}: {found} and no bundled spec of that name; bundled: {', '.join(specs)}; "
+                      "`rollsum list` describes them" + ("" if path.is_dir() else ")"))

@@ -216,13 +216,24 @@ def make_baseline(run: Run, name: str, *, n_resamples: int = DEFAULT_RESAMPLES,
 
 def read_baseline(path: Path) -> dict[str, Any]:
     try:
-        data = loads(path.read_bytes())
+        raw = path.read_bytes()
     except FileNotFoundError as err:
         raise ConfigError(f"{path}: baseline not found (create it with --promote)") from err
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: a directory (expected a baseline JSON file, e.g. "
+                          "reports/baselines/nightly.json)") from None
+    if not raw.strip():
+        raise ConfigError(f"{path}: the file is empty (expected a baseline JSON object; create it with --promote)")
+    try:
+        data = loads(raw)
     except JSONInputError as err:
-        where = f"line {err.line}: invalid JSON (" if err.line is not None else "not usable JSON ("
-        raise ConfigError(f"{path}: {where}{err.message})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("configs"), dict):
+        where = f"{err.line}: invalid JSON (" if err.line is not None else " not usable JSON ("
+        raise ConfigError(f"{path}:{where}{err.message})") from None
+    if not isinstance(data, dict):
+        got = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
+            type(data), "null")
+        raise ConfigError(f"{path}: expected a baseline JSON object (format, configs, asks, ...), got {got}")
+    if not isinstance(data.get("configs"), dict):
         raise ConfigError(f"{path}: field 'configs': expected an object of per-configuration metrics")
     if data.get("format") != BASELINE_FORMAT:
         raise ConfigError(f"{path}: baseline format {data.get('format')}, this gate reads format "

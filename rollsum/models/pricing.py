@@ -89,7 +89,7 @@ class PriceTable:
             source = "rollsum/models/prices.toml"
         else:
             try:
-                text = Path(path).read_text(encoding="utf-8")
+                text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is no TOML
             except OSError as err:
                 raise ConfigError(f"price file {path}: cannot read ({err.strerror})") from err
             except UnicodeDecodeError as err:

@@ -89,6 +89,9 @@ def get(prompt_id: str) -> PromptTemplate:
         except OSError as e:
             raise ConfigError(f"{path}: cannot read prompt template: {e.strerror}") from e
         return parse(data, prompt_id=str(prompt_id), source=str(path))
+    if path.is_dir():
+        raise ConfigError(f"prompt {prompt_id!r}: a directory; expected one of {', '.join(names())} "
+                          "or the path of a template file")
     raise ConfigError(
         f"prompt {prompt_id!r}: no such template; expected one of {', '.join(names())} "
         "or the path of a template file")
@@ -101,7 +104,7 @@ def parse(data: bytes, *, prompt_id: str, source: str = "<prompt>") -> PromptTem
     pasted from elsewhere still works (with the default system prompt).
     """
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte order mark (Windows editors) is not part of the prompt
     except UnicodeDecodeError as e:
         raise ConfigError(f"{source}: prompt template must be UTF-8 ({e.reason} at byte {e.start})") from e
     lines = text.splitlines()

@@ -8,11 +8,13 @@ change of the messages it covers, in one transaction.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from rollsum.errors import ConfigError
+from rollsum.safejson import has_surrogate
 from rollsum.types import Message, MessageState, SummaryRecord
 
 
@@ -107,6 +109,83 @@ def check_covered_ids(record: SummaryRecord, covered_ids: Sequence[str]) -> None
         (dups if mid in seen else seen).add(mid)
     if dups:
         raise ConfigError(f"summary {record.id!r} lists message ids twice: {sorted(set(dups))[:3]}")
+
+
+_SCALARS = frozenset({int, bool, type(None)})
+
+
+def check_meta(value: Mapping[str, Any], owner: str, ident: str, name: str = "meta") -> None:
+    """Refuse a ``meta`` (a message's, a summary's) or cadence that a JSON column cannot hold
+    as given: a key that is not a string (``json.dumps`` would turn ``1`` into ``"1"``, or
+    refuse a tuple), a value that is not JSON (an object, a set, bytes), a float that is not
+    finite, a string with a lone surrogate. `SQLiteStore` stores these as JSON, so
+    `MemoryStore` refuses the same values through this one function: a replay that passes on
+    memory must not fail on disk, or come back changed. Tuples are arrays (lists from disk).
+
+    The error names the owner, its id and the field (``message 'm3': meta``), put together only
+    when there is one. Plain values are checked inline and
+    containers through an explicit stack, so a meta of a few scalars costs one loop over its
+    items (the memory store's hot path) and a deep one cannot overflow the Python stack."""
+    if type(value) is dict and _plain(value):
+        return
+    what = f"{owner} {ident!r}: {name}"
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, at = stack.pop()
+        t = type(item)
+        if t is list or t is tuple:
+            for i, v in enumerate(item):
+                vt = type(v)
+                if vt not in _SCALARS and (vt is not str or not v.isascii()):  # plain: nothing to look at
+                    stack.append((v, f"{at}[{i}]"))
+        elif t is float:
+            if not math.isfinite(item):
+                raise ConfigError(f"{what} is not JSON-serialisable: {_where(what, at)} is {item!r} "
+                                  "(expected a finite number)")
+        elif t is str:
+            if not item.isascii() and has_surrogate(item):
+                raise ConfigError(f"{what} is not JSON-serialisable: {_where(what, at)} holds a lone surrogate "
+                                  "(expected valid Unicode text)")
+        elif t is dict or isinstance(item, Mapping):  # a dict first: no ABC lookup on the hot path
+            for k, v in item.items():
+                if type(k) is not str:
+                    raise ConfigError(f"{what} is not JSON-serialisable: key {k!r} of {_where(what, at)} is "
+                                      f"{_a(k)} (expected string keys)")
+                vt = type(v)
+                if vt not in _SCALARS and (vt is not str or not v.isascii()):
+                    stack.append((v, f"{at}.{k}"))
+        elif not (item is None or isinstance(item, int | float | str | list | tuple)):
+            raise ConfigError(f"{what} is not JSON-serialisable: {_where(what, at)} is {_a(item)} "
+                              "(expected a string, number, boolean, null, list or object)")
+
+
+def _plain(meta: dict[Any, Any]) -> bool:
+    """Every key a string, every value a scalar, ASCII text or a list of ASCII strings (a
+    message's usual meta: tool call ids, a path, an exit code): nothing more to look at."""
+    for k, v in meta.items():
+        if type(k) is not str:
+            return False
+        t = type(v)
+        if t is str:
+            if not v.isascii():
+                return False
+        elif t is list:
+            for x in v:
+                if type(x) is not str or not x.isascii():
+                    return False
+        elif t not in _SCALARS:
+            return False
+    return True
+
+
+def _where(what: str, at: str) -> str:
+    """``meta.k[0]``: where in the value a problem is (made only for an error message)."""
+    return f"{what.rpartition(' ')[2]}{at}"
+
+
+def _a(value: object) -> str:
+    name = type(value).__name__
+    return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
 
 
 def check_settable(state: str) -> None:

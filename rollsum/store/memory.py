@@ -23,6 +23,7 @@ from rollsum.store.base import (
     SETTABLE_STATES,
     StoredMessage,
     check_covered_ids,
+    check_meta,
     check_settable,
     owner_error,
     uncoverable_error,
@@ -267,6 +268,8 @@ class MemoryStore:
         mid = message.id
         if mid is None:
             raise ConfigError("a stored message needs an id")
+        if message.meta:  # what SQLiteStore could not store is refused here too (one shared rule)
+            check_meta(message.meta, "message", mid)
         lock = self._lock  # taken by hand, not `with`: that makes two bound methods per message
         lock.acquire()
         try:
@@ -306,6 +309,7 @@ class MemoryStore:
 
     def commit_summary(self, record: SummaryRecord, covered_ids: Sequence[str]) -> None:
         check_covered_ids(record, covered_ids)
+        check_meta(record.meta, "summary", record.id)
         cid = record.conversation_id
         with self._lock:
             if record.id in self._summary_ids:
@@ -413,6 +417,7 @@ class MemoryStore:
             self._cadence.pop(conversation_id, None)
 
     def save_cadence(self, conversation_id: str, cadence: Mapping[str, Any]) -> None:
+        check_meta(cadence, "conversation", conversation_id, "cadence")
         with self._lock:
             self._cadence[conversation_id] = dict(cadence)
 

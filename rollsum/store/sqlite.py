@@ -44,6 +44,7 @@ from rollsum.store.base import (
     COVERABLE_STATES,
     StoredMessage,
     check_covered_ids,
+    check_meta,
     check_settable,
     owner_error,
     uncoverable_error,
@@ -324,6 +325,7 @@ class SQLiteStore:
     def add_message(self, conversation_id: str, seq: int, message: Message) -> None:
         if message.id is None:
             raise ConfigError("a stored message needs an id")
+        check_meta(message.meta, "message", message.id)
         meta = _dumps(dict(message.meta), f"message {message.id!r}: meta")
         row = (conversation_id, seq, message.id, message.role, message.content, message.name,
                message.created_at, meta)
@@ -340,6 +342,7 @@ class SQLiteStore:
 
     def commit_summary(self, record: SummaryRecord, covered_ids: Sequence[str]) -> None:
         check_covered_ids(record, covered_ids)
+        check_meta(record.meta, "summary", record.id)
         d = record.to_dict()
         values: dict[str, Any] = {
             "id": record.id, "conversation_id": record.conversation_id,
@@ -457,6 +460,7 @@ class SQLiteStore:
             return [r[0] for r in self._db().execute("SELECT id FROM conversations ORDER BY id")]
 
     def save_cadence(self, conversation_id: str, cadence: Mapping[str, Any]) -> None:
+        check_meta(cadence, "conversation", conversation_id, "cadence")
         blob = _dumps(dict(cadence), f"conversation {conversation_id!r}: cadence")
         with self._write() as conn:
             self._ensure_conversation(conn, conversation_id)

@@ -28,12 +28,15 @@ from rollsum.errors import ConfigError
 from rollsum.safejson import JSONInputError, loads
 from rollsum_evals.data.checks import Issue, RecordError, check_record, json_problem
 from rollsum_evals.data.exports import (
+    EMPTY_MESSAGE,
     EXPECTED_SHAPES,
     ExportError,
     conversation_parts,
     describe,
+    empty_messages_dropped,
     is_conversation,
     is_message,
+    message_key,
     to_conversation_messages,
 )
 from rollsum_evals.data.reader import (
@@ -68,8 +71,9 @@ def iter_chat(path: str | os.PathLike[str], *, strict: bool = False, limits: Lim
               skips: SkipLog | None = None) -> Iterator[Conversation]:
     file = os.fspath(path)
     log_skips = skips if skips is not None else SkipLog(file, log)
+    dropped: list[int] = []
     try:
-        for _line, conv, issues in iter_checked_chat(file, limits=limits):
+        for _line, conv, issues in iter_checked_chat(file, limits=limits, dropped=dropped):
             if conv is None:
                 if strict:
                     raise RecordError(issues)
@@ -79,35 +83,51 @@ def iter_chat(path: str | os.PathLike[str], *, strict: bool = False, limits: Lim
     finally:
         if skips is None:
             log_skips.close()
+        if dropped:  # never silent: what `rollsum data validate` warns about, counted for the file
+            log.warning("%s: dropped %d empty message(s) (%s) in %d conversation(s): the canonical format has "
+                        "no empty messages; `rollsum data validate %s` lists them", file, sum(dropped), EMPTY_MESSAGE,
+                        len(dropped), file)
 
 
-def iter_checked_chat(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS
+def iter_checked_chat(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS,
+                      dropped: list[int] | None = None
                       ) -> Iterator[tuple[int | None, Conversation | None, list[Issue]]]:
-    """(line, conversation or None, issues) per record: what `rollsum data validate` lists."""
+    """(line, conversation or None, issues) per record: what `rollsum data validate` lists.
+    A conversation that lost empty messages on the way carries a warning saying which
+    (`exports.empty_messages_dropped`), and `dropped` gets how many, once per such conversation."""
     file = os.fspath(path)
     seen: set[str] = set()  # conversation ids: unique in the file, as in the canonical format
     for rec in _records(file, limits):
         if isinstance(rec, Issue):
             yield rec.line, None, [rec]
             continue
+        empty: list[int] = []
         try:
-            conv = _conversation(file, rec)
+            conv = _conversation(file, rec, empty)
         except RecordError as err:
             yield rec.line, None, err.issues
             continue
         issues = check_record(conv.to_dict(), file=file, line=rec.line, limits=limits, seen_ids=seen)
         errors = [i for i in issues if i.severity == "error"]
+        if empty:
+            line = rec.lines[empty[0]] if rec.lines else rec.line
+            key = "messages" if rec.shape == "messages" else message_key(rec.value)
+            issues.insert(0, Issue(file, line, conv.id, "", empty_messages_dropped(empty, key), "warning"))
+            if dropped is not None and not errors:
+                dropped.append(len(empty))
         yield rec.line, None if errors else conv, issues
 
 
-def _conversation(file: str, rec: _Record) -> Conversation:
+def _conversation(file: str, rec: _Record, dropped: list[int] | None = None) -> Conversation:
+    """`dropped` receives the positions of the record's empty messages (left out)."""
     try:
         if rec.shape == "messages":
             _check_export_ids(file, rec, rec.value)
-            return Conversation(id=rec.default_id, messages=tuple(to_conversation_messages(rec.value, rec.default_id)),
-                                meta={"source": "chat"})
+            return Conversation(id=rec.default_id, messages=tuple(to_conversation_messages(
+                rec.value, rec.default_id, dropped=dropped)), meta={"source": "chat"})
         cid, key, items, system = conversation_parts(rec.value, rec.default_id)
-        conv = Conversation(id=cid, messages=tuple(to_conversation_messages(items, cid, field=key, system=system)),
+        conv = Conversation(id=cid, messages=tuple(to_conversation_messages(items, cid, field=key, system=system,
+                                                                            dropped=dropped)),
                             meta={"source": "chat", **(rec.value.get("meta") if isinstance(rec.value.get("meta"),
                                                                                             dict) else {})})
     except ExportError as err:

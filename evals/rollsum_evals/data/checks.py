@@ -9,8 +9,9 @@ person reading it is fixing a file by hand.
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -285,3 +286,16 @@ def json_problem(err: JSONInputError, text: str, expected: str) -> str:
     truncated = stripped.startswith(("{", "[")) and not stripped.endswith(("}", "]"))
     what = "truncated JSON (the line ends before the object closes)" if truncated else "invalid JSON"
     return f"{what} at column {err.column}: {err.message} (expected {expected})"
+
+
+def unknown_key(key: str, allowed: Iterable[str], own: str = "") -> str:
+    """What was expected instead of a key a file may not have: every allowed key, and the near
+    miss when there is one. One wording for every hand-written file that names its keys (a
+    sweep spec, `rollsum_evals.spec.parse`; a questions sidecar, `rollsum_evals.data.sidecar`),
+    so a typo reads the same wherever it is made. `own`: where data of the user's own goes."""
+    names = sorted(allowed)
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.75)
+    said = f"unknown key; did you mean {close[0]!r}?" if close else "unknown key"
+    if own:
+        said += f" {own[0].upper()}{own[1:]}" if close else f"; {own}"
+    return f"one of {', '.join(names)} ({said})"

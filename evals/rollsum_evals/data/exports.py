@@ -11,8 +11,10 @@ Anthropic ``tool_result`` blocks) are mapped onto the canonical tool convention
 Message ids are assigned from the position in the export, ``<conversation>:<i>``; the extra
 messages an Anthropic ``tool_result`` block splits off get ``<conversation>:<i>.<k>``. So "message
 12" in a questions sidecar means item 12 of the export's array, whatever was split or dropped
-(`message_index`). Empty messages (no text, no tool call) are dropped: the canonical format
-refuses them and they carry nothing.
+(`message_index`). Empty messages (no text, no tool call, no tool result) are dropped: the
+canonical format refuses them and they carry nothing. Never silently: `to_conversation_messages`
+reports their positions, and `empty_messages_dropped` says so in the one sentence that
+`rollsum data validate` warns with and every loading command logs (convert, stats, a run).
 
 Writing (`rollsum data convert --to openai|anthropic|sharegpt`): each writer returns the
 exported object and, for every canonical message id, its position in the exported array, so a
@@ -94,9 +96,25 @@ EXPECTED_SHAPES = ('a chat export: an array of messages [{"role": ..., "content"
 # reading
 
 
+EMPTY_MESSAGE = "no text, tool call or tool result"
+"""What makes an exported message empty, so dropped on load (the canonical format refuses it)."""
+
+
+def empty_messages_dropped(indices: Sequence[int], field: str = "messages") -> str:
+    """The one rule for an export's empty messages, said once for `rollsum data validate` (a
+    warning per conversation) and for every command that loads the file (the log line): they are
+    left out, and what follows from that."""
+    shown = ", ".join(f"{field}[{i}]" for i in indices[:5]) + (f" and {len(indices) - 5} more" if len(indices) > 5
+                                                                else "")
+    return (f"{len(indices)} empty message(s) ({EMPTY_MESSAGE}): {shown}; left out when the file is loaded, so "
+            "`rollsum data convert` does not write them and a run does not replay them (a questions sidecar "
+            "may not point at them)")
+
+
 def to_conversation_messages(items: Sequence[Any], cid: str, *, field: str = "messages",
-                             system: Any = None) -> list[Message]:
-    """The canonical messages of one exported message list (see the module doc for ids)."""
+                             system: Any = None, dropped: list[int] | None = None) -> list[Message]:
+    """The canonical messages of one exported message list (see the module doc for ids).
+    `dropped` receives the position of every empty item, which has no message."""
     out: list[Message] = []
     if system is not None:
         text = _text(system, "system", None)[0]
@@ -104,7 +122,10 @@ def to_conversation_messages(items: Sequence[Any], cid: str, *, field: str = "me
             out.append(Message("system", text, id=f"{cid}:{SYSTEM_SUFFIX}"))
     tool_names: dict[str, str] = {}
     for i, item in enumerate(items):
-        for k, m in enumerate(_messages_of(item, i, cid, field, tool_names)):
+        made = _messages_of(item, i, cid, field, tool_names)
+        if not made and dropped is not None:
+            dropped.append(i)
+        for k, m in enumerate(made):
             out.append(m.with_id(f"{cid}:{i}" if k == 0 else f"{cid}:{i}.{k}"))
     return out
 

@@ -17,7 +17,10 @@ Format (docs/datasets.md has examples)::
 Fields: ``question``, ``answer`` (required); ``evidence`` (an index, text, a message id, or a
 list of them; CSV: ``;``-separated indices); ``ask_at``; ``id``; ``category`` (default
 ``fact``); ``conversation`` (id or 0-based position, needed when the chat file holds several);
-``stale_answers`` (list; CSV: ``;``-separated). Other columns are kept in the probe's ``meta``.
+``stale_answers`` (list; CSV: ``;``-separated); ``meta`` (an object of your own, kept in the
+probe's ``meta``; CSV: ``meta.NAME`` columns). Any other key is an error naming file, line and
+the keys allowed (`checks.unknown_key`, the sweep spec's wording): a typo (``evidance``) kept as
+metadata would silently make a question without evidence.
 
 Over ~400 lines because every check of a person-written questions file (JSONL and CSV, evidence
 by index or by quoted text, the ask_at forms) names its file, line and field; the checks are the
@@ -27,7 +30,6 @@ module's job and splitting them from the reader would split one error path in tw
 from __future__ import annotations
 
 import csv
-import difflib
 import io
 import os
 import re
@@ -37,13 +39,17 @@ from typing import Any
 
 from rollsum.errors import ConfigError
 from rollsum.safejson import JSONInputError, loads
-from rollsum_evals.data.checks import Issue, RecordError, Severity, json_problem
+from rollsum_evals.data.checks import Issue, RecordError, Severity, json_problem, unknown_key
 from rollsum_evals.data.exports import SYSTEM_SUFFIX, describe, message_index
 from rollsum_evals.data.reader import DEFAULT_LIMITS, Limits, iter_lines, read_json_bytes
 from rollsum_evals.data.types import PROBE_CATEGORIES, Conversation, Probe
 
 FIELDS: tuple[str, ...] = ("question", "answer", "evidence", "ask_at", "id", "category", "conversation",
                            "stale_answers")
+META_FIELD = "meta"
+"""A row's own data (an object), kept in the probe's meta; in a CSV, ``meta.NAME`` columns."""
+KEYS: tuple[str, ...] = (*FIELDS, META_FIELD)
+"""Every key a question row may have."""
 ASK_AT_END = "end"
 META_KEY = "ask_at"
 """`Probe.meta` key of a resolved ``ask_at``: a message position in the conversation, or "end"."""
@@ -116,7 +122,7 @@ def _read_rows(path: str | os.PathLike[str], limits: Limits) -> list[Row]:
 
 def _object_row(file: str, line: int | None, obj: Any, prefix: str) -> Row:
     if not isinstance(obj, dict):
-        where = f"{file}:{line}" if line else file
+        where = f"{file}:{line}" if line else f"{file}: item {prefix.rstrip('.')}"
         raise ConfigError(f"{where}: expected a question object with question and answer, got {describe(obj)}")
     return Row(file, line, obj, prefix if line is None else "")
 
@@ -150,6 +156,9 @@ def _csv_records(file: str, text: str) -> list[Row]:
             raise ConfigError(f"{file}:{reader.line_num}: column {key!r} appears twice in the header (columns "
                               f"{seen[key]} and {col}; expected each column once)")
         seen.setdefault(key, col)
+        if key and key not in FIELDS and not (key.startswith(f"{META_FIELD}.") and key[len(META_FIELD) + 1:]):
+            raise ConfigError(f"{file}:{reader.line_num}: column {key!r}: expected "
+                              f"{unknown_key(key, FIELDS, 'columns of your own are named meta.NAME')}")
     rows = []
     for rec in reader:
         fields: dict[str, Any] = {k.strip(): (v.strip() if isinstance(v, str) else v) for k, v in rec.items()
@@ -162,6 +171,9 @@ def _csv_records(file: str, text: str) -> list[Row]:
                 fields[key] = [s.strip() for s in fields[key].split(";") if s.strip()]
             elif isinstance(fields.get(key), str) and re.fullmatch(r"\d+(\s*;\s*\d+)*", fields[key]):
                 fields[key] = [int(s) for s in fields[key].split(";")]
+        own = {k[len(META_FIELD) + 1:]: fields.pop(k) for k in list(fields) if k.startswith(f"{META_FIELD}.")}
+        if own:
+            fields[META_FIELD] = own
         if fields:
             rows.append(Row(file, reader.line_num, fields))
     return rows
@@ -297,10 +309,8 @@ def _probe(chat: _Chat, row: Row, problems: _Problems, seen: set[str]) -> Probe 
     f = row.fields
     errors = len([i for i in problems.issues if i.severity == "error"])
     for key in f:
-        if key not in FIELDS and key != "meta":
-            close = difflib.get_close_matches(key, FIELDS, n=1, cutoff=0.75)
-            if close:
-                problems.add(row, cid, key, f"unknown field (did you mean {close[0]!r}?)")
+        if key not in KEYS:
+            problems.add(row, cid, key, f"expected {unknown_key(key, KEYS, 'data of your own goes in meta: {...}')}")
     text: dict[str, str] = {}
     for key in ("question", "answer"):
         v = f.get(key)
@@ -323,10 +333,14 @@ def _probe(chat: _Chat, row: Row, problems: _Problems, seen: set[str]) -> Probe 
     else:
         problems.add(row, cid, "evidence", "missing: without evidence a question has no age and is asked only "
                      "at the end (give a message index or text from the chat)", "warning")
-    meta: dict[str, Any] = {k: v for k, v in f.items() if k not in FIELDS}
-    extra = meta.pop("meta", None)
-    if isinstance(extra, dict):
-        meta.update(extra)
+    own = f.get(META_FIELD, {})
+    if not isinstance(own, dict):
+        problems.add(row, cid, META_FIELD, f"expected an object of your own data, got {describe(own)}")
+        own = {}
+    elif META_KEY in own:  # it would stand for a resolved position, unchecked
+        problems.add(row, cid, f"{META_FIELD}.{META_KEY}", f"expected {META_KEY!r} beside question and answer, "
+                     "not in meta (it is checked against the chat there)")
+    meta: dict[str, Any] = dict(own)
     if f.get("ask_at") not in (None, ""):
         at = chat.ask_at(f["ask_at"], evidence)
         if isinstance(at, tuple):
@@ -440,5 +454,8 @@ def rows_for(conv: Conversation, positions: Mapping[str, int], *, name_conversat
             row["category"] = p.category
         if p.stale_answers:
             row["stale_answers"] = list(p.stale_answers)
+        own = {k: v for k, v in p.meta.items() if k != META_KEY}
+        if own:  # read back by the same rules (META_FIELD), so the probe comes back whole
+            row[META_FIELD] = own
         out.append(row)
     return out

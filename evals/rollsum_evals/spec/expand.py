@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rollsum import plugins
@@ -28,6 +28,8 @@ class Variant:
     model: str
     context_window: int
     code: str = ""
+    line: int | None = field(default=None, compare=False)
+    """Its config's line in the spec file (`ConfigSpec.line`)."""
 
 
 def _fmt(v: Any) -> str:
@@ -80,7 +82,7 @@ def variants(spec: SweepSpec) -> list[Variant]:
     out: list[Variant] = []
     for (cfg, params, prompt, model, cw, _fixed), label in zip(raw, _unique(labels), strict=True):
         out.append(Variant(label=label, preset=cfg.preset, params=params, prompt=prompt,
-                           model=model, context_window=cw, code=cfg.code))
+                           model=model, context_window=cw, code=cfg.code, line=cfg.line))
     return out
 
 
@@ -144,6 +146,23 @@ def _unique(labels: Sequence[str]) -> list[str]:
     return out
 
 
+def _same_replays(spec: SweepSpec, first: Variant, second: Variant) -> ConfigError:
+    """Two configurations that replay the same Units (same preset, parameters, prompt, model
+    and window: a config listed twice, or grids that overlap, or a truncate point the harness's
+    curve has too): one line at the spec line of the second (`ConfigSpec.line`), naming both."""
+
+    def config(var: Variant) -> str:
+        return f"config {var.label!r} " + (f"(line {var.line})" if var.line is not None
+                                           else "(the truncate curve the report adds)")
+
+    at = second.line if second.line is not None else first.line
+    loc = f"{spec.path}:{at}" if at is not None else spec.path
+    hint = ("set [report] truncate_curve = false, or leave the point to the curve"
+            if first.line is None or second.line is None else "remove one, or change one of them")
+    return ConfigError(f"{loc}: {config(second)} replays exactly what {config(first)} does (same preset, "
+                       f"parameters, prompt, model and window; expected each configuration once: {hint})")
+
+
 def _configuration(spec: SweepSpec, var: Variant) -> PresetConfig | None:
     """A preset configuration's typed value, made once for all its Units (a memory's: None). Its
     values were each checked when the spec was read (`spec.params`); what is left to refuse here
@@ -165,6 +184,7 @@ def expand(spec: SweepSpec, datasets: Mapping[str, tuple[str, Sequence[str]]]) -
     """
     configured = [(var, _configuration(spec, var)) for var in variants(spec)]
     units: list[Unit] = []
+    made_by: dict[str, Variant] = {}
     for ds in spec.datasets:
         dhash, conv_ids = datasets[ds.name]
         for var, configuration in configured:
@@ -173,13 +193,13 @@ def expand(spec: SweepSpec, datasets: Mapping[str, tuple[str, Sequence[str]]]) -
                 for seed in spec.seeds:
                     uid = replay_identity(ds.name, cid, dhash, var.preset, var.params, var.prompt,
                                           var.model, seed, var.context_window, var.code)
+                    first = made_by.setdefault(uid, var)
+                    if first is not var:
+                        raise _same_replays(spec, first, var)
                     units.append(Unit(
                         unit_id=uid, dataset=ds.name, conversation_id=cid, dataset_hash=dhash,
                         config=var.label, preset=var.preset, params_json=params_json,
                         prompt=var.prompt, model=var.model, seed=seed,
                         context_window=var.context_window, configuration=configuration))
     units.sort(key=lambda u: u.unit_id)
-    ids = [u.unit_id for u in units]
-    if len(set(ids)) != len(ids):
-        raise ConfigError(f"{spec.path}: two Units are identical (a config or dataset is listed twice)")
     return units

@@ -24,6 +24,7 @@ from typing import Any
 from rollsum.errors import ConfigError
 from rollsum.params import DEFAULT_CONTEXT_WINDOW, Range, check_number
 from rollsum.plugins import is_import_path as plugins_is_import_path
+from rollsum_evals.data.checks import unknown_key
 from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.pinned import DatasetSpec
 from rollsum_evals.scoring.asks import ProbeTiming
@@ -57,20 +58,29 @@ def load_spec(path: str | Path, *, model_override: str | None = None,
               locomo: str | None = None, overrides: Sequence[str] = (), limit: int | None = None,
               read: ReadOptions | None = None) -> SweepSpec:
     """Read and validate a sweep spec. Every mistake is a ConfigError naming file, line, field."""
+    return parse_spec(read_spec_text(path), str(path), model_override=model_override, locomo=locomo,
+                      overrides=overrides, limit=limit, read=read)
+
+
+def read_spec_text(path: str | Path, what: str = "sweep spec") -> str:
+    """A spec file's text, for `load_spec` and `rollsum tune` alike: a file that cannot be read
+    or is not UTF-8 is one line naming the file (and the line of the first bad byte). A byte
+    order mark, as editors on Windows write one, is no part of TOML and is left out."""
     p = Path(path)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise ConfigError(f"{p}: sweep spec not found") from None
+        raise ConfigError(f"{p}: {what} not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a directory (expected a {what}, a TOML file)") from None
     except OSError as err:
-        raise ConfigError(f"{p}: cannot read sweep spec: {err.strerror}") from None
+        raise ConfigError(f"{p}: cannot read {what}: {err.strerror}") from None
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
-        raise ConfigError(f"{p}:{line}: invalid UTF-8 at byte {err.start} (expected a UTF-8 TOML file)") from None
-    return parse_spec(text, str(p), model_override=model_override, locomo=locomo,
-                      overrides=overrides, limit=limit, read=read)
+        start = err.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        line = data[:start].count(b"\n") + 1
+        raise ConfigError(f"{p}:{line}: invalid UTF-8 at byte {start} (expected a UTF-8 TOML file)") from None
 
 
 def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = None,
@@ -81,6 +91,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     how every dataset file is read (``--skip-bad-records``, ``--max-line-bytes``): recorded
     with each dataset in the manifest, not in the spec (it changes what a dataset holds only
     through its content hash)."""
+    text = text.removeprefix("\ufeff")  # a byte order mark: TOML has none, Windows editors write one
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -341,8 +352,7 @@ def _check_keys(w: Where, prefix: str, table: Mapping[str, Any], allowed: set[st
                 occurrence: int = 0) -> None:
     for k in table:
         if k not in allowed:
-            raise w.error(f"{prefix}{k}", f"one of {', '.join(sorted(allowed))} (unknown key)",
-                          key=k, occurrence=occurrence)
+            raise w.error(f"{prefix}{k}", unknown_key(k, allowed), key=k, occurrence=occurrence)
 
 
 def _numbers(w: Where, table: Mapping[str, Any], key: str, default: int, *, integer: bool,
@@ -355,6 +365,8 @@ def _numbers(w: Where, table: Mapping[str, Any], key: str, default: int, *, inte
     for x in values:
         if check_number(x, integer=integer, range=range) is not None:
             raise w.error(key, what, x)
+    if len(set(values)) != len(values):  # a value twice is every Unit of it twice
+        raise w.error(key, f"each value listed once ({what})", list(values))
     return values
 
 
@@ -374,6 +386,8 @@ def _str_list(w: Where, table: Mapping[str, Any], key: str, *, default: tuple[st
         v = [v]
     if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() for x in v):
         raise w.error(prefix + key, "a non-empty list of non-empty strings", v, key=key)
+    if len(set(v)) != len(v) and key != "scorers":  # (scorers say it in their own words)
+        raise w.error(prefix + key, "each value listed once", v, key=key)
     return tuple(v)
 
 
@@ -445,6 +459,9 @@ def _configs(w: Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[C
                               occurrence=grid_at)
             if k in params:
                 raise w.error(f"configs[{i}].grid.{k}", "a key not also in params", k, key="grid", occurrence=grid_at)
+            if len({repr(x) for x in vals}) != len(vals):  # a value twice is every Unit of it twice
+                raise w.error(f"configs[{i}].grid.{k}", "each value listed once", vals, key="grid",
+                              occurrence=grid_at)
             g[k] = tuple(vals)
         if not plugins_is_import_path(preset):
             check_params(w, v, i, preset, params, g, set_by)
@@ -456,8 +473,15 @@ def _configs(w: Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[C
         models = _str_list(w, c, "models", default=(), prefix=f"configs[{i}].") or None
         _check_models(w, f"configs[{i}].models", models or (), None)
         out.append(ConfigSpec(preset=preset, params=dict(params), grid=g, label=label,
-                              prompts=prompts, models=models))
+                              prompts=prompts, models=models, line=_table_line(w, "configs", i, len(v))))
     return tuple(out)
+
+
+def _table_line(w: Where, key: str, i: int, count: int) -> int | None:
+    """The line of the `i`-th of `count` ``[[key]]`` tables; the first ``key`` line when the
+    tables are not one a header each (an inline array ``configs = [{...}, {...}]``)."""
+    headers = [n for n, text in enumerate(w.lines, 1) if re.match(rf"^\s*\[\[\s*{re.escape(key)}\s*\]\]", text)]
+    return headers[i] if len(headers) == count else w.line_of(key)
 
 
 _AUTO_SUFFIX = re.compile(r"#\d+$")

@@ -44,6 +44,9 @@ class ConfigSpec:
     models: tuple[str, ...] | None = None
     code: str = ""
     """Fingerprint of the components the config names by import path ("" for none)."""
+    line: int | None = field(default=None, compare=False)
+    """The line of its ``[[configs]]`` table in the spec file (None: added by the harness), for
+    mistakes found only once the configs are expanded (`rollsum_evals.spec.expand.expand`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,7 @@ from rollsum_evals.rundir.format import MANIFEST
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.spec import components
 from rollsum_evals.spec.expand import variants
-from rollsum_evals.spec.parse import parse_spec
+from rollsum_evals.spec.parse import parse_spec, read_spec_text
 from rollsum_evals.spec.schema import SweepSpec
 from rollsum_evals.tune.evaluate import Measured, measure, sub_spec, unit_ids
 from rollsum_evals.tune.output import equivalent_grid, write_outputs
@@ -389,12 +389,7 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
     opts = opts or TuneOptions()
     t0 = time.perf_counter()
     path = str(spec_path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: tune spec not found") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read the tune spec ({err})") from None
+    text = read_spec_text(path, "tune spec")
     # the sweep part first, by the sweep's parser on the user's own text (so a mistake names its
     # line); a spec that only tunes has no [[configs]] of its own: one is added after its last line
     try:

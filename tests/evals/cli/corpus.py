@@ -533,6 +533,22 @@ CASES += [
              ("out.jsonl", "same file"), {"out.jsonl": lambda p: p.hardlink_to(p.parent / "data.jsonl")}),
     cassette_case("cassette-empty", "", ("holds no call",)),
     cassette_case("cassette-blank-lines", "\n\n", ("holds no call",)),
+    # session 36 (fix36): what was accepted silently or said without its line
+    sidecar_case("sidecar-unknown-key", jsonl({"question": "q?", "answer": "4417", "evidence": 0, "proof": 1}),
+                 ("q.jsonl:1", "field proof", "expected one of answer, ask_at", "unknown key")),
+    sidecar_case("sidecar-typo-key", jsonl({"question": "q?", "answer": "4417", "evidance": 0}),
+                 ("q.jsonl:1", "field evidance", "did you mean 'evidence'?")),
+    sidecar_case("sidecar-csv-unknown-column", "question,answer,evidance\nq?,4417,0\n",
+                 ("q.csv:1", "column 'evidance'", "did you mean 'evidence'?", "meta.NAME"), file="q.csv"),
+    sidecar_case("sidecar-meta-not-object", jsonl({"question": "q?", "answer": "4417", "evidence": 0, "meta": 5}),
+                 ("q.jsonl:1", "field meta", "an object")),
+    spec_case("spec-config-twice", spec() + '[[configs]]\npreset = "truncate"\n',
+              ("s.toml:11", "(line 8)", "expected each configuration once")),
+    spec_case("spec-seeds-twice", spec(top="seeds = [1, 1]"), ("s.toml:3", "seeds", "each value listed once")),
+    spec_case("spec-grid-value-twice", spec(preset="since-last", config="grid = { keep_last = [2, 2] }"),
+              ("s.toml:10", "grid.keep_last", "each value listed once")),
+    spec_case("tune-spec-not-utf8", b'# t\nname = "caf\xe9"\n' + spec().encode(), ("s.toml:2", "UTF-8"),
+              "tune", "s.toml", "--out", "tout"),
 ]
 assert len({c.id for c in CASES}) == len(CASES), "case ids must be unique"
 
@@ -609,6 +625,8 @@ BASELINE_EDITS: dict[str, tuple[Edit | str | bytes, tuple[str, ...]]] = {
     "baseline-is-a-list": ("[1, 2]", ("configs",)),
     "baseline-nan": ('{"format": 2, "configs": {"x": NaN}, "asks": {}}', ("NaN",)),
     "baseline-binary": (GARBAGE, ("b.json",)),
+    "baseline-empty": ("", ("b.json", "the file is empty")),
+    "baseline-string": ('"nightly"', ("b.json", "expected a baseline JSON object", "a string")),
     "baseline-deep": (deep(), ("nested",)),
 }
 

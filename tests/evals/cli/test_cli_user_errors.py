@@ -26,11 +26,19 @@ BAD_PRESET = 'name = "x"\n[[configs]]\npreset = "since-lats"\n[[datasets]]\nname
      "expected at most 10,000,000 messages in all"),
     (["data", "synth", "--conversations", "3", "--messages", "10-4000000", "--out", "{tmp}/big.jsonl"],
      "got up to 12,000,000"),
+    # a directory was "sweep spec not found (no such file ...)"; tune's non-UTF-8 spec was Python's
+    # codec message without a line
+    (["run", "{tmp}/adir"], "adir: a directory, not a sweep spec file, and no bundled spec of that name"),
+    (["tune", "{tmp}/latin.toml", "--out", "{tmp}/t"], "latin.toml:2: invalid UTF-8 at byte 18 (expected a UTF-8 "
+                                                       "TOML file)"),
+    (["tune", "{tmp}/adir/", "--out", "{tmp}/t"], "adir/: a directory, not a sweep spec file"),
 ])
 def test_user_mistakes_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             argv: list[str], needle: str) -> None:
     (tmp_path / "bad.toml").write_text(BAD_PRESET)
     (tmp_path / "prose.txt").write_text("just some prose, not a conversation\n")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "latin.toml").write_bytes(b'# tune\nname = "caf\xe9"\n')
     code = main([a.format(tmp=tmp_path) for a in argv])
     err = capsys.readouterr().err
     assert code == 2

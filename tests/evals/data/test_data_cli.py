@@ -131,3 +131,29 @@ def test_strict_convert_fails_on_a_bad_record(tmp_path: Path, capsys: pytest.Cap
     assert len(load(tmp_path / "ok.jsonl")) == 2
     assert main(["data", "convert", "--strict", str(bad), str(tmp_path / "no.jsonl")]) == 2
     assert not (tmp_path / "no.jsonl").exists()
+
+
+def test_validate_warns_of_the_empty_messages_convert_drops_and_convert_says_it_dropped_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    # validate said ok and convert dropped messages[1] and [3] without a word; both now say it,
+    # in one sentence (`exports.empty_messages_dropped`)
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"messages": [
+        {"role": "user", "content": "My locker code is 4417"}, {"role": "assistant", "content": ""},
+        {"role": "user", "content": "thanks"}, {"role": "assistant", "content": [{"type": "thinking"}]},
+        {"role": "user", "content": "bye"}]}) + "\n")
+    assert main(["data", "validate", str(chat)]) == 0
+    out = capsys.readouterr().out
+    said = ("2 empty message(s) (no text, tool call or tool result): messages[1], messages[3]; left out when the "
+            "file is loaded, so `rollsum data convert` does not write them")
+    assert f"warning: {chat}:1: conversation 'chat-1': {said}" in out and "1 warning(s)" in out
+    assert main(["data", "validate", "--strict", str(chat)]) == 2  # a warning is an error with --strict
+    capsys.readouterr()
+    out_file = tmp_path / "out.jsonl"
+    with caplog.at_level("WARNING"):
+        assert main(["data", "convert", str(chat), str(out_file)]) == 0
+    assert [len(c.messages) for c in load(out_file)] == [3]
+    logged = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert logged == [f"{chat}: dropped 2 empty message(s) (no text, tool call or tool result) in 1 "
+                      f"conversation(s): the canonical format has no empty messages; `rollsum data validate "
+                      f"{chat}` lists them"]

@@ -170,6 +170,8 @@ def test_convert_round_trips_messages_and_probes_through_a_sidecar(
                [(p.question, p.answer, p.category, p.stale_answers) for p in b.probes]
         assert [[pos_a[e] for e in p.evidence] for p in a.probes] == \
                [[pos_b[e] for e in p.evidence] for p in b.probes]
+        own = [{k: v for k, v in p.meta.items() if k != "ask_at"} for p in a.probes]  # (was lost)
+        assert any(own) and own == [{k: v for k, v in p.meta.items() if k != "ask_at"} for p in b.probes]
         def links(c: Any) -> list[tuple[int, str]]:  # which message calls or answers which call
             return [(i, str(x)) for i, m in enumerate(c.messages)
                     for x in [*m.meta.get("tool_calls", []), m.meta.get("tool_call_id")] if x]

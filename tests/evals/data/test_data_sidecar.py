@@ -4,6 +4,7 @@ ask_at), every problem one line naming file, line and field; probes asked at the
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ def test_evidence_and_ask_at_resolve_to_the_chat(tmp_path: Path, chat: Path) -> 
         {"question": "Locker code?", "answer": "4417", "evidence": "my locker CODE is 4417", "ask_at": "+3",
          "id": "quoted"},
         {"question": "Locker code?", "answer": "4417", "evidence": [5, "Message number 9."], "ask_at": "end",
-         "category": "number", "note": "kept in meta"},
+         "category": "number", "meta": {"note": "kept in meta"}},
     ])
     (conv,) = attach(load(chat), q)
     pos = {m.id: i for i, m in enumerate(conv.messages)}
@@ -65,7 +66,17 @@ def test_evidence_and_ask_at_resolve_to_the_chat(tmp_path: Path, chat: Path) -> 
     ({"question": "Q", "answer": "A", "ask_at": "+2"}, "field ask_at: '+N' (N messages after the evidence) needs"),
     ({"question": "", "answer": "A", "evidence": 5}, "field question: expected a non-empty string"),
     ({"question": "Q", "answer": "A", "evidence": 5, "askat": 9},
-     "field askat: unknown field (did you mean 'ask_at'?)"),
+     "field askat: expected one of answer, ask_at, category, conversation, evidence, id, meta, question, "
+     "stale_answers (unknown key; did you mean 'ask_at'? Data of your own goes in meta: {...})"),
+    # a typo'd key far from any known one was kept in meta without a word: the question then had
+    # no evidence (asked only at the end) and validate said ok
+    ({"question": "Q", "answer": "A", "evidence": 5, "proof": 9},
+     "field proof: expected one of answer, ask_at, category, conversation, evidence, id, meta, question, "
+     "stale_answers (unknown key; data of your own goes in meta: {...})"),
+    ({"question": "Q", "answer": "A", "evidence": 5, "meta": "mine"},
+     "field meta: expected an object of your own data, got a string"),
+    ({"question": "Q", "answer": "A", "evidence": 5, "meta": {"ask_at": 2}},
+     "field meta.ask_at: expected 'ask_at' beside question and answer, not in meta"),
     ({"question": "Q", "answer": "A", "evidence": 5, "category": "trivia"}, "field category: expected one of"),
 ])
 def test_each_mistake_is_one_line_naming_file_line_and_field(
@@ -192,3 +203,27 @@ def test_a_probe_with_ask_at_is_asked_at_that_turn_only(timing: ProbeTiming) -> 
 def test_an_ask_at_outside_the_conversation_is_not_asked() -> None:
     p = Probe("p", "q", "a", evidence=("c:3",), meta={"ask_at": 50})
     assert schedule_asks([p], _msgs(20), ProbeTiming()) == []
+
+
+def test_a_csv_column_no_question_has_is_refused_at_the_header_and_meta_columns_are_kept(
+        tmp_path: Path, chat: Path) -> None:
+    # a typo'd column was kept in every probe's meta: the questions had no evidence
+    q = tmp_path / "q.csv"
+    q.write_text("question,answer,evidance\nLocker code?,4417,5\nAgain?,4417,5\n")
+    with pytest.raises(ConfigError, match=re.escape(
+            f"{q}:1: column 'evidance': expected one of answer, ask_at, category, conversation, evidence, id, "
+            "question, stale_answers (unknown key; did you mean 'evidence'? Columns of your own are named "
+            "meta.NAME)")):
+        read_rows(q)
+    q.write_text("question,answer,evidence,meta.source\nLocker code?,4417,5,ticket 12\n")
+    (conv,) = attach(load(chat), q)
+    assert conv.probes[0].meta == {"source": "ticket 12"}
+
+
+def test_a_json_array_item_that_is_not_a_question_names_its_index(tmp_path: Path) -> None:
+    # (said only the file: which of 400 items was it?)
+    q = tmp_path / "q.json"
+    q.write_text(json.dumps([{"question": "Q?", "answer": "A", "evidence": 0}, 5]))
+    with pytest.raises(ConfigError, match=re.escape(f"{q}: item [1]: expected a question object with question "
+                                                    "and answer, got a number")):
+        read_rows(q)

@@ -249,3 +249,79 @@ grid = { context_window = [2000, 5000] }
     for u in units:
         engine = default_engine(u, None, lambda e: None)
         assert engine.config()["context_window"] == u.context_window, u.config
+
+
+def test_a_spec_with_a_byte_order_mark_reads_as_without_it(tmp_path: Path) -> None:
+    # Notepad and other Windows editors write UTF-8 with a BOM: it was "not valid TOML: Invalid
+    # statement (at line 1, column 1)", without a word of what was wrong
+    from rollsum_evals.spec.parse import load_spec
+
+    plain, bom = tmp_path / "plain.toml", tmp_path / "bom.toml"
+    plain.write_text(SPEC)
+    bom.write_bytes(b"\xef\xbb\xbf" + SPEC.encode())
+    assert load_spec(bom).raw == load_spec(plain).raw
+    assert parse_spec("\ufeff" + SPEC, "t.toml").raw == parse_spec(SPEC, "t.toml").raw  # (`rollsum tune`'s path)
+    bom.write_bytes(b"\xef\xbb\xbf" + SPEC.replace("seeds = [0, 1]", "seeds = [0, 1")
+                    .replace('name = "t"', 'name = "t\xff"').encode("latin-1"))  # errors keep their line
+    with pytest.raises(ConfigError, match=re.escape(f"{bom}:2: invalid UTF-8 at byte 13 ")):
+        load_spec(bom)
+
+
+_ONE_DATASET = """name = "t"
+models = ["extractive"]
+context_window = 4000
+
+[[datasets]]
+name = "d"
+source = "synth:chat?conversations=1&messages=40&seed=1"
+"""
+
+
+def test_a_config_listed_twice_names_both_lines() -> None:
+    # was "t.toml: two Units are identical (a config or dataset is listed twice)": no line, no config
+    text = _ONE_DATASET + '\n[[configs]]\npreset = "since-last"\n\n[[configs]]\npreset = "truncate"\n' \
+        '\n[[configs]]\npreset = "since-last"\n'
+    with pytest.raises(ConfigError, match=re.escape(
+            "t.toml:15: config 'since-last#2' (line 15) replays exactly what config 'since-last' (line 9) does "
+            "(same preset, parameters, prompt, model and window; expected each configuration once: remove one")):
+        _units(text)
+
+
+def test_overlapping_grids_of_two_configs_name_both_lines() -> None:
+    text = _ONE_DATASET + ('\n[[configs]]\npreset = "since-last"\ngrid = { keep_last = [2, 5] }\n'
+                           '\n[[configs]]\npreset = "since-last"\ngrid = { keep_last = [5, 9] }\n')
+    with pytest.raises(ConfigError, match=r"^t\.toml:13: config 'since-last\[keep_last=5\]#2' \(line 13\) replays "
+                       r"exactly what config 'since-last\[keep_last=5\]' \(line 9\) does"):
+        _units(text)
+
+
+def test_a_truncate_point_the_curve_has_too_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROLLSUM_TRUNCATE_CURVE", raising=False)
+    text = _ONE_DATASET + '\n[[configs]]\npreset = "truncate"\nparams = { keep = 2, max_tokens = 4000 }\n'
+    with pytest.raises(ConfigError, match=re.escape(
+            "t.toml:9: config 'truncate-curve[keep=2]' (the truncate curve the report adds) replays exactly what "
+            "config 'truncate[keep=2,max_tokens=4000]' (line 9) does") + ".*set \\[report\\] truncate_curve = false"):
+        _units(text)
+
+
+@pytest.mark.parametrize(("edit", "needle"), [
+    (("seeds = [0, 1]", "seeds = [0, 1, 0]"), "t.toml:5: field 'seeds': expected each value listed once"),
+    (("context_window = 4000", "context_window = [4000, 4000]"),
+     "t.toml:4: field 'context_window': expected each value listed once"),
+    (('grid = { keep_last = [2, 5] }', 'grid = { keep_last = [2, 5, 2] }'),
+     "t.toml:17: field 'configs[0].grid.keep_last': expected each value listed once"),
+    (('models = ["extractive"]', 'models = ["extractive", "extractive"]'),
+     "t.toml:3: field 'models': expected each value listed once"),
+])
+def test_a_value_listed_twice_is_refused_at_its_line(edit: tuple[str, str], needle: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        _units(SPEC.replace(*edit))
+
+
+def test_an_unknown_spec_key_lists_the_allowed_ones_and_the_near_miss() -> None:
+    # the wording a questions sidecar's unknown key uses too (`data.checks.unknown_key`)
+    with pytest.raises(ConfigError, match=re.escape(
+            "t.toml:5: field 'seed': expected one of cache, configs, context_window, datasets, description, "
+            "limits, main_model, models, name, probes, projected_model, prompts, qa, report, scorers, seeds, "
+            "tune, unit_cache (unknown key; did you mean 'seeds'?)")):
+        parse_spec(SPEC.replace("seeds = [0, 1]", "seed = [0, 1]"), "t.toml")

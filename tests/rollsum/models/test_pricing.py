@@ -64,3 +64,10 @@ def test_bad_price_file_names_file_model_and_field(tmp_path: Path) -> None:
         PriceTable.load(bad)
     with pytest.raises(ConfigError, match="cannot read"):
         PriceTable.load(tmp_path / "missing.toml")
+
+
+def test_a_price_file_with_a_byte_order_mark_reads_as_without_it(tmp_path: Path) -> None:
+    # (was "not valid TOML (Invalid statement (at line 1, column 1))": Notepad writes UTF-8 with a BOM)
+    f = tmp_path / "p.toml"
+    f.write_bytes(b'\xef\xbb\xbf[models."m"]\ninput = 2\noutput = 4\ncache_read = 0\ncache_write = 0\n')
+    assert PriceTable.load(f).price_for("m").input == 2.0

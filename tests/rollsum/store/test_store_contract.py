@@ -252,3 +252,42 @@ def test_ids_that_stop_numbering_their_rows_keep_every_rule(store: Store) -> Non
     assert [(r.message.id, r.state, r.summary_id) for r in store.messages("c1")] == [
         ("m7", "covered", "s0"), ("m8", "dropped", None), ("x", "covered", "s0"),
         ("m9", "covered", "s0"), ("m6", "dropped", None)]
+
+
+_NOT_JSON = [
+    pytest.param({"k": object()}, "meta.k is an object", id="object"),
+    pytest.param({"k": {1, 2}}, "meta.k is a set", id="set"),
+    pytest.param({"k": float("nan")}, "meta.k is nan", id="nan"),
+    pytest.param({"k": [1, float("inf")]}, r"meta.k\[1\] is inf", id="inf-in-list"),
+    pytest.param({1: "a"}, "key 1 of meta is an int", id="int-key"),  # SQLite once stored it as "1"
+    pytest.param({"k": {2: "b"}}, "key 2 of meta.k is an int", id="nested-int-key"),
+    pytest.param({"k": "bad \ud800"}, "meta.k holds a lone surrogate", id="surrogate"),
+]
+
+
+@pytest.mark.parametrize(("meta", "needle"), _NOT_JSON)
+def test_a_message_meta_json_cannot_hold_is_refused_by_both_stores(store: Store, meta: dict[object, object],
+                                                                  needle: str) -> None:
+    """Both stores refuse, with one message (`rollsum.store.base.check_meta`), what the SQLite
+    JSON column cannot hold as given: a replay that passes on memory cannot fail on disk."""
+    with pytest.raises(ConfigError, match=f"message 'm0': meta is not JSON-serialisable: {needle}"):
+        store.add_message("c1", 0, msg(0, meta=meta))
+    assert store.messages("c1") == []
+    store.add_message("c1", 0, msg(0, meta={"k": (1, 2), "ok": [None, True, 1.5, {"x": "ü"}]}))  # JSON: kept
+    assert store.messages("c1")[0].message.meta["ok"] == [None, True, 1.5, {"x": "ü"}]
+
+
+@pytest.mark.parametrize(("meta", "needle"), _NOT_JSON)
+def test_a_summary_meta_json_cannot_hold_is_refused_by_both_stores(store: Store, meta: dict[object, object],
+                                                                  needle: str) -> None:
+    ids = fill(store, 2)
+    with pytest.raises(ConfigError, match=f"summary 's1': meta is not JSON-serialisable: {needle}"):
+        store.commit_summary(rec("s1", tuple(ids), meta=meta), ids)
+    assert store.summaries("c1") == [] and {r.state for r in store.messages("c1")} == {"active"}
+
+
+def test_a_cadence_json_cannot_hold_is_refused_by_both_stores(store: Store) -> None:
+    with pytest.raises(ConfigError, match=re.escape("conversation 'c1': cadence is not JSON-serialisable: "
+                                                    "cadence.backoff is nan")):
+        store.save_cadence("c1", {"backoff": float("nan")})
+    assert store.cadence("c1") is None

@@ -118,3 +118,17 @@ def test_bad_template_file_is_a_config_error_naming_the_file(tmp_path: Path, bod
 def test_unknown_prompt_id_lists_the_known_ones() -> None:
     with pytest.raises(ConfigError, match="since-last/v1"):
         prompts.get("since-last/v9")
+
+
+def test_a_template_with_a_byte_order_mark_reads_as_without_it(tmp_path: Path) -> None:
+    # Notepad's UTF-8 starts with a BOM: it became the first character of the prompt sent
+    f, plain = tmp_path / "bom.txt", tmp_path / "plain.txt"
+    body = "max_words: 50\n--- system ---\nBe terse.\n--- user ---\n{transcript} after {previous_summary}\n"
+    plain.write_text(body)
+    f.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    assert prompts.get(str(f)).max_words == 50 and prompts.get(str(f)).system == prompts.get(str(plain)).system
+
+
+def test_a_directory_given_as_a_template_says_so(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=f"prompt '{tmp_path}': a directory; expected one of budget-rule-based/v1"):
+        prompts.get(str(tmp_path))
