@@ -100,6 +100,20 @@ class AsyncRollingSummarizer:
                 self._task = None
 
     def close(self) -> None:
+        """Release the conversation's claim, abandoning a summary that is still running.
+
+        Why abandon it: once the claim is released another engine may resume the conversation
+        from the store (the next request of a chat app), and a summary landing after that would
+        commit behind its back: its window would still show the covered messages and every
+        summary it made would be refused ("summary id ... already exists"), its context growing
+        without end. Abandoned, nothing lands: the span's messages stay active in the store and
+        the next engine summarizes them (the attempt still counts toward the cadence). To keep
+        the running summary, ``await wait_idle()`` before closing."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()  # suspended in the worker's await, before `_apply`: nothing is committed
+            log.info("conversation %s closed while a summary was running: abandoned, its messages stay active",
+                     self.core.conversation_id)
         self.core.close()
 
     def context(self, system: str | None = None, *, timestamps: str = "none") -> list[Message]:
