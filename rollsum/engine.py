@@ -185,6 +185,19 @@ class RollingSummarizer(SettingAttributes):
         self._c.resumed(rows, added, len(self._history), len(self._window.pending))
         self._saved_key = cadence.load(self.store, self.conversation_id, self._c)
         self._refresh_summary()
+        self._reshow()
+
+    def _reshow(self) -> None:
+        """Show what the last `add()` showed but the store does not keep (display versions
+        only, no model, no store write): old tool results as placeholders, the window guard's
+        clips. Why: without them a resumed engine's `context()` showed every cleared tool result
+        and each clipped message whole again, past the window until the next `add()` (an app
+        that reopens a conversation to send or show its context before adding to it)."""
+        w = self._window
+        if self.settings.clear_tool_results:
+            w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
+        if self.enforce_window and w.context_tokens() > self._limit:
+            guard.fit(w, self.counter, self._limit, self.settings, self.conversation_id)
 
     def _persist_cadence(self) -> None:
         """Save the cadence when it changed (an attempt, a failure, an eviction: not on every
