@@ -24,7 +24,7 @@ importing the engine back.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar, overload
@@ -134,8 +134,12 @@ class EngineSettings:
         if self.reserved_output_tokens >= self.context_window:
             return (f"reserved_output_tokens ({self.reserved_output_tokens}) must be >= 0 and below "
                     f"context_window ({self.context_window})")
-        if isinstance(self.clear_exclude_tools, str):
+        tools = self.clear_exclude_tools
+        if isinstance(tools, str):
             return "clear_exclude_tools: expected a list of tool names, got a string"
+        # (its annotation, a generic Sequence, is not checked by `check_fields`: 5 was a bare TypeError)
+        if not isinstance(tools, Iterable) or not all(isinstance(t, str) for t in tools):
+            return f"clear_exclude_tools: expected a list of tool names, got {tools!r}"
         return None
 
     def problem(self, *, windowed: bool = False) -> str | None:

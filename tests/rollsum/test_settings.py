@@ -73,6 +73,15 @@ def test_rules_that_tie_two_settings_together() -> None:
             small, enforce_window=True))
 
 
+@pytest.mark.parametrize("tools", [5, None, ["grep", 3]])
+def test_excluded_tools_that_are_not_tool_names_are_a_config_error(tools: Any) -> None:
+    """Not a bare TypeError from deep inside (5 is not iterable), nor a list that never matches."""
+    with pytest.raises(ConfigError, match="clear_exclude_tools: expected a list of tool names, got"):
+        EngineSettings(clear_exclude_tools=tools)
+    with pytest.raises(ConfigError, match="clear_exclude_tools: expected a list of tool names"):
+        RollingSummarizer.from_preset("clear-tool-results", clear_exclude_tools=tools)
+
+
 def test_derived_numbers() -> None:
     s = EngineSettings(context_window=10_000, reserved_output_tokens=2_000, summary_share=0.1, max_summary_tokens=700)
     assert (s.limit, s.summary_budget, s.request_tokens) == (8_000, 700, 10_000)
