@@ -123,6 +123,32 @@ def test_a_summarizer_bug_is_a_failure_event() -> None:
     assert events[-1].kind == "failure" and "ZeroDivisionError" in (events[-1].error or "")
 
 
+class Returns:
+    name = "plugin"
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    def summarize(self, request: SummaryRequest) -> Any:
+        return self.answer
+
+
+@pytest.mark.parametrize(("answer", "words"), [
+    ("a summary as a plain string", "returned str, expected a SummaryDraft with str text"),
+    (None, "returned NoneType, expected a SummaryDraft"),
+    (SummaryDraft(text=None), "returned a SummaryDraft whose text is NoneType"),  # type: ignore[arg-type]
+])
+def test_a_summarizer_returning_the_wrong_type_is_told_so(answer: Any, words: str) -> None:
+    """A plug-in returning a str (or None) was told "summarizer returned an empty summary"; a
+    draft whose text is not a str was an internal error from inside the engine."""
+    rs = RollingSummarizer.from_preset("since-last")
+    rs.summarizer = Returns(answer)
+    event = run_until_trigger(rs)[-1]
+    assert event.kind == "failure" and event.error_kind == "malformed"
+    assert f"summarizer 'plugin' {words}" in (event.error or "")
+    assert len(rs.messages) == 20 and rs.summary is None
+
+
 class BrokenPolicy:
     name = "broken"
 
