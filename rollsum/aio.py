@@ -119,8 +119,18 @@ class AsyncRollingSummarizer:
     def context(self, system: str | None = None, *, timestamps: str = "none") -> list[Message]:
         return self.core.context(system, timestamps=timestamps)
 
+    def to_anthropic(self, system: str | None = None, *, timestamps: str = "none"
+                     ) -> tuple[str, list[dict[str, str]]]:
+        """`RollingSummarizer.to_anthropic`: what an async chat app sends to the Messages API
+        (the wrapper lacked it, so the README's call was an AttributeError here)."""
+        return self.core.to_anthropic(system, timestamps=timestamps)
+
     def context_tokens(self, system: str | None = None) -> int:
         return self.core.context_tokens(system)
+
+    @property
+    def pending(self) -> list[Message]:
+        return self.core.pending
 
     @property
     def summary(self) -> Any:

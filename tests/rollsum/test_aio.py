@@ -77,3 +77,17 @@ def test_wait_idle_then_close_keeps_the_running_summary(tmp_path: Path) -> None:
         again.close()
 
     asyncio.run(scenario())
+
+
+def test_the_wrapper_reads_like_the_engine_it_wraps() -> None:
+    """An async app calls what the README shows on the engine: `to_anthropic` was missing."""
+    async def scenario() -> None:
+        ars = AsyncRollingSummarizer.from_preset("since-last")
+        await ars.add(Message("assistant", "Hi, how can I help?"))
+        await ars.add(Message("user", "Where is order #4411?"))
+        assert ars.to_anthropic(system="Be brief.") == ars.core.to_anthropic(system="Be brief.")
+        assert ars.to_anthropic(system="Be brief.")[1][-1] == {"role": "user", "content": "Where is order #4411?"}
+        assert ars.pending == ars.core.pending == []
+        ars.close()
+
+    asyncio.run(scenario())
