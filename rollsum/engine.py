@@ -75,6 +75,20 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _wiring_problem(policy: object, summarizer: object, settings: object) -> str | None:
+    """What is wrong with an engine's three required parts (None: fine), in a user's words."""
+    if not isinstance(settings, EngineSettings):
+        return (f"settings: expected an EngineSettings, got {type(settings).__name__} "
+                "(EngineSettings(**values) makes one)")
+    if not callable(getattr(policy, "decide", None)):
+        return (f"policy: expected a Policy (with decide()), got {type(policy).__name__} "
+                "(rollsum.policies.get(NAME)() makes one)")
+    if not callable(getattr(summarizer, "summarize", None)):
+        return (f"summarizer: expected a Summarizer (with summarize()), got {type(summarizer).__name__} "
+                "(rollsum.summarizers.create(NAME) makes one)")
+    return None
+
+
 class RollingSummarizer(SettingAttributes):
     """Keeps one conversation inside its budget. See the module docstring for the life cycle.
 
@@ -137,6 +151,9 @@ class RollingSummarizer(SettingAttributes):
                fallback: Summarizer | None, sleep: Callable[[float], None], clock: Callable[[], datetime],
                on_event: Callable[[SummaryEvent], None] | None, preset: str, takeover: bool) -> None:
         """What both constructors share: wire the components, claim the conversation, resume it."""
+        found = _wiring_problem(policy, summarizer, settings)
+        if found is not None:  # (else an AttributeError here, or a failure on every summary later)
+            raise ConfigError(found)
         self.settings = settings
         self.enforce_window = bool(getattr(policy, "windowed", False)) if settings.enforce_window is None \
             else bool(settings.enforce_window)

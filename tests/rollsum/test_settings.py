@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import typing
 from typing import Any
 
+import anthropic
 import pytest
 
 from rollsum import ConfigError, Message, RollingSummarizer, policies, presets
@@ -80,6 +82,33 @@ def test_excluded_tools_that_are_not_tool_names_are_a_config_error(tools: Any) -
         EngineSettings(clear_exclude_tools=tools)
     with pytest.raises(ConfigError, match="clear_exclude_tools: expected a list of tool names"):
         RollingSummarizer.from_preset("clear-tool-results", clear_exclude_tools=tools)
+
+
+@pytest.mark.parametrize(("parts", "words"), [
+    (lambda: (policies.get("since-last")(), ExtractiveSummarizer(), {"context_window": 8000}),
+     "settings: expected an EngineSettings, got dict"),
+    (lambda: (None, ExtractiveSummarizer(), EngineSettings()),
+     "policy: expected a Policy (with decide()), got NoneType"),
+    (lambda: (policies.get("since-last")(), "extractive", EngineSettings()),
+     "summarizer: expected a Summarizer (with summarize()), got str"),
+])
+def test_an_engine_refuses_parts_of_the_wrong_kind_when_it_is_made(parts: Any, words: str) -> None:
+    """Not an AttributeError from inside (a dict for the settings), nor a failure on every
+    summary later (a summarizer's name instead of one)."""
+    policy, summarizer, settings = parts()
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        RollingSummarizer.from_settings(policy, summarizer, settings)
+
+
+@pytest.mark.parametrize(("model", "words"), [
+    (5, "got int"),
+    (anthropic.Anthropic(api_key="sk-ant-test"), "got Anthropic (an anthropic client: wrap it, "
+                                                  "rollsum.models.AnthropicModel(client=...))"),
+])
+def test_a_preset_refuses_a_model_that_is_not_one(model: object, words: str) -> None:
+    """An SDK client given as the model (an easy slip) failed every summary, as an internal error."""
+    with pytest.raises(ConfigError, match=re.escape("model: expected a model spec string") + ".*" + re.escape(words)):
+        RollingSummarizer.from_preset("token-ratio", model=model)
 
 
 def test_derived_numbers() -> None:
