@@ -185,6 +185,7 @@ class RollingSummarizer(SettingAttributes):
         self.usage = Usage()
         self.last_events: tuple[SummaryEvent, ...] = ()
         self._owner = new_id("engine-")
+        self._closed = False
         self._finalizer = claim(self.store, self.conversation_id, self._owner, takeover=takeover, holder=self)
         self._resume_from_store()
 
@@ -223,7 +224,10 @@ class RollingSummarizer(SettingAttributes):
             self._saved_key = cadence.save(self.store, self.conversation_id, self._c, key)
 
     def close(self) -> None:
-        """Release this engine's claim on the conversation (another engine may then open it)."""
+        """Release this engine's claim on the conversation (another engine may then open it).
+        A closed engine refuses `add()` (a ConfigError, nothing stored) and lands no lagged
+        summary: its writes would collide with the next owner's."""
+        self._closed = True  # its claim is gone: it must not write behind the next owner's back
         if self._finalizer is not None:
             self._finalizer()
 
@@ -281,7 +285,7 @@ class RollingSummarizer(SettingAttributes):
 
     def flush(self) -> SummaryEvent | None:
         """Land an in-flight (lagged) summary now, e.g. at the end of a replay."""
-        if self._inflight is None:
+        if self._inflight is None or self._closed:  # a closed engine commits nothing more
             return None
         job, outcome = self._inflight
         self._inflight = None
@@ -355,6 +359,10 @@ class RollingSummarizer(SettingAttributes):
         return self._window.head(self.policy) if self.format.position == "after-head" else 0
 
     def _append(self, message: Message) -> Message:
+        if self._closed:  # (before anything is stored: nothing changes)
+            raise ConfigError(f"conversation {self.conversation_id!r}: this engine was closed, so another may own "
+                              "the conversation now (a closed engine's message would collide with its next one); "
+                              "open a new engine on the store to go on")
         if message.id is None:
             message = message.with_id(f"{self.conversation_id}/{self._seq}")
         self.store.add_message(self.conversation_id, self._seq, message)
