@@ -68,8 +68,8 @@ class EngineSettings:
     - `max_request_tokens`: one summary request carries at most this many tokens of messages
       (None: one window), oldest first; a larger backlog is summarized in several requests.
     - `retries` / `backoff_s` / `max_retry_after_s`: retryable failures (transport, timeouts, a
-      locked cache) are retried with backoff_s × 2**n (or the server's retry-after, up to
-      `max_retry_after_s`); others are not. The engine owns retries: `AnthropicModel` sets its
+      locked cache) are retried with backoff_s × 2**n (or the server's retry-after), each wait
+      at most `max_retry_after_s`; others are not. The engine owns retries: `AnthropicModel` sets its
       SDK client's own retries to 0, so a persistent 500 costs exactly ``retries + 1`` calls.
     - `ledger` / `ledger_share` / `ledger_max_facts`: "pin" keeps facts the summary dropped in a
       Facts section (at most `ledger_share` of the summary's budget), "retry" asks the

@@ -66,6 +66,18 @@ def test_a_servers_retry_after_sets_the_wait_up_to_its_cap(retry_after: float, c
     assert events[-1].kind == "failure" and events[-1].error_kind == "rate_limit"
 
 
+def test_many_retries_never_wait_longer_than_max_retry_after_s() -> None:
+    """retries=40 is in range: the doubling backoff alone would have slept 0.25 × 2**39 s
+    before the last try (OverflowError in time.sleep from about 2**40)."""
+    model = Recording(FakeModel("scripted", script=[TimeoutError("read timed out")]))
+    sleeps: list[float] = []
+    rs = RollingSummarizer.from_preset("since-last", model, retries=40, backoff_s=0.25, max_retry_after_s=30,
+                                       sleep=sleeps.append)
+    events = run_until_trigger(rs)
+    assert len(model.requests) == 41 and events[-1].kind == "failure"
+    assert sleeps[:8] == [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0] and max(sleeps) == 30
+
+
 @pytest.mark.parametrize("exc", PERMANENT, ids=lambda e: type(e).__name__)
 def test_other_exceptions_are_failures_without_a_retry(exc: BaseException) -> None:
     model = Recording(FakeModel("scripted", script=[exc]))
