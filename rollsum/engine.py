@@ -365,10 +365,10 @@ class RollingSummarizer(SettingAttributes):
                               "open a new engine on the store to go on")
         if message.id is None:
             message = message.with_id(f"{self.conversation_id}/{self._seq}")
+        n = self.counter.count_message(message)  # before storing: a counter that raises changes nothing
         self.store.add_message(self.conversation_id, self._seq, message)
         seq = self._seq
         self._seq += 1
-        n = self.counter.count_message(message)
         self._added_tokens += n
         if message.role == "system":
             self._window.pin(message, n)
