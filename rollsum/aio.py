@@ -22,6 +22,7 @@ from typing import Any
 from rollsum.engine import RollingSummarizer
 from rollsum.errors import classify_exception
 from rollsum.jobs import Job, Outcome
+from rollsum.params import ParamError
 from rollsum.redact import redacting_logger
 from rollsum.types import Message, SummaryEvent
 
@@ -33,7 +34,9 @@ class AsyncRollingSummarizer:
 
     def __init__(self, core: RollingSummarizer) -> None:
         if core.lag_turns:
-            raise ValueError("use lag_turns=0 with the async wrapper: the lag is real here")
+            # a setting's mistake: the library's ConfigError, and still the ValueError it was
+            raise ParamError(f"lag_turns: expected 0 with the async wrapper (the lag is real here), "
+                             f"got {core.lag_turns}")
         self.core = core
         self._task: asyncio.Task[SummaryEvent] | None = None
         self.events: list[SummaryEvent] = []

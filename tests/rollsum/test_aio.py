@@ -7,7 +7,9 @@ import contextlib
 import threading
 from pathlib import Path
 
-from rollsum import Message, RollingSummarizer
+import pytest
+
+from rollsum import ConfigError, Message, RollingSummarizer
 from rollsum.aio import AsyncRollingSummarizer
 from rollsum.store.sqlite import SQLiteStore
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
@@ -91,3 +93,8 @@ def test_the_wrapper_reads_like_the_engine_it_wraps() -> None:
         ars.close()
 
     asyncio.run(scenario())
+
+
+def test_a_simulated_lag_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="lag_turns: expected 0 with the async wrapper"):
+        AsyncRollingSummarizer.from_preset("since-last", lag_turns=2)
