@@ -17,6 +17,7 @@ waiting for the model (it moves the oldest messages to pending while a summary i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from rollsum.engine import RollingSummarizer
@@ -113,11 +114,16 @@ class AsyncRollingSummarizer:
         the next engine summarizes them (the attempt still counts toward the cadence). To keep
         the running summary, ``await wait_idle()`` before closing."""
         task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()  # suspended in the worker's await, before `_apply`: nothing is committed
-            log.info("conversation %s closed while a summary was running: abandoned, its messages stay active",
-                     self.core.conversation_id)
-        self.core.close()
+        try:
+            if task is not None and not task.done():
+                log.info("conversation %s closed while a summary was running: abandoned, its messages stay active",
+                         self.core.conversation_id)
+                # suspended in the worker's await, before `_apply`: nothing is committed. On a
+                # closed loop cancel() raises, and the task can never run again anyway
+                with contextlib.suppress(RuntimeError):
+                    task.cancel()
+        finally:
+            self.core.close()  # the claim is released whatever happened above
 
     def context(self, system: str | None = None, *, timestamps: str = "none") -> list[Message]:
         return self.core.context(system, timestamps=timestamps)

@@ -98,3 +98,26 @@ def test_the_wrapper_reads_like_the_engine_it_wraps() -> None:
 def test_a_simulated_lag_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="lag_turns: expected 0 with the async wrapper"):
         AsyncRollingSummarizer.from_preset("since-last", lag_turns=2)
+
+
+def test_close_after_the_loop_is_gone_still_releases_the_conversation(tmp_path: Path) -> None:
+    """An app that closes its event loop first, then the engine: cancelling the abandoned task
+    raised RuntimeError ("Event loop is closed") and the claim was never released."""
+    store = SQLiteStore(tmp_path / "chat.db")
+    ars = AsyncRollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
+    gated = Gated()
+    ars.core.summarizer = gated
+
+    async def chat() -> None:
+        for i in range(6):
+            await ars.add(Message("user", f"m{i}"))
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(chat())
+    assert ars.busy
+    gated.gate.set()
+    loop.close()
+    ars.close()
+    again = RollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
+    assert again.summary is None and len(again.messages) == 6
+    again.close()
