@@ -75,11 +75,14 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _wiring_problem(policy: object, summarizer: object, settings: object) -> str | None:
+def _wiring_problem(policy: object, summarizer: object, settings: object, conversation_id: object) -> str | None:
     """What is wrong with an engine's three required parts (None: fine), in a user's words."""
     if not isinstance(settings, EngineSettings):
         return (f"settings: expected an EngineSettings, got {type(settings).__name__} "
                 "(EngineSettings(**values) makes one)")
+    if conversation_id is not None and not (isinstance(conversation_id, str) and conversation_id):
+        # "" (an app's missing id) made a fresh random conversation on every open: history gone
+        return f"conversation_id: expected a non-empty string or None (a new id), got {conversation_id!r}"
     if not callable(getattr(policy, "decide", None)):
         return (f"policy: expected a Policy (with decide()), got {type(policy).__name__} "
                 "(rollsum.policies.get(NAME)() makes one)")
@@ -151,7 +154,7 @@ class RollingSummarizer(SettingAttributes):
                fallback: Summarizer | None, sleep: Callable[[float], None], clock: Callable[[], datetime],
                on_event: Callable[[SummaryEvent], None] | None, preset: str, takeover: bool) -> None:
         """What both constructors share: wire the components, claim the conversation, resume it."""
-        found = _wiring_problem(policy, summarizer, settings)
+        found = _wiring_problem(policy, summarizer, settings, conversation_id)
         if found is not None:  # (else an AttributeError here, or a failure on every summary later)
             raise ConfigError(found)
         self.settings = settings

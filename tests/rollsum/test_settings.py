@@ -100,6 +100,17 @@ def test_an_engine_refuses_parts_of_the_wrong_kind_when_it_is_made(parts: Any, w
         RollingSummarizer.from_settings(policy, summarizer, settings)
 
 
+@pytest.mark.parametrize("cid", ["", 7])
+def test_an_empty_conversation_id_is_refused_not_replaced_by_a_new_one(cid: Any) -> None:
+    """"" (an app's missing id) made a fresh random conversation on every open, so a conversation
+    reopened that way never found its history."""
+    with pytest.raises(ConfigError, match="conversation_id: expected a non-empty string or None"):
+        RollingSummarizer.from_settings(policies.get("since-last")(), ExtractiveSummarizer(), EngineSettings(),
+                                        conversation_id=cid)
+    with pytest.raises(ConfigError, match="conversation_id"):
+        RollingSummarizer.from_preset("since-last", conversation_id=cid)
+
+
 @pytest.mark.parametrize(("model", "words"), [
     (5, "got int"),
     (anthropic.Anthropic(api_key="sk-ant-test"), "got Anthropic (an anthropic client: wrap it, "
