@@ -123,11 +123,14 @@ class EngineSettings:
 
     def __post_init__(self) -> None:
         check_fields(self)  # each value alone: its annotation and `params.RANGES` (ParamError)
+        tools = self.clear_exclude_tools
+        if not isinstance(tools, str) and isinstance(tools, Iterable):
+            # a list given here stays the caller's to change: keep a tuple, so the value is frozen
+            # (made before the rules read it: a generator is read once)
+            object.__setattr__(self, "clear_exclude_tools", tuple(tools))
         found = self._rules()
         if found is not None:
             raise ConfigError(found)
-        # a list given here stays the caller's to change: keep a tuple, so the value is frozen
-        object.__setattr__(self, "clear_exclude_tools", tuple(self.clear_exclude_tools))
 
     def _rules(self) -> str | None:
         """The first rule tying two settings together that these break (None: fine)."""

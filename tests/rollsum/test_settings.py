@@ -122,6 +122,11 @@ def test_a_preset_refuses_a_model_that_is_not_one(model: object, words: str) -> 
         RollingSummarizer.from_preset("token-ratio", model=model)
 
 
+def test_excluded_tools_may_come_from_a_generator() -> None:
+    tools = (t for t in ["grep", "bash"])  # read once: the tuple is made before the rules read it
+    assert EngineSettings(clear_exclude_tools=tools).clear_exclude_tools == ("grep", "bash")  # type: ignore[arg-type]
+
+
 def test_derived_numbers() -> None:
     s = EngineSettings(context_window=10_000, reserved_output_tokens=2_000, summary_share=0.1, max_summary_tokens=700)
     assert (s.limit, s.summary_budget, s.request_tokens) == (8_000, 700, 10_000)
