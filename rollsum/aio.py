@@ -17,11 +17,13 @@ waiting for the model (it moves the oldest messages to pending while a summary i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from rollsum.engine import RollingSummarizer
 from rollsum.errors import classify_exception
 from rollsum.jobs import Job, Outcome
+from rollsum.params import ParamError
 from rollsum.redact import redacting_logger
 from rollsum.types import Message, SummaryEvent
 
@@ -33,7 +35,9 @@ class AsyncRollingSummarizer:
 
     def __init__(self, core: RollingSummarizer) -> None:
         if core.lag_turns:
-            raise ValueError("use lag_turns=0 with the async wrapper: the lag is real here")
+            # a setting's mistake: the library's ConfigError, and still the ValueError it was
+            raise ParamError(f"lag_turns: expected 0 with the async wrapper (the lag is real here), "
+                             f"got {core.lag_turns}")
         self.core = core
         self._task: asyncio.Task[SummaryEvent] | None = None
         self.events: list[SummaryEvent] = []
@@ -100,13 +104,42 @@ class AsyncRollingSummarizer:
                 self._task = None
 
     def close(self) -> None:
-        self.core.close()
+        """Release the conversation's claim, abandoning a summary that is still running.
+
+        Why abandon it: once the claim is released another engine may resume the conversation
+        from the store (the next request of a chat app), and a summary landing after that would
+        commit behind its back: its window would still show the covered messages and every
+        summary it made would be refused ("summary id ... already exists"), its context growing
+        without end. Abandoned, nothing lands: the span's messages stay active in the store and
+        the next engine summarizes them (the attempt still counts toward the cadence). To keep
+        the running summary, ``await wait_idle()`` before closing."""
+        task, self._task = self._task, None
+        try:
+            if task is not None and not task.done():
+                log.info("conversation %s closed while a summary was running: abandoned, its messages stay active",
+                         self.core.conversation_id)
+                # suspended in the worker's await, before `_apply`: nothing is committed. On a
+                # closed loop cancel() raises, and the task can never run again anyway
+                with contextlib.suppress(RuntimeError):
+                    task.cancel()
+        finally:
+            self.core.close()  # the claim is released whatever happened above
 
     def context(self, system: str | None = None, *, timestamps: str = "none") -> list[Message]:
         return self.core.context(system, timestamps=timestamps)
 
+    def to_anthropic(self, system: str | None = None, *, timestamps: str = "none"
+                     ) -> tuple[str, list[dict[str, str]]]:
+        """`RollingSummarizer.to_anthropic`: what an async chat app sends to the Messages API
+        (the wrapper lacked it, so the README's call was an AttributeError here)."""
+        return self.core.to_anthropic(system, timestamps=timestamps)
+
     def context_tokens(self, system: str | None = None) -> int:
         return self.core.context_tokens(system)
+
+    @property
+    def pending(self) -> list[Message]:
+        return self.core.pending
 
     @property
     def summary(self) -> Any:

@@ -75,6 +75,23 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _wiring_problem(policy: object, summarizer: object, settings: object, conversation_id: object) -> str | None:
+    """What is wrong with an engine's three required parts (None: fine), in a user's words."""
+    if not isinstance(settings, EngineSettings):
+        return (f"settings: expected an EngineSettings, got {type(settings).__name__} "
+                "(EngineSettings(**values) makes one)")
+    if conversation_id is not None and not (isinstance(conversation_id, str) and conversation_id):
+        # "" (an app's missing id) made a fresh random conversation on every open: history gone
+        return f"conversation_id: expected a non-empty string or None (a new id), got {conversation_id!r}"
+    if not callable(getattr(policy, "decide", None)):
+        return (f"policy: expected a Policy (with decide()), got {type(policy).__name__} "
+                "(rollsum.policies.get(NAME)() makes one)")
+    if not callable(getattr(summarizer, "summarize", None)):
+        return (f"summarizer: expected a Summarizer (with summarize()), got {type(summarizer).__name__} "
+                "(rollsum.summarizers.create(NAME) makes one)")
+    return None
+
+
 class RollingSummarizer(SettingAttributes):
     """Keeps one conversation inside its budget. See the module docstring for the life cycle.
 
@@ -137,6 +154,9 @@ class RollingSummarizer(SettingAttributes):
                fallback: Summarizer | None, sleep: Callable[[float], None], clock: Callable[[], datetime],
                on_event: Callable[[SummaryEvent], None] | None, preset: str, takeover: bool) -> None:
         """What both constructors share: wire the components, claim the conversation, resume it."""
+        found = _wiring_problem(policy, summarizer, settings, conversation_id)
+        if found is not None:  # (else an AttributeError here, or a failure on every summary later)
+            raise ConfigError(found)
         self.settings = settings
         self.enforce_window = bool(getattr(policy, "windowed", False)) if settings.enforce_window is None \
             else bool(settings.enforce_window)
@@ -168,6 +188,7 @@ class RollingSummarizer(SettingAttributes):
         self.usage = Usage()
         self.last_events: tuple[SummaryEvent, ...] = ()
         self._owner = new_id("engine-")
+        self._closed = False
         self._finalizer = claim(self.store, self.conversation_id, self._owner, takeover=takeover, holder=self)
         self._resume_from_store()
 
@@ -185,6 +206,19 @@ class RollingSummarizer(SettingAttributes):
         self._c.resumed(rows, added, len(self._history), len(self._window.pending))
         self._saved_key = cadence.load(self.store, self.conversation_id, self._c)
         self._refresh_summary()
+        self._reshow()
+
+    def _reshow(self) -> None:
+        """Show what the last `add()` showed but the store does not keep (display versions
+        only, no model, no store write): old tool results as placeholders, the window guard's
+        clips. Why: without them a resumed engine's `context()` showed every cleared tool result
+        and each clipped message whole again, past the window until the next `add()` (an app
+        that reopens a conversation to send or show its context before adding to it)."""
+        w = self._window
+        if self.settings.clear_tool_results:
+            w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
+        if self.enforce_window and w.context_tokens() > self._limit:
+            guard.fit(w, self.counter, self._limit, self.settings, self.conversation_id)
 
     def _persist_cadence(self) -> None:
         """Save the cadence when it changed (an attempt, a failure, an eviction: not on every
@@ -193,7 +227,10 @@ class RollingSummarizer(SettingAttributes):
             self._saved_key = cadence.save(self.store, self.conversation_id, self._c, key)
 
     def close(self) -> None:
-        """Release this engine's claim on the conversation (another engine may then open it)."""
+        """Release this engine's claim on the conversation (another engine may then open it).
+        A closed engine refuses `add()` (a ConfigError, nothing stored) and lands no lagged
+        summary: its writes would collide with the next owner's."""
+        self._closed = True  # its claim is gone: it must not write behind the next owner's back
         if self._finalizer is not None:
             self._finalizer()
 
@@ -251,7 +288,7 @@ class RollingSummarizer(SettingAttributes):
 
     def flush(self) -> SummaryEvent | None:
         """Land an in-flight (lagged) summary now, e.g. at the end of a replay."""
-        if self._inflight is None:
+        if self._inflight is None or self._closed:  # a closed engine commits nothing more
             return None
         job, outcome = self._inflight
         self._inflight = None
@@ -325,12 +362,16 @@ class RollingSummarizer(SettingAttributes):
         return self._window.head(self.policy) if self.format.position == "after-head" else 0
 
     def _append(self, message: Message) -> Message:
+        if self._closed:  # (before anything is stored: nothing changes)
+            raise ConfigError(f"conversation {self.conversation_id!r}: this engine was closed, so another may own "
+                              "the conversation now (a closed engine's message would collide with its next one); "
+                              "open a new engine on the store to go on")
         if message.id is None:
             message = message.with_id(f"{self.conversation_id}/{self._seq}")
+        n = self.counter.count_message(message)  # before storing: a counter that raises changes nothing
         self.store.add_message(self.conversation_id, self._seq, message)
         seq = self._seq
         self._seq += 1
-        n = self.counter.count_message(message)
         self._added_tokens += n
         if message.role == "system":
             self._window.pin(message, n)

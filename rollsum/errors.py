@@ -84,12 +84,16 @@ class SummarizeError(RollsumError):
 
 def retry_wait(attempt: int, backoff_s: float, retry_after: float | None, max_retry_after_s: float) -> float:
     """Seconds to wait before retrying after failed try `attempt` (0-based): ``backoff_s ×
-    2**attempt``, or the server's ``retry-after`` when that is longer (capped at
-    `max_retry_after_s`). One policy for the engine's summary calls and `RetryingModel`."""
+    2**attempt``, or the server's ``retry-after`` when that is longer, never more than
+    `max_retry_after_s`. One policy for the engine's summary calls and `RetryingModel`.
+
+    Why the backoff is capped too: ``retries`` may be up to 100, and uncapped the doubling
+    blocked ``add()`` for 0.25 × 2**29 s (about 4 years) before the 31st try, or raised
+    OverflowError from ``time.sleep`` further on."""
     wait = backoff_s * (2 ** attempt)
     if retry_after is not None:
-        wait = max(wait, min(retry_after, max_retry_after_s))
-    return wait
+        wait = max(wait, retry_after)
+    return min(wait, max_retry_after_s)
 
 
 def classify_exception(err: BaseException) -> SummarizeError:

@@ -325,7 +325,15 @@ def attempt(summarizer: Summarizer, request: SummaryRequest, out: Outcome, maker
                 maker.sleep(retry_wait(n, s.backoff_s, err.retry_after, s.max_retry_after_s))
                 continue
             return None
-        if not isinstance(draft, SummaryDraft) or not draft.text.strip():
+        if not isinstance(draft, SummaryDraft) or not isinstance(draft.text, str):
+            # a plug-in's mistake, named as such (it was "an empty summary" for a returned str)
+            got = type(draft).__name__ if not isinstance(draft, SummaryDraft) else \
+                f"a SummaryDraft whose text is {type(draft.text).__name__}"
+            out.error = SummarizeError(f"summarizer {getattr(summarizer, 'name', type(summarizer).__name__)!r} "
+                                       f"returned {got}, expected a SummaryDraft with str text",
+                                       transport=False, kind=ErrorKind.MALFORMED)
+            return None
+        if not draft.text.strip():
             out.error = SummarizeError("summarizer returned an empty summary", transport=False,
                                        kind=ErrorKind.EMPTY)
             return None

@@ -217,6 +217,11 @@ def _resolve_model(model: Any) -> Model | None:
 
         resolved: Model = from_spec(model)
         return resolved
+    if not callable(getattr(model, "complete", None)):  # else every summary fails later, as an internal error
+        hint = (" (an anthropic client: wrap it, rollsum.models.AnthropicModel(client=...))"
+                if type(model).__module__.split(".")[0] == "anthropic" else "")
+        raise ConfigError(f"model: expected a model spec string (e.g. anthropic:claude-haiku-4-5, fake) or a "
+                          f"rollsum Model (with complete()), got {type(model).__name__}{hint}")
     return model
 
 

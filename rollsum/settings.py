@@ -24,7 +24,7 @@ importing the engine back.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar, overload
@@ -68,8 +68,8 @@ class EngineSettings:
     - `max_request_tokens`: one summary request carries at most this many tokens of messages
       (None: one window), oldest first; a larger backlog is summarized in several requests.
     - `retries` / `backoff_s` / `max_retry_after_s`: retryable failures (transport, timeouts, a
-      locked cache) are retried with backoff_s × 2**n (or the server's retry-after, up to
-      `max_retry_after_s`); others are not. The engine owns retries: `AnthropicModel` sets its
+      locked cache) are retried with backoff_s × 2**n (or the server's retry-after), each wait
+      at most `max_retry_after_s`; others are not. The engine owns retries: `AnthropicModel` sets its
       SDK client's own retries to 0, so a persistent 500 costs exactly ``retries + 1`` calls.
     - `ledger` / `ledger_share` / `ledger_max_facts`: "pin" keeps facts the summary dropped in a
       Facts section (at most `ledger_share` of the summary's budget), "retry" asks the
@@ -123,19 +123,26 @@ class EngineSettings:
 
     def __post_init__(self) -> None:
         check_fields(self)  # each value alone: its annotation and `params.RANGES` (ParamError)
+        tools = self.clear_exclude_tools
+        if not isinstance(tools, str) and isinstance(tools, Iterable):
+            # a list given here stays the caller's to change: keep a tuple, so the value is frozen
+            # (made before the rules read it: a generator is read once)
+            object.__setattr__(self, "clear_exclude_tools", tuple(tools))
         found = self._rules()
         if found is not None:
             raise ConfigError(found)
-        # a list given here stays the caller's to change: keep a tuple, so the value is frozen
-        object.__setattr__(self, "clear_exclude_tools", tuple(self.clear_exclude_tools))
 
     def _rules(self) -> str | None:
         """The first rule tying two settings together that these break (None: fine)."""
         if self.reserved_output_tokens >= self.context_window:
             return (f"reserved_output_tokens ({self.reserved_output_tokens}) must be >= 0 and below "
                     f"context_window ({self.context_window})")
-        if isinstance(self.clear_exclude_tools, str):
+        tools = self.clear_exclude_tools
+        if isinstance(tools, str):
             return "clear_exclude_tools: expected a list of tool names, got a string"
+        # (its annotation, a generic Sequence, is not checked by `check_fields`: 5 was a bare TypeError)
+        if not isinstance(tools, Iterable) or not all(isinstance(t, str) for t in tools):
+            return f"clear_exclude_tools: expected a list of tool names, got {tools!r}"
         return None
 
     def problem(self, *, windowed: bool = False) -> str | None:

@@ -13,7 +13,10 @@ from __future__ import annotations
 import math
 from typing import Protocol, runtime_checkable
 
+from rollsum.params import AT_LEAST_0, ParamError, Range, check_number
 from rollsum.types import Message
+
+_POSITIVE = Range(0, low_open=True)
 
 DEFAULT_MESSAGE_OVERHEAD = 4
 """Role markers and separators a chat format adds around each message."""
@@ -35,8 +38,14 @@ class HeuristicCounter:
 
     def __init__(self, *, chars_per_token: float = 4.0, calibration: float = 1.0,
                  overhead: int = DEFAULT_MESSAGE_OVERHEAD) -> None:
-        if chars_per_token <= 0 or calibration <= 0:
-            raise ValueError("chars_per_token and calibration must be positive")
+        # numbers checked as numbers (`rollsum.params`): NaN or inf got through ``<= 0`` and made
+        # every count raise inside ``add()``, after the message was stored
+        for name, value, integer, rng in (("chars_per_token", chars_per_token, False, _POSITIVE),
+                                          ("calibration", calibration, False, _POSITIVE),
+                                          ("overhead", overhead, True, AT_LEAST_0)):
+            found = check_number(value, integer=integer, range=rng)
+            if found is not None:
+                raise ParamError(f"HeuristicCounter {name}: expected {found}, got {value!r}")
         self.chars_per_token = chars_per_token
         self.calibration = calibration
         self.overhead = overhead

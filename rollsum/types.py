@@ -11,6 +11,7 @@ import inspect
 import uuid
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from datetime import date
 from typing import Any, ClassVar, Literal, TypeVar
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -116,6 +117,32 @@ class Message:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, got {self.role!r}")
         if not isinstance(self.content, str):
             raise TypeError(f"content must be str, got {type(self.content).__name__}")
+        # the usual message (str or None fields, a dict meta) passes this one cheap test
+        if (type(self.meta) is not dict or (self.created_at is not None and type(self.created_at) is not str)
+                or (self.name is not None and type(self.name) is not str)
+                or (self.id is not None and type(self.id) is not str)):
+            self._check_fields()
+
+    def _check_fields(self) -> None:
+        """Take what an application has at hand, refuse the rest with a TypeError naming it.
+
+        Why: a message is stored, restored and sent as text. A `datetime` in `created_at` made
+        ``context(timestamps=...)`` raise AttributeError and came back from a SQLite store as a
+        string (a restarted engine's messages differed), so it is kept as its ISO 8601 text; a
+        None `meta` broke tool pairing and clearing deep inside ``add()``, so it is ``{}``; a
+        non-str `name` broke ``to_anthropic()``."""
+        if self.meta is None:
+            object.__setattr__(self, "meta", {})
+        elif not isinstance(self.meta, Mapping):
+            raise TypeError(f"meta must be a mapping or None, got {type(self.meta).__name__}")
+        if isinstance(self.created_at, date):  # a datetime (naive or aware) or a date
+            object.__setattr__(self, "created_at", self.created_at.isoformat())
+        elif self.created_at is not None and not isinstance(self.created_at, str):
+            raise TypeError("created_at must be an ISO 8601 string, a datetime or None, "
+                            f"got {type(self.created_at).__name__}")
+        for name, value in (("id", self.id), ("name", self.name)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be str or None, got {type(value).__name__}")
 
     def with_id(self, message_id: str) -> Message:
         """This message under `message_id` (the engine names every message stored without an

@@ -8,6 +8,7 @@ is a deployment decision, never a behavioural one. `open_store` turns a user-fac
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Callable
 
@@ -17,6 +18,10 @@ from rollsum.store.memory import MemoryStore
 from rollsum.store.sqlite import SQLiteStore
 
 __all__ = ["MemoryStore", "SQLiteStore", "Store", "StoredMessage", "claim", "open_store", "resolve"]
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+"""A spec's ``KIND:`` prefix (two characters at least: ``C:`` is a Windows drive, a path)."""
 
 
 def open_store(spec: str) -> Store:
@@ -30,6 +35,10 @@ def open_store(spec: str) -> Store:
     spec = spec.strip()
     if spec in ("memory", "memory:"):
         return MemoryStore()
+    scheme = _SCHEME.match(spec)
+    if scheme is not None and scheme.group(1) != "sqlite":  # a typo ("sqlite3:", "memroy:") made a file of that name
+        raise ConfigError(f"store {spec!r}: unknown kind {scheme.group(1)!r}; expected 'memory', 'sqlite:PATH' or a "
+                          f"file path (./{spec} for a file of that name)")
     path = spec.removeprefix("sqlite:")
     if not path:
         raise ConfigError(f"store: {spec!r} names no file; expected 'sqlite:PATH'")

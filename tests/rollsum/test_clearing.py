@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from rollsum import Message, RollingSummarizer
 from rollsum.clearing import PLACEHOLDER, ClearQueue, ClearSettings, placeholder
 from rollsum.errors import ConfigError
+from rollsum.store.memory import MemoryStore
 from rollsum.tokens import HeuristicCounter
 from rollsum.window import Window
 
@@ -126,6 +127,21 @@ def test_the_engine_shows_placeholders_and_stores_the_originals() -> None:
     assert [r.message.content for r in rs.store.messages(rs.conversation_id)] == [m.content for m in msgs]
     assert rs.context_tokens() == sum(COUNT(m) for m in ctx) < sum(COUNT(m) for m in msgs)
     assert rs.config()["clear_keep"] == 2
+
+
+def test_a_resumed_engine_shows_the_results_the_last_one_had_cleared() -> None:
+    """Clearing is shown, not stored: an engine reopened on the store (a restart, the next
+    request) showed every cleared result whole again, past the window, until its next `add()`."""
+    store = MemoryStore()
+    kw: dict[str, Any] = dict(store=store, conversation_id="c", context_window=1500, clear_trigger=600, clear_keep=2)
+    rs = RollingSummarizer.from_preset("clear-tool-results", **kw)
+    for m in _agent(12):
+        rs.add(m)
+    left = rs.context()
+    assert sum(m.content.startswith("[tool result cleared") for m in left) >= 4
+    rs.close()
+    again = RollingSummarizer.from_preset("clear-tool-results", **kw)
+    assert again.context() == left and again.context_tokens() == rs.context_tokens() <= 1500
 
 
 def test_clear_first_then_summarize_only_if_still_over() -> None:

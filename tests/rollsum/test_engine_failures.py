@@ -20,6 +20,7 @@ from rollsum.errors import ErrorKind, ModelError
 from rollsum.models import CachedModel, FakeModel
 from rollsum.policies.base import Decision
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
+from rollsum.tokens import HeuristicCounter
 from tests.support.helpers import Recording, chat
 
 TRANSIENT = [TimeoutError("read timed out"), ConnectionResetError(104, "Connection reset by peer"),
@@ -64,6 +65,40 @@ def test_a_servers_retry_after_sets_the_wait_up_to_its_cap(retry_after: float, c
     events = run_until_trigger(rs)
     assert len(model.requests) == 3 and sleeps == waits
     assert events[-1].kind == "failure" and events[-1].error_kind == "rate_limit"
+
+
+def test_many_retries_never_wait_longer_than_max_retry_after_s() -> None:
+    """retries=40 is in range: the doubling backoff alone would have slept 0.25 × 2**39 s
+    before the last try (OverflowError in time.sleep from about 2**40)."""
+    model = Recording(FakeModel("scripted", script=[TimeoutError("read timed out")]))
+    sleeps: list[float] = []
+    rs = RollingSummarizer.from_preset("since-last", model, retries=40, backoff_s=0.25, max_retry_after_s=30,
+                                       sleep=sleeps.append)
+    events = run_until_trigger(rs)
+    assert len(model.requests) == 41 and events[-1].kind == "failure"
+    assert sleeps[:8] == [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0] and max(sleeps) == 30
+
+
+class PickyCounter(HeuristicCounter):
+    """A custom counter that cannot count one text (a tokenizer refusing an input)."""
+
+    def count(self, text: str) -> int:
+        if "\x00" in text:
+            raise ValueError("tokenizer refused the text")
+        return super().count(text)
+
+
+def test_a_counter_that_raises_leaves_nothing_stored() -> None:
+    """`add()` raises only when nothing changed: the message used to be stored first, then left
+    out of the window (the context lost it until a restart showed it again)."""
+    rs = RollingSummarizer.from_preset("since-last", counter=PickyCounter())
+    rs.add(Message("user", "first"))
+    with pytest.raises(ValueError, match="tokenizer refused"):
+        rs.add(Message("user", "bad\x00text"))
+    rs.add(Message("user", "third"))
+    stored = [r.message for r in rs.store.messages(rs.conversation_id)]
+    assert [m.content for m in stored] == ["first", "third"] == [m.content for m in rs.messages]
+    assert [m.id for m in stored] == [m.id for m in rs.messages]
 
 
 @pytest.mark.parametrize("exc", PERMANENT, ids=lambda e: type(e).__name__)
@@ -121,6 +156,32 @@ def test_a_summarizer_bug_is_a_failure_event() -> None:
     rs.summarizer = Exploding()
     events = run_until_trigger(rs)
     assert events[-1].kind == "failure" and "ZeroDivisionError" in (events[-1].error or "")
+
+
+class Returns:
+    name = "plugin"
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    def summarize(self, request: SummaryRequest) -> Any:
+        return self.answer
+
+
+@pytest.mark.parametrize(("answer", "words"), [
+    ("a summary as a plain string", "returned str, expected a SummaryDraft with str text"),
+    (None, "returned NoneType, expected a SummaryDraft"),
+    (SummaryDraft(text=None), "returned a SummaryDraft whose text is NoneType"),  # type: ignore[arg-type]
+])
+def test_a_summarizer_returning_the_wrong_type_is_told_so(answer: Any, words: str) -> None:
+    """A plug-in returning a str (or None) was told "summarizer returned an empty summary"; a
+    draft whose text is not a str was an internal error from inside the engine."""
+    rs = RollingSummarizer.from_preset("since-last")
+    rs.summarizer = Returns(answer)
+    event = run_until_trigger(rs)[-1]
+    assert event.kind == "failure" and event.error_kind == "malformed"
+    assert f"summarizer 'plugin' {words}" in (event.error or "")
+    assert len(rs.messages) == 20 and rs.summary is None
 
 
 class BrokenPolicy:

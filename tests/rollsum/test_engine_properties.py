@@ -310,3 +310,37 @@ def test_every_windowed_preset_keeps_its_window_on_every_turn(
             check_cleared(rs, added, context, params)
     check(rs, added, preset, failures)
     check_cadence(rs, preset, added, events, params)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(stream=window_streams, preset=st.sampled_from(WINDOWED),
+       failures=st.lists(st.sampled_from(FAILURES), max_size=4), data=st.data())
+def test_a_resumed_engine_shows_the_context_it_left_inside_the_window(
+        stream: list[tuple[str, int]], preset: str, failures: list[str], data: st.DataObject) -> None:
+    """An app that reopens the conversation from its store (a restart, a new request) and asks
+    for the context before adding anything gets the context the last engine left: inside the
+    window, clips and cleared tool results shown as they were. Before, a resumed engine showed
+    each clipped message whole and every cleared tool result again, past the window. (Clearing
+    is sticky and its record is not stored: a resumed engine clears by the rule at its context,
+    so under clearing only the window is held, not the exact placeholders.)"""
+    params = {**window_params(preset, data), "lag_turns": 0}
+    store = MemoryStore()
+
+    def open_engine() -> RollingSummarizer:
+        rs = RollingSummarizer.from_preset(preset, store=store, conversation_id="c", sleep=lambda s: None, **params)
+        rs.summarizer = Flaky(failures)
+        return rs
+
+    rs = open_engine()
+    limit = rs.context_window - rs.reserved_output_tokens
+    for i, (role, words) in enumerate(stream):
+        rs.add(Message(role, f"m{i} " + " ".join(f"w{j}" for j in range(words)),  # type: ignore[arg-type]
+                       name=TOOLS[i % 2] if role == "tool" else None))
+        left = [(x.role, x.content) for x in rs.context()]
+        rs.close()
+        rs = open_engine()
+        assert rs.context_tokens() <= limit, f"turn {i}: resumed at {rs.context_tokens()} of {limit} tokens"
+        assert sum(rs.counter.count_message(x) for x in rs.context()) == rs.context_tokens()
+        if preset not in CLEARING:
+            assert [(x.role, x.content) for x in rs.context()] == left, f"turn {i}: the resumed context differs"
+    rs.close()

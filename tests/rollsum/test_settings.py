@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import typing
 from typing import Any
 
+import anthropic
 import pytest
 
 from rollsum import ConfigError, Message, RollingSummarizer, policies, presets
@@ -71,6 +73,58 @@ def test_rules_that_tie_two_settings_together() -> None:
     with pytest.raises(ConfigError, match="at least 64"):
         RollingSummarizer.from_settings(policies.get("full-context")(), ExtractiveSummarizer(), dataclasses.replace(
             small, enforce_window=True))
+
+
+@pytest.mark.parametrize("tools", [5, None, ["grep", 3]])
+def test_excluded_tools_that_are_not_tool_names_are_a_config_error(tools: Any) -> None:
+    """Not a bare TypeError from deep inside (5 is not iterable), nor a list that never matches."""
+    with pytest.raises(ConfigError, match="clear_exclude_tools: expected a list of tool names, got"):
+        EngineSettings(clear_exclude_tools=tools)
+    with pytest.raises(ConfigError, match="clear_exclude_tools: expected a list of tool names"):
+        RollingSummarizer.from_preset("clear-tool-results", clear_exclude_tools=tools)
+
+
+@pytest.mark.parametrize(("parts", "words"), [
+    (lambda: (policies.get("since-last")(), ExtractiveSummarizer(), {"context_window": 8000}),
+     "settings: expected an EngineSettings, got dict"),
+    (lambda: (None, ExtractiveSummarizer(), EngineSettings()),
+     "policy: expected a Policy (with decide()), got NoneType"),
+    (lambda: (policies.get("since-last")(), "extractive", EngineSettings()),
+     "summarizer: expected a Summarizer (with summarize()), got str"),
+])
+def test_an_engine_refuses_parts_of_the_wrong_kind_when_it_is_made(parts: Any, words: str) -> None:
+    """Not an AttributeError from inside (a dict for the settings), nor a failure on every
+    summary later (a summarizer's name instead of one)."""
+    policy, summarizer, settings = parts()
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        RollingSummarizer.from_settings(policy, summarizer, settings)
+
+
+@pytest.mark.parametrize("cid", ["", 7])
+def test_an_empty_conversation_id_is_refused_not_replaced_by_a_new_one(cid: Any) -> None:
+    """"" (an app's missing id) made a fresh random conversation on every open, so a conversation
+    reopened that way never found its history."""
+    with pytest.raises(ConfigError, match="conversation_id: expected a non-empty string or None"):
+        RollingSummarizer.from_settings(policies.get("since-last")(), ExtractiveSummarizer(), EngineSettings(),
+                                        conversation_id=cid)
+    with pytest.raises(ConfigError, match="conversation_id"):
+        RollingSummarizer.from_preset("since-last", conversation_id=cid)
+
+
+@pytest.mark.parametrize(("model", "words"), [
+    (5, "got int"),
+    (anthropic.Anthropic(api_key="sk-ant-test"), "got Anthropic (an anthropic client: wrap it, "
+                                                  "rollsum.models.AnthropicModel(client=...))"),
+])
+def test_a_preset_refuses_a_model_that_is_not_one(model: object, words: str) -> None:
+    """An SDK client given as the model (an easy slip) failed every summary, as an internal error."""
+    with pytest.raises(ConfigError, match=re.escape("model: expected a model spec string") + ".*" + re.escape(words)):
+        RollingSummarizer.from_preset("token-ratio", model=model)
+
+
+def test_excluded_tools_may_come_from_a_generator() -> None:
+    tools = (t for t in ["grep", "bash"])  # read once: the tuple is made before the rules read it
+    assert EngineSettings(clear_exclude_tools=tools).clear_exclude_tools == ("grep", "bash")  # type: ignore[arg-type]
 
 
 def test_derived_numbers() -> None:

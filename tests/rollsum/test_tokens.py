@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import pytest
+
+from rollsum.errors import ConfigError
 from rollsum.tokens import DEFAULT_MESSAGE_OVERHEAD, HeuristicCounter
 from rollsum.types import Message
 
@@ -44,3 +50,19 @@ def test_a_count_from_a_mixin_is_the_one_messages_are_counted_with() -> None:
     assert Words(overhead=1).count_message(Message("user", "one two three", id="m")) == 4
     assert Twice().count_message(Message("user", "x" * 8, id="m")) == 4
     assert HeuristicCounter().count_message(Message("user", "x" * 8, id="m")) == 2 + DEFAULT_MESSAGE_OVERHEAD
+
+
+@pytest.mark.parametrize(("kw", "words"), [
+    ({"calibration": float("nan")}, "calibration: expected a number > 0, got nan"),
+    ({"calibration": float("inf")}, "calibration: expected a number > 0, got inf"),
+    ({"chars_per_token": 0}, "chars_per_token: expected a number > 0, got 0"),
+    ({"calibration": "1.15"}, "calibration: expected a number > 0, got '1.15'"),
+    ({"overhead": -1}, "overhead: expected an integer >= 0, got -1"),
+])
+def test_a_counter_refuses_what_would_break_every_count(kw: dict[str, Any], words: str) -> None:
+    """NaN passed the old ``<= 0`` check and every count raised inside ``add()`` after the
+    message was stored; a string raised a bare TypeError."""
+    with pytest.raises(ConfigError, match=re.escape(f"HeuristicCounter {words}")):
+        HeuristicCounter(**kw)
+    with pytest.raises(ValueError):  # still what a caller catching the old error catches
+        HeuristicCounter(**kw)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from datetime import UTC, date, datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rollsum import RollingSummarizer
 from rollsum.jobs import Maker
 from rollsum.policies.base import Decision
 from rollsum.types import ROLES, Message, SummaryEvent, SummaryRecord, Usage
@@ -64,7 +66,8 @@ def test_quick_init_stores_what_the_generated_init_stores(cls: type, data: st.Da
     for f in fs:
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         if required or data.draw(st.booleans(), label=f.name):
-            given_[f.name] = "user" if f.name == "role" else f"{f.name}-{data.draw(st.integers(0, 9))}"
+            n = data.draw(st.integers(0, 9))
+            given_[f.name] = "user" if f.name == "role" else {"n": n} if f.name == "meta" else f"{f.name}-{n}"
     positional = data.draw(st.integers(0, len(given_)), label="positional")
     names = [f.name for f in fs]
     while (positional and names[positional - 1] not in given_) or any(n not in given_ for n in names[:positional]):
@@ -88,6 +91,32 @@ def test_quick_init_still_validates_a_message() -> None:
         Message("robot", "hi")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="content must be str"):
         Message("user", 3)  # type: ignore[arg-type]
+
+
+def test_a_message_takes_a_datetime_and_a_none_meta_as_an_application_has_them() -> None:
+    """A datetime `created_at` (naive or aware) is kept as its ISO 8601 text, as a store gives it
+    back, and a None `meta` is empty: before, the first made ``context(timestamps=...)`` raise
+    AttributeError, the second broke tool pairing and clearing inside ``add()``."""
+    naive, aware = datetime(2024, 5, 1, 12, 30), datetime(2024, 5, 1, 12, 30, tzinfo=UTC)
+    assert Message("user", "hi", created_at=naive).created_at == "2024-05-01T12:30:00"  # type: ignore[arg-type]
+    assert Message("user", "hi", created_at=aware).created_at == "2024-05-01T12:30:00+00:00"  # type: ignore[arg-type]
+    assert Message("user", "hi", created_at=date(2024, 5, 1)).created_at == "2024-05-01"  # type: ignore[arg-type]
+    assert Message("tool", "out", meta=None).meta == {}  # type: ignore[arg-type]
+    rs = RollingSummarizer.from_preset("since-last")
+    rs.add(Message("user", "hi", created_at=naive))  # type: ignore[arg-type]
+    assert rs.context(timestamps="message")[0].content == "[1 May 2024, 12:30] hi"
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("created_at", 1714566600, "created_at must be an ISO 8601 string, a datetime or None, got int"),
+    ("name", 5, "name must be str or None, got int"),
+    ("id", 7, "id must be str or None, got int"),
+    ("meta", "tool_call_id=1", "meta must be a mapping or None, got str"),
+])
+def test_a_message_field_of_the_wrong_type_is_refused_where_it_is_made(field: str, value: object, words: str) -> None:
+    """Not deep inside the engine later (a non-str name broke ``to_anthropic()``)."""
+    with pytest.raises(TypeError, match=words):
+        Message("tool", "out", **{field: value})  # type: ignore[arg-type]
 
 
 def test_a_subclass_is_built_as_itself() -> None:

@@ -263,3 +263,15 @@ def test_open_store_specs(tmp_path: Path) -> None:
     for bad in ("", "  ", "sqlite:"):
         with pytest.raises(ConfigError, match="store"):
             open_store(bad)
+
+
+def test_a_mistyped_store_kind_is_refused_not_made_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``store="sqlite3:chat.db"`` silently made a SQLite file named "sqlite3:chat.db"."""
+    monkeypatch.chdir(tmp_path)
+    for bad in ("sqlite3:chat.db", "memroy:", "postgres:chat"):
+        with pytest.raises(ConfigError, match="unknown kind"):
+            open_store(bad)
+    assert list(tmp_path.iterdir()) == []
+    store = open_store("./sqlite3:chat.db")  # a file of that name, asked for as a path
+    assert isinstance(store, SQLiteStore) and (tmp_path / "sqlite3:chat.db").exists()
+    store.close()

@@ -77,6 +77,20 @@ def test_closing_hands_the_conversation_over_and_the_next_engine_sees_everything
     assert len(second.history) == 2
 
 
+def test_a_closed_engine_refuses_to_add_so_the_next_owner_is_not_wedged(tmp_path: Path) -> None:
+    """A handle kept past its ``with`` block used to go on writing without a claim: its message
+    took the id the new owner's next message takes, which then failed ("duplicate message id")."""
+    db = tmp_path / "chat.db"
+    with engine(db) as first:
+        first.add(Message("user", "hi"))
+    second = engine(db)
+    with pytest.raises(ConfigError, match="this engine was closed"):
+        first.add(Message("user", "late, from the closed engine"))
+    second.add(Message("user", "hello again"))
+    assert [r.message.content for r in second.store.messages("c1")] == ["hi", "hello again"]
+    assert first.flush() is None
+
+
 def test_a_dropped_engine_releases_its_claim(tmp_path: Path) -> None:
     db = tmp_path / "chat.db"
     first = engine(db)

@@ -1,0 +1,123 @@
+"""`rollsum.aio.AsyncRollingSummarizer` as an application restarts it: close, reopen, go on."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from pathlib import Path
+
+import pytest
+
+from rollsum import ConfigError, Message, RollingSummarizer
+from rollsum.aio import AsyncRollingSummarizer
+from rollsum.store.sqlite import SQLiteStore
+from rollsum.summarizers.base import SummaryDraft, SummaryRequest
+
+SINCE_LAST = dict(messages_per_summary=5, keep_last=2, min_messages_per_attempt=0)
+
+
+class Gated:
+    """A summarizer that answers only once the test opens its gate (no clock in the test)."""
+
+    name = "gated"
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        self.gate.wait(30)
+        return SummaryDraft(text="covered " + " ".join(str(m.id) for m in request.messages))
+
+
+def test_close_abandons_a_running_summary_so_the_next_engine_is_not_wedged(tmp_path: Path) -> None:
+    """An app closes its async engine while a summary runs (the request is over) and the next
+    request reopens the conversation from the store. The claim is released at close, so a
+    summary landing after it would commit behind the new engine's back: the new engine's window
+    would still show the covered messages and every summary it made would be refused ("summary
+    id already exists"), its context growing without end. Closing abandons it instead: nothing
+    lands, every message stays active in the store, and the new engine summarizes them."""
+    async def scenario() -> None:
+        store = SQLiteStore(tmp_path / "chat.db")
+        old = AsyncRollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
+        gated = Gated()
+        old.core.summarizer = gated
+        for i in range(6):
+            await old.add(Message("user", f"m{i}"))
+        running = old._task
+        assert old.busy and running is not None
+        old.close()
+        new = RollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
+        gated.gate.set()  # the abandoned call returns now: its summary must not land
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        assert store.summaries("c") == [] and not old.busy
+        assert all(row.state == "active" for row in store.messages("c"))
+        events = [new.add(Message("user", f"m{i}")) for i in range(6, 12)]
+        assert [e.kind for e in events if e is not None] == ["summary"]
+        assert [r.id for r in store.summaries("c")] == [new.summary.id if new.summary else None]
+        new.close()
+
+    asyncio.run(scenario())
+
+
+def test_wait_idle_then_close_keeps_the_running_summary(tmp_path: Path) -> None:
+    """What an app that wants the running summary does: `wait_idle()` first, then `close()`."""
+    async def scenario() -> None:
+        store = SQLiteStore(tmp_path / "chat.db")
+        ars = AsyncRollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
+        gated = Gated()
+        ars.core.summarizer = gated
+        for i in range(6):
+            await ars.add(Message("user", f"m{i}"))
+        gated.gate.set()
+        await ars.wait_idle()
+        ars.close()
+        assert len(store.summaries("c")) == 1
+        again = RollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
+        assert again.summary is not None and [m.content for m in again.messages] == ["m3", "m4", "m5"]
+        again.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_wrapper_reads_like_the_engine_it_wraps() -> None:
+    """An async app calls what the README shows on the engine: `to_anthropic` was missing."""
+    async def scenario() -> None:
+        ars = AsyncRollingSummarizer.from_preset("since-last")
+        await ars.add(Message("assistant", "Hi, how can I help?"))
+        await ars.add(Message("user", "Where is order #4411?"))
+        assert ars.to_anthropic(system="Be brief.") == ars.core.to_anthropic(system="Be brief.")
+        assert ars.to_anthropic(system="Be brief.")[1][-1] == {"role": "user", "content": "Where is order #4411?"}
+        assert ars.pending == ars.core.pending == []
+        ars.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_simulated_lag_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="lag_turns: expected 0 with the async wrapper"):
+        AsyncRollingSummarizer.from_preset("since-last", lag_turns=2)
+
+
+def test_close_after_the_loop_is_gone_still_releases_the_conversation(tmp_path: Path) -> None:
+    """An app that closes its event loop first, then the engine: cancelling the abandoned task
+    raised RuntimeError ("Event loop is closed") and the claim was never released."""
+    store = SQLiteStore(tmp_path / "chat.db")
+    ars = AsyncRollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
+    gated = Gated()
+    ars.core.summarizer = gated
+
+    async def chat() -> None:
+        for i in range(6):
+            await ars.add(Message("user", f"m{i}"))
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(chat())
+    assert ars.busy
+    gated.gate.set()
+    loop.close()
+    ars.close()
+    again = RollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
+    assert again.summary is None and len(again.messages) == 6
+    again.close()
