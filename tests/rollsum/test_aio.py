@@ -30,6 +30,18 @@ class Gated:
         return SummaryDraft(text="covered " + " ".join(str(m.id) for m in request.messages))
 
 
+async def _six_added_with_a_gated_summary(tmp_path: Path) -> tuple[SQLiteStore, AsyncRollingSummarizer, Gated]:
+    """An async since-last engine on a SQLite store whose sixth message started a summary that
+    waits for `Gated.gate`."""
+    store = SQLiteStore(tmp_path / "chat.db")
+    ars = AsyncRollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
+    gated = Gated()
+    ars.core.summarizer = gated
+    for i in range(6):
+        await ars.add(Message("user", f"m{i}"))
+    return store, ars, gated
+
+
 def test_close_abandons_a_running_summary_so_the_next_engine_is_not_wedged(tmp_path: Path) -> None:
     """An app closes its async engine while a summary runs (the request is over) and the next
     request reopens the conversation from the store. The claim is released at close, so a
@@ -38,12 +50,7 @@ def test_close_abandons_a_running_summary_so_the_next_engine_is_not_wedged(tmp_p
     id already exists"), its context growing without end. Closing abandons it instead: nothing
     lands, every message stays active in the store, and the new engine summarizes them."""
     async def scenario() -> None:
-        store = SQLiteStore(tmp_path / "chat.db")
-        old = AsyncRollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
-        gated = Gated()
-        old.core.summarizer = gated
-        for i in range(6):
-            await old.add(Message("user", f"m{i}"))
+        store, old, gated = await _six_added_with_a_gated_summary(tmp_path)
         running = old._task
         assert old.busy and running is not None
         old.close()
@@ -64,12 +71,7 @@ def test_close_abandons_a_running_summary_so_the_next_engine_is_not_wedged(tmp_p
 def test_wait_idle_then_close_keeps_the_running_summary(tmp_path: Path) -> None:
     """What an app that wants the running summary does: `wait_idle()` first, then `close()`."""
     async def scenario() -> None:
-        store = SQLiteStore(tmp_path / "chat.db")
-        ars = AsyncRollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
-        gated = Gated()
-        ars.core.summarizer = gated
-        for i in range(6):
-            await ars.add(Message("user", f"m{i}"))
+        store, ars, gated = await _six_added_with_a_gated_summary(tmp_path)
         gated.gate.set()
         await ars.wait_idle()
         ars.close()
