@@ -55,6 +55,7 @@ from rollsum.settings import (
     LedgerMode,
     SettingAttributes,
     engine_config,
+    wiring_problem,
 )
 from rollsum.store import claim, resolve
 from rollsum.store.base import Store
@@ -73,23 +74,6 @@ __all__ = ["MIN_WINDOW", "SELECTED_AT_CAP", "DepthCapMerge", "LedgerMode", "Roll
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _wiring_problem(policy: object, summarizer: object, settings: object, conversation_id: object) -> str | None:
-    """What is wrong with an engine's three required parts (None: fine), in a user's words."""
-    if not isinstance(settings, EngineSettings):
-        return (f"settings: expected an EngineSettings, got {type(settings).__name__} "
-                "(EngineSettings(**values) makes one)")
-    if conversation_id is not None and not (isinstance(conversation_id, str) and conversation_id):
-        # "" (an app's missing id) made a fresh random conversation on every open: history gone
-        return f"conversation_id: expected a non-empty string or None (a new id), got {conversation_id!r}"
-    if not callable(getattr(policy, "decide", None)):
-        return (f"policy: expected a Policy (with decide()), got {type(policy).__name__} "
-                "(rollsum.policies.get(NAME)() makes one)")
-    if not callable(getattr(summarizer, "summarize", None)):
-        return (f"summarizer: expected a Summarizer (with summarize()), got {type(summarizer).__name__} "
-                "(rollsum.summarizers.create(NAME) makes one)")
-    return None
 
 
 class RollingSummarizer(SettingAttributes):
@@ -154,8 +138,7 @@ class RollingSummarizer(SettingAttributes):
                fallback: Summarizer | None, sleep: Callable[[float], None], clock: Callable[[], datetime],
                on_event: Callable[[SummaryEvent], None] | None, preset: str, takeover: bool) -> None:
         """What both constructors share: wire the components, claim the conversation, resume it."""
-        found = _wiring_problem(policy, summarizer, settings, conversation_id)
-        if found is not None:  # (else an AttributeError here, or a failure on every summary later)
+        if (found := wiring_problem(policy, summarizer, settings, conversation_id)) is not None:
             raise ConfigError(found)
         self.settings = settings
         self.enforce_window = bool(getattr(policy, "windowed", False)) if settings.enforce_window is None \
@@ -209,11 +192,9 @@ class RollingSummarizer(SettingAttributes):
         self._reshow()
 
     def _reshow(self) -> None:
-        """Show what the last `add()` showed but the store does not keep (display versions
-        only, no model, no store write): old tool results as placeholders, the window guard's
-        clips. Why: without them a resumed engine's `context()` showed every cleared tool result
-        and each clipped message whole again, past the window until the next `add()` (an app
-        that reopens a conversation to send or show its context before adding to it)."""
+        """Show what the last `add()` showed but the store does not keep (cleared tool results,
+        the guard's clips; no model, no store write): else a resumed engine's `context()` was
+        past the window until the next `add()`."""
         w = self._window
         if self.settings.clear_tool_results:
             w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)

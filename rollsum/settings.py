@@ -324,4 +324,24 @@ class SettingAttributes:
 
 
 __all__ = ["MIN_WINDOW", "SETTING_NAMES", "WIRING_NAMES", "DepthCapMerge", "EngineSettings", "EngineWiring",
-           "LedgerMode", "Setting", "SettingAttributes", "engine_config", "engine_parameters", "owner_of"]
+           "LedgerMode", "Setting", "SettingAttributes", "engine_config", "engine_parameters", "owner_of",
+           "wiring_problem"]
+
+
+def wiring_problem(policy: object, summarizer: object, settings: object, conversation_id: object) -> str | None:
+    """What is wrong with an engine's three required parts and its conversation id (None: fine),
+    in a user's words: checked when the engine is made, else a wrong part was an AttributeError
+    there or a failure on every summary later."""
+    if not isinstance(settings, EngineSettings):
+        return (f"settings: expected an EngineSettings, got {type(settings).__name__} "
+                "(EngineSettings(**values) makes one)")
+    if conversation_id is not None and not (isinstance(conversation_id, str) and conversation_id):
+        # "" (an app's missing id) made a fresh random conversation on every open: history gone
+        return f"conversation_id: expected a non-empty string or None (a new id), got {conversation_id!r}"
+    if not callable(getattr(policy, "decide", None)):
+        return (f"policy: expected a Policy (with decide()), got {type(policy).__name__} "
+                "(rollsum.policies.get(NAME)() makes one)")
+    if not callable(getattr(summarizer, "summarize", None)):
+        return (f"summarizer: expected a Summarizer (with summarize()), got {type(summarizer).__name__} "
+                "(rollsum.summarizers.create(NAME) makes one)")
+    return None

@@ -36,8 +36,7 @@ DEFAULT_TIMESTAMPS = "session"
 the mode was recorded is read with this default (its stamps are rebuilt from the messages)."""
 assert DEFAULT_TIMESTAMPS in TIMESTAMPS
 _COUNTER = HeuristicCounter()
-"""The counter the harness builds every engine with (`replay.adapter`, the presets' default):
-a stamp's tokens are counted as the engine that made the trace counted its context."""
+"""The counter of every engine the harness builds: a stamp is counted as its context was."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,13 +160,10 @@ class Trace:
         return [i if s is None else dataclasses.replace(i, shown_time=s) for i, s in zip(items, stamps)]
 
     def undated_at(self, turn: int) -> frozenset[int]:
-        """The conversation messages in the context at `turn` whose day it does not show
-        although the context shows times: those above the first stamp shown, when the window
-        had no room for the oldest stamps (`rollsum.context.fitted_times` leaves them out
-        oldest first, so what loses its day is always the oldest part). Empty when every stamp
-        fits, which is most turns (LoCoMo dev, 8,000-token window: not empty at 88 of
-        evict-window's 360 asking turns, 5 of count-and-tokens', 4 of budget-rule-based's, none
-        of the others'); the scorer reads these messages without their day."""
+        """The messages in the context at `turn` whose day it does not show although it shows
+        times: those above the first stamp shown, when the window had no room for the oldest
+        stamps (`rollsum.context.fitted_times`). The scorer reads them without their day. Empty
+        at most turns (LoCoMo dev, 8,000 tokens: not at 88 of evict-window's 360 asking turns)."""
         if self.timestamps == "none" or not 0 <= turn < len(self.turns):
             return frozenset()
         hit = self._undated.get(turn)
@@ -188,10 +184,8 @@ class Trace:
                             count_message=_COUNTER.count_message)
 
     def _stamp_messages(self, items: Sequence[ContextItem]) -> list[Message]:
-        """The context's items as the messages the engine sent (what a stamp is written on and
-        counted with)."""
-        return [Message(role=i.role, content=i.text, name=i.name, created_at=self._created(i))  # type: ignore[arg-type]
-                for i in items]
+        """The items as the messages the engine sent (a stamp is written on and counted with them)."""
+        return [Message(i.role, i.text, name=i.name, created_at=self._created(i)) for i in items]  # type: ignore[arg-type]
 
     def _stamp_room(self, turn: int) -> int | None:
         """The tokens the window left the stamps at `turn`, by the engine's own rule
