@@ -323,11 +323,6 @@ class SettingAttributes:
     clear_tool_results = Setting[bool]()
 
 
-__all__ = ["MIN_WINDOW", "SETTING_NAMES", "WIRING_NAMES", "DepthCapMerge", "EngineSettings", "EngineWiring",
-           "LedgerMode", "Setting", "SettingAttributes", "engine_config", "engine_parameters", "owner_of",
-           "wiring_problem"]
-
-
 def wiring_problem(policy: object, summarizer: object, settings: object, conversation_id: object) -> str | None:
     """What is wrong with an engine's three required parts and its conversation id (None: fine),
     in a user's words: checked when the engine is made, else a wrong part was an AttributeError
@@ -345,3 +340,8 @@ def wiring_problem(policy: object, summarizer: object, settings: object, convers
         return (f"summarizer: expected a Summarizer (with summarize()), got {type(summarizer).__name__} "
                 "(rollsum.summarizers.create(NAME) makes one)")
     return None
+
+
+__all__ = ["MIN_WINDOW", "SETTING_NAMES", "WIRING_NAMES", "DepthCapMerge", "EngineSettings", "EngineWiring",
+           "LedgerMode", "Setting", "SettingAttributes", "engine_config", "engine_parameters", "owner_of",
+           "wiring_problem"]

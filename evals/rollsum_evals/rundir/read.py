@@ -312,8 +312,9 @@ def load_run(path: str | Path) -> Run:
         traces = {uid: rec for uid, rec in rd.trace_records().items() if uid in done}
         tables = journal_frames(rd, list(units.values()), probes, traces, unit_cols, probe_cols)
         turns = tables["turns"]
+    assert turns is not None  # read above, or rebuilt from the journals with the other tables
     return Run(path=rd.path, manifest=manifest, units=param_columns(tables["units"]), probes=tables["probes"],
-               turns=tables["turns"] if turns is None else turns, _rd=rd)
+               turns=turns, _rd=rd)
 
 
 def _table_columns(data: bytes) -> list[str]:

@@ -181,7 +181,7 @@ class SupportIndex:
             key = (question, answer + "\x00" + source)  # the texts' memo: judged with the source
             if c.speech:
                 by_msg = self._messages(key, c)
-        undated = self.undated(trace, turn)
+        undated = trace.undated_at(turn)
         hits = by_msg.hits
         if undated:  # messages whose day the context does not show are read without it
             plain = self.plain()._messages(key, c).hits
@@ -204,11 +204,6 @@ class SupportIndex:
         return Found(retained=retained, in_summary=retained and sp.holds(c, summary),
                      in_verbatim=retained and sp.holds(c, verbatim),
                      at=first[1] if retained and first is not None else "")
-
-    def undated(self, trace: Trace, turn: int) -> frozenset[int]:
-        """The messages in the context at `turn` whose day it does not show although it shows
-        times (`Trace.undated_at`: the window had no room for their stamps)."""
-        return trace.undated_at(turn) if self.timestamps != "none" else frozenset()
 
     def plain(self) -> SupportIndex:
         """This conversation read without times (for the messages whose stamp a context left
@@ -244,7 +239,7 @@ class SupportIndex:
             return ""
         composition = trace.turns[turn].composition
         ranges = [seg for seg in composition if not isinstance(seg, TextRef)]
-        undated = self.undated(trace, turn)
+        undated = trace.undated_at(turn)
         texts = [(f"t:{seg.text_id}", *self._ref_text(trace, seg, undated)) for seg in composition
                  if isinstance(seg, TextRef)]
         ask_keys = copies.keys(question, answer, self._chat.people)
