@@ -97,7 +97,7 @@ class Maker:
     conversation_id: str
     covered: Callable[[], Sequence[Message]]
     """Every message earlier summaries covered (read from the store when `rebuild_from_raw`
-    needs them)."""
+    needs them, or a summarizer rebuilding its statistics: `SummaryRequest.covered`)."""
     sleep: Callable[[float], None] = time.sleep
 
 
@@ -168,6 +168,7 @@ def make(job: Job, maker: Maker, out: Outcome) -> None:
         conversation_id=maker.conversation_id, messages=msgs, previous=previous, depth=job.depth,
         max_tokens=max(1, text_budget // 2) if appending else text_budget, must_keep=tuple(tracked),
         total_messages=job.added_at, total_tokens=job.tokens_before,
+        covered=maker.covered if previous is not None else None,
     )
     primary, fallback = maker.summarizer, maker.fallback
     draft = None if job.skip_primary else attempt(primary, request, out, maker)

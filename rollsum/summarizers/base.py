@@ -8,7 +8,7 @@ validation), and the engine's failure handling decides whether to retry or fall 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -29,6 +29,11 @@ class SummaryRequest:
     """Facts the ledger wants preserved (identifiers, numbers, dates, names, constraints)."""
     total_messages: int = 0
     total_tokens: int = 0
+    covered: Callable[[], Sequence[Message]] | None = None
+    """Every message the chain before this request covers, oldest first, read from the store
+    when called (None: not available). For a summarizer that keeps statistics over the
+    conversation (the extractive one's word frequencies): after a restart it counts them again
+    from these, so a resumed conversation gets the summaries an uninterrupted one gets."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from itertools import pairwise, repeat
 from operator import add, mul, xor
@@ -75,6 +75,12 @@ be read or run again, what a person said (a decision, a constraint, a date) cann
 is unchanged: a tool line is still kept when there is room and it is worth a line."""
 MUST_KEEP_BONUS = 5.0
 MAX_DROPPED_IN_NOTE = 3
+POSITIONS_META = "positions"
+"""The record meta key of where each sentence of the summary was said (message index; None
+when unknown), in the order the summary's sentences read back: what a restarted summarizer
+needs besides the covered messages to continue the chain exactly (`_rebuilt`)."""
+_REBUILD_CHUNK = 2_000
+"""Covered messages processed at a time when a chain is rebuilt (bounds what one pass holds)."""
 _CACHE_LIMIT = 20_000
 _SPECIFIC = salience.W_NUMBER
 """Base weights at or above this are names, numbers and dates."""
@@ -544,8 +550,7 @@ class ExtractiveSummarizer:
         speakers: set[str] = set()
         new = self._new_pieces(request.messages, speakers)
         docs = new.docs
-        counts, _ = self._corpus.checkout(request.conversation_id, prev,
-                                          lambda: [p.text.keys for p in self._old_pieces(prev).pieces])
+        counts, _ = self._corpus.checkout(request.conversation_id, prev, lambda: self._rebuilt(request, prev))
         counts.add(docs)
         previous_positions = counts.positions
         if self.merge == "append":
@@ -553,8 +558,40 @@ class ExtractiveSummarizer:
         else:
             draft, positions = self._select(request, new, speakers, counts, budget)
         counts.positions = positions
-        self._corpus.commit(request.conversation_id, prev, previous_positions, counts, docs, draft.text.strip())
-        return draft
+        text = draft.text.strip()
+        self._corpus.commit(request.conversation_id, prev, previous_positions, counts, docs, text)
+        # where each sentence of the text was said, saved with the record: the one part of the
+        # statistics a restarted summarizer cannot count again (`_rebuilt`)
+        saved = [positions.get(p.text.body) for p in self._old_pieces(text).pieces]
+        return replace(draft, meta={**draft.meta, POSITIONS_META: saved})
+
+    def _rebuilt(self, request: SummaryRequest, prev: str) -> Counts:
+        """The statistics of a chain this summarizer has not followed (a restart, an engine
+        rebuilt for every request, a previous summary from another summarizer): the word
+        frequencies of every message the chain covers, processed as their spans were
+        (`SummaryRequest.covered`), and the positions the previous record saved — what an
+        uninterrupted chain holds, so its summaries come out the same. Without the messages (or
+        when their number is not the previous record's), the previous summary's lines stand in
+        for them, as before this was kept."""
+        counts = Counts()
+        previous = request.previous
+        covered = request.covered() if request.covered is not None and previous is not None else None
+        if covered is not None and previous is not None and len(covered) == previous.messages_covered:
+            carried = self._features
+            try:
+                for start in range(0, len(covered), _REBUILD_CHUNK):
+                    self._features = {}  # what a span carries to the next call: not these
+                    counts.add(self._new_pieces(covered[start:start + _REBUILD_CHUNK], set()).docs)
+            finally:
+                self._features = carried
+        else:
+            counts.add([p.text.keys for p in self._old_pieces(prev).pieces])
+        saved = previous.meta.get(POSITIONS_META) if previous is not None else None
+        pieces = self._old_pieces(prev).pieces
+        if isinstance(saved, list) and len(saved) == len(pieces):
+            counts.positions = {p.text.body: float(pos) for p, pos in zip(pieces, saved)
+                                if isinstance(pos, (int, float))}
+        return counts
 
     # -- candidates ------------------------------------------------------------------------
 

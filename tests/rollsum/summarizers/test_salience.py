@@ -83,32 +83,38 @@ def test_specificity_falls_with_document_frequency() -> None:
 
 def test_corpus_follows_the_chain_and_rolls_back_an_uncommitted_summary() -> None:
     corpus = Corpus()
-    counts, found = corpus.checkout("c", "", lambda: [])
+    counts, found = corpus.checkout("c", "", Counts)
     assert not found
     counts.add([("a", "b")])
     counts.positions = {"first line": 1.0}
     corpus.commit("c", "", {}, counts, [("a", "b")], "S1")
-    counts, found = corpus.checkout("c", "S1", lambda: [("rebuilt",)])
+    counts, found = corpus.checkout("c", "S1", lambda: _counts([("rebuilt",)]))
     assert found and counts.n == 1 and counts.positions == {"first line": 1.0}
     counts.add([("c",), ("a",)])
     counts.positions = {"second": 2.0}
     corpus.commit("c", "S1", {"first line": 1.0}, counts, [("c",), ("a",)], "S2")
     # the engine could not commit S2 and asks again from S1: S2's span is taken back out
-    counts, found = corpus.checkout("c", "S1", lambda: [("rebuilt",)])
+    counts, found = corpus.checkout("c", "S1", lambda: _counts([("rebuilt",)]))
     assert found and counts.n == 1 and dict(counts.df) == {"a": 1, "b": 1}
     assert counts.positions == {"first line": 1.0}
 
 
-def test_corpus_rebuilds_from_the_previous_summary_when_the_chain_is_unknown() -> None:
+def _counts(docs: list[tuple[str, ...]]) -> Counts:
+    counts = Counts()
+    counts.add(docs)
+    return counts
+
+
+def test_corpus_rebuilds_when_the_chain_is_unknown() -> None:
     corpus = Corpus()
-    counts, found = corpus.checkout("c", "some other summary", lambda: [("x", "y"), ("x",)])
+    counts, found = corpus.checkout("c", "some other summary", lambda: _counts([("x", "y"), ("x",)]))
     assert not found and counts.n == 2 and counts.df["x"] == 2 and counts.positions == {}
 
 
 def test_corpus_is_bounded() -> None:
     corpus = Corpus(max_conversations=3)
     for i in range(10):
-        counts, _ = corpus.checkout(f"c{i}", "", lambda: [])
+        counts, _ = corpus.checkout(f"c{i}", "", Counts)
         corpus.commit(f"c{i}", "", {}, counts, [], "S")
     assert len(corpus) == 3
 
