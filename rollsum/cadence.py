@@ -52,6 +52,10 @@ class Cadence:
     """Messages moved to pending since the last summary."""
     min_tokens_since: int | None = None
     """Lowest context size seen since the last summary (hysteresis)."""
+    cleared_through: int | None = None
+    """Sequence number of the newest tool result clearing has replaced (None: none yet): a
+    resumed engine clears the results up to it again (`Window.clear_through`), as the one it
+    resumes still shows them."""
 
     def resumed(self, rows: Sequence[StoredMessage], added: int, summaries: int, pending: int) -> None:
         """The counts as a conversation's stored rows imply them, for a store that kept no
@@ -114,19 +118,19 @@ class Cadence:
         added = self.total_added
         return (self.attempts, None if self.since_attempt is None else added - self.since_attempt, self.failures,
                 self.retry_at, self.model_failures, self.model_retry_at, self.guard_at, self.total_evicted,
-                self.evicted_since, added - self.since_summary, self.min_tokens_since)
+                self.evicted_since, added - self.since_summary, self.min_tokens_since, self.cleared_through)
 
     def saved(self, key: tuple[int | None, ...] | None = None) -> dict[str, Any]:
         """The form `Store.save_cadence` keeps (from `key`, this cadence's `key()` when the
         caller just computed it: the engine compares it before saving)."""
         (attempts, last, failures, retry_at, model_failures, model_retry_at, guard_at, total_evicted, evicted_since,
-         summary_at, low) = self.key() if key is None else key
+         summary_at, low, cleared) = self.key() if key is None else key
         return {
             "version": VERSION, "attempts": attempts, "last_attempt_at": last,
             "failures": failures, "retry_at": retry_at,
             "model_failures": model_failures, "model_retry_at": model_retry_at,
             "guard_at": guard_at, "total_evicted": total_evicted, "evicted_since": evicted_since,
-            "summary_at": summary_at, "min_tokens_since": low,
+            "summary_at": summary_at, "min_tokens_since": low, "cleared_through": cleared,
         }
 
     def restore(self, saved: Mapping[str, Any]) -> None:
@@ -144,6 +148,7 @@ class Cadence:
         attempts, failures, retry_at = num("attempts"), num("failures"), num("retry_at")
         model_failures, model_retry_at = num("model_failures"), num("model_retry_at")
         last, guard_at, low = num("last_attempt_at", True), num("guard_at", True), num("min_tokens_since", True)
+        cleared = num("cleared_through", True)  # absent in a cadence saved before it was kept
         total_evicted, evicted_since, summary_at = num("total_evicted"), num("evicted_since"), num("summary_at")
         self.attempts = max(self.attempts, attempts or 0)
         self.since_attempt = None if last is None else max(0, self.total_added - last)
@@ -153,6 +158,7 @@ class Cadence:
         self.total_evicted, self.evicted_since = total_evicted or 0, evicted_since or 0
         self.since_summary = max(0, self.total_added - (summary_at or 0))
         self.min_tokens_since = low
+        self.cleared_through = cleared
 
 
 def backoff(failures: int, cooldown: int, most: int) -> int:

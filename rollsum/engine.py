@@ -197,6 +197,8 @@ class RollingSummarizer(SettingAttributes):
         past the window until the next `add()`."""
         w = self._window
         if self.settings.clear_tool_results:
+            if self._c.cleared_through is not None:  # sticky: what the last engine cleared stays cleared
+                w.clear_through(self.clearing, self._c.cleared_through, self.counter.count_message)
             w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
         if self.enforce_window and w.context_tokens() > self._limit:
             guard.fit(w, self.counter, self._limit, self.settings, self.conversation_id)
@@ -442,8 +444,12 @@ class RollingSummarizer(SettingAttributes):
         events, w = [] if events is None else events, self._window
         if w.clips or w.omitted or w.summary_hidden:
             w.unclip(self.counter.count_message)
+        cleared = False
         if self.settings.clear_tool_results:  # old tool results to placeholders (`rollsum.clearing`)
-            w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
+            newest = w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
+            if newest is not None and (self._c.cleared_through or -1) < newest:
+                self._c.cleared_through = newest  # saved with the cadence: a resumed engine clears them again
+                cleared = True
         # with clearing on, the policy is asked only while the cleared context is still over the
         # clearing trigger: clear first, summarize only if that was not enough
         quiet = system or (self._c.total_added <= self._quiet_until and self._h.policy is self.policy)
@@ -463,7 +469,7 @@ class RollingSummarizer(SettingAttributes):
                     break
         if self.enforce_window and w.context_tokens() > self._limit:  # else the guard has nothing to do
             events.extend(self._guard(launch or self._launch, busy or (lambda: self._inflight is not None)))
-        if self._c.observed(w.context_tokens()) or events:  # else no count `Cadence.key` holds moved
+        if self._c.observed(w.context_tokens()) or events or cleared:  # else no count `Cadence.key` holds moved
             self._persist_cadence()
         return events
 

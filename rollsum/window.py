@@ -33,7 +33,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from rollsum.cadence import Cadence
-from rollsum.clearing import ClearQueue, ClearSettings
+from rollsum.clearing import ClearQueue, ClearSettings, placeholder
 from rollsum.policies._util import units_holding
 from rollsum.policies.base import WindowState
 from rollsum.store.base import StoredMessage
@@ -335,17 +335,40 @@ class Window:
             return self.shown_pinned(), self.shown_active(), self.shown_summary()
         return self.pinned, self.active, self.shown_summary()
 
-    def clear_tool_results(self, rule: ClearSettings, context_tokens: int, count: Callable[[Message], int]) -> None:
+    def clear_tool_results(self, rule: ClearSettings, context_tokens: int, count: Callable[[Message], int]
+                           ) -> int | None:
         """Show old tool results as placeholders, as `rule` asks at this context size
-        (`rollsum.clearing.ClearQueue`: O(1) a message, not a pass over the window)."""
+        (`rollsum.clearing.ClearQueue`: O(1) a message, not a pass over the window). Returns
+        the sequence number of the newest result cleared now (None: none)."""
         queue = self.clearing
         if queue is None or (queue.rule is not rule and queue.rule != rule) or queue.count != count:  # a new rule
             queue = self.clearing = ClearQueue(rule, count, self.cleared)
             for s, m in zip(self.active_seq, self.active):
                 queue.push(s, m, count(m))
         found = queue.take(context_tokens)
+        if not found:
+            return None
+        self.show_cleared({self._position(s): shown for s, shown in found.items()}, count)
+        return max(found)
+
+    def clear_through(self, rule: ClearSettings, seq: int, count: Callable[[Message], int]) -> None:
+        """Clear again every result in the window up to sequence number `seq` that `rule` may
+        clear (a resumed engine: the engine it resumes had cleared them, and clearing is sticky).
+
+        Exact because a clearing clears every result older than the newest ``keep`` at once:
+        after it, every clearable result up to the newest one it cleared is cleared, and stays
+        so while in the window (`rollsum.clearing`)."""
+        found: dict[int, Message] = {}
+        for i, (s, m) in enumerate(zip(self.active_seq, self.active)):
+            if s > seq:
+                break
+            if m.role != "tool" or m.id is None or m.id in self.cleared or (m.name or "") in rule.exclude_tools:
+                continue
+            shown = placeholder(m)
+            if count(m) - count(shown) > 0:  # as `ClearQueue` decides: a shorter result stays as it is
+                found[i] = shown
         if found:
-            self.show_cleared({self._position(s): shown for s, shown in found.items()}, count)
+            self.show_cleared(found, count)
 
     def _position(self, seq: int) -> int:
         """Where the active message with sequence number `seq` is (they are in sequence order)."""

@@ -267,3 +267,30 @@ def test_a_result_leaving_the_newest_keep_brings_the_next_older_one_back_among_t
     assert not queue.due and queue.freed == 0
     queue.push(99, Message("tool", BIG, id="t9", name="read_file"), 500)
     assert set(queue.due) == {tools[1][0]}, "t1 is older again"
+
+
+def test_a_resumed_engine_shows_what_the_one_before_had_cleared_and_nothing_more() -> None:
+    """Clearing is sticky, and a cleared result is a display version the store does not keep:
+    the newest cleared one is saved with the cadence (`Cadence.cleared_through`). Without it a
+    resumed engine showed the first log in full again, found its context over the trigger and
+    cleared the second file too, which the uninterrupted engine still shows."""
+    def replay(restart: bool) -> list[str]:
+        store = MemoryStore()
+
+        def engine() -> RollingSummarizer:
+            return RollingSummarizer.from_preset("clear-tool-results", context_window=4000, clear_trigger=400,
+                                                 clear_keep=1, store=store, conversation_id="c")
+
+        rs = engine()
+        for m in (Message("user", "please look at the logs"), Message("tool", "log line one\n" * 100, name="read_file"),
+                  Message("user", "and the other file"), Message("tool", "x = 1\n" * 60, name="read_file"),
+                  Message("user", "thanks"), Message("tool", "ok", name="execute_bash")):
+            rs.add(m)
+        if restart:
+            rs.close()
+            rs = engine()
+        return [m.content for m in rs.context() if m.role == "tool"]
+
+    shown = replay(restart=False)
+    assert shown[0].startswith("[tool result cleared") and shown[1].startswith("x = 1")  # the case it is about
+    assert replay(restart=True) == shown

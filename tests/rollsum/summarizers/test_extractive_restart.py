@@ -1,4 +1,5 @@
-"""A conversation resumed from its store gets the summaries an uninterrupted one gets.
+"""A conversation resumed from its store gets the summaries (and the context) an uninterrupted
+one gets.
 
 The extractive summarizer weighs words by how often the conversation has said them (its
 statistics follow the summary chain, `rollsum.summarizers.corpus`). A new engine -- a process
@@ -31,7 +32,10 @@ _WORDS = ("cabin", "Tromsø", "budget", "deploy", "build", "Omar", "Priya", "rev
 _TOOLS = (("grep", "src/app.py:12:    token = load_token(items)"),
           ("execute_bash", "make: ruff: No such file or directory\nError 127"),
           ("read_file", "   1  timeout = 30\n   2  region = \"eu-west-1\""))
-PRESETS = ("since-last", "count-and-tokens", "evict-window", "budget-rule-based", "token-ratio")
+PRESETS = ("since-last", "count-and-tokens", "evict-window", "budget-rule-based", "token-ratio",
+           "clear+since-last", "clear-tool-results")
+"""Every preset that summarizes, and the two that clear tool results (clearing is sticky: a
+resumed engine clears again what the one before had cleared, `Window.clear_through`)."""
 WINDOW = 1_500
 
 
@@ -39,8 +43,9 @@ def _message(i: int, a: int, b: int, c: int) -> Message:
     """Varied words (so frequencies differ and decide what is kept), days, speakers and tools."""
     stamp = (date(2024, 3, 1) + timedelta(days=i // 9)).isoformat() + f"T09:{i % 60:02d}:00Z"
     if c % 5 == 4:
-        name, text = _TOOLS[a % len(_TOOLS)]
-        return Message("tool", f"{text} {_WORDS[b % len(_WORDS)]}", name=name, created_at=stamp)
+        name, text = _TOOLS[a % len(_TOOLS)]  # long enough to be cleared, of varied length
+        return Message("tool", "\n".join([f"{text} {_WORDS[b % len(_WORDS)]}"] * (1 + (a + b) % 6)), name=name,
+                       created_at=stamp)
     words = [_WORDS[(a * k + b) % len(_WORDS)] for k in range(1, 2 + c % 4)]
     text = (f"Yesterday I talked about the {words[0]} with {_WORDS[(b + 3) % len(_WORDS)]}. "
             f"The {' and the '.join(words)} matter to me, number {a * 7 + b}.")
