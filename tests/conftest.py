@@ -1,4 +1,5 @@
-"""Suite-wide guards: no test reaches the network, and no test sees the developer's API key."""
+"""Suite-wide guards: no test reaches the network, no test sees the developer's API key, and no
+property test fails on the machine's load."""
 
 from __future__ import annotations
 
@@ -7,6 +8,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# The suite runs on a shared 2-core machine: how fast hypothesis generates inputs says nothing
+# about the code under test, and its timing checks failed tests at random under load
+# (`test_report_keys`: "Input generation is slow"). A test's own @settings still applies on top.
+settings.register_profile("shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-machine")
 
 
 @pytest.fixture(autouse=True)
