@@ -8,6 +8,7 @@ three chained tracebacks.
 from __future__ import annotations
 
 import errno
+import os
 
 from rollsum.errors import RollsumError
 
@@ -25,7 +26,26 @@ def describe_os_error(err: OSError) -> str:
     else ``FILE: the system's words``; both paths of a rename are named."""
     paths = " -> ".join(str(p) for p in (err.filename, err.filename2) if p is not None)
     words = err.strerror or str(err)
+    if err.errno == errno.ENOTDIR and err.filename is not None:
+        # "runs/x/run: Not a directory" does not say which part is the file: name it
+        found = _file_on_the_way(os.fspath(err.filename))
+        if found is not None:
+            return f"{paths}: {found} is a file, not a directory"
     what = _FAULTS.get(err.errno or 0)
     if what is None:
         return f"{paths}: {words}" if paths else words
     return f"{what} ({paths}): {words}" if paths else f"{what}: {words}"
+
+
+def _file_on_the_way(path: str | bytes) -> str | None:
+    """The first part of `path` that exists and is not a directory (None: none is)."""
+    text = os.fsdecode(path)
+    parts: list[str] = []
+    head = text
+    while head and head not in parts:
+        parts.append(head)
+        head = os.path.dirname(head)
+    for part in reversed(parts):
+        if os.path.exists(part) and not os.path.isdir(part):
+            return part
+    return None

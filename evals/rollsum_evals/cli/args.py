@@ -70,3 +70,17 @@ def dataset_format(text: str) -> str:
     if text not in LOADERS:
         raise argparse.ArgumentTypeError(f"expected one of {', '.join(LOADERS.names())}, got {text!r}")
     return text
+
+
+def check_locomo(path: str) -> None:
+    """``--locomo PATH`` (run, tune): the LoCoMo file itself, checked before anything is read,
+    saying what is wrong with it (a directory is not "no such file")."""
+    from pathlib import Path
+
+    from rollsum.errors import ConfigError
+
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"--locomo {path}: a directory (expected the file, LoCoMo's locomo10.json)")
+    if not p.is_file():
+        raise ConfigError(f"--locomo {path}: no such file (expected LoCoMo's locomo10.json)")

@@ -18,7 +18,7 @@ from typing import Any
 from rollsum.errors import ConfigError
 from rollsum.params import Range
 from rollsum.redact import redact
-from rollsum_evals.cli.args import POSITIVE_INT, number
+from rollsum_evals.cli.args import POSITIVE_INT, check_locomo, number
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +142,8 @@ def _run(spec_path: str | Path, args: argparse.Namespace, *, out: Path | None = 
     from rollsum_evals.spec.parse import load_spec
     from rollsum_evals.spec.schema import ReadOptions
 
-    if args.locomo and not Path(args.locomo).is_file():
-        raise ConfigError(f"--locomo {args.locomo}: no such file (expected LoCoMo's locomo10.json)")
+    if args.locomo:
+        check_locomo(args.locomo)
     read = ReadOptions(skip_bad_records=args.skip_bad_records, max_line_bytes=args.max_line_bytes)
     spec = load_spec(spec_path, model_override=model, locomo=args.locomo,
                      overrides=getattr(args, "overrides", None) or (), limit=args.limit, read=read)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
-from rollsum_evals.cli.args import INT, POSITIVE_INT
+from rollsum_evals.cli.args import INT, POSITIVE_INT, check_locomo
 
 
 def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
@@ -49,8 +49,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from rollsum_evals.tune.trials import TrialRecord
 
     optuna.logging.set_verbosity(logging.WARNING)  # one line per trial is ours; Optuna's INFO repeats it
-    if args.locomo and not Path(args.locomo).is_file():
-        raise ConfigError(f"--locomo {args.locomo}: no such file (expected LoCoMo's locomo10.json)")
+    if args.locomo:
+        check_locomo(args.locomo)
     if not args.out.strip():
         raise ConfigError("--out: expected a tune directory, got ''")
 

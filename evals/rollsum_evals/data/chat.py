@@ -165,6 +165,12 @@ def _head(file: str) -> bytes:
         return fh.read(_HEAD_BYTES).removeprefix(b"\xef\xbb\xbf").lstrip()
 
 
+def _bare_json_value(head: bytes) -> bool:
+    """Whether the file opens like a JSON string, number, true, false or null (valid JSON, so
+    "not JSON" would be wrong; it is just not a conversation)."""
+    return head[:1] in b'"-0123456789' or head.startswith((b"true", b"false", b"null"))
+
+
 def _stem(file: str) -> str:
     return os.path.splitext(os.path.basename(file))[0]
 
@@ -176,7 +182,8 @@ def _records(file: str, limits: Limits) -> Iterator[_Record | Issue]:
         yield Issue(file, None, None, "", f"the file is empty (expected {EXPECTED_SHAPES})")
         return
     if head[:1] not in (b"[", b"{"):
-        yield Issue(file, 1, None, "", f"not JSON (expected {EXPECTED_SHAPES})")
+        what = "a bare JSON value, not a chat export" if _bare_json_value(head) else "not JSON"
+        yield Issue(file, 1, None, "", f"{what} (expected {EXPECTED_SHAPES})")
         return
     if head[:1] == b"{" and _first_line_parses(file, limits):
         yield from _jsonl_records(file, limits)

@@ -32,6 +32,13 @@ BAD_PRESET = 'name = "x"\n[[configs]]\npreset = "since-lats"\n[[datasets]]\nname
     (["tune", "{tmp}/latin.toml", "--out", "{tmp}/t"], "latin.toml:2: invalid UTF-8 at byte 18 (expected a UTF-8 "
                                                        "TOML file)"),
     (["tune", "{tmp}/adir/", "--out", "{tmp}/t"], "adir/: a directory, not a sweep spec file"),
+    # a directory was "no such file"; valid JSON that is not a chat was "not JSON"; a file where
+    # the run directory should be was "OUT/run: Not a directory"
+    (["run", "{tmp}/bad.toml", "--locomo", "{tmp}/adir"], "--locomo {tmp}/adir: a directory (expected the file"),
+    (["tune", "{tmp}/bad.toml", "--out", "{tmp}/t", "--locomo", "{tmp}/adir"], "--locomo {tmp}/adir: a directory"),
+    (["run", "{tmp}/bad.toml", "--locomo", "{tmp}/nothing.json"], "--locomo {tmp}/nothing.json: no such file"),
+    (["data", "stats", "{tmp}/string.json"], "string.json:1: a bare JSON value, not a chat export"),
+    (["demo", "--out", "{tmp}/prose.txt"], "{tmp}/prose.txt is a file, not a directory"),
 ])
 def test_user_mistakes_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             argv: list[str], needle: str) -> None:
@@ -39,11 +46,12 @@ def test_user_mistakes_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captu
     (tmp_path / "prose.txt").write_text("just some prose, not a conversation\n")
     (tmp_path / "adir").mkdir()
     (tmp_path / "latin.toml").write_bytes(b'# tune\nname = "caf\xe9"\n')
+    (tmp_path / "string.json").write_text('"just a string"\n')
     code = main([a.format(tmp=tmp_path) for a in argv])
     err = capsys.readouterr().err
     assert code == 2
     assert "Traceback" not in err
-    assert needle in err
+    assert needle.format(tmp=tmp_path) in err
     assert not (tmp_path / "big.jsonl").exists()  # a refused synth set writes nothing
 
 
