@@ -151,20 +151,24 @@ def parse(data: bytes, *, prompt_id: str, source: str = "<prompt>") -> PromptTem
         if max_words <= 0:
             raise ConfigError(
                 f"{source}: field max_words: expected a positive integer, got {headers['max_words']!r}")
-    _check_placeholders(user, source)
+    _check_placeholders(user, source, text)
     return PromptTemplate(id=prompt_id, system=system, user_template=user, max_words=max_words,
                           sha256=hashlib.sha256(data).hexdigest())
 
 
-def _check_placeholders(user: str, source: str) -> None:
+def _check_placeholders(user: str, source: str, text: str = "") -> None:
+    """The user template's placeholders are known ones and include the required ones; an
+    unknown one is named at its line of the file's `text` (the first line holding it)."""
     found: set[str] = set()
     try:
         for _literal, field, spec, conv in string.Formatter().parse(user):
             if field is None:
                 continue
             if field not in PLACEHOLDERS or spec or conv:
+                at = text.find("{" + field)
+                where = f"{source}:{text.count(chr(10), 0, at) + 1}" if at >= 0 else source
                 raise ConfigError(
-                    f"{source}: unknown placeholder {{{field}}}; expected only "
+                    f"{where}: unknown placeholder {{{field}}}; expected only "
                     f"{', '.join('{' + p + '}' for p in sorted(PLACEHOLDERS))} (write literal braces as {{{{ }}}})")
             found.add(field)
     except ValueError as e:

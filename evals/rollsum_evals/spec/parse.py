@@ -122,6 +122,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
         raw["locomo"] = locomo
     configs = _configs(w, raw.get("configs"), set_by)
     prompts = _str_list(w, raw, "prompts", default=("",))
+    _check_prompts(w, "prompts", prompts, w.line_of("prompts"))  # top-level keys precede every table
     models = _str_list(w, raw, "models", default=("extractive",))
     _check_models(w, "models", models, model_override)
     scorers = _str_list(w, raw, "scorers", default=("answer_retention", "fact_survival", "cost"))
@@ -254,6 +255,23 @@ def auto_truncate_curve(configs: tuple[ConfigSpec, ...], windows: Sequence[int])
     params: dict[str, Any] = {"max_tokens": int(windows[0])} if len(windows) == 1 else {}
     return (*configs, ConfigSpec(preset=REFERENCE_PRESET, params=params, grid={"keep": CURVE_KEEPS},
                                  label=CURVE_LABEL))
+
+
+def _check_prompts(w: Where, fieldname: str, prompts: Sequence[str], line: int | None) -> None:
+    """Every prompt is a shipped template or a template file that parses, checked when the spec
+    is read: a missing file or an unknown placeholder is one line at the spec's line (it was an
+    error from the run's first engine, naming the configuration but not the spec), and checked
+    even where only offline models would run, as models are (`_check_models`)."""
+    from rollsum import prompts as templates
+
+    for p in prompts:
+        if not p:
+            continue
+        try:
+            templates.get(p)
+        except ConfigError as err:
+            raise ConfigError(f"{w.path}:{line}: field '{fieldname}': {err}" if line else
+                              f"{w.path}: field '{fieldname}': {err}") from None
 
 
 def _check_models(w: Where, key: str, models: Sequence[str], override: str | None) -> None:
@@ -470,6 +488,7 @@ def _configs(w: Where, v: Any, set_by: Mapping[tuple[int, str], str]) -> tuple[C
             raise w.error(f"configs[{i}].label", "a printable, non-empty string", label, key="label")
         _check_label(w, v, i, label)
         prompts = _str_list(w, c, "prompts", default=(), prefix=f"configs[{i}].") or None
+        _check_prompts(w, f"configs[{i}].prompts", prompts or (), _table_line(w, "configs", i, len(v)))
         models = _str_list(w, c, "models", default=(), prefix=f"configs[{i}].") or None
         _check_models(w, f"configs[{i}].models", models or (), None)
         out.append(ConfigSpec(preset=preset, params=dict(params), grid=g, label=label,

@@ -35,13 +35,14 @@ SPECS = {
     "plain": spec(),
     "grid-models-prompts-windows-seeds": spec(preset="since-last", config="grid = { keep_last = [1, 2, 3] }",
                                               top='models = ["fake", "fake:mode=extractive", "extractive"]\n'
-                                              'prompts = ["default/v1", "default/v2"]\ncontext_window = [4000, 8000]\n'
+                                              'prompts = ["since-last/v1", "count-and-tokens/v1"]\n'
+                                              'context_window = [4000, 8000]\n'
                                               "seeds = [1, 2]"),
     "baseline-and-own-models": spec(top='models = ["fake", "fake:mode=extractive"]') +
-    '[[configs]]\npreset = "since-last"\nmodels = ["fake"]\nprompts = ["default/v1", "default/v2"]\n'
+    '[[configs]]\npreset = "since-last"\nmodels = ["fake"]\nprompts = ["since-last/v1", "count-and-tokens/v1"]\n'
     "grid = { keep_last = [2, 4] }\n",
-    "summarizer-grid": spec(preset="since-last", top='models = ["fake", "extractive"]\nprompts = ["default/v1", '
-                            '"default/v2"]', config='grid = { summarizer = ["extractive", "tests.support.gate:'
+    "summarizer-grid": spec(preset="since-last", top='models = ["fake", "extractive"]\nprompts = ["since-last/v1", '
+                            '"count-and-tokens/v1"]', config='grid = { summarizer = ["extractive", "tests.support.gate:'
                             'GatedSummarizer", "prompted"], keep_last = [1, 2] }'),
 }
 

@@ -325,3 +325,19 @@ def test_an_unknown_spec_key_lists_the_allowed_ones_and_the_near_miss() -> None:
             "limits, main_model, models, name, probes, projected_model, prompts, qa, report, scorers, seeds, "
             "tune, unit_cache (unknown key; did you mean 'seeds'?)")):
         parse_spec(SPEC.replace("seeds = [0, 1]", "seed = [0, 1]"), "t.toml")
+
+
+def test_a_bad_prompt_is_refused_at_the_spec_line_and_the_template_line(tmp_path: Path) -> None:
+    """Prompts were read only by the run's first engine: "config 'since-last': summarizer
+    prompted: p.txt: unknown placeholder" named neither the spec's line nor the template's."""
+    template = tmp_path / "p.txt"
+    template.write_text("--- system ---\nYou summarize.\n--- user ---\n{transcript} {previous_summary} {nonsense}\n")
+    text = SPEC.replace('preset = "full-context"', f'preset = "full-context"\nprompts = ["{template}"]')
+    with pytest.raises(ConfigError) as err:
+        parse_spec(text, "t.toml")
+    line = next(n for n, s in enumerate(text.splitlines(), 1) if "[[configs]]" in s
+                and "full-context" in text.splitlines()[n])
+    assert f"t.toml:{line}: field 'configs[1].prompts': {template}:4: unknown placeholder {{nonsense}}" \
+        in str(err.value)
+    with pytest.raises(ConfigError, match=r"t\.toml:1: field 'prompts': prompt 'nope/v9': no such template"):
+        parse_spec('prompts = ["nope/v9"]\n' + SPEC, "t.toml")

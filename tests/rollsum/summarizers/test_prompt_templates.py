@@ -101,6 +101,7 @@ def test_sha_changes_when_the_template_changes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("body", "expected"), [
     ("{transcript} {previous_summary} {typo}", "unknown placeholder {typo}"),
+    ("# x\n--- user ---\n{transcript}\n{previous_summary} {typo}", ":4: unknown placeholder {typo}"),
     ("{previous_summary} only", "must contain {transcript}"),
     ("{transcript} {previous_summary} {", "malformed braces"),
     ("max_words: lots\n--- user ---\n{transcript} {previous_summary}", "max_words"),
