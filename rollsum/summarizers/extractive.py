@@ -43,7 +43,11 @@ for candidates that can be chosen. The caches are bounded and never change an ou
 
 from __future__ import annotations
 
+import binascii
+import math
 import re
+from array import array
+from base64 import b64decode, b64encode
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
@@ -59,7 +63,7 @@ from rollsum.summarizers.corpus import Corpus, Counts, FactorTable
 from rollsum.summarizers.selection import Columns, select_columns
 from rollsum.summarizers.tools import format_tool_summary, summarize_dropped, summarize_tool_result
 from rollsum.tokens import HeuristicCounter, TokenCounter
-from rollsum.types import Message, Usage
+from rollsum.types import Message, SummaryRecord, Usage
 
 Merge = Literal["select", "append"]
 
@@ -76,9 +80,13 @@ is unchanged: a tool line is still kept when there is room and it is worth a lin
 MUST_KEEP_BONUS = 5.0
 MAX_DROPPED_IN_NOTE = 3
 POSITIONS_META = "positions"
-"""The record meta key of where each sentence of the summary was said (message index; None
-when unknown), in the order the summary's sentences read back: what a restarted summarizer
-needs besides the covered messages to continue the chain exactly (`_rebuilt`)."""
+"""The record meta key of where each sentence of the summary was said (message index, NaN when
+unknown), in the order the summary's sentences read back: what a restarted summarizer needs
+besides the covered messages to continue the chain exactly (`_rebuilt`). Stored as the base64
+of the float64 values (exact, ~40 characters per 3 sentences): a list of floats in the record's
+meta cost 2.7 % of a since-last replay's instructions (the stores check every value of a meta)
+and their reprs 1.7 %."""
+_NAN = math.nan
 _REBUILD_CHUNK = 2_000
 """Covered messages processed at a time when a chain is rebuilt (bounds what one pass holds)."""
 _CACHE_LIMIT = 20_000
@@ -562,8 +570,14 @@ class ExtractiveSummarizer:
         self._corpus.commit(request.conversation_id, prev, previous_positions, counts, docs, text)
         # where each sentence of the text was said, saved with the record: the one part of the
         # statistics a restarted summarizer cannot count again (`_rebuilt`)
-        saved = [positions.get(p.text.body) for p in self._old_pieces(text).pieces]
-        return replace(draft, meta={**draft.meta, POSITIONS_META: saved})
+        get = positions.get
+        saved = b64encode(array("d", [get(p.text.body, _NAN) for p in self._old_pieces(text).pieces])
+                          .tobytes()).decode("ascii")
+        meta = draft.meta
+        if isinstance(meta, dict):  # made by `_draft` for this call, not shared yet: no copy of the draft
+            meta[POSITIONS_META] = saved
+            return draft
+        return replace(draft, meta={**meta, POSITIONS_META: saved})
 
     def _rebuilt(self, request: SummaryRequest, prev: str) -> Counts:
         """The statistics of a chain this summarizer has not followed (a restart, an engine
@@ -586,12 +600,25 @@ class ExtractiveSummarizer:
                 self._features = carried
         else:
             counts.add([p.text.keys for p in self._old_pieces(prev).pieces])
-        saved = previous.meta.get(POSITIONS_META) if previous is not None else None
-        pieces = self._old_pieces(prev).pieces
-        if isinstance(saved, list) and len(saved) == len(pieces):
-            counts.positions = {p.text.body: float(pos) for p, pos in zip(pieces, saved)
-                                if isinstance(pos, (int, float))}
+        counts.positions = self._saved_positions(previous, prev)
         return counts
+
+    def _saved_positions(self, previous: SummaryRecord | None, prev: str) -> dict[str, float]:
+        """The positions `previous` saved (`POSITIONS_META`) for the sentences of its text, as
+        they read back; {} when it saved none or they do not line up (another summarizer's
+        record, an edited text)."""
+        saved = previous.meta.get(POSITIONS_META) if previous is not None else None
+        if not isinstance(saved, str):
+            return {}
+        values = array("d")
+        try:
+            values.frombytes(b64decode(saved, validate=True))
+        except (ValueError, binascii.Error):
+            return {}
+        pieces = self._old_pieces(prev).pieces
+        if len(values) != len(pieces):
+            return {}
+        return {p.text.body: pos for p, pos in zip(pieces, values) if pos == pos}  # NaN: not known
 
     # -- candidates ------------------------------------------------------------------------
 
