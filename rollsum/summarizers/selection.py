@@ -134,7 +134,7 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
     keys_of, weights_of, bonus_of, priority_of = cands.keys, cands.weights, cands.bonus, cands.priority
     group_of, join_cost_of, cost_of = cands.group, cands.join_cost, cands.cost
     costs = cost_of if min(cost_of) >= 1 else [c if c > 1 else 1 for c in cost_of]
-    sums = list(map(sum, weights_of))
+    sums = list(map(sum, weights_of, repeat(0.0)))  # (from 0.0: the float additions at once, not after an int's)
     # each candidate's words in full (w × DECAY⁰ is w), added as the evaluation loop adds them
     full = sums if _SUM_IN_ORDER else [reduce(add, w, 0.0) for w in weights_of]
     v0 = list(map(add, sums, bonus_of))  # sum(w) + b
