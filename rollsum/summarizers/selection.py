@@ -27,12 +27,13 @@ bound is the true best. Ties go to the earlier candidate (deterministic, stable 
 from __future__ import annotations
 
 import math
-from bisect import insort
+import sys
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from itertools import pairwise
-from operator import add, itemgetter, sub
+from itertools import pairwise, repeat
+from operator import add, mul, sub, truediv
 
 DECAY = 0.3
 REDUNDANT = 0.4
@@ -46,8 +47,11 @@ _DECAY_STEP = {**dict(pairwise(_DECAY_POW)), _DECAY_POW[-1]: _DECAY_POW[-1]}
 """DECAY ** n -> DECAY ** (n + 1), capped at ``_MAX_REPEATS`` (the powers are distinct floats):
 a key's multiplier after one more kept line says it, from its multiplier alone."""
 _RHO_POW = tuple(RHO ** k for k in range(64))
-_GAIN = itemgetter(0)
-"""A queue pair's gain: the key of the queue's initial sort (`select_columns`)."""
+_SUM_IN_ORDER = sys.version_info < (3, 12)
+"""Whether the builtin `sum` of floats adds them left to right from 0 (before Python 3.12),
+as the evaluation loop of `select_columns` adds a candidate's words: then one `sum` per
+candidate gives both its initial value and its words in full; 3.12's `sum` compensates the
+rounding, so there the words in full are added one by one (`functools.reduce`)."""
 
 
 @dataclass(slots=True)
@@ -111,35 +115,44 @@ def select(cands: Sequence[Candidate], budget: int, *, span_end: float) -> Selec
 def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection:
     """`select` over candidates given as columns.
 
-    The lazy greedy's queue is a list of ``(gain, -index)`` pairs kept sorted: its last pair is
-    the best gain and, among equal gains, the earliest candidate, so it yields the candidates
-    in the order a heap of ``(-gain, index)`` pairs pops them (the pairs are all distinct). A
-    pop from a list's end costs no comparison, a heap's pop about 2 log n tuple comparisons
-    (a summary pops ~130), and the initial sort compares floats directly; a stale entry pushed
-    back costs a binary search (~75 a summary). The initial sort is by gain alone (a float
-    comparison, not a pair's), the pairs in an order that makes it the same."""
+    The lazy greedy's queue is two parallel lists kept sorted by ``(gain, -index)``: the gains
+    (floats) and the candidates' indices. Its last entry is the best gain and, among equal
+    gains, the earliest candidate, so it yields the candidates in the order a heap of
+    ``(-gain, index)`` pairs pops them (the pairs are all distinct). A pop from a list's end
+    costs no comparison, a heap's pop about 2 log n tuple comparisons (a summary pops ~120),
+    and the initial sort compares floats directly. A stale entry pushed back (~60 a summary)
+    is placed by a binary search over the gains alone (float comparisons, not a pair's, which
+    tests the gains for equality and then compares them, and no pair made), then among equal
+    gains by index.
+
+    A candidate none of whose words a kept line says yet (half the evaluations) weighs its
+    words in full, added once for all candidates with the initial values (`_SUM_IN_ORDER`: the
+    same additions the evaluation loop makes), not added again at each evaluation."""
     n_cands = len(cands)
     if not n_cands or budget <= 0:
         return Selection((), 0)
     keys_of, weights_of, bonus_of, priority_of = cands.keys, cands.weights, cands.bonus, cands.priority
     group_of, join_cost_of, cost_of = cands.group, cands.join_cost, cands.cost
     costs = cost_of if min(cost_of) >= 1 else [c if c > 1 else 1 for c in cost_of]
-    v0 = list(map(add, map(sum, weights_of), bonus_of))  # sum(w) + b
-    queue = [(value * priority_of[i] / costs[i], -i) for i, value in enumerate(v0)
-             if value >= MIN_VALUE and cost_of[i] <= budget]
-    if not queue:
+    sums = list(map(sum, weights_of, repeat(0.0)))  # (from 0.0: the float additions at once, not after an int's)
+    # each candidate's words in full (w × DECAY⁰ is w), added as the evaluation loop adds them
+    full = sums if _SUM_IN_ORDER else [reduce(add, w, 0.0) for w in weights_of]
+    v0 = list(map(add, sums, bonus_of))  # sum(w) + b
+    # the queue in index order, reversed, then sorted by gain (a stable sort of floats): equal
+    # gains keep the earliest index last, the order of sorting the ``(gain, -index)`` pairs
+    initial = list(map(truediv, map(mul, v0, priority_of), costs))  # value × priority / cost
+    order = [i for i in range(n_cands - 1, -1, -1) if v0[i] >= MIN_VALUE and cost_of[i] <= budget]
+    if not order:
         return Selection((), 0)
-    # the order of sorting the pairs themselves, but each comparison is one of two floats (a
-    # pair's comparison tests the gains for equality, then compares them): built in index
-    # order, reversed, a stable sort by gain leaves equal gains with the earliest index last
-    queue.reverse()
-    queue.sort(key=_GAIN)
-    mean_cost = sum(costs[-i] for _, i in queue) / len(queue)
+    order.sort(key=initial.__getitem__)
+    gains = list(map(initial.__getitem__, order))
+    mean_cost = sum(map(costs.__getitem__, order)) / len(order)
     lines = max(1.0, budget / mean_cost)
     buckets = max(1, min(MAX_BUCKETS, round(lines / LINES_PER_BUCKET)))
     width = max(span_end, 1.0) / buckets
     last = buckets - 1
-    bucket_of = [(b if b < last else last) if p > 0 else 0 for p in cands.pos for b in (int(p / width),)]
+    # (p > 0: int(p / width) >= 0; else int(p / width) <= 0, and such a position is bucket 0)
+    bucket_of = [(b if b < last else last) if b > 0 else 0 for b in map(int, map(truediv, cands.pos, repeat(width)))]
     # under this many words' worth a candidate is a near-duplicate (-inf: no own value to compare)
     redundant = [REDUNDANT * base if base > 0.0 else -math.inf for base in map(sub, v0, bonus_of)]
     # each covered key's DECAY ** (lines that say it, at most _MAX_REPEATS): the inner loop
@@ -154,11 +167,12 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
     groups: set[int] = set()
     chosen: list[int] = []
     room = budget
-    pop = queue.pop
+    pop_gain, pop = gains.pop, order.pop
     smallest = min(min(join_cost_of), min(costs))
     min_value = MIN_VALUE
-    while queue:
-        i = -pop()[1]
+    while order:
+        pop_gain()
+        i = pop()
         cost = join_cost_of[i] if group_of[i] in groups else costs[i]
         if cost > room:
             if smallest > room:
@@ -166,10 +180,7 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
             continue
         keys = keys_of[i]
         if covered_keys.isdisjoint(keys):
-            # nothing kept says any of its words yet: each weighs in full (w × DECAY⁰ is w),
-            # added left to right as the loop below would (not `sum`, whose rounding differs
-            # between Python versions)
-            words = reduce(add, weights_of[i], 0.0)
+            words = full[i]  # nothing kept says any of its words yet
         else:
             words = 0.0
             for k, w in zip(keys, weights_of[i]):
@@ -179,8 +190,15 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
             continue
         b = bucket_of[i]
         gain = value * priority_of[i] * factor[b] / costs[i]
-        if queue and queue[-1][0] > gain + 1e-12:
-            insort(queue, (gain, -i))
+        if gains and gains[-1] > gain + 1e-12:
+            # back where ``insort`` would put the pair (gain, -i) among the pairs: after every
+            # smaller gain, and among equal gains (rare) after the later candidates (their
+            # -index is smaller) and before the earlier ones
+            at = bisect_right(gains, gain)
+            while at and gains[at - 1] == gain and order[at - 1] < i:
+                at -= 1
+            gains.insert(at, gain)
+            order.insert(at, i)
             continue
         chosen.append(i)
         room -= cost
@@ -194,3 +212,4 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
             mult[k] = step[mult_get(k, 1.0)]
     chosen.sort()
     return Selection(tuple(chosen), budget - room)
+
