@@ -8,7 +8,8 @@ run's model cache).
 
 The replay journals are never touched. The scored journals (``units.jsonl``, ``probes.jsonl``)
 and tables are replaced, then the manifest's ``scoring`` block: a crash in between leaves a run
-that `rollsum score` completes when run again.
+that `rollsum score` completes when run again (the manifest says ``rescoring`` and leaves those
+files out of its seal meanwhile, so readers and ``--resume`` refuse it in one line).
 """
 
 from __future__ import annotations
@@ -31,7 +32,16 @@ from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import SweepStop, SweepStopped
 from rollsum_evals.run.model_factory import ModelBuilder, ModelFactory, cache_path_for
 from rollsum_evals.run.unit import score_group
-from rollsum_evals.rundir.format import EVENTS, SUMMARIES, rescored_manifest, table_columns
+from rollsum_evals.rundir.format import (
+    EVENTS,
+    PROBES_JOURNAL,
+    RESCORING,
+    SUMMARIES,
+    TABLES,
+    UNITS_JOURNAL,
+    rescored_manifest,
+    table_columns,
+)
 from rollsum_evals.rundir.journal import RunDir
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.read import check_format, pinned_datasets
@@ -188,6 +198,13 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     new = rescored_manifest(manifest, plan, versions, unit_cols, probe_cols,
                             provenance.scoring_fingerprint(), now())
     new["units_error"] = errors
+    new.pop(RESCORING, None)
+    # the seal no longer covers what is replaced: a score killed from here on leaves a run that
+    # readers refuse in one line and a second `rollsum score` completes (its seal check passes)
+    stale = {PROBES_JOURNAL, UNITS_JOURNAL, *TABLES.values()}
+    rd.write_manifest({**manifest, RESCORING: {"started_at": now(), "scorers": list(plan.scorers),
+                                               "timing": plan.timing.key},
+                       "files": {k: v for k, v in (manifest.get("files") or {}).items() if k not in stale}})
     rd.rewrite_scored(results)
     rd.write_tables(new, set(records))
     new["files"] = rd.seal()

@@ -227,3 +227,43 @@ def test_score_reads_synthetic_sets_from_the_generated_set_cache_as_a_report_doe
     shutil.rmtree(tmp_path / "cache" / "datasets")  # the count sees a generation when there is one
     assert main(["score", str(tmp_path / "run"), "--scorers", "answer_retention,cost"]) == 0
     assert len(generated) == 2
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL: raised where the process would die, past every ``except Exception``."""
+
+
+def test_a_score_killed_while_replacing_the_tables_is_refused_by_readers_and_completed_by_a_second_score(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`rollsum score` killed after it replaced the scored journals but before the new seal left
+    the old seal over new files: the second `rollsum score` the docs prescribe refused the run as
+    damaged ("--resume repairs what it can", which refuses too), and so did every reader."""
+    from rollsum_evals.rundir.journal import RunDir
+
+    from rollsum.errors import ConfigError
+
+    run, fresh = tmp_path / "run", tmp_path / "fresh"
+    run_sweep(_spec(), run, progress=False)
+    run_sweep(_spec(probes="ages = [3, 11, 40]\nend = false"), fresh, progress=False)
+    real = RunDir.rewrite_scored
+
+    def killed(rd: RunDir, results: Any) -> None:
+        real(rd, results)
+        raise _Killed
+
+    monkeypatch.setattr(RunDir, "rewrite_scored", killed)
+    with pytest.raises(_Killed):
+        rescore(run, timing=parse_timing("ages:3,11,40"))
+    monkeypatch.setattr(RunDir, "rewrite_scored", real)
+    capsys.readouterr()
+
+    assert main(["report", str(run), "--out", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not final" in err[0], err
+    assert f"`rollsum score {run} --scorers answer_retention,fact_survival,cost --timing ages:3,11,40`" in err[0]
+    with pytest.raises(ConfigError, match="not final"):
+        run_sweep(_spec(), run, progress=False, resume=True)
+
+    assert main(["score", str(run), "--timing", "ages:3,11,40"]) == 0
+    _assert_same(run, fresh)
+    assert "rescoring" not in rollsum_evals.load_run(run).manifest

@@ -16,7 +16,7 @@ from rollsum.errors import ConfigError
 from rollsum_evals.data.copies import DatasetCopies
 from rollsum_evals.data.pinned import Dataset, DatasetSpec, Loader, kept_copy, load_dataset
 from rollsum_evals.run import provenance
-from rollsum_evals.rundir.format import EVENTS, FORMAT_VERSION, SUMMARIES
+from rollsum_evals.rundir.format import EVENTS, FORMAT_VERSION, SUMMARIES, rescoring_problem
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, lines
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec.schema import SweepSpec
@@ -26,6 +26,9 @@ def check_resume(rd: RunDir, previous: Mapping[str, Any], spec: SweepSpec, plan:
     """One line for each reason a run cannot be continued by this spec and this code."""
     if not previous:
         return
+    problem = rescoring_problem(rd.path, previous)
+    if problem is not None:
+        raise ConfigError(problem)
     if previous.get("format_version") != FORMAT_VERSION:
         raise ConfigError(f"{rd.path}: was written in run format {previous.get('format_version', 1)}, "
                           f"this rollsum writes {FORMAT_VERSION}; start a new run (another --out)")

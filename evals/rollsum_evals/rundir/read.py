@@ -27,6 +27,7 @@ from rollsum_evals.rundir.format import (
     TABLES,
     TURN_COLUMNS,
     param_columns,
+    rescoring_problem,
     schema_from_json,
 )
 from rollsum_evals.rundir.integrity import DamagedRun, own_file
@@ -274,6 +275,9 @@ def load_run(path: str | Path) -> Run:
         raise ConfigError(f"{rd.path}: not a run directory (expected the --out directory of `rollsum run`)")
     manifest = rd.read_manifest()
     check_format(rd.path, manifest)
+    problem = rescoring_problem(rd.path, manifest)
+    if problem is not None:
+        raise ConfigError(problem)
     rd.expect(manifest)
     schema = manifest.get("schema") or {}
     unit_cols, probe_cols = schema_from_json(schema.get("units")), schema_from_json(schema.get("probes"))
