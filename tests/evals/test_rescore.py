@@ -144,6 +144,7 @@ def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
     (["--ages", "0,5"], "positive integers"),
     (["--no-end"], "only together with --ages"),
     (["--timing", "sampled:0"], "--timing 'sampled:0'"),
+    (["--jobs", "8"], "--jobs 8: only with --executor ray"),  # was accepted and ignored: scored serially
 ])
 def test_score_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                      argv: list[str], needle: str) -> None:
