@@ -415,6 +415,8 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         "units_total": len(units), "units_done": len(done & unit_ids), "configs": configs,
         components.FACTS_KEY: components.recorded_facts(units),
         "executor": chosen, "executor_requested": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
+        # the spend before this invocation: what a resume reads if this one is killed (SIGKILL)
+        "spent_usd": round(_spent(ledger, previous_spent, _Tally()), 6),
         "pid": os.getpid(), "host": socket.gethostname(),  # tells a killed run from a running one
         **({"cluster": cluster.describe()} if cluster is not None else {}),
         "repairs": [*previous.get("repairs", []), *repair.notes],
