@@ -268,3 +268,21 @@ def test_a_score_killed_while_replacing_the_tables_is_refused_by_readers_and_com
     assert main(["score", str(run), "--timing", "ages:3,11,40"]) == 0
     _assert_same(run, fresh)
     assert "rescoring" not in rollsum_evals.load_run(run).manifest
+
+
+def test_score_shows_progress_on_a_terminal_unless_told_not_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`rollsum score` printed nothing until it finished: on a nightly's 70,000 Units that is
+    ~100 silent minutes. It shows a bar on a terminal, as `run` does; `--no-progress` hides it,
+    and so does a stderr that is not a terminal (a log, a pipe)."""
+    import sys
+
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    capsys.readouterr()
+    assert main(["score", str(tmp_path / "run")]) == 0
+    assert "score:" not in capsys.readouterr().err  # not a terminal
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["score", str(tmp_path / "run")]) == 0
+    assert "10/10" in capsys.readouterr().err
+    assert main(["score", str(tmp_path / "run"), "--no-progress"]) == 0
+    assert "score:" not in capsys.readouterr().err

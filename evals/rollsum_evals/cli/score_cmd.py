@@ -38,6 +38,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p.add_argument("--jobs", type=POSITIVE_INT, metavar="N",
                    help="with --executor ray: conversations scored at once (default 4; local re-scoring "
                    "runs in this process, one conversation at a time)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only on a terminal)")
     p.set_defaults(func=cmd_score)
 
 
@@ -85,7 +86,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                           "one conversation at a time)")
     result = rescore(args.run, scorers=scorers, timing=_timing(args), model=args.model, judge_model=args.judge_model,
                      executor=args.executor, ray_address=args.ray_address,
-                     jobs=args.jobs if args.jobs is not None else 4)
+                     jobs=args.jobs if args.jobs is not None else 4, progress=not args.no_progress)
     plan = result.plan
     print(f"{result.units} units re-scored in {result.run_dir} ({', '.join(plan.scorers)}; probes "
           f"{plan.timing.key}; {result.errors} errors, {result.wall_s:.1f}s, no replay)")
