@@ -286,3 +286,25 @@ def test_score_shows_progress_on_a_terminal_unless_told_not_to(tmp_path: Path, m
     assert "10/10" in capsys.readouterr().err
     assert main(["score", str(tmp_path / "run"), "--no-progress"]) == 0
     assert "score:" not in capsys.readouterr().err
+
+
+def test_an_interrupted_score_says_the_run_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C during the scoring (the long part) printed a bare "rollsum: interrupted": whether
+    the run was still whole was anyone's guess. Nothing is rewritten before scoring ends."""
+    from rollsum_evals import rescore as rescore_module
+
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rescore_module, "score_group", interrupted)
+    capsys.readouterr()
+    assert main(["score", str(tmp_path / "run"), "--ages", "3"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"rollsum: interrupted (Ctrl-C): re-scoring stopped before it rewrote anything; "
+                   f"{tmp_path / 'run'} is unchanged"]
+    after = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+    assert {k: v for k, v in after.items() if k != "run.lock"} == {k: v for k, v in before.items() if k != "run.lock"}
