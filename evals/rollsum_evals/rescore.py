@@ -38,7 +38,6 @@ from rollsum_evals.run.unit import score_group
 from rollsum_evals.rundir.format import (
     EVENTS,
     PROBES_JOURNAL,
-    RESCORING,
     SUMMARIES,
     TABLES,
     UNITS_JOURNAL,
@@ -48,6 +47,7 @@ from rollsum_evals.rundir.format import (
 from rollsum_evals.rundir.journal import RunDir
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.read import check_format, pinned_datasets
+from rollsum_evals.rundir.status import RESCORING
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import components

@@ -17,8 +17,9 @@ from rollsum.errors import ConfigError
 from rollsum_evals.data.copies import DatasetCopies
 from rollsum_evals.data.pinned import Dataset, DatasetSpec, Loader, kept_copy, load_dataset
 from rollsum_evals.run import provenance
-from rollsum_evals.rundir.format import EVENTS, FORMAT_VERSION, SUMMARIES, rescoring_problem
+from rollsum_evals.rundir.format import EVENTS, FORMAT_VERSION, SUMMARIES
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, lines
+from rollsum_evals.rundir.status import rescoring_problem
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec.schema import SweepSpec
 

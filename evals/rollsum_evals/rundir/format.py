@@ -112,27 +112,6 @@ repaired, the cache's hits, the seal over files whose wall-clock columns differ)
 two runs are compared for equality. A run repaired by ``--resume`` has every other key equal to
 the undamaged run's, and says what it repaired in ``repairs``."""
 
-RESCORING = "rescoring"
-"""Manifest key `rollsum score` writes, with the scored files left out of the seal, just before
-it replaces them (``{started_at, scorers, timing}``) and drops once the new seal is written. A
-score killed in between leaves it: readers and ``--resume`` refuse the run in one line (its
-tables may be half old, half new) and a second `rollsum score` completes it."""
-
-
-def rescoring_problem(path: object, manifest: Mapping[str, Any]) -> str | None:
-    """One line when the run's scores were being replaced (`RESCORING`), else None."""
-    pending = manifest.get(RESCORING)
-    if not isinstance(pending, dict):
-        return None
-    scorers = ",".join(str(s) for s in pending.get("scorers") or [] if s != "health")
-    timing = pending.get("timing")
-    command = (f"rollsum score {path}" + (f" --scorers {scorers}" if scorers else "")
-               + (f" --timing {timing}" if timing else ""))
-    return (f"{path}: its scores are being replaced (`rollsum score` started {pending.get('started_at')}) or "
-            f"that re-scoring stopped before it finished, so its tables are not final; once no `rollsum "
-            f"score` is running, complete it with `{command}`")
-
-
 UNIT_SORT, PROBE_SORT, TURN_SORT = ["unit_id"], ["unit_id", "probe_id", "asked_turn"], ["unit_id", "turn"]
 
 

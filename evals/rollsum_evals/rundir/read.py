@@ -27,11 +27,11 @@ from rollsum_evals.rundir.format import (
     TABLES,
     TURN_COLUMNS,
     param_columns,
-    rescoring_problem,
     schema_from_json,
 )
 from rollsum_evals.rundir.integrity import DamagedRun, own_file
 from rollsum_evals.rundir.journal import RunDir, journal_frames
+from rollsum_evals.rundir.status import rescoring_problem
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -97,3 +97,24 @@ def nothing_finished(path: str | os.PathLike[str]) -> str | None:
     how = f"`rollsum run {manifest.get('spec_path') or 'SPEC'} --out {path} --resume`"
     return (f"{path}: no unit finished ({why}; 0 of {total} units), so there is nothing to read yet; "
             f"fix the cause and continue it with {how}")
+
+
+RESCORING = "rescoring"
+"""Manifest key `rollsum score` writes, with the scored files left out of the seal, just before
+it replaces them (``{started_at, scorers, timing}``) and drops once the new seal is written. A
+score killed in between leaves it: readers and ``--resume`` refuse the run in one line (its
+tables may be half old, half new) and a second `rollsum score` completes it."""
+
+
+def rescoring_problem(path: object, manifest: Mapping[str, Any]) -> str | None:
+    """One line when the run's scores were being replaced (`RESCORING`), else None."""
+    pending = manifest.get(RESCORING)
+    if not isinstance(pending, dict):
+        return None
+    scorers = ",".join(str(s) for s in pending.get("scorers") or [] if s != "health")
+    timing = pending.get("timing")
+    command = (f"rollsum score {path}" + (f" --scorers {scorers}" if scorers else "")
+               + (f" --timing {timing}" if timing else ""))
+    return (f"{path}: its scores are being replaced (`rollsum score` started {pending.get('started_at')}) or "
+            f"that re-scoring stopped before it finished, so its tables are not final; once no `rollsum "
+            f"score` is running, complete it with `{command}`")
