@@ -61,6 +61,7 @@ from rollsum_evals.fileio import atomic_write_text
 from rollsum_evals.formatting import fmt_num, fmt_usd, text_table
 from rollsum_evals.gain import is_curve
 from rollsum_evals.rundir.read import Run
+from rollsum_evals.rundir.status import FINISHED
 from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, not_enough
 from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, OK, Thresholds
 
@@ -554,6 +555,21 @@ def _counted(configs: Mapping[str, Any]) -> str:
     return text + (f" + {curve} truncation-curve points" if curve else "")
 
 
+def _check_finished(run: Run, baseline: Path) -> None:
+    """Only a finished run becomes the baseline. A nightly killed after 4 of 160 Units (or
+    stopped by its budget) promoted as it stands would gate only what happened to finish, from
+    then on, and say "promoted" with exit 0: the missing configurations would never be checked
+    again."""
+    status = str(run.manifest.get("status") or "running")
+    if status == FINISHED:
+        return
+    total = int(run.manifest.get("units_total") or 0)
+    spec = run.manifest.get("spec_path") or "SPEC"
+    raise ConfigError(f"{run.path}: not promoted to {baseline}: the run is not finished (status {status}, "
+                      f"{len(run.units)} of {total} units), so the baseline would gate only what finished; "
+                      f"finish it with `rollsum run {spec} --out {run.path} --resume`, then promote")
+
+
 def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[str], *, promote: bool = False,
             tolerance: Tolerance = DEFAULT_TOLERANCE, strict: bool = False, n_resamples: int = DEFAULT_RESAMPLES,
             record_history: bool = False, now: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -567,6 +583,8 @@ def regress(run_dir: str | os.PathLike[str], baseline_path: str | os.PathLike[st
     """
     run = analysis.load(run_dir)
     path = Path(baseline_path)
+    if promote:
+        _check_finished(run, path)
     name = path.name.removesuffix(".json")
     when = now()
     old: dict[str, Any] | None = None

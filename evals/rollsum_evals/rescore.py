@@ -8,12 +8,15 @@ run's model cache).
 
 The replay journals are never touched. The scored journals (``units.jsonl``, ``probes.jsonl``)
 and tables are replaced, then the manifest's ``scoring`` block: a crash in between leaves a run
-that `rollsum score` completes when run again.
+that `rollsum score` completes when run again (the manifest says ``rescoring`` and leaves those
+files out of its seal meanwhile, so readers and ``--resume`` refuse it in one line).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,12 +32,22 @@ from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import Text, Trace
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import SweepStop, SweepStopped
+from rollsum_evals.run.interrupt import Interrupted, signal_name
 from rollsum_evals.run.model_factory import ModelBuilder, ModelFactory, cache_path_for
 from rollsum_evals.run.unit import score_group
-from rollsum_evals.rundir.format import EVENTS, SUMMARIES, rescored_manifest, table_columns
+from rollsum_evals.rundir.format import (
+    EVENTS,
+    PROBES_JOURNAL,
+    SUMMARIES,
+    TABLES,
+    UNITS_JOURNAL,
+    rescored_manifest,
+    table_columns,
+)
 from rollsum_evals.rundir.journal import RunDir
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.rundir.read import check_format, pinned_datasets
+from rollsum_evals.rundir.status import RESCORING
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import components
@@ -96,7 +109,7 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
             model: str | None = None, judge_model: str | None = None, loader: Loader = default_loader,
             models: ModelBuilder | None = None,
             now: Callable[[], str] = provenance.now, executor: str = "local", ray_address: str | None = None,
-            jobs: int = 4) -> RescoreResult:
+            jobs: int = 4, progress: bool = False) -> RescoreResult:
     """Holds the run directory's lock throughout (a sweep still writing it is refused); a
     file-system fault is one line (`WriteFailed`) and leaves the run as `rewrite_scored`'s
     order allows (a second `rollsum score` completes it).
@@ -118,7 +131,7 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
     try:
         with RunLock(rd.path):
             return _rescore(rd, scorers=scorers, timing=timing, model=model, judge_model=judge_model, loader=loader,
-                            models=models, now=now, cluster=cluster, jobs=jobs)
+                            models=models, now=now, cluster=cluster, jobs=jobs, progress=progress)
     except OSError as err:
         if isinstance(err, ConnectionError | TimeoutError):
             raise
@@ -129,9 +142,13 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
             cluster.close()
 
 
+def _reason(err: BaseException) -> str:
+    return f"interrupted ({signal_name(err)})"
+
+
 def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming | None, model: str | None,
              judge_model: str | None, loader: Loader, models: ModelBuilder | None, now: Callable[[], str],
-             cluster: Any = None, jobs: int = 4) -> RescoreResult:
+             cluster: Any = None, jobs: int = 4, progress: bool = False) -> RescoreResult:
     t0 = time.perf_counter()
     manifest = rd.read_manifest()
     check_format(rd.path, manifest)
@@ -162,12 +179,19 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     cache_path = cache_path_for(str((manifest.get("cache") or {}).get("mode") or "user"), rd.path) \
         if wants_model else None
     secrets = env_secrets()
+    from tqdm import tqdm
+
+    # a nightly's re-score is long (0.09 s a Unit: ~100 min for 70,000): show it moving on a terminal
+    # (disable=None: tqdm's "only on a TTY", so logs and a captured stderr keep their one-line errors)
+    bar = tqdm(total=len(records), unit="unit", file=sys.stderr, disable=None if progress else True,
+               dynamic_ncols=True, desc="score")
     try:
         if cluster is not None:
             from rollsum_evals.run.ray_executor import rescore_on_cluster
 
             scored = rescore_on_cluster(cluster, groups, convs, plan, jobs=jobs, cache_path=cache_path,
-                                        injected=models if wants_model else None, secrets=secrets)
+                                        injected=models if wants_model else None, secrets=secrets,
+                                        advance=bar.update)
         else:
             factory: ModelBuilder | None = None
             if wants_model:
@@ -176,11 +200,17 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
                 scored = {}
                 for key, items in groups.items():
                     scored.update(score_group(items, convs[key], plan, factory, secrets))
+                    bar.update(len(items))
             finally:
                 if isinstance(factory, ModelFactory):
                     factory.close()
     except SweepStop as stop:  # nothing was rewritten yet: the run is as it was
         raise SweepStopped(f"re-scoring stopped: {stop.cause}; {rd.path} is unchanged") from None
+    except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM in the long part: say the run is intact
+        raise Interrupted(f"{_reason(err)}: re-scoring stopped before it rewrote anything; {rd.path} is "
+                          "unchanged", err.signum if isinstance(err, Interrupted) else signal.SIGINT) from None
+    finally:
+        bar.close()
     results = [scored[uid][0] for uid in sorted(scored)]
     errors = sum(1 for uid in scored if not scored[uid][1])
     versions = scoring.versions(plan.scorers)
@@ -188,6 +218,13 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     new = rescored_manifest(manifest, plan, versions, unit_cols, probe_cols,
                             provenance.scoring_fingerprint(), now())
     new["units_error"] = errors
+    new.pop(RESCORING, None)
+    # the seal no longer covers what is replaced: a score killed from here on leaves a run that
+    # readers refuse in one line and a second `rollsum score` completes (its seal check passes)
+    stale = {PROBES_JOURNAL, UNITS_JOURNAL, *TABLES.values()}
+    rd.write_manifest({**manifest, RESCORING: {"started_at": now(), "scorers": list(plan.scorers),
+                                               "timing": plan.timing.key},
+                       "files": {k: v for k, v in (manifest.get("files") or {}).items() if k not in stale}})
     rd.rewrite_scored(results)
     rd.write_tables(new, set(records))
     new["files"] = rd.seal()

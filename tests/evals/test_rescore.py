@@ -144,6 +144,7 @@ def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
     (["--ages", "0,5"], "positive integers"),
     (["--no-end"], "only together with --ages"),
     (["--timing", "sampled:0"], "--timing 'sampled:0'"),
+    (["--jobs", "8"], "--jobs 8: only with --executor ray"),  # was accepted and ignored: scored serially
 ])
 def test_score_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                      argv: list[str], needle: str) -> None:
@@ -227,3 +228,83 @@ def test_score_reads_synthetic_sets_from_the_generated_set_cache_as_a_report_doe
     shutil.rmtree(tmp_path / "cache" / "datasets")  # the count sees a generation when there is one
     assert main(["score", str(tmp_path / "run"), "--scorers", "answer_retention,cost"]) == 0
     assert len(generated) == 2
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL: raised where the process would die, past every ``except Exception``."""
+
+
+def test_a_score_killed_while_replacing_the_tables_is_refused_by_readers_and_completed_by_a_second_score(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`rollsum score` killed after it replaced the scored journals but before the new seal left
+    the old seal over new files: the second `rollsum score` the docs prescribe refused the run as
+    damaged ("--resume repairs what it can", which refuses too), and so did every reader."""
+    from rollsum_evals.rundir.journal import RunDir
+
+    from rollsum.errors import ConfigError
+
+    run, fresh = tmp_path / "run", tmp_path / "fresh"
+    run_sweep(_spec(), run, progress=False)
+    run_sweep(_spec(probes="ages = [3, 11, 40]\nend = false"), fresh, progress=False)
+    real = RunDir.rewrite_scored
+
+    def killed(rd: RunDir, results: Any) -> None:
+        real(rd, results)
+        raise _Killed
+
+    monkeypatch.setattr(RunDir, "rewrite_scored", killed)
+    with pytest.raises(_Killed):
+        rescore(run, timing=parse_timing("ages:3,11,40"))
+    monkeypatch.setattr(RunDir, "rewrite_scored", real)
+    capsys.readouterr()
+
+    assert main(["report", str(run), "--out", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not final" in err[0], err
+    assert f"`rollsum score {run} --scorers answer_retention,fact_survival,cost --timing ages:3,11,40`" in err[0]
+    with pytest.raises(ConfigError, match="not final"):
+        run_sweep(_spec(), run, progress=False, resume=True)
+
+    assert main(["score", str(run), "--timing", "ages:3,11,40"]) == 0
+    _assert_same(run, fresh)
+    assert "rescoring" not in rollsum_evals.load_run(run).manifest
+
+
+def test_score_shows_progress_on_a_terminal_unless_told_not_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`rollsum score` printed nothing until it finished: on a nightly's 70,000 Units that is
+    ~100 silent minutes. It shows a bar on a terminal, as `run` does; `--no-progress` hides it,
+    and so does a stderr that is not a terminal (a log, a pipe)."""
+    import sys
+
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    capsys.readouterr()
+    assert main(["score", str(tmp_path / "run")]) == 0
+    assert "score:" not in capsys.readouterr().err  # not a terminal
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["score", str(tmp_path / "run")]) == 0
+    assert "10/10" in capsys.readouterr().err
+    assert main(["score", str(tmp_path / "run"), "--no-progress"]) == 0
+    assert "score:" not in capsys.readouterr().err
+
+
+def test_an_interrupted_score_says_the_run_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C during the scoring (the long part) printed a bare "rollsum: interrupted": whether
+    the run was still whole was anyone's guess. Nothing is rewritten before scoring ends."""
+    from rollsum_evals import rescore as rescore_module
+
+    run_sweep(_spec(), tmp_path / "run", progress=False)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rescore_module, "score_group", interrupted)
+    capsys.readouterr()
+    assert main(["score", str(tmp_path / "run"), "--ages", "3"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"rollsum: interrupted (Ctrl-C): re-scoring stopped before it rewrote anything; "
+                   f"{tmp_path / 'run'} is unchanged"]
+    after = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+    assert {k: v for k, v in after.items() if k != "run.lock"} == {k: v for k, v in before.items() if k != "run.lock"}

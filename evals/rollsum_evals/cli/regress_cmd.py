@@ -4,6 +4,7 @@ regression, 0 otherwise; a user mistake is one line, exit 2)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
 
 def _regress(args: argparse.Namespace) -> int:
     from rollsum_evals import regress
+    from rollsum_evals.rundir.status import run_banner
 
     something_finished(args.run)
     code, text = regress.regress(args.run, args.baseline, promote=args.promote,
@@ -48,4 +50,7 @@ def _regress(args: argparse.Namespace) -> int:
                                  strict=args.strict, n_resamples=resamples(args.resamples, "--resamples"),
                                  record_history=args.record_history)
     print(text)
+    banner = run_banner(args.run)  # a killed or stopped run gated as it stands: say so, as report does
+    if banner:
+        print(f"warning: {banner}", file=sys.stderr)
     return code

@@ -35,8 +35,10 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                    "docs/scale.md)")
     p.add_argument("--ray-address", metavar="HOST:PORT",
                    help="with --executor ray: join that cluster (default: start a private local Ray)")
-    p.add_argument("--jobs", type=POSITIVE_INT, default=4, metavar="N",
-                   help="with --executor ray: conversations scored at once (default 4)")
+    p.add_argument("--jobs", type=POSITIVE_INT, metavar="N",
+                   help="with --executor ray: conversations scored at once (default 4; local re-scoring "
+                   "runs in this process, one conversation at a time)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (shown only on a terminal)")
     p.set_defaults(func=cmd_score)
 
 
@@ -79,8 +81,12 @@ def cmd_score(args: argparse.Namespace) -> int:
                               + (f", got {', '.join(unknown)}" if unknown else ""))
     if args.ray_address and args.executor != "ray":
         raise ConfigError("--ray-address: only with --executor ray")
+    if args.jobs is not None and args.executor != "ray":  # it was accepted and ignored: a big box scored serially
+        raise ConfigError(f"--jobs {args.jobs}: only with --executor ray (local re-scoring runs in this process, "
+                          "one conversation at a time)")
     result = rescore(args.run, scorers=scorers, timing=_timing(args), model=args.model, judge_model=args.judge_model,
-                     executor=args.executor, ray_address=args.ray_address, jobs=args.jobs)
+                     executor=args.executor, ray_address=args.ray_address,
+                     jobs=args.jobs if args.jobs is not None else 4, progress=not args.no_progress)
     plan = result.plan
     print(f"{result.units} units re-scored in {result.run_dir} ({', '.join(plan.scorers)}; probes "
           f"{plan.timing.key}; {result.errors} errors, {result.wall_s:.1f}s, no replay)")

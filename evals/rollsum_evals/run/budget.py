@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import math
 import os
 import threading
@@ -41,6 +42,7 @@ from rollsum_evals.scoring.cost import price
 from rollsum_evals.spec import components
 
 ACCOUNT_FILE = "budget.json"
+log = logging.getLogger(__name__)
 ESTIMATE_CALIBRATION = 1.5
 """Request tokens are estimated at chars/4 × this: above Claude's tokenizer on English text
 (× 1.15, docs/models.md) with room to spare, so a reservation is an upper bound unless a text
@@ -157,9 +159,22 @@ class FileAccount:
     @classmethod
     def start(cls, run_dir: Path, cap: float, spent: float = 0.0) -> FileAccount:
         """A fresh account for this invocation (a resume carries the run's earlier spend; what a
-        killed run had reserved is gone with its calls)."""
+        killed run had reserved is gone with its calls).
+
+        The earlier spend is the larger of `spent` (the manifest's) and the ledger's own: a run
+        killed by SIGKILL (or the OOM killer) never rewrote its manifest, whose ``spent_usd`` is
+        still what it was when that invocation started, while the ledger settled every paid call
+        it made. Taking the manifest's alone let each killed-and-resumed invocation spend the
+        whole cap again."""
         account = cls(run_dir / ACCOUNT_FILE)
         with account._locked():
+            try:
+                spent = max(spent, account._read().spent)
+            except FileNotFoundError:
+                pass  # a run resumed with a cap for the first time: the manifest is all there is
+            except (ValueError, KeyError, TypeError) as err:
+                log.warning("%s: not a spend ledger (%s); the run's earlier spend is taken from its manifest",
+                            account.path, err)
             account._write(AccountState(cap=cap, spent=spent))
         return account
 

@@ -20,12 +20,14 @@ import math
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from rollsum.errors import RollsumError
 from rollsum.redact import redact_process_output
 
 EXECUTORS = ("auto", "thread", "process", "ray")
@@ -140,6 +142,24 @@ def _pool_worker(tasks: Any, results: Any, threads: int, parent_pid: int) -> Non
         t.join()
 
 
+class WorkerLost(RollsumError):
+    """A sweep stopped because a worker process died (the out-of-memory killer, an operator's
+    kill): one line that says how far it got and how to continue, not a traceback."""
+
+
+def _how_it_ended(exitcode: int | None) -> str:
+    """``was killed by SIGKILL (the out-of-memory killer sends it)`` or ``exited with code 3``:
+    what an operator needs to tell a worker the kernel killed from one that failed."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = " (the out-of-memory killer sends it)" if exitcode == -signal.SIGKILL else ""
+        return f"was killed by {name}{hint}"
+    return f"exited with code {exitcode}"
+
+
 class ProcessThreadPool(cf.Executor):
     """An executor of ``processes`` worker processes with ``threads`` threads each.
 
@@ -204,7 +224,9 @@ class ProcessThreadPool(cf.Executor):
                         fut.set_exception(value)
                 continue  # drain results before looking at exits
             for sentinel in ready:
-                alive.pop(sentinel, None)
+                gone = alive.pop(sentinel, None)
+                if gone is not None and not self._closing:
+                    reason = f"worker process {gone.pid} {_how_it_ended(gone.exitcode)} while Units were running"
             with self._lock:
                 if self._closing and alive:
                     continue  # workers leaving after shutdown

@@ -499,7 +499,8 @@ def _score_task(items: Sequence[Any], conversation: Any, plan: Any, injected: Mo
 
 def rescore_on_cluster(session: RaySession, groups: Mapping[tuple[str, str], Sequence[Any]],
                        convs: Mapping[tuple[str, str], Any], plan: Any, *, jobs: int, cache_path: Path | None,
-                       injected: ModelBuilder | None, secrets: Sequence[str]) -> dict[str, Any]:
+                       injected: ModelBuilder | None, secrets: Sequence[str],
+                       advance: Callable[[int], object] = lambda n: None) -> dict[str, Any]:
     """`rollsum score` with each conversation's Units as one task, at most `jobs` in flight;
     returns what `score_group` returns, for all of them. The driver stores the model answers
     the tasks fetched (a QA scorer's), as a sweep does."""
@@ -526,6 +527,7 @@ def rescore_on_cluster(session: RaySession, groups: Mapping[tuple[str, str], Seq
                 raise unwrap(err) from None
             services.accept(entries)
             scored.update(out)
+            advance(len(out))  # the progress bar: Units scored
     except BaseException:
         for ref in pending:
             try:

@@ -9,6 +9,7 @@ whose replay was journaled before the kill are scored again from that replay, no
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from rollsum_evals.data.pinned import Dataset, DatasetSpec, Loader, kept_copy, l
 from rollsum_evals.run import provenance
 from rollsum_evals.rundir.format import EVENTS, FORMAT_VERSION, SUMMARIES
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, lines
+from rollsum_evals.rundir.status import rescoring_problem
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec.schema import SweepSpec
 
@@ -26,13 +28,16 @@ def check_resume(rd: RunDir, previous: Mapping[str, Any], spec: SweepSpec, plan:
     """One line for each reason a run cannot be continued by this spec and this code."""
     if not previous:
         return
+    problem = rescoring_problem(rd.path, previous)
+    if problem is not None:
+        raise ConfigError(problem)
     if previous.get("format_version") != FORMAT_VERSION:
         raise ConfigError(f"{rd.path}: was written in run format {previous.get('format_version', 1)}, "
                           f"this rollsum writes {FORMAT_VERSION}; start a new run (another --out)")
     if previous.get("spec_sha256") != spec.sha256():
         raise ConfigError(f"{rd.path}: was started from a different spec (sha256 "
-                          f"{str(previous.get('spec_sha256'))[:12]}…, now {spec.sha256()[:12]}…); "
-                          "resume needs the same spec and options")
+                          f"{str(previous.get('spec_sha256'))[:12]}…, now {spec.sha256()[:12]}…"
+                          f"{_differences(previous.get('spec'), spec.raw)}); resume needs the same spec and options")
     fp = provenance.replay_fingerprint()
     if previous.get("replay_fingerprint") != fp:
         raise ConfigError(f"{rd.path}: was replayed by other code (fingerprint "
@@ -46,6 +51,37 @@ def check_resume(rd: RunDir, previous: Mapping[str, Any], spec: SweepSpec, plan:
     if scored.get("fingerprint") != provenance.scoring_fingerprint():
         raise ConfigError(f"{rd.path}: was scored by other scorer code; re-score it (`rollsum score "
                           f"{rd.path}`) so old and new Units are scored alike, then resume")
+
+
+def _differences(before: Any, now: Any, *, most: int = 3) -> str:
+    """``; it differs in datasets[0].limit (2, now unset)``: which option a resume changed (a
+    forgotten ``--limit`` or ``--set`` is the usual one), or nothing when only code differs."""
+    found: list[str] = []
+
+    def show(v: Any) -> str:
+        text = "unset" if v is _UNSET else json.dumps(v, sort_keys=True, default=str)
+        return text if len(text) <= 40 else text[:39] + "…"
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if len(found) > most:
+            return
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            for key in sorted(set(a) | set(b), key=str):
+                walk(a.get(key, _UNSET), b.get(key, _UNSET), f"{path}.{key}" if path else str(key))
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                walk(x, y, f"{path}[{i}]")
+        elif a != b:
+            found.append(f"{path} ({show(a)}, now {show(b)})")
+
+    walk(before, now, "")
+    if not found:
+        return "; the code of a component it names changed" if isinstance(before, Mapping) else ""
+    more = ", …" if len(found) > most else ""
+    return f"; it differs in {', '.join(found[:most])}{more}"
+
+
+_UNSET = object()
 
 
 def load_datasets(spec: SweepSpec, loader: Loader, previous: Mapping[str, Any],

@@ -31,6 +31,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ from rollsum_evals.run.model_factory import (
     close_model,
     unit_cache_path_for,
 )
-from rollsum_evals.run.pool import EXECUTORS, choose_executor
+from rollsum_evals.run.pool import EXECUTORS, WorkerLost, choose_executor
 from rollsum_evals.run.resume import check_resume, load_datasets, stored_replays
 from rollsum_evals.run.unit import Job
 from rollsum_evals.rundir.format import DATASET_COPIES, STATUS_ERROR, STATUS_STOPPED, new_manifest, table_columns
@@ -414,6 +415,8 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         "units_total": len(units), "units_done": len(done & unit_ids), "configs": configs,
         components.FACTS_KEY: components.recorded_facts(units),
         "executor": chosen, "executor_requested": executor, "jobs": jobs, "max_cost_usd": max_cost_usd,
+        # the spend before this invocation: what a resume reads if this one is killed (SIGKILL)
+        "spent_usd": round(_spent(ledger, previous_spent, _Tally()), 6),
         "pid": os.getpid(), "host": socket.gethostname(),  # tells a killed run from a running one
         **({"cluster": cluster.describe()} if cluster is not None else {}),
         "repairs": [*previous.get("repairs", []), *repair.notes],
@@ -466,6 +469,10 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
         if stop is not None:  # a bad key or no network: one line, exit 2, nothing in flight journaled
             raise SweepStopped(redact(f"sweep stopped: {stop.cause}; {tally.ran} unit(s) finished before it; "
                                       f"fix it and continue with --resume --out {rd.path}", env_secrets())) from None
+        if isinstance(err, BrokenProcessPool):  # a worker killed (OOM): the environment's fault, not a bug
+            raise WorkerLost(redact(f"{err}: the run stopped after {state.finished} unit(s) and its manifest "
+                                    f"says interrupted; continue it with `rollsum run SPEC --out {rd.path} "
+                                    "--resume` (fewer --jobs if it ran out of memory)", env_secrets())) from None
         if isinstance(err, KeyboardInterrupt):  # Ctrl-C or SIGTERM: one line that says how to go on
             raise Interrupted(redact(f"{_reason(err)}: the run stopped after {state.finished} unit(s) and its "
                                      f"manifest says interrupted; continue it with `rollsum run SPEC --out "

@@ -31,6 +31,7 @@ from rollsum_evals.rundir.format import (
 )
 from rollsum_evals.rundir.integrity import DamagedRun, own_file
 from rollsum_evals.rundir.journal import RunDir, journal_frames
+from rollsum_evals.rundir.status import rescoring_problem
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -274,6 +275,9 @@ def load_run(path: str | Path) -> Run:
         raise ConfigError(f"{rd.path}: not a run directory (expected the --out directory of `rollsum run`)")
     manifest = rd.read_manifest()
     check_format(rd.path, manifest)
+    problem = rescoring_problem(rd.path, manifest)
+    if problem is not None:
+        raise ConfigError(problem)
     rd.expect(manifest)
     schema = manifest.get("schema") or {}
     unit_cols, probe_cols = schema_from_json(schema.get("units")), schema_from_json(schema.get("probes"))

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rollsum_evals.rundir.format import STATUS_ERROR
+from rollsum_evals.rundir.format import STATUS_ERROR, UNITS_JOURNAL
 
 FINISHED = "complete"
 
@@ -64,6 +64,14 @@ def run_banner(path: str | os.PathLike[str]) -> str | None:
     return banner(manifest, len(rows), errors, alive=process_alive(manifest.get("pid"), manifest.get("host")))
 
 
+def _sealed_with_units(manifest: Mapping[str, Any]) -> bool:
+    """The run was sealed with a non-empty units journal: if it reads as empty now, it was lost
+    or emptied since, and "no unit finished" would send the user to resume a run that finished."""
+    files = manifest.get("files")
+    sealed = files.get(UNITS_JOURNAL) if isinstance(files, dict) else None
+    return isinstance(sealed, dict) and bool(sealed.get("bytes"))
+
+
 def nothing_finished(path: str | os.PathLike[str]) -> str | None:
     """One line when not a single Unit of the run finished (stopped on a credential or the
     network at the first call, killed at once): there is nothing to report, compare or gate, and
@@ -78,8 +86,8 @@ def nothing_finished(path: str | os.PathLike[str]) -> str | None:
         return None
     try:
         manifest = rd.read_manifest()
-        if rd.unit_rows():
-            return None
+        if _sealed_with_units(manifest) or rd.unit_rows():
+            return None  # a seal that records Units: a missing journal is damage the reader names
     except (RollsumError, OSError, ValueError):
         return None
     status = str(manifest.get("status") or "running")
@@ -89,3 +97,24 @@ def nothing_finished(path: str | os.PathLike[str]) -> str | None:
     how = f"`rollsum run {manifest.get('spec_path') or 'SPEC'} --out {path} --resume`"
     return (f"{path}: no unit finished ({why}; 0 of {total} units), so there is nothing to read yet; "
             f"fix the cause and continue it with {how}")
+
+
+RESCORING = "rescoring"
+"""Manifest key `rollsum score` writes, with the scored files left out of the seal, just before
+it replaces them (``{started_at, scorers, timing}``) and drops once the new seal is written. A
+score killed in between leaves it: readers and ``--resume`` refuse the run in one line (its
+tables may be half old, half new) and a second `rollsum score` completes it."""
+
+
+def rescoring_problem(path: object, manifest: Mapping[str, Any]) -> str | None:
+    """One line when the run's scores were being replaced (`RESCORING`), else None."""
+    pending = manifest.get(RESCORING)
+    if not isinstance(pending, dict):
+        return None
+    scorers = ",".join(str(s) for s in pending.get("scorers") or [] if s != "health")
+    timing = pending.get("timing")
+    command = (f"rollsum score {path}" + (f" --scorers {scorers}" if scorers else "")
+               + (f" --timing {timing}" if timing else ""))
+    return (f"{path}: its scores are being replaced (`rollsum score` started {pending.get('started_at')}) or "
+            f"that re-scoring stopped before it finished, so its tables are not final; once no `rollsum "
+            f"score` is running, complete it with `{command}`")

@@ -246,3 +246,22 @@ def test_an_old_format_baseline_is_refused_but_can_be_re_promoted(tmp_path: Path
     assert main(["regress", str(ok), "--baseline", str(old), "--promote"]) == 0
     assert json.loads(old.read_text())["format"] == 2
     assert main(["regress", str(ok), "--baseline", str(old)]) == 0
+
+
+@pytest.mark.parametrize("status", ["running", "interrupted", "stopped: budget"])
+def test_a_run_that_did_not_finish_is_not_promoted(baseline: Path, tmp_path: Path, status: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A nightly killed part-way (or stopped by its budget) promoted as it stood replaced the
+    baseline with what happened to finish, exit 0: the configurations it never reached were not
+    gated again. Now one line, exit 2, the baseline untouched; gating it still works and warns."""
+    before = baseline.read_bytes()
+    partial = make_run(tmp_path / "partial", CONFIGS)
+    manifest = json.loads((partial / "manifest.json").read_text())
+    manifest["status"] = status
+    (partial / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["regress", str(partial), "--baseline", str(baseline), "--promote", "--resamples", "200"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not promoted" in err[0] and f"status {status}" in err[0] and "--resume" in err[0]
+    assert baseline.read_bytes() == before
+    assert main(["regress", str(partial), "--baseline", str(baseline), "--resamples", "200"]) == 0
+    assert "the numbers below are partial" in capsys.readouterr().err

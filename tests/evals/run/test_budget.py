@@ -14,6 +14,7 @@ import math
 import random
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import rollsum_evals
@@ -165,6 +166,56 @@ def test_a_sweep_never_spends_more_than_the_cap_and_stops(tmp_path: Path, execut
     run = rollsum_evals.load_run(out)
     assert set(run.units["status"]) == {"ok"} and len(run.units) == TOTAL
     assert r.spent_usd < r2.spent_usd <= 100.0
+
+
+def test_a_resume_after_a_sigkill_does_not_spend_the_cap_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """A SIGKILLed run never rewrites its manifest, whose ``spent_usd`` is what it was when that
+    invocation started; `--resume` restarted the ledger from it, so every kill-and-resume could
+    spend the whole cap again (here: $0.094 of a $0.10 cap, then $0.094 more). The ledger saw
+    every paid call: the resume starts from the larger of the two."""
+    spec = parse_spec(SPEC, "budget.toml")
+    out = tmp_path / "run"
+    run_sweep(spec, out, jobs=2, executor="thread", max_cost_usd=CAP, models=priced, progress=False)
+    first = json.loads((out / ACCOUNT_FILE).read_text())["spent"]
+    assert first > CAP / 2
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest.update(status="running", spent_usd=0.0)  # as the killed invocation wrote it at its start
+    manifest.pop("files")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    settled: list[float] = []
+    real = FileAccount.settle
+
+    def settle(account: FileAccount, reserved: float, actual: float) -> None:
+        settled.append(actual)
+        real(account, reserved, actual)
+
+    monkeypatch.setattr(FileAccount, "settle", settle)
+    r2 = run_sweep(spec, out, jobs=2, executor="thread", resume=True, max_cost_usd=CAP, models=priced,
+                   progress=False)
+    assert first + sum(settled) <= CAP
+    assert r2.spent_usd == pytest.approx(first + sum(settled))
+    assert rollsum_evals.load_run(out).manifest["spent_usd"] == pytest.approx(first + sum(settled), abs=1e-6)
+
+
+def test_the_manifest_a_resume_starts_with_carries_the_earlier_spend(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest written when an invocation starts is what a SIGKILL leaves behind: without
+    ``spent_usd`` the next resume counted every earlier invocation's spend as $0."""
+    spec = parse_spec(SPEC.replace("conversations=4", "conversations=1"), "budget.toml")
+    out = tmp_path / "run"
+    r = run_sweep(spec, out, jobs=2, executor="thread", models=priced, progress=False)
+    assert r.spent_usd > 0
+    seen: list[object] = []
+    real = Dispatcher.run
+
+    def run(dispatcher: Dispatcher, on_result: Any) -> None:
+        seen.append(json.loads((out / "manifest.json").read_text()).get("spent_usd"))
+        real(dispatcher, on_result)
+
+    monkeypatch.setattr(Dispatcher, "run", run)
+    run_sweep(spec, out, jobs=2, executor="thread", resume=True, models=priced, progress=False)
+    assert seen == [pytest.approx(r.spent_usd, abs=1e-6)]
 
 
 def _jobs() -> list[Job]:

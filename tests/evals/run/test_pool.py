@@ -83,3 +83,76 @@ def test_workers_import_the_installed_package_not_a_rollsum_folder_in_the_curren
                          text=True, timeout=120, env={**os.environ, "ROLLSUM_CACHE_DIR": str(tmp_path / "c")})
     assert out.returncode == 0, out.stderr[-2000:]
     assert "4/4 units" in out.stdout and " 0 errors" in out.stdout
+
+
+GATED_SPEC = """
+name = "oom"
+context_window = 1500
+cache = "off"
+
+[[datasets]]
+name = "chat"
+source = "synth:chat?conversations=1&messages=40&seed=5"
+
+[[configs]]
+preset = "since-last"
+summarizer = "tests.support.gate:GatedSummarizer"
+params = { messages_per_summary = 6, keep_last = 2 }
+
+[[configs]]
+preset = "truncate"
+"""
+
+
+def _holders(path: Path) -> list[int]:
+    """Processes other than this one with `path` open (the worker blocked at the gate)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if any(os.readlink(fd) == str(path) for fd in (entry / "fd").iterdir()):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to find the worker")
+def test_a_worker_killed_mid_sweep_is_one_line_and_resume_finishes_the_run(tmp_path: Path) -> None:
+    """A worker process killed by the kernel (the out-of-memory killer at scale) ended `rollsum
+    run --executor process` with a BrokenProcessPool traceback. Now one line naming the worker and
+    the signal, the manifest interrupted with that reason, and `--resume` completes the run."""
+    import json
+    import signal
+    import time
+
+    from tests.support.gate import Gate, subprocess_env
+
+    spec = tmp_path / "oom.toml"
+    spec.write_text(GATED_SPEC)
+    out = tmp_path / "run"
+    cli = [sys.executable, "-m", "rollsum_evals", "run", str(spec), "--out", str(out), "--no-progress",
+           "--executor", "process", "--jobs", "2"]
+    with Gate(tmp_path / "gate") as gate:
+        proc = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=gate.env())
+        try:
+            deadline = time.monotonic() + 600  # bounds a hang only: the Unit cannot pass the gate
+            while not (workers := _holders(gate.path)) and proc.poll() is None:
+                assert time.monotonic() < deadline, "no worker reached the gate"
+                time.sleep(0.02)
+            assert proc.poll() is None, proc.communicate()
+            os.kill(workers[0], signal.SIGKILL)
+            _, stderr = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    lines = stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in stderr, stderr
+    assert f"worker process {workers[0]} was killed by SIGKILL" in lines[0] and "--resume" in lines[0]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and "SIGKILL" in manifest["reason"]
+    done = subprocess.run([*cli, "--resume"], capture_output=True, text=True, timeout=300, env=subprocess_env())
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "manifest.json").read_text())["units_done"] == 2

@@ -108,8 +108,12 @@ def test_resume_after_a_crash_runs_only_the_missing_units(tmp_path: Path) -> Non
 def test_resume_refuses_a_different_spec(tmp_path: Path) -> None:
     run_sweep(parse_spec(SPEC, "t.toml"), tmp_path / "r", progress=False)
     other = parse_spec(SPEC.replace("context_window = 3000", "context_window = 4000"), "t.toml")
-    with pytest.raises(ConfigError, match="different spec"):
+    # the refusal names what changed: a resume without the run's --limit or --set said only "sha256"
+    with pytest.raises(ConfigError, match=r"different spec .*; it differs in context_window \(3000, now 4000\)\)"):
         run_sweep(other, tmp_path / "r", resume=True, progress=False)
+    limited = parse_spec(SPEC, "t.toml", limit=1)
+    with pytest.raises(ConfigError, match=r"it differs in datasets\[0\]\.limit \(unset, now 1\)"):
+        run_sweep(limited, tmp_path / "r", resume=True, progress=False)
 
 
 @pytest.mark.parametrize(("key", "value", "needle"), [
