@@ -22,6 +22,7 @@ import pytest
 from rollsum_evals.cli import main
 
 from tests.evals.run.test_fail_fast import Handler, served  # noqa: F401  (the fixture)
+from tests.support.specs import SMALL_FINISHED
 
 ONLY_SUMMARIZING = """
 name = "nothing"
@@ -37,22 +38,7 @@ source = "synth:chat?conversations=2&messages=60&seed=3"
 preset = "since-last"
 """
 
-FINISHED = """
-name = "small"
-models = ["fake:mode=extractive"]
-context_window = 1500
-cache = "off"
-
-[[datasets]]
-name = "chat"
-source = "synth:chat?conversations=2&messages=40&seed=3"
-
-[[configs]]
-preset = "since-last"
-
-[[configs]]
-preset = "truncate"
-"""
+FINISHED = SMALL_FINISHED
 
 
 def test_reading_a_run_in_which_nothing_finished_is_one_line(

@@ -16,22 +16,9 @@ from rollsum_evals.cli import main
 from rollsum_evals.rundir.format import UNITS_JOURNAL
 from rollsum_evals.rundir.status import nothing_finished
 
-SPEC = """
-name = "small"
-models = ["fake:mode=extractive"]
-context_window = 1500
-cache = "off"
+from tests.support.specs import SMALL_FINISHED
 
-[[datasets]]
-name = "chat"
-source = "synth:chat?conversations=2&messages=40&seed=3"
-
-[[configs]]
-preset = "since-last"
-
-[[configs]]
-preset = "truncate"
-"""
+SPEC = SMALL_FINISHED
 
 
 @pytest.fixture(scope="module")
