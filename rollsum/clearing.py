@@ -65,6 +65,12 @@ class ClearSettings:
         return cls(when, keep, clear_at_least, frozenset(exclude_tools))
 
 
+def never_cleared(rule: ClearSettings, message: Message) -> bool:
+    """A result `rule` never clears: an excluded tool's, or one without an id (the cleared set
+    is by id). Whether clearing would shorten it is the other half (`ClearQueue._age`)."""
+    return message.id is None or (message.name or "") in rule.exclude_tools
+
+
 def placeholder(message: Message) -> Message:
     """The display version of a cleared tool result: same id, role, name and call id."""
     text = PLACEHOLDER.format(name=message.name or "tool", chars=len(message.content))
@@ -148,7 +154,7 @@ class ClearQueue:
     def _age(self, seq: int, message: Message, tokens: int) -> None:
         """`message` is no longer one of the newest `keep` results: due if clearing saves."""
         self.older[seq] = (message, tokens)
-        if message.id is None or message.id in self.cleared or (message.name or "") in self.rule.exclude_tools:
+        if message.id in self.cleared or never_cleared(self.rule, message):
             return
         made = self._made.get(seq)
         if made is None:

@@ -33,7 +33,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from rollsum.cadence import Cadence
-from rollsum.clearing import ClearQueue, ClearSettings, placeholder
+from rollsum.clearing import ClearQueue, ClearSettings, never_cleared, placeholder
 from rollsum.policies._util import units_holding
 from rollsum.policies.base import WindowState
 from rollsum.store.base import StoredMessage
@@ -362,7 +362,7 @@ class Window:
         for i, (s, m) in enumerate(zip(self.active_seq, self.active)):
             if s > seq:
                 break
-            if m.role != "tool" or m.id is None or m.id in self.cleared or (m.name or "") in rule.exclude_tools:
+            if m.role != "tool" or m.id in self.cleared or never_cleared(rule, m):
                 continue
             shown = placeholder(m)
             if count(m) - count(shown) > 0:  # as `ClearQueue` decides: a shorter result stays as it is

@@ -25,9 +25,9 @@ exactly, whatever happens around the call:
 
 So a replay of the same conversation gives byte-identical summaries, and so does a resumed one
 (a server that rebuilds its engine from the store for every message gets the summaries of one
-long-lived engine: with the previous-summary fallback, such a server's LoCoMo retention was up
-to 0.07 lower). Memory is bounded: `max_conversations` entries, least recently used evicted;
-each holds one vocabulary-sized table.
+long-lived engine: when a restart took the statistics from the previous summary's lines, such
+a server's LoCoMo retention was up to 0.07 lower). Memory is bounded: `max_conversations`
+entries, least recently used evicted; each holds one vocabulary-sized table.
 """
 
 from __future__ import annotations

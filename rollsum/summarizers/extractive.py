@@ -43,13 +43,12 @@ for candidates that can be chosen. The caches are bounded and never change an ou
 
 from __future__ import annotations
 
-import binascii
 import math
 import re
 from array import array
 from base64 import b64decode, b64encode
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 from itertools import pairwise, repeat
 from operator import add, mul, xor
@@ -566,18 +565,8 @@ class ExtractiveSummarizer:
         else:
             draft, positions = self._select(request, new, speakers, counts, budget)
         counts.positions = positions
-        text = draft.text.strip()
-        self._corpus.commit(request.conversation_id, prev, previous_positions, counts, docs, text)
-        # where each sentence of the text was said, saved with the record: the one part of the
-        # statistics a restarted summarizer cannot count again (`_rebuilt`)
-        get = positions.get
-        saved = b64encode(array("d", [get(p.text.body, _NAN) for p in self._old_pieces(text).pieces])
-                          .tobytes()).decode("ascii")
-        meta = draft.meta
-        if isinstance(meta, dict):  # made by `_draft` for this call, not shared yet: no copy of the draft
-            meta[POSITIONS_META] = saved
-            return draft
-        return replace(draft, meta={**meta, POSITIONS_META: saved})
+        self._corpus.commit(request.conversation_id, prev, previous_positions, counts, docs, draft.text.strip())
+        return draft
 
     def _rebuilt(self, request: SummaryRequest, prev: str) -> Counts:
         """The statistics of a chain this summarizer has not followed: a restart, or an engine
@@ -593,9 +582,12 @@ class ExtractiveSummarizer:
         whole conversation (3.7x the per-message time at 3,000 messages, half the calls failing)."""
         counts = Counts()
         previous = request.previous
-        own = previous is not None and POSITIONS_META in previous.meta
-        covered = request.covered() if own and request.covered is not None and previous is not None else None
-        if covered is not None and previous is not None and len(covered) == previous.messages_covered:
+        covered = None
+        if previous is not None and POSITIONS_META in previous.meta and request.covered is not None:
+            covered = request.covered()
+            if len(covered) != previous.messages_covered:
+                covered = None  # not the chain the record describes: its lines are what there is
+        if covered is not None:
             carried = self._features
             try:
                 for start in range(0, len(covered), _REBUILD_CHUNK):
@@ -618,7 +610,7 @@ class ExtractiveSummarizer:
         values = array("d")
         try:
             values.frombytes(b64decode(saved, validate=True))
-        except (ValueError, binascii.Error):
+        except ValueError:  # (binascii.Error is one)
             return {}
         pieces = self._old_pieces(prev).pieces
         if len(values) != len(pieces):
@@ -1090,7 +1082,7 @@ class ExtractiveSummarizer:
         if not text:
             text = f"[{len(request.messages)} messages with no extractable content]"
             notes.append("no salient sentences found")
-        return self._draft(text, notes, meta), positions
+        return self._draft(text, notes, meta, positions)
 
     def _append(self, request: SummaryRequest, new: _Span, speakers: set[str], counts: Counts,
                 budget: int) -> tuple[SummaryDraft, dict[str, float]]:
@@ -1116,7 +1108,7 @@ class ExtractiveSummarizer:
         previous = request.previous
         if previous is None or not previous.text.strip():
             if self.counter.count(block) <= budget:
-                return self._draft(block, notes, meta), positions
+                return self._draft(block, notes, meta, positions)
             previous_text = ""
             update = 1
         else:
@@ -1124,14 +1116,22 @@ class ExtractiveSummarizer:
             update = previous.seq + 2
             combined = f"{previous_text}\n\n[Update {update}]\n{block}"
             if self.counter.count(combined) <= budget:
-                return self._draft(combined, notes, meta), {**counts.positions, **positions}
+                return self._draft(combined, notes, meta, {**counts.positions, **positions})
         target = max(1, int(budget * CONDENSED_SHARE))
         text, notes, meta, positions = self._summary(request, new, previous_text, speakers, counts, target,
                                                      header=CONDENSED_HEADER)
         notes.insert(0, f"history condensed at update {update}: the best lines of the whole history were "
                         f"re-selected into {target} of {budget} tokens")
-        return self._draft(text, notes, meta), positions
+        return self._draft(text, notes, meta, positions)
 
-    def _draft(self, text: str, notes: list[str], meta: dict[str, Any]) -> SummaryDraft:
+    def _draft(self, text: str, notes: list[str], meta: dict[str, Any],
+               positions: dict[str, float]) -> tuple[SummaryDraft, dict[str, float]]:
+        """The draft of `text`, and `positions` (where each kept sentence was said). They are
+        also saved in the draft's meta (`POSITIONS_META`), in the order the text's sentences
+        read back: the one part of the statistics a restarted summarizer cannot count again
+        (`_rebuilt`, `_saved_positions`)."""
+        get = positions.get
+        pieces = self._old_pieces(text.strip()).pieces
+        meta[POSITIONS_META] = b64encode(array("d", [get(p.text.body, _NAN) for p in pieces]).tobytes()).decode()
         return SummaryDraft(text=text, model="extractive", prompt_id=f"extractive/{self.merge}",
-                            usage=Usage(), notes=tuple(notes), meta=meta)
+                            usage=Usage(), notes=tuple(notes), meta=meta), positions
