@@ -23,6 +23,7 @@ from rollsum_evals.spec.parse import load_spec, parse_spec
 from tests.evals.cli.corpus import GOOD, spec
 from tests.evals.cli.malformed import refused, run_cli
 from tests.support.gate import Gate, subprocess_env
+from tests.support.specs import GATED_TWO_UNITS
 
 BIG_GRID = ("grid = { keep_last = [1,2,3,4,5,6,7,8,9,10], messages_per_summary = [2,3,4,5,6,7,8,9,10,11], "
             "max_passes = [1,2,3,4,5,6,7,8,9,10], retries = [0,1,2,3,4,5,6,7,8,9], "
@@ -83,25 +84,6 @@ def test_max_units_is_the_limit_both_ways(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------------
 # SIGTERM
 
-GATED = """
-name = "term"
-context_window = 1500
-cache = "off"
-
-[[datasets]]
-name = "chat"
-source = "synth:chat?conversations=1&messages=40&seed=5"
-
-[[configs]]
-preset = "truncate"
-
-[[configs]]
-preset = "since-last"
-summarizer = "tests.support.gate:GatedSummarizer"
-params = { messages_per_summary = 6, keep_last = 2 }
-"""
-"""Two Units on two jobs: the baseline's is journaled at once, the other waits at the gate."""
-
 
 def _wait(cond: Callable[[], bool], what: str, timeout: float = 600.0) -> None:
     """Poll for an event the watched run cannot get past on its own (it waits at a `Gate`)."""
@@ -131,7 +113,7 @@ def _table(path: Path, name: str) -> pd.DataFrame:
 @pytest.mark.slow
 def test_sigterm_marks_the_run_interrupted_in_one_line_and_resume_is_exact(tmp_path: Path) -> None:
     spec_file = tmp_path / "term.toml"
-    spec_file.write_text(GATED)
+    spec_file.write_text(GATED_TWO_UNITS)
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "rollsum_evals", "run", str(spec_file), "--out", str(out), "--no-progress"]
     with Gate(tmp_path / "gate") as gate:

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from rollsum_evals.run.pool import process_pool
 
+from tests.support.specs import GATED_TWO_UNITS
+
 
 def test_many_jobs_share_a_few_worker_processes() -> None:
     """--jobs 64 on two cores must not start 64 processes (their serial start-up delayed the
@@ -85,23 +87,6 @@ def test_workers_import_the_installed_package_not_a_rollsum_folder_in_the_curren
     assert "4/4 units" in out.stdout and " 0 errors" in out.stdout
 
 
-GATED_SPEC = """
-name = "oom"
-context_window = 1500
-cache = "off"
-
-[[datasets]]
-name = "chat"
-source = "synth:chat?conversations=1&messages=40&seed=5"
-
-[[configs]]
-preset = "since-last"
-summarizer = "tests.support.gate:GatedSummarizer"
-params = { messages_per_summary = 6, keep_last = 2 }
-
-[[configs]]
-preset = "truncate"
-"""
 
 
 def _holders(path: Path) -> list[int]:
@@ -131,7 +116,7 @@ def test_a_worker_killed_mid_sweep_is_one_line_and_resume_finishes_the_run(tmp_p
     from tests.support.gate import Gate, subprocess_env
 
     spec = tmp_path / "oom.toml"
-    spec.write_text(GATED_SPEC)
+    spec.write_text(GATED_TWO_UNITS)
     out = tmp_path / "run"
     cli = [sys.executable, "-m", "rollsum_evals", "run", str(spec), "--out", str(out), "--no-progress",
            "--executor", "process", "--jobs", "2"]

@@ -123,6 +123,7 @@ def test_the_record_saves_where_each_sentence_of_the_summary_was_said() -> None:
     saved = [array("d", b64decode(str(r.meta[POSITIONS_META]))) for r in rs.history]
     assert saved and all(saved)
     assert all(p != p or 0 <= p <= 80 for s in saved for p in s)  # NaN: not known
+    assert any(p == p for s in saved for p in s)  # and not all unknown: they are where sentences were said
 
 
 def test_a_fallback_after_another_summarizers_summary_does_not_read_the_whole_conversation() -> None:
