@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+from pathlib import Path
 
 from rollsum.errors import RollsumError
 
@@ -38,14 +39,9 @@ def describe_os_error(err: OSError) -> str:
 
 
 def _file_on_the_way(path: str | bytes) -> str | None:
-    """The first part of `path` that exists and is not a directory (None: none is)."""
-    text = os.fsdecode(path)
-    parts: list[str] = []
-    head = text
-    while head and head not in parts:
-        parts.append(head)
-        head = os.path.dirname(head)
-    for part in reversed(parts):
-        if os.path.exists(part) and not os.path.isdir(part):
-            return part
+    """The first part of `path`, from its root, that exists and is not a directory (None: none is)."""
+    full = Path(os.fsdecode(path))
+    for part in (*reversed(full.parents), full):
+        if part.exists() and not part.is_dir():
+            return str(part)
     return None
