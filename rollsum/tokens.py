@@ -61,6 +61,16 @@ class HeuristicCounter:
         text = message.content
         return (math.ceil(len(text) * self._factor) if text else 0) + self.overhead
 
+    @property
+    def token_key(self) -> str | None:
+        """What makes this counter's counts (`counter_key`): its factor and overhead. None
+        for a subclass that counts otherwise (its own `count` or `count_message`): its
+        numbers alone would not tell its counts from the base class's."""
+        cls = type(self)
+        if cls.count is not HeuristicCounter.count or cls.count_message is not HeuristicCounter.count_message:
+            return None
+        return f"heuristic:{float(self._factor)!r}:{int(self.overhead)}"  # what `count_message` reads
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         """A subclass that changes `count` but not `count_message` counts messages with its `count`."""
         super().__init_subclass__(**kwargs)
@@ -75,3 +85,16 @@ class HeuristicCounter:
 def _count_message_by_count(self: HeuristicCounter, message: Message) -> int:
     """`HeuristicCounter.count_message` of a subclass with its own `count`."""
     return self.count(message.content) + self.overhead
+
+
+def counter_key(counter: object) -> str | None:
+    """A name for what `counter` counts, equal for two counters only when they count every
+    message alike: a store keeps it with its running token total (`rollsum.store.StoreTotals`),
+    so an engine opened with another counter counts the conversation again instead of taking a
+    total it did not make. From the counter's ``token_key`` (a string, or a method returning
+    one); None (no key: every open counts again) for a counter without one, or whose counts
+    may change (`AnthropicTokenCounter` falls back to an estimate when the API fails)."""
+    key = getattr(counter, "token_key", None)
+    if callable(key):
+        key = key()
+    return key if isinstance(key, str) and key else None

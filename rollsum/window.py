@@ -419,8 +419,9 @@ class _Filling:
 
 
 def policy_state(w: Window, c: Cadence, history: Sequence[SummaryRecord], dropped: int, context_window: int,
-                 passes: int, summary_room: int) -> WindowState:
-    """The policy's snapshot of a window and its counts (built on every message: see `_Filling`)."""
+                 passes: int, summary_room: int, earlier: int = 0) -> WindowState:
+    """The policy's snapshot of a window and its counts (built on every message: see `_Filling`).
+    `earlier`: records of the chain before `history`'s first, not read (an O(window) open)."""
     summary = history[-1] if history else None
     s: Any = _Filling()
     s.messages = w.active
@@ -429,7 +430,7 @@ def policy_state(w: Window, c: Cadence, history: Sequence[SummaryRecord], droppe
     s.pinned_tokens = w.pinned_tokens
     s.summary_tokens = 0 if w.summary_hidden else w.summary_tokens
     s.summary = summary
-    s.chain_length = len(history)
+    s.chain_length = len(history) + earlier
     s.messages_covered = summary.messages_covered if summary is not None else 0
     s.total_added = c.total_added
     s.since_summary = c.since_summary

@@ -151,6 +151,12 @@ class BPETokenCounter(_MemoCounter):
     def _measure(self, text: str) -> tuple[int, bool]:
         return len(self._encoding.encode(text, disallowed_special=())), True
 
+    @property
+    def token_key(self) -> str | None:
+        """`rollsum.tokens.counter_key`: cl100k and the overhead (None for a subclass, which
+        may count otherwise)."""
+        return f"bpe:cl100k:{int(self.overhead)}" if type(self) is BPETokenCounter else None
+
 
 def bpe_available() -> bool:
     try:

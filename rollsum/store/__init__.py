@@ -13,11 +13,12 @@ import weakref
 from collections.abc import Callable
 
 from rollsum.errors import ConfigError
-from rollsum.store.base import Store, StoredMessage
+from rollsum.store.base import Store, StoredMessage, StoreTotals, WindowedStore
 from rollsum.store.memory import MemoryStore
 from rollsum.store.sqlite import SQLiteStore
 
-__all__ = ["MemoryStore", "SQLiteStore", "Store", "StoredMessage", "claim", "open_store", "resolve"]
+__all__ = ["MemoryStore", "SQLiteStore", "Store", "StoreTotals", "StoredMessage", "WindowedStore", "claim",
+           "open_store", "resolve"]
 
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
