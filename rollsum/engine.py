@@ -209,8 +209,10 @@ class RollingSummarizer(SettingAttributes):
                 or not callable(getattr(store, "set_token_total", None)):
             return None
         totals: StoreTotals | None = totals_of(cid)
-        if totals is None or totals.rows == 0:
-            return False  # nothing stored: a new conversation
+        if totals is None:  # none kept: read the rows (none, for a new conversation: cheap)
+            return None
+        if totals.rows == 0:
+            return False  # nothing stored
         if totals.tokens is None or totals.counter != key:
             return totals
         w, c = self._window, self._c

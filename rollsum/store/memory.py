@@ -274,6 +274,14 @@ class MemoryStore:
         self._cadence: dict[str, dict[str, Any]] = {}
 
     def add_message(self, conversation_id: str, seq: int, message: Message) -> None:
+        self.add_counted(conversation_id, seq, message, 0, None)  # no count: the token total is unknown now
+
+    def add_counted(self, conversation_id: str, seq: int, message: Message, tokens: int, counter: str | None
+                    ) -> None:
+        """Store a message and count its `tokens` in the conversation's total, under one lock
+        (`WindowedStore.add_counted`; `counter` None: no count, `add_message`). The engine's
+        path, so written out in one function: a call of a shared helper was ~1k instructions
+        per message."""
         mid = message.id
         if mid is None:
             raise ConfigError("a stored message needs an id")
@@ -282,64 +290,44 @@ class MemoryStore:
         lock = self._lock  # taken by hand, not `with`: that makes two bound methods per message
         lock.acquire()
         try:
-            self._add(conversation_id, seq, message, mid).counter = None  # no count: the token total is unknown now
-        finally:
-            lock.release()
-
-    def add_counted(self, conversation_id: str, seq: int, message: Message, tokens: int, counter: str) -> None:
-        """`add_message` and the token total (`WindowedStore.add_counted`), under one lock."""
-        mid = message.id
-        if mid is None:
-            raise ConfigError("a stored message needs an id")
-        if message.meta:
-            check_meta(message.meta, "message", mid)
-        lock = self._lock
-        lock.acquire()
-        try:
-            rows = self._add(conversation_id, seq, message, mid)
-            if rows.counter == counter:
-                rows.tokens += tokens
-            elif len(rows.messages) == 1:  # the conversation's first message starts the total
-                rows.counter, rows.tokens = counter, tokens
+            rows = self._rows.get(conversation_id)
+            if rows is None:
+                rows = self._rows[conversation_id] = _Rows()
+            # the row's columns filled here, not by a method of `_Rows`: one call per message, not two
+            msgs = rows.messages
+            tail = msgs.tail
+            n = (len(msgs.sealed) << _CHUNK_BITS) + len(tail)
+            prefix = rows.prefix
+            # a numbered id is new (rows 0..n-1 hold the ones before it) and needs no index entry;
+            # an f-string, not `prefix + str(...)`: no call of `str` (since-last's instructions)
+            if prefix is None or mid != f"{prefix}{rows.base + n}":
+                index = rows.index if prefix is None else rows.unnumber()
+                if mid in index:
+                    raise ConfigError(f"duplicate message id {mid!r} in {conversation_id!r}")
+                if n or not rows.number_from(mid):
+                    index[mid] = n
+            if seq != n or type(seq) is not int or rows.seqs is not None:
+                rows.add_seq(seq)
+            # a message as a tuple of its fields where it can be one (`_Messages`), not by a call
+            meta = message.meta
+            if type(meta) is not dict or type(message) is not Message:
+                tail.append(message)
+            elif not meta:
+                tail.append((message.role, message.content, mid, message.name, message.created_at))
+            elif (packed := _pack_meta(meta)) is not None:
+                tail.append((message.role, message.content, mid, message.name, message.created_at, packed))
             else:
-                rows.counter = None
+                tail.append(message)
+            if len(tail) == _CHUNK:
+                msgs.seal()
+            rows.states.append(_ACTIVE)
+            if counter is None or counter != rows.counter:
+                # the first row starts the total; another counter's count (or none) makes it unknown
+                rows.counter, rows.tokens = (counter, tokens) if n == 0 else (None, 0)
+            else:
+                rows.tokens += tokens
         finally:
             lock.release()
-
-    def _add(self, conversation_id: str, seq: int, message: Message, mid: str) -> _Rows:
-        """Append a checked message (the lock held); returns its conversation's rows."""
-        rows = self._rows.get(conversation_id)
-        if rows is None:
-            rows = self._rows[conversation_id] = _Rows()
-        # the row's columns filled here, not by a method of `_Rows`: one call per message, not two
-        msgs = rows.messages
-        tail = msgs.tail
-        n = (len(msgs.sealed) << _CHUNK_BITS) + len(tail)
-        prefix = rows.prefix
-        # a numbered id is new (rows 0..n-1 hold the ones before it) and needs no index entry;
-        # an f-string, not `prefix + str(...)`: no call of `str` (since-last's instructions)
-        if prefix is None or mid != f"{prefix}{rows.base + n}":
-            index = rows.index if prefix is None else rows.unnumber()
-            if mid in index:
-                raise ConfigError(f"duplicate message id {mid!r} in {conversation_id!r}")
-            if n or not rows.number_from(mid):
-                index[mid] = n
-        if seq != n or type(seq) is not int or rows.seqs is not None:
-            rows.add_seq(seq)
-        # a message as a tuple of its fields where it can be one (`_Messages`), not by a call
-        meta = message.meta
-        if type(meta) is not dict or type(message) is not Message:
-            tail.append(message)
-        elif not meta:
-            tail.append((message.role, message.content, mid, message.name, message.created_at))
-        elif (packed := _pack_meta(meta)) is not None:
-            tail.append((message.role, message.content, mid, message.name, message.created_at, packed))
-        else:
-            tail.append(message)
-        if len(tail) == _CHUNK:
-            msgs.seal()
-        rows.states.append(_ACTIVE)
-        return rows
 
     def commit_summary(self, record: SummaryRecord, covered_ids: Sequence[str]) -> None:
         check_covered_ids(record, covered_ids)

@@ -102,14 +102,13 @@ def _crash(db: Path, trigger: str, action: str) -> None:
     assert proc.returncode == 17, proc.stderr
 
 
-def test_a_process_killed_between_the_row_and_its_totals_leaves_neither(tmp_path: Path) -> None:
+def test_a_process_killed_while_storing_leaves_neither_the_rows_nor_their_counts(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     with SQLiteStore(db) as s:
         for i in range(4):
             s.add_counted("c1", i, msg(i), 10, "k")
-    # dies after the message row and its count were written, as the token total is updated
-    _crash(db, "CREATE TEMP TRIGGER die AFTER UPDATE OF tokens ON main.conversation_totals "
-               "WHEN NEW.tokens != OLD.tokens BEGIN SELECT crash(); END",
+    # dies after the message was counted and written, before the commit
+    _crash(db, "CREATE TEMP TRIGGER die AFTER INSERT ON main.messages BEGIN SELECT crash(); END",
            "s.add_counted('c1', 4, Message('user', 'x', id='m4'), 10, 'k')")
     with SQLiteStore(db) as s:
         assert len(s.messages("c1")) == 4
