@@ -11,7 +11,9 @@ results) is replayed through an engine, then the engine is opened on it again an
   the totals and the latest summary record.
 
 Printed: rows and summary records read per open, and the median wall time of `--opens` opens
-(each followed by `close`), with the ratio. The two opens must give the same engine (checked
+(each followed by `close`; the garbage collector off while timing, as `timeit` has it: else a
+full collection of the replay's 100k messages, due at any allocation, lands in some opens),
+with the ratio. The two opens must give the same engine (checked
 here on the context, the chain and the turn; tests/rollsum/test_open_window.py checks more).
 
     .venv/bin/python benchmarks/bench_open.py [--sizes 1000 10000 100000] [--opens 7]
@@ -21,6 +23,7 @@ here on the context, the chain and the turn; tests/rollsum/test_open_window.py c
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import tempfile
@@ -97,12 +100,18 @@ def measure(preset: str, store: Store, plain: bool, opens: int, window: int
     rows = records = 0
     for _ in range(opens):
         spy = Counting(store, plain)
-        t = time.perf_counter()
-        rs = engine(preset, spy, window)
-        times.append(time.perf_counter() - t)
+        gc.collect()  # as `timeit` does: a full collection of the replay's objects is not the open's cost
+        gc.disable()
+        try:
+            t = time.perf_counter()
+            rs = engine(preset, spy, window)
+            times.append(time.perf_counter() - t)
+        finally:
+            gc.enable()
         rows, records = spy.rows, spy.records
         seen = (rs.turn, [f"{m.role}:{m.content}" for m in rs.context()], rs.summary, len(rs.history))
         rs.close()
+        del rs  # freed here, not when the next open's result is assigned (inside its timing)
     return statistics.median(times), rows, records, seen
 
 

@@ -305,8 +305,9 @@ class RollingSummarizer(SettingAttributes):
 
     @property
     def history(self) -> list[SummaryRecord]:
-        """The summary chain, oldest first (read from the store on first use after an
-        O(window) open)."""
+        """The summary chain, oldest first. After an O(window) open its earlier records are
+        read from the store on first use (so read it while the store is open): a per-request
+        engine that never asks does not pay for thousands of records."""
         return list(self._all_history())
 
     @property

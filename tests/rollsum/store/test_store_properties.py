@@ -24,7 +24,8 @@ OPS = st.sampled_from(["add", "add", "add", "commit", "commit", "bad_commit", "s
 
 
 def snapshot(store: Store) -> dict[str, tuple[object, ...]]:
-    return {cid: (store.messages(cid), store.summaries(cid), store.latest_summary(cid))
+    return {cid: (store.messages(cid), store.summaries(cid), store.latest_summary(cid),
+                  store.totals(cid), store.window_rows(cid))  # type: ignore[attr-defined]
             for cid in CONVERSATIONS}
 
 
@@ -44,6 +45,14 @@ def check_invariants(store: Store, expected: dict[tuple[str, str], Message]) -> 
             else:
                 assert row.summary_id is None and key[1] not in in_summaries
         assert sum(r.state == "covered" for r in rows) == sum(in_summaries.values())
+        # what an engine opens from instead of the rows (`WindowedStore`) says what the rows say
+        assert store.window_rows(cid) == [r for r in rows if r.state in ("active", "pending")]  # type: ignore[attr-defined]
+        totals = store.totals(cid)  # type: ignore[attr-defined]
+        if rows or records:
+            assert totals is not None
+            assert (totals.rows, totals.next_seq, totals.dropped, totals.summaries) == (
+                len(rows), max((r.seq + 1 for r in rows), default=0), sum(r.state == "dropped" for r in rows),
+                len(records))
     assert seen == Counter(expected.keys()), "a message was lost or duplicated"
 
 
@@ -58,6 +67,7 @@ def test_random_operations_keep_every_message_and_both_stores_agree(data: st.Dat
         seqs = dict.fromkeys(CONVERSATIONS, 0)
         chain = dict.fromkeys(CONVERSATIONS, 0)
         counter = 0
+        tokens: dict[str, tuple[str | None, int]] = {}  # the token total each store must keep, and its counter
         try:
             for _ in range(data.draw(st.integers(1, 30), label="ops")):
                 op = data.draw(OPS, label="op")
@@ -69,8 +79,16 @@ def test_random_operations_keep_every_message_and_both_stores_agree(data: st.Dat
                         counter += 1
                         m = Message(data.draw(st.sampled_from(["user", "assistant", "tool"])), data.draw(TEXT),
                                     id=f"m{counter}", meta={"n": counter, "tags": [data.draw(TEXT)]})
+                        how = data.draw(st.sampled_from(["plain", "k", "k", "j"]), label="counter")
+                        first = not any(k[0] == cid for k in expected)
+                        known, total = tokens.get(cid, (None, 0))
+                        tokens[cid] = (None, 0) if how == "plain" else (how, len(m.content)) if first else \
+                            (how, total + len(m.content)) if known == how else (None, 0)
                         for s in (mem, sql):
-                            s.add_message(cid, seqs[cid], m)
+                            if how == "plain":
+                                s.add_message(cid, seqs[cid], m)
+                            else:  # counted by one of two counters (a total of one, or unknown)
+                                s.add_counted(cid, seqs[cid], m, len(m.content), how)
                         expected[(cid, f"m{counter}")] = m
                         seqs[cid] += 1
                 elif op == "commit":
@@ -114,8 +132,12 @@ def test_random_operations_keep_every_message_and_both_stores_agree(data: st.Dat
                     for s in (mem, sql):
                         s.delete_conversation(cid)
                     expected = {k: v for k, v in expected.items() if k[0] != cid}
+                    tokens.pop(cid, None)
             check_invariants(mem, expected)
             check_invariants(sql, expected)
+            for cid, (known, total) in tokens.items():
+                found = mem.totals(cid)
+                assert found is not None and (found.counter, found.tokens) == (known, total if known else None)
             assert snapshot(sql) == snapshot(mem)
             assert sql.conversations() == mem.conversations()
         finally:
