@@ -444,9 +444,8 @@ class MemoryStore:
         every write: a million states are counted in ~0.1 ms, and the add path stays as it was."""
         with self._lock:
             rows = self._rows.get(conversation_id)
-            if rows is None:  # no message; summaries only (a summary covering none), or nothing
-                chain = self._summaries.get(conversation_id)
-                return StoreTotals(0, 0, 0, len(chain)) if chain else None
+            if rows is None:  # no message (as SQLiteStore: a summary alone keeps no totals)
+                return None
             n = len(rows.messages)
             seqs = rows.seqs
             next_seq = n if seqs is None else max(0, max(seqs, default=-1) + 1)

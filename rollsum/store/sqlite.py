@@ -137,10 +137,14 @@ _CADENCE = """CREATE TABLE IF NOT EXISTS conversation_cadence (
     )"""
 
 # version 4: what an opening engine needs besides its window (`SQLiteStore.totals`), exact and
-# written in the transaction of the row they count: a new message by `_insert` (one UPDATE with
-# its token count; NULL: unknown), state changes and summaries by triggers (`commit_summary`
-# and `set_state` change many rows at once). `messages_in_window` holds only the active and
-# pending rows: the window's rows are found without a scan, and a covered row leaves it.
+# written in the transaction of the row they count, by triggers: so a rollsum that predates
+# them, still writing the file through a connection it opened before the upgrade, is counted
+# too (rows, sequence numbers, drops, summaries). The token total is written by `_insert`
+# (`_COUNT_ROW`) and holds for the `counted` rows: a row it did not count (an older writer's)
+# leaves `counted` behind `rows`, and the total is unknown. A conversation without a totals row
+# (an older writer's new one) is read in full by the engine, and counted by its first new row
+# (`_FIRST_ROW`). `messages_in_window` holds only the active and pending rows: the window's
+# rows are found without a scan, and a covered row leaves it.
 _TOTALS: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS conversation_totals (
         conversation_id TEXT PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
@@ -149,39 +153,52 @@ _TOTALS: tuple[str, ...] = (
         dropped         INTEGER NOT NULL DEFAULT 0,
         summaries       INTEGER NOT NULL DEFAULT 0,
         tokens          INTEGER,
-        counter         TEXT
+        counter         TEXT,
+        counted         INTEGER NOT NULL DEFAULT 0
     )""",
     """CREATE INDEX IF NOT EXISTS messages_in_window ON messages(conversation_id, seq)
         WHERE state IN ('active', 'pending')""",
+    """CREATE TRIGGER IF NOT EXISTS totals_message_added AFTER INSERT ON messages BEGIN
+        UPDATE conversation_totals SET rows = rows + 1, next_seq = max(next_seq, NEW.seq + 1)
+            WHERE conversation_id = NEW.conversation_id;
+    END""",
     """CREATE TRIGGER IF NOT EXISTS totals_message_state AFTER UPDATE OF state ON messages
         WHEN (OLD.state = 'dropped') != (NEW.state = 'dropped') BEGIN
         UPDATE conversation_totals SET dropped = dropped + (NEW.state = 'dropped') - (OLD.state = 'dropped')
             WHERE conversation_id = NEW.conversation_id;
     END""",
     """CREATE TRIGGER IF NOT EXISTS totals_summary_added AFTER INSERT ON conversation_summaries BEGIN
-        INSERT OR IGNORE INTO conversation_totals (conversation_id) VALUES (NEW.conversation_id);
         UPDATE conversation_totals SET summaries = summaries + 1 WHERE conversation_id = NEW.conversation_id;
     END""",
 )
-_COUNT_ROW = """UPDATE conversation_totals SET rows = rows + 1, next_seq = max(next_seq, ?1 + 1),
-        tokens = CASE WHEN rows = 0 THEN ?2 WHEN counter = ?3 THEN tokens + ?2 END,
-        counter = CASE WHEN rows = 0 OR counter = ?3 THEN ?3 END
+_COUNT_ROW = """UPDATE conversation_totals SET
+        tokens = CASE WHEN rows = 0 THEN ?2 WHEN counter = ?3 AND counted = rows THEN tokens + ?2 END,
+        counter = CASE WHEN rows = 0 OR (counter = ?3 AND counted = rows) THEN ?3 END,
+        counted = rows + 1
     WHERE conversation_id = ?4"""
-"""A new message (sequence number, tokens, counter, conversation) counted; SET reads the row as
-it was: its tokens added to a total its counter made, or starting one (no row before it); any
-other total, or a message without a count (counter NULL), makes it unknown. A conversation
-with totals exists, so `_insert` makes sure of the conversation only when this finds none
-(which pays for this statement: ~7 % of a stored message's instructions otherwise)."""
-_FIRST_ROW = """INSERT INTO conversation_totals (conversation_id, rows, next_seq, tokens, counter)
-    VALUES (?4, 1, max(0, ?1 + 1), ?2, ?3)"""
+"""Before a new message (sequence number, tokens, counter, conversation) is inserted, which the
+trigger then counts (SET reads the row as it was): its tokens added to a total its counter made
+over every row so far, or starting one (no row before it); any other total, or a message
+without a count (counter NULL), makes it unknown. A conversation with totals exists, so
+`_insert` makes sure of the conversation only when this finds none (which pays for this
+statement: it was ~5 % of a stored message's instructions)."""
+_FIRST_ROW = """INSERT INTO conversation_totals (conversation_id, rows, next_seq, dropped, summaries, tokens, counter,
+                                        counted)
+    SELECT ?4, count(*), max(0, coalesce(max(seq) + 1, 0)), count(CASE WHEN state = 'dropped' THEN 1 END),
+        (SELECT count(*) FROM conversation_summaries WHERE conversation_id = ?4),
+        CASE WHEN count(*) = 0 THEN ?2 END, CASE WHEN count(*) = 0 THEN ?3 END, count(*) + 1
+    FROM messages WHERE conversation_id = ?4"""
+"""A conversation's totals made at its first message, counted from its rows: none (a new
+conversation, the usual case: an index lookup), or an older writer's (then the tokens are
+unknown)."""
 _BACKFILL_TOTALS = """INSERT OR REPLACE INTO conversation_totals
-        (conversation_id, rows, next_seq, dropped, summaries, tokens, counter)
+        (conversation_id, rows, next_seq, dropped, summaries, tokens, counter, counted)
     SELECT c.id,
         (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id),
         (SELECT max(0, coalesce(max(m.seq) + 1, 0)) FROM messages m WHERE m.conversation_id = c.id),
         (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id AND m.state = 'dropped'),
         (SELECT count(*) FROM conversation_summaries s WHERE s.conversation_id = c.id),
-        NULL, NULL
+        NULL, NULL, 0
     FROM conversations c"""
 """A version 1-3 file's totals, counted once when it is upgraded (tokens unknown: the first
 engine to open a conversation counts them with its counter and keeps the sum)."""
@@ -518,20 +535,22 @@ class SQLiteStore:
         return _stored(conversation_id, rows)
 
     def totals(self, conversation_id: str) -> StoreTotals | None:
-        """`WindowedStore.totals`: one row, kept by the schema's triggers (`_TOTALS`)."""
+        """`WindowedStore.totals`: one row, kept by the schema's triggers and `_insert` (`_TOTALS`);
+        None for a conversation without one (no message, or only an older writer's)."""
         with self._lock:
-            row = self._db().execute("SELECT rows, next_seq, dropped, summaries, tokens, counter "
+            row = self._db().execute("SELECT rows, next_seq, dropped, summaries, tokens, counter, counted "
                                      "FROM conversation_totals WHERE conversation_id = ?",
                                      (conversation_id,)).fetchone()
         if row is None:
             return None
-        rows, next_seq, dropped, summaries, tokens, counter = row
+        rows, next_seq, dropped, summaries, tokens, counter, counted = row
+        known = counter is not None and counted == rows  # else a row came without a count
         return StoreTotals(rows=rows, next_seq=next_seq, dropped=dropped, summaries=summaries,
-                           tokens=tokens if counter is not None else None, counter=counter)
+                           tokens=tokens if known else None, counter=counter if known else None)
 
     def set_token_total(self, conversation_id: str, counter: str, tokens: int, rows: int) -> bool:
         with self._write() as conn:
-            cur = conn.execute("UPDATE conversation_totals SET tokens = ?, counter = ? "
+            cur = conn.execute("UPDATE conversation_totals SET tokens = ?, counter = ?, counted = rows "
                                "WHERE conversation_id = ? AND rows = ?", (tokens, counter, conversation_id, rows))
             return cur.rowcount == 1
 

@@ -163,3 +163,49 @@ def test_a_version_3_store_is_upgraded_and_resumes_exactly(cid: str, preset: str
     full.close()
     fast_store.close()
     full_store.close()
+
+
+def _old_writer(db: Path, cid: str, messages: list[tuple[int, Message]]) -> None:
+    """What rollsum before version 4 writes (`add_message`'s two statements), through its own
+    connection: a process opened before the file was upgraded keeps writing this way."""
+    with sqlite3.connect(db, isolation_level=None) as conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        for seq, m in messages:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR IGNORE INTO conversations (id, created_at) VALUES (?, '2026-01-01')", (cid,))
+            conn.execute("INSERT INTO messages (conversation_id, seq, id, role, content, name, created_at, meta) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, '{}')", (cid, seq, m.id, m.role, m.content, m.name,
+                                                                  m.created_at))
+            conn.execute("COMMIT")
+
+
+def test_rows_an_older_rollsum_writes_after_the_upgrade_are_counted(tmp_path: Path) -> None:
+    """A rollsum that predates the totals, still writing the file through a connection it
+    opened before the upgrade: its rows are counted (triggers), its uncounted tokens make the
+    total unknown (the next open counts again), and a conversation it started has no totals
+    (the next open reads every row): never an engine that misses a row."""
+    db = tmp_path / "store.db"
+    store = SQLiteStore(db, synchronous="NORMAL")
+    with open_engine("since-last", store, ticking()) as rs:
+        for m in stream(80):
+            rs.add(m)
+        turn = rs.turn
+    _old_writer(db, "c", [(turn + k, m.with_id(f"c/{turn + k}")) for k, m in enumerate(stream(3, start=80))])
+    _old_writer(db, "d", [(k, m.with_id(f"d/{k}")) for k, m in enumerate(stream(5))])
+    for cid, rows in (("c", turn + 3), ("d", 6)):
+        totals = store.totals(cid)
+        assert totals is None if cid == "d" else (totals is not None and totals.rows == rows and totals.tokens is None)
+        fast, full = Spy(store), Spy(store, plain=True)
+        a = open_engine("since-last", fast, conversation_id=cid)
+        a.close()
+        b = open_engine("since-last", full, conversation_id=cid)
+        b.close()
+        assert fast.full_reads == 1 and state(a) == state(b) and a.turn == rows
+        with open_engine("since-last", store, conversation_id=cid) as rs:
+            assert rs.turn == rows
+            rs.add(Message("user", "one more"))  # "d" gets its totals (tokens unknown: counted at the next open)
+        open_engine("since-last", store, conversation_id=cid).close()
+        spy = Spy(store)
+        with open_engine("since-last", spy, conversation_id=cid) as rs:  # the total was kept: a window open
+            assert spy.full_reads == 0 and rs.turn == rows + 1
+    store.close()
