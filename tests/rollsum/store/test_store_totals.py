@@ -21,9 +21,9 @@ from tests.support.opening import Spy, open_engine, state, stream, ticking
 
 REPO = Path(__file__).resolve().parents[3]
 V3 = Path(__file__).parent / "data" / "v3_store.db"
-"""Written by rollsum at schema version 3 (commit cf16e52): conversations "a" (since-last), "b"
-(evict-window: pending rows) and "c" (truncate: dropped rows), 160 messages and a system
-message each, a context window of 2000."""
+"""Written by rollsum at schema version 3 (commit cf16e52, by `data/make_v3_store.py`):
+conversations "a" (since-last), "b" (evict-window: pending rows) and "c" (truncate: dropped
+rows), 160 messages and a system message each, a context window of 2000."""
 
 
 def msg(i: int, role: str = "user") -> Message:
