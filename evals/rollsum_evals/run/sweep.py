@@ -501,7 +501,8 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                     cache={**manifest["cache"], "stats": stats},
                     unit_cache={**manifest["unit_cache"], "stored": cache.stored,
                                 "scores_stored": cache.scores_stored},
-                    timing={"unit_cpu_s": round(tally.cpu_s, 4), "unit_wall_s": round(tally.wall_s, 4)})
+                    timing={"unit_cpu_s": round(tally.cpu_s, 4), "unit_wall_s": round(tally.wall_s, 4),
+                            "units": tally.ran + tally.scored})  # this invocation's (a resume: the last)
     rd.write_manifest(redact_manifest(manifest, env_secrets()))
     return RunResult(run_dir=rd.path, total=len(units), done=len(committed), ran=tally.ran,
                      skipped=len(units) - len(committed), errors=tally.errors, spent_usd=spent,
