@@ -36,8 +36,9 @@ byte-identical and a retried call equals a clean one; after a restart they are r
 previous summary. It is on the replay hot path (a summary every ~10 messages), so each
 distinct sentence is processed once (shortened, dates anchored, tail trimmed, features: cached
 by its text, and by its day only when it holds a relative date), each previous summary line is
-parsed once (cached by the line), token classes are cached, and word factors are computed only
-for candidates that can be chosen. The caches are bounded and never change an output
+parsed once (cached by the line), token classes are cached, a day's sort key and a line
+prefix's token count are kept across calls, and word factors are computed only for candidates
+that can be chosen. The caches are bounded and never change an output
 (`benchmarks/check_summaries.py` compares every preset's summaries with an older copy).
 """
 
@@ -279,6 +280,38 @@ class _Pool:
     header_cost: int
     previous_lines: dict[int, str]
     """Every line of the previous summary by group, candidate or not (to report what is dropped)."""
+
+
+class _Ordinals(dict[str, int]):
+    """Sort key of a display day ("8 May 2023") by the day, 0 for none; computed when first
+    asked (`_pool` looks every day of its pieces up by ``__getitem__``, in C, not by a call of
+    a method per distinct day: ~18 a summary)."""
+
+    __slots__ = ()
+
+    def __missing__(self, day: str) -> int:
+        d = dates.parse_formatted(day) if day else None
+        hit = self[day] = d.toordinal() if d else 0
+        return hit
+
+
+class _PrefixCosts(dict[tuple[str, str], int]):
+    """Tokens of a line's prefix (``"[8 May 2023] Caroline: "``) by its (day, speaker), day ""
+    when lines carry none; counted by `counter` when first asked. Kept across calls: a
+    conversation has few days and speakers, and the same prefixes come back at every
+    summary (~21 distinct ones a summary on a mixed stream, each an f-string and a count)."""
+
+    __slots__ = ("counter",)
+
+    def __init__(self, counter: TokenCounter) -> None:
+        super().__init__()
+        self.counter = counter
+
+    def __missing__(self, key: tuple[str, str]) -> int:
+        day, speaker = key
+        prefix = (f"[{day}] " if day else "") + (f"{speaker}: " if speaker else "")
+        hit = self[key] = self.counter.count(prefix) if prefix else 0
+        return hit
 
 
 def _norm(text: str) -> str:
@@ -530,7 +563,8 @@ class ExtractiveSummarizer:
         self._tokens: salience.TokenCache = {}
         self._feature_memo: dict[str, salience.Features] = {}
         self._days: dict[str, tuple[str, date | None]] = {}
-        self._ordinals: dict[str, int] = {}
+        self._ordinals = _Ordinals()
+        self._prefix_costs = _PrefixCosts(self.counter)
         self._corpus = Corpus()
         self._old_memo: dict[str, _Old] = {}
         self._norms: dict[str, str] = {}
@@ -642,14 +676,6 @@ class ExtractiveSummarizer:
                 t = _text(sentence, self._features_of(sentence), self.counter.count(sentence) + 1)
             self._features[sentence] = t
         return t
-
-    def _ordinal(self, day: str) -> int:
-        """Sort key of a display day ("8 May 2023"); 0 for none."""
-        hit = self._ordinals.get(day)
-        if hit is None:
-            d = dates.parse_formatted(day) if day else None
-            hit = self._ordinals[day] = d.toordinal() if d else 0
-        return hit
 
     def _day(self, timestamp: str | None) -> tuple[str, date | None]:
         """The display day ("8 May 2023") and date of a message timestamp; ("", None) without one.
@@ -909,9 +935,9 @@ class ExtractiveSummarizer:
         pieces_in: Sequence[_Piece] = [*old, *new.pieces]
         rank = prior.rank
         if len(days) > 1:
-            ordinal = {d: self._ordinal(d) for d in days}
-            order = [ordinal[d] for d in prior.day_runs]
-            order += [ordinal[d] for d in new_days]
+            ordinal = self._ordinals
+            order = list(map(ordinal.__getitem__, prior.day_runs))
+            order += map(ordinal.__getitem__, new_days)
             if any(a > b for a, b in pairwise(order)):
                 pieces_in = sorted(pieces_in, key=lambda p: (ordinal[p.day], p.group < 0, abs(p.group)))
                 rank = {}
@@ -924,7 +950,6 @@ class ExtractiveSummarizer:
         header_cost = 0 if per_line or not days else count(f"[{min(days)}]") + 1
         participants = _participant_keys(speakers)
         must_keep = [f for f in request.must_keep if f]
-        prefix_cost: dict[tuple[str, str], int] = {}
         pieces, _ = _distinct(pieces_in, self._norm)
         texts = [p.text for p in pieces]
         weights = self._weights(texts, counts, participants)
@@ -934,11 +959,10 @@ class ExtractiveSummarizer:
                                           else (rank[g] + 0.5) * p0 / n_old)
                for g, t in zip(groups, texts)]
         # a line's prefix ("[8 May 2023] Caroline: ") costs the same for every piece that shares it
-        prefixes = list(zip([p.day for p in pieces] if per_line else repeat("", len(pieces)),
-                            [p.speaker for p in pieces]))
-        for day, speaker in set(prefixes):
-            prefix = (f"[{day}] " if day else "") + (f"{speaker}: " if speaker else "")
-            prefix_cost[day, speaker] = count(prefix) if prefix else 0
+        prefix_cost = self._prefix_costs
+        if prefix_cost.counter is not self.counter or len(prefix_cost) > _CACHE_LIMIT:
+            prefix_cost = self._prefix_costs = _PrefixCosts(self.counter)
+        prefixes = zip([p.day for p in pieces] if per_line else repeat("", len(pieces)), [p.speaker for p in pieces])
         join = [t.cost for t in texts]
         cost = list(map(add, join, map(prefix_cost.__getitem__, prefixes)))
         bonus = [p.bonus for p in pieces]

@@ -299,13 +299,15 @@ def _jsonl_records(file: str, limits: Limits) -> Iterator[_Record | Issue]:
         yield Issue(file, None, None, "", f"the file holds no JSON value (expected {EXPECTED_SHAPES})")
 
 
-def from_export(obj: Any, *, default_id: str, file: str = "<export>") -> Conversation:
+def from_export(obj: Any, *, default_id: str, file: str = "<export>", dropped: list[int] | None = None
+                ) -> Conversation:
     """One conversation object or message array, in canonical form (ConfigError if it is not;
-    `file` names where it came from in the message)."""
+    `file` names where it came from in the message). `dropped` receives the positions of its
+    empty messages, which are left out (the caller says so: never silently)."""
     if isinstance(obj, list):
         rec = _Record(None, default_id, "messages", obj)
     elif is_conversation(obj):
         rec = _Record(None, default_id, "object", obj)
     else:
         raise ConfigError(f"{file}: expected {EXPECTED_SHAPES}; got {describe(obj)}")
-    return _conversation(file, rec)
+    return _conversation(file, rec, dropped)

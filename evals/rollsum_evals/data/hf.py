@@ -17,6 +17,7 @@ from typing import Any
 
 from rollsum.errors import ConfigError
 from rollsum_evals.data.checks import Issue, RecordError, check_record
+from rollsum_evals.data.exports import EMPTY_MESSAGE
 from rollsum_evals.data.reader import SkipLog
 from rollsum_evals.data.types import Conversation
 
@@ -115,9 +116,12 @@ def _canonical(row: dict[str, Any], cid: str) -> dict[str, Any]:
             "meta": _meta(row.get("meta"))}
 
 
-def from_row(row: dict[str, Any], index: int = 0, *, file: str = "<dataset>") -> Conversation:
+def from_row(row: dict[str, Any], index: int = 0, *, file: str = "<dataset>",
+             dropped: list[int] | None = None) -> Conversation:
     """One row as a conversation, checked by the shared validator (`RecordError` naming the row
-    and field when it cannot be used: a null ``content``, a missing ``role``, ...)."""
+    and field when it cannot be used: a null ``content``, a missing ``role``, ...). A chat
+    export's empty messages are left out, as in a chat file; `dropped` gets how many, once per
+    such row."""
     where = f"{file} row {index}"
     if "probes" in row or ("messages" in row and "id" in row and isinstance(row.get("meta"), str)):
         d = _canonical(row, str(row.get("id") or f"hf-{index}"))
@@ -125,7 +129,10 @@ def from_row(row: dict[str, Any], index: int = 0, *, file: str = "<dataset>") ->
         from rollsum_evals.data.chat import from_export
 
         try:
-            d = from_export(row, default_id=f"hf-{index}", file=where).to_dict()
+            empty: list[int] = []
+            d = from_export(row, default_id=f"hf-{index}", file=where, dropped=empty).to_dict()
+            if empty and dropped is not None:
+                dropped.append(len(empty))
         except RecordError:
             raise
         except ConfigError as err:
@@ -165,10 +172,14 @@ def iter_hf(path_or_name: str, *, strict: bool = False, limits: Any = None, skip
 def _rows(path_or_name: str, skips: SkipLog, strict: bool) -> Iterator[Conversation]:
     rows = _open(path_or_name)
     index = 0
+    dropped: list[int] = []
     while True:
         try:
             row = next(rows)
         except StopIteration:
+            if dropped:  # never silent: as a chat file says it (`rollsum_evals.data.chat.iter_chat`)
+                log.warning("%s: dropped %d empty message(s) (%s) in %d conversation(s): the canonical format "
+                            "has no empty messages", path_or_name, sum(dropped), EMPTY_MESSAGE, len(dropped))
             return
         except ConfigError:
             raise
@@ -176,7 +187,7 @@ def _rows(path_or_name: str, skips: SkipLog, strict: bool) -> Iterator[Conversat
             raise ConfigError(f"{path_or_name}: cannot open as a Hugging Face dataset: "
                               f"{' '.join(str(err).split())}") from None
         try:
-            yield from_row(row, index, file=path_or_name)
+            yield from_row(row, index, file=path_or_name, dropped=dropped)
         except RecordError as err:
             if strict:
                 raise

@@ -15,6 +15,11 @@ The account is shared through the run directory (`FileAccount`: a small JSON fil
 threads. The first refusal marks the account stopped: no further paid call is sent, the Unit
 that was refused ends as ``stopped: budget``, and no further Unit starts.
 
+Without a cap the account is kept all the same whenever the run has a model that costs money
+(with an infinite cap: nothing is refused): it is the only record of what a killed invocation
+spent, so the manifest's ``spent_usd`` after a SIGKILL and ``--resume`` still counts every paid
+call (`metered`). A run of free models has no account.
+
 An *account*, not a "ledger": in this project the ledger is the library's fact ledger
 (`rollsum.ledger`, what a summary pins); the file is still ``budget.json``.
 """
@@ -27,7 +32,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,12 +200,14 @@ class FileAccount:
 
     def _read(self) -> AccountState:
         d = json.loads(self.path.read_text(encoding="utf-8"))
-        return AccountState(cap=float(d["cap"]), spent=float(d["spent"]), reserved=float(d["reserved"]),
+        cap = math.inf if d["cap"] is None else float(d["cap"])  # None: no cap, spend still kept
+        return AccountState(cap=cap, spent=float(d["spent"]), reserved=float(d["reserved"]),
                            stopped=bool(d["stopped"]))
 
     def _write(self, s: AccountState) -> None:
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"cap": s.cap, "spent": s.spent, "reserved": s.reserved,
+        cap = None if math.isinf(s.cap) else s.cap  # JSON has no infinity
+        tmp.write_text(json.dumps({"cap": cap, "spent": s.spent, "reserved": s.reserved,
                                    "stopped": s.stopped}), encoding="utf-8")
         os.replace(tmp, self.path)
 
@@ -261,6 +268,15 @@ class BudgetedModel(ModelWrapper):
 def needs_budget(spec: str) -> bool:
     """Only models that cost money are metered against the cap."""
     return not components.of_model(spec).free
+
+
+def metered(max_cost_usd: float | None, specs: Iterable[str]) -> float | None:
+    """The cap of the run's account, or None when the run needs none: with ``--max-cost-usd``
+    its value; else infinity when any of the run's model `specs` costs money (the spend is kept,
+    nothing is refused); else None."""
+    if max_cost_usd is not None:
+        return max_cost_usd
+    return math.inf if any(needs_budget(s) for s in specs if s) else None
 
 
 def budgeted(model: Model | None, spec: str, budget: BudgetSpec | None) -> Model | None:

@@ -47,7 +47,7 @@ from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import EngineFactory, default_engine
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
-from rollsum_evals.run.budget import BudgetSpec, FileAccount, check_cap
+from rollsum_evals.run.budget import BudgetSpec, FileAccount, check_cap, metered
 from rollsum_evals.run.dispatch import Dispatcher
 from rollsum_evals.run.interrupt import Interrupted, signal_name
 from rollsum_evals.run.model_factory import (
@@ -394,8 +394,10 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
 
         limiter = RateLimiter(requests_per_min=spec.requests_per_minute)
     previous_spent = float(previous.get("spent_usd", 0.0))
-    ledger = FileAccount.start(rd.path, max_cost_usd, previous_spent) if max_cost_usd is not None else None
-    budget = BudgetSpec(str(ledger.path), max_cost_usd) if ledger is not None and max_cost_usd is not None else None
+    # the spend account: the cap's, or (no cap) the record of every paid call a SIGKILL would lose
+    cap = metered(max_cost_usd, [*(u.model for u in units), plan.model, plan.judge_model])
+    ledger = FileAccount.start(rd.path, cap, previous_spent) if cap is not None else None
+    budget = BudgetSpec(str(ledger.path), cap) if ledger is not None and cap is not None else None
     factory: ModelBuilder = models or ModelFactory(cache_path=cache_path, limiter=limiter, budget=budget)
     configs: dict[str, dict[str, Any]] = dict(previous.get("configs") or {})
     by_label = {u.config: u for u in units}
@@ -499,7 +501,8 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                     cache={**manifest["cache"], "stats": stats},
                     unit_cache={**manifest["unit_cache"], "stored": cache.stored,
                                 "scores_stored": cache.scores_stored},
-                    timing={"unit_cpu_s": round(tally.cpu_s, 4), "unit_wall_s": round(tally.wall_s, 4)})
+                    timing={"unit_cpu_s": round(tally.cpu_s, 4), "unit_wall_s": round(tally.wall_s, 4),
+                            "units": tally.ran + tally.scored})  # this invocation's (a resume: the last)
     rd.write_manifest(redact_manifest(manifest, env_secrets()))
     return RunResult(run_dir=rd.path, total=len(units), done=len(committed), ran=tally.ran,
                      skipped=len(units) - len(committed), errors=tally.errors, spent_usd=spent,
@@ -556,8 +559,9 @@ def _reason(err: BaseException) -> str:
 
 
 def _spent(ledger: FileAccount | None, previous: float, tally: _Tally) -> float:
-    """Real spend of the run so far: the ledger's when there is a cap (it saw every paid call),
-    else what the Units reported."""
+    """Real spend of the run so far: the account's when there is one (a cap, or any model that
+    costs money: it saw every paid call, also those of a killed invocation), else what the
+    Units reported (nothing: every model is free)."""
     return ledger.state().spent if ledger is not None else previous + tally.paid_usd
 
 

@@ -1,3 +1,4 @@
+import logging
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,26 @@ def test_plain_chat_datasets_are_read_as_exports() -> None:
                                           {"role": "assistant", "content": "hello"}]}])
     (conv,) = list(hf.from_dataset(ds))
     assert [m.role for m in conv.messages] == ["user", "assistant"]
+
+
+def test_a_chat_dataset_says_how_many_empty_messages_it_left_out(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    """As a chat file does: the canonical format has no empty messages, so they are dropped, but
+    never silently (the rows were read whole, with no count, before)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""},
+                          {"role": "user", "content": "  "}, {"role": "assistant", "content": "hello"}]},
+            {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]},
+            {"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": "c"}]}]
+    path = tmp_path / "chat.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    with caplog.at_level(logging.WARNING, logger="rollsum_evals.data.hf"):
+        convs = load(str(path))
+    assert [len(c.messages) for c in convs] == [2, 2, 1]
+    said = [r.getMessage() for r in caplog.records if str(path) in r.getMessage()]
+    assert len(said) == 1 and "dropped 3 empty message(s)" in said[0] and "in 2 conversation(s)" in said[0], said
 
 
 def test_not_a_dataset_is_a_config_error(tmp_path: Path) -> None:
@@ -76,7 +97,6 @@ def test_a_hub_run_is_scored_and_reported_from_its_own_copy_once_the_hub_is_gone
     # a run keeps what it replayed of an hf: dataset in its directory: `rollsum score` and
     # `rollsum report` (whose drill-down reloads conversations) then need neither the network nor
     # the hub's dataset as it was
-    import logging
 
     from rollsum_evals.cli import main
     from rollsum_evals.data.pinned import conversations_hash
@@ -103,7 +123,6 @@ def test_without_a_copy_a_hub_run_says_it_loads_the_data_again_and_refuses_other
     # a run made before runs kept copies (or one whose set was too large to keep) fetches an
     # hf: dataset again: it must say so before it happens, and refuse what the hub serves now
     # unless it is what the run replayed (its manifest's sha256)
-    import logging
     import shutil
 
     from rollsum_evals.cli import main

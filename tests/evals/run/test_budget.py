@@ -198,6 +198,34 @@ def test_a_resume_after_a_sigkill_does_not_spend_the_cap_again(tmp_path: Path, m
     assert rollsum_evals.load_run(out).manifest["spent_usd"] == pytest.approx(first + sum(settled), abs=1e-6)
 
 
+def test_without_a_cap_a_resume_after_a_sigkill_still_counts_what_the_killed_invocation_spent(
+        tmp_path: Path) -> None:
+    """Without ``--max-cost-usd`` the spend was only the Units' own tally: a SIGKILLed invocation
+    never rewrote its manifest, so after ``--resume`` ``spent_usd`` left out every call it had
+    paid for (here all of them: $0 reported for a run that cost money). A run with a model that
+    costs money keeps its account without a cap too."""
+    spec = parse_spec(SPEC.replace("conversations=4", "conversations=1"), "budget.toml")
+    out = tmp_path / "run"
+    r = run_sweep(spec, out, jobs=2, executor="thread", models=priced, progress=False)
+    assert r.spent_usd > 0 and not r.stopped_for_budget
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest.update(status="running", spent_usd=0.0)  # as the killed invocation wrote it at its start
+    manifest.pop("files")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    r2 = run_sweep(spec, out, jobs=2, executor="thread", resume=True, models=priced, progress=False)
+    assert r2.spent_usd == pytest.approx(r.spent_usd)
+    assert rollsum_evals.load_run(out).manifest["spent_usd"] == pytest.approx(r.spent_usd, abs=1e-6)
+    account = json.loads((out / ACCOUNT_FILE).read_text())
+    assert account["cap"] is None and account["spent"] == pytest.approx(r.spent_usd)  # no cap: JSON null
+
+
+def test_a_run_of_free_models_keeps_no_spend_account(tmp_path: Path) -> None:
+    spec = parse_spec(SPEC.replace("anthropic:claude-haiku-4-5", "extractive")
+                      .replace("conversations=4&messages=300", "conversations=1&messages=40"), "budget.toml")
+    r = run_sweep(spec, tmp_path / "run", jobs=1, executor="thread", progress=False)
+    assert r.spent_usd == 0 and not (tmp_path / "run" / ACCOUNT_FILE).exists()
+
+
 def test_the_manifest_a_resume_starts_with_carries_the_earlier_spend(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The manifest written when an invocation starts is what a SIGKILL leaves behind: without

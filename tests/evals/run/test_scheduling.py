@@ -48,6 +48,10 @@ def test_process_executor_gives_the_same_tables_as_one_thread(tmp_path: Path) ->
     pd.testing.assert_frame_equal(a.probes, b.probes)
     pd.testing.assert_frame_equal(a.turns, b.turns)
     assert b.manifest["executor"] == "process" and b.manifest["timing"]["unit_cpu_s"] > 0
+    assert b.manifest["timing"]["units"] == 12
+    run_sweep(spec, tmp_path / "p", jobs=1, executor="thread", resume=True, progress=False)
+    resumed = rollsum_evals.load_run(tmp_path / "p").manifest  # says whose figures they are: nothing ran
+    assert resumed["executor"] == "thread" and resumed["timing"] == {"unit_cpu_s": 0, "unit_wall_s": 0, "units": 0}
 
 
 def test_auto_keeps_threads_for_small_limited_or_injected_sweeps() -> None:

@@ -22,12 +22,15 @@ from rollsum.summarizers.extractive import (
     TOOL_ERROR_BONUS,
     _distinct,
     _norm,
+    _Ordinals,
     _Piece,
+    _PrefixCosts,
     _Span,
     _text,
     split_sentences,
 )
 from rollsum.summarizers.tools import format_tool_summary, summarize_tool_result
+from rollsum.tokens import HeuristicCounter
 from rollsum.types import Message, SummaryRecord
 
 
@@ -175,3 +178,34 @@ def test_a_timestamps_day_is_what_parse_day_gives_with_the_cache_warm(stamps: li
     for stamp in stamps:  # one summarizer: each stamp meets the entries of the ones before it
         d = dates.parse_day(stamp)
         assert s._day(stamp) == (("", None) if d is None else (dates.format_date(d), d)), stamp
+
+
+def test_a_line_prefix_costs_what_its_text_counts() -> None:
+    for counter in (HeuristicCounter(), HeuristicCounter(chars_per_token=1.0)):
+        costs = _PrefixCosts(counter)
+        for _ in range(2):  # counted when first asked, then kept
+            assert costs["8 May 2023", "Caroline"] == counter.count("[8 May 2023] Caroline: ")
+            assert costs["8 May 2023", ""] == counter.count("[8 May 2023] ")
+            assert costs["", "Dr. Amy Ellis"] == counter.count("Dr. Amy Ellis: ")
+            assert costs["", ""] == 0
+
+
+def test_a_days_sort_key_is_its_ordinal() -> None:
+    ordinals = _Ordinals()
+    for _ in range(2):
+        assert ordinals["8 May 2023"] == date(2023, 5, 8).toordinal()
+        assert ordinals["29 February 2024"] == date(2024, 2, 29).toordinal()
+        assert ordinals[""] == 0
+
+
+def test_the_prefix_costs_follow_the_summarizers_counter() -> None:
+    # lines on two days carry their day: prefixes are counted, by the counter in use
+    messages = [Message("user", f"We booked the cabin in Tromso for trip {i}.", id=f"m{i}", name="Caroline",
+                        created_at=f"2024-03-0{1 + i % 2}T09:00:00Z") for i in range(4)]
+    s = ExtractiveSummarizer()
+    s.summarize(SummaryRequest("c", messages, max_tokens=400))
+    assert s._prefix_costs[("1 March 2024", "Caroline")] == s.counter.count("[1 March 2024] Caroline: ")
+    s.counter = HeuristicCounter(chars_per_token=1.0)
+    s.summarize(SummaryRequest("c", messages, max_tokens=400))
+    assert s._prefix_costs.counter is s.counter
+    assert s._prefix_costs[("1 March 2024", "Caroline")] == s.counter.count("[1 March 2024] Caroline: ")
