@@ -35,9 +35,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
-from rollsum import cadence, guard, jobs
+from rollsum import cadence, guard, jobs, opening
 from rollsum import events as events_
 from rollsum.cadence import Cadence
 from rollsum.context import ContextFormat, get_format, shown_summary, summary_room
@@ -58,7 +58,7 @@ from rollsum.settings import (
     wiring_problem,
 )
 from rollsum.store import claim, resolve
-from rollsum.store.base import Store, StoreTotals
+from rollsum.store.base import Store
 from rollsum.summarizers.base import Summarizer
 from rollsum.tokens import HeuristicCounter, TokenCounter, counter_key
 from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, new_id
@@ -164,8 +164,7 @@ class RollingSummarizer(SettingAttributes):
         """Summary records before `_history`'s first, not read yet (an engine opened in
         O(window) reads the latest record only; `history` reads the rest on first use)."""
         self._token_key = counter_key(self.counter)
-        add = getattr(self.store, "add_counted", None) if self._token_key is not None else None
-        self._add_counted: Callable[[str, int, Message, int, str], None] | None = add if callable(add) else None
+        self._add_counted = opening.counted_adder(self.store, self._token_key)
         """The store keeps a running token total (`WindowedStore.add_counted`): opening then
         need not count every message again."""
         self._summary_room = summary_room(self.format, self._budget, self.counter.count, self.counter.count_message)
@@ -186,83 +185,21 @@ class RollingSummarizer(SettingAttributes):
     # ------------------------------------------------------------------ resume and cadence
 
     def _resume_from_store(self) -> None:
-        """Rebuild the window from a store that already holds this conversation (restart):
-        from its window rows and totals when the store keeps them (`_resume_window`), else
-        from every row (`_resume_all`)."""
-        totals = self._resume_window()
-        if totals is not False:
-            self._resume_all(totals)
-
-    def _resume_window(self) -> StoreTotals | Literal[False] | None:
-        """Open in O(window): the active and pending rows, the store's totals (next sequence
-        number, rows, drops, summaries, tokens) and the latest summary record; the earlier
-        records are read when `history` is first asked for. Why: the docs endorse building an
-        engine per request, and reading every row made each open O(conversation) (90 ms at 10k
-        messages in memory, 224 ms on SQLite). Returns False when done; otherwise the totals it
-        read (None: none), and `_resume_all` reads every row instead: a store without these
-        methods (`WindowedStore`), a token total another counter made (counted again, then
-        kept), or no saved cadence (the rate limits are then rebuilt from every row,
-        `Cadence.resumed`). Both ways give the same engine (tests/rollsum/test_open_window.py)."""
-        store, cid, key = self.store, self.conversation_id, self._token_key
-        totals_of, rows_of = getattr(store, "totals", None), getattr(store, "window_rows", None)
-        if key is None or not callable(totals_of) or not callable(rows_of) \
-                or not callable(getattr(store, "set_token_total", None)):
-            return None
-        totals: StoreTotals | None = totals_of(cid)
-        if totals is None:  # none kept: read the rows (none, for a new conversation: cheap)
-            return None
-        if totals.rows == 0:
-            return False  # nothing stored
-        if totals.tokens is None or totals.counter != key:
-            return totals
-        w, c = self._window, self._c
-        w.load(rows_of(cid), self.counter.count_message)
-        c.total_added, c.attempts = totals.rows - len(w.pinned), totals.summaries  # as `Cadence.resumed`
-        saved = cadence.load(store, cid, c)
-        if saved is None:  # no cadence kept: start over from every row
-            self._window, self._c = Window(), Cadence()
-            return totals
-        latest = store.latest_summary(cid) if totals.summaries else None
-        self._history = [] if latest is None else [latest]
-        self._earlier = totals.summaries - len(self._history)
-        self._seq, self._added_tokens, self._dropped = totals.next_seq, totals.tokens, totals.dropped
-        self._saved_key = saved
-        self._refresh_summary()
-        self._reshow()
-        return False
-
-    def _resume_all(self, totals: StoreTotals | None) -> None:
-        """Open from every row and summary record (`_resume_window` explains when). A store
-        that keeps a token total takes the one counted here, so the next open need not count."""
-        rows = self.store.messages(self.conversation_id)
-        if not rows:
+        """Rebuild the window from a store that already holds this conversation (restart),
+        reading the least the store allows (`rollsum.opening`: O(window) when it keeps totals)."""
+        o = opening.open_conversation(self.store, self.conversation_id, self.counter.count_message, self._token_key)
+        if o is None:
             return
-        self._history = self.store.summaries(self.conversation_id)
-        self._seq, self._added_tokens, added, self._dropped = self._window.load(rows, self.counter.count_message)
-        # without a saved cadence (a store written before it was kept, or one that cannot keep
-        # it), rate limits resume from the successful summaries and everything that left the window
-        self._c.resumed(rows, added, len(self._history), len(self._window.pending))
-        self._saved_key = cadence.load(self.store, self.conversation_id, self._c)
-        if totals is not None and self._token_key is not None \
-                and (totals.counter != self._token_key or totals.tokens != self._added_tokens):
-            self.store.set_token_total(self.conversation_id, self._token_key,  # type: ignore[attr-defined]
-                                       self._added_tokens, len(rows))
+        self._window, self._c, self._history, self._earlier = o.window, o.cadence, o.history, o.earlier
+        self._seq, self._added_tokens, self._dropped, self._saved_key = o.seq, o.added_tokens, o.dropped, o.saved_key
         self._refresh_summary()
         self._reshow()
 
     def _all_history(self) -> list[SummaryRecord]:
-        """The whole summary chain, reading the records an O(window) open left in the store
-        (`_resume_window`): the store's chain without the records this engine committed since,
-        which follow in the order it committed them (what an engine that read them all at open
-        holds: records sorted when it opened, then appended)."""
+        """The whole summary chain (the records an O(window) open left in the store read now)."""
         if self._earlier:
-            opened, mine = self._history[:1], self._history[1:]
-            ids = {r.id for r in mine}
-            before = [r for r in self.store.summaries(self.conversation_id) if r.id not in ids]
-            if len(before) != self._earlier + len(opened):
-                log.warning("conversation %s: the store holds %d summary records before this engine's, "
-                            "expected %d", self.conversation_id, len(before), self._earlier + len(opened))
-            self._history, self._earlier = before + mine, 0
+            self._history = opening.full_history(self.store, self.conversation_id, self._history, self._earlier)
+            self._earlier = 0
         return self._history
 
     def _reshow(self) -> None:
