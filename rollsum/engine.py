@@ -193,7 +193,8 @@ class RollingSummarizer(SettingAttributes):
         self._window, self._c, self._history, self._earlier = o.window, o.cadence, o.history, o.earlier
         self._seq, self._added_tokens, self._dropped, self._saved_key = o.seq, o.added_tokens, o.dropped, o.saved_key
         self._refresh_summary()
-        self._reshow()
+        opening.reshow(self._window, self.settings, self._c.cleared_through, self.counter, self._limit,
+                       self.enforce_window, self.conversation_id)
 
     def _all_history(self) -> list[SummaryRecord]:
         """The whole summary chain (the records an O(window) open left in the store read now)."""
@@ -201,18 +202,6 @@ class RollingSummarizer(SettingAttributes):
             self._history = opening.full_history(self.store, self.conversation_id, self._history, self._earlier)
             self._earlier = 0
         return self._history
-
-    def _reshow(self) -> None:
-        """Show what the last `add()` showed but the store does not keep (cleared tool results,
-        the guard's clips; no model, no store write): else a resumed engine's `context()` was
-        past the window until the next `add()`."""
-        w = self._window
-        if self.settings.clear_tool_results:
-            if self._c.cleared_through is not None:  # sticky: what the last engine cleared stays cleared
-                w.clear_through(self.clearing, self._c.cleared_through, self.counter.count_message)
-            w.clear_tool_results(self.clearing, self.context_tokens(), self.counter.count_message)
-        if self.enforce_window and w.context_tokens() > self._limit:
-            guard.fit(w, self.counter, self._limit, self.settings, self.conversation_id)
 
     def _persist_cadence(self) -> None:
         """Save the cadence when it changed (an attempt, a failure, an eviction: not on every

@@ -14,7 +14,8 @@ so an open must not grow with the conversation:
   counter made (counted again here, then kept, so the next open is the first kind), or no saved
   cadence (the rate limits are then rebuilt from every row, `Cadence.resumed`).
 
-Both give the same engine (tests/rollsum/test_open_window.py); `benchmarks/bench_open.py`
+Then `reshow` shows what the last `add()` showed but the store does not keep. Both ways give
+the same engine (tests/rollsum/test_open_window.py); `benchmarks/bench_open.py`
 measures them (docs/storage.md, "Opening costs the window, not the conversation").
 """
 
@@ -23,10 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rollsum import cadence
+from rollsum import cadence, guard
 from rollsum.cadence import Cadence, Key
 from rollsum.redact import redacting_logger
+from rollsum.settings import EngineSettings
 from rollsum.store.base import Store, StoreTotals
+from rollsum.tokens import TokenCounter
 from rollsum.types import Message, SummaryRecord
 from rollsum.window import Window
 
@@ -130,3 +133,18 @@ def full_history(store: Store, conversation_id: str, history: list[SummaryRecord
         log.warning("conversation %s: the store holds %d summary records before this engine's, expected %d",
                     conversation_id, len(before), earlier + len(opened))
     return before + mine
+
+
+def reshow(w: Window, settings: EngineSettings, cleared_through: int | None, counter: TokenCounter, limit: int,
+           enforce_window: bool, conversation_id: str) -> None:
+    """Show in a resumed window what the last `add()` showed but the store does not keep
+    (cleared tool results, the guard's clips; no model, no store write): else a resumed engine's
+    `context()` was past the window until the next `add()`. Clearing is sticky: every result up
+    to `cleared_through` (the newest the last engine cleared, kept with the cadence) is cleared
+    again before anything else."""
+    if settings.clear_tool_results:
+        if cleared_through is not None:
+            w.clear_through(settings.clearing, cleared_through, counter.count_message)
+        w.clear_tool_results(settings.clearing, w.context_tokens(), counter.count_message)
+    if enforce_window and w.context_tokens() > limit:
+        guard.fit(w, counter, limit, settings, conversation_id)
