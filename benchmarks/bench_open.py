@@ -34,46 +34,10 @@ from typing import Any
 
 from rollsum import Message, RollingSummarizer
 from rollsum.store import MemoryStore, SQLiteStore
-from rollsum.store.base import Store, StoredMessage, SummaryRecord
+from rollsum.store.base import Store
 
-WINDOWED = frozenset({"add_counted", "totals", "window_rows", "set_token_total"})
-"""The optional methods an O(window) open uses (`rollsum.store.base.WindowedStore`)."""
-
-
-class Counting:
-    """A store seen through a counter of what opens read; `plain` hides the optional methods
-    (the full read every store got before, and a `Store`-only store gets now)."""
-
-    def __init__(self, store: Store, plain: bool) -> None:
-        self.store, self.plain = store, plain
-        self.rows = self.records = 0
-
-    def __getattr__(self, name: str) -> Any:
-        if self.plain and name in WINDOWED:
-            raise AttributeError(name)
-        return getattr(self.store, name)
-
-    def messages(self, conversation_id: str, state: Any = None) -> list[StoredMessage]:
-        found = self.store.messages(conversation_id, state)
-        self.rows += len(found)
-        return found
-
-    def window_rows(self, conversation_id: str) -> list[StoredMessage]:
-        if self.plain:
-            raise AttributeError("window_rows")
-        found: list[StoredMessage] = self.store.window_rows(conversation_id)  # type: ignore[attr-defined]
-        self.rows += len(found)
-        return found
-
-    def summaries(self, conversation_id: str) -> list[SummaryRecord]:
-        found = self.store.summaries(conversation_id)
-        self.records += len(found)
-        return found
-
-    def latest_summary(self, conversation_id: str) -> SummaryRecord | None:
-        found = self.store.latest_summary(conversation_id)
-        self.records += found is not None
-        return found
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: its test helpers
+from tests.support.opening import Spy  # what an open reads, counted: the tests' spy
 
 
 def mixed(n: int, seed: int = 3) -> list[Message]:
@@ -99,7 +63,7 @@ def measure(preset: str, store: Store, plain: bool, opens: int, window: int
     seen: tuple[Any, ...] = ()
     rows = records = 0
     for _ in range(opens):
-        spy = Counting(store, plain)
+        spy = Spy(store, plain)
         gc.collect()  # as `timeit` does: a full collection of the replay's objects is not the open's cost
         gc.disable()
         try:
