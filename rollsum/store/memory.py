@@ -56,6 +56,8 @@ def _in_window(states: bytearray) -> list[int]:
             pos = find(code, pos + 1)
     found.sort()
     return found
+
+
 _SETTABLE: dict[str, int] = {s: i for i, s in enumerate(_STATES) if s in SETTABLE_STATES}
 
 
