@@ -15,7 +15,6 @@ files out of its seal meanwhile, so readers and ``--resume`` refuse it in one li
 from __future__ import annotations
 
 import dataclasses
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +31,7 @@ from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import Text, Trace
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import SweepStop, SweepStopped
-from rollsum_evals.run.interrupt import Interrupted, signal_name
+from rollsum_evals.run.interrupt import interrupted
 from rollsum_evals.run.model_factory import ModelBuilder, ModelFactory, cache_path_for
 from rollsum_evals.run.unit import score_group
 from rollsum_evals.rundir.format import (
@@ -142,10 +141,6 @@ def rescore(run_dir: str | Path, *, scorers: Sequence[str] | None = None, timing
             cluster.close()
 
 
-def _reason(err: BaseException) -> str:
-    return f"interrupted ({signal_name(err)})"
-
-
 def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming | None, model: str | None,
              judge_model: str | None, loader: Loader, models: ModelBuilder | None, now: Callable[[], str],
              cluster: Any = None, jobs: int = 4, progress: bool = False) -> RescoreResult:
@@ -207,8 +202,7 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     except SweepStop as stop:  # nothing was rewritten yet: the run is as it was
         raise SweepStopped(f"re-scoring stopped: {stop.cause}; {rd.path} is unchanged") from None
     except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM in the long part: say the run is intact
-        raise Interrupted(f"{_reason(err)}: re-scoring stopped before it rewrote anything; {rd.path} is "
-                          "unchanged", err.signum if isinstance(err, Interrupted) else signal.SIGINT) from None
+        raise interrupted(err, f"re-scoring stopped before it rewrote anything; {rd.path} is unchanged") from None
     finally:
         bar.close()
     results = [scored[uid][0] for uid in sorted(scored)]

@@ -35,6 +35,14 @@ def signal_name(err: BaseException) -> str:
     return "Ctrl-C"
 
 
+def interrupted(err: KeyboardInterrupt, what: str) -> Interrupted:
+    """The one line a command stopped by `err` (Ctrl-C, or a signal `sigterm_as_interrupt`
+    raised) prints: ``interrupted (SIGNAL): what``, exiting 128 + that signal (SIGINT for
+    Ctrl-C)."""
+    return Interrupted(f"interrupted ({signal_name(err)}): {what}",
+                       err.signum if isinstance(err, Interrupted) else signal.SIGINT)
+
+
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """While inside, SIGTERM raises `Interrupted` in the main thread (outside the main thread,

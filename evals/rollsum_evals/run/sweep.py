@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import signal
 import socket
 import sys
 import time
@@ -49,7 +48,7 @@ from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import GuardedBuilder, SweepStop, SweepStopped
 from rollsum_evals.run.budget import BudgetSpec, FileAccount, check_cap, metered
 from rollsum_evals.run.dispatch import Dispatcher
-from rollsum_evals.run.interrupt import Interrupted, signal_name
+from rollsum_evals.run.interrupt import interrupted, signal_name
 from rollsum_evals.run.model_factory import (
     ModelBuilder,
     ModelFactory,
@@ -476,10 +475,9 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
                                     f"says interrupted; continue it with `rollsum run SPEC --out {rd.path} "
                                     "--resume` (fewer --jobs if it ran out of memory)", env_secrets())) from None
         if isinstance(err, KeyboardInterrupt):  # Ctrl-C or SIGTERM: one line that says how to go on
-            raise Interrupted(redact(f"{_reason(err)}: the run stopped after {state.finished} unit(s) and its "
-                                     f"manifest says interrupted; continue it with `rollsum run SPEC --out "
-                                     f"{rd.path} --resume`", env_secrets()),
-                              err.signum if isinstance(err, Interrupted) else signal.SIGINT) from None
+            raise interrupted(err, redact(f"the run stopped after {state.finished} unit(s) and its manifest says "
+                                          f"interrupted; continue it with `rollsum run SPEC --out {rd.path} "
+                                          "--resume`", env_secrets())) from None
         raise
     bar.close()
     cache.close()
