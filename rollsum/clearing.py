@@ -71,6 +71,13 @@ def never_cleared(rule: ClearSettings, message: Message) -> bool:
     return message.id is None or (message.name or "") in rule.exclude_tools
 
 
+def cleared_view(message: Message, tokens: int, count: Callable[[Message], int]) -> tuple[Message, int]:
+    """`message` (of `tokens` tokens) as clearing shows it, and the tokens that saves: a result
+    that saves none (already shorter than its placeholder) is never cleared."""
+    shown = placeholder(message)
+    return shown, tokens - count(shown)
+
+
 def placeholder(message: Message) -> Message:
     """The display version of a cleared tool result: same id, role, name and call id."""
     text = PLACEHOLDER.format(name=message.name or "tool", chars=len(message.content))
@@ -158,8 +165,7 @@ class ClearQueue:
             return
         made = self._made.get(seq)
         if made is None:
-            shown = placeholder(message)
-            made = self._made[seq] = (shown, tokens - self.count(shown))
+            made = self._made[seq] = cleared_view(message, tokens, self.count)
         if made[1] > 0:  # a result already shorter than its placeholder stays as it is
             self.due[seq] = made[0]
             self.freed += made[1]

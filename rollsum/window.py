@@ -33,7 +33,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from rollsum.cadence import Cadence
-from rollsum.clearing import ClearQueue, ClearSettings, never_cleared, placeholder
+from rollsum.clearing import ClearQueue, ClearSettings, cleared_view, never_cleared
 from rollsum.policies._util import units_holding
 from rollsum.policies.base import WindowState
 from rollsum.store.base import StoredMessage
@@ -364,8 +364,8 @@ class Window:
                 break
             if m.role != "tool" or m.id in self.cleared or never_cleared(rule, m):
                 continue
-            shown = placeholder(m)
-            if count(m) - count(shown) > 0:  # as `ClearQueue` decides: a shorter result stays as it is
+            shown, saved = cleared_view(m, count(m), count)
+            if saved > 0:  # as `ClearQueue` decides: a shorter result stays as it is
                 found[i] = shown
         if found:
             self.show_cleared(found, count)
