@@ -212,4 +212,3 @@ def select_columns(cands: Columns, budget: int, *, span_end: float) -> Selection
             mult[k] = step[mult_get(k, 1.0)]
     chosen.sort()
     return Selection(tuple(chosen), budget - room)
-
