@@ -280,7 +280,7 @@ def metered(max_cost_usd: float | None, specs: Iterable[str]) -> float | None:
 
 
 def budgeted(model: Model | None, spec: str, budget: BudgetSpec | None) -> Model | None:
-    """`model` behind the run's account when there is a cap and the model costs money."""
+    """`model` behind the run's account when the run keeps one (`metered`) and the model costs money."""
     if model is None or budget is None or not needs_budget(spec):
         return model
     return BudgetedModel(model, budget.account(), spec)

@@ -395,8 +395,11 @@ def _run_sweep(spec: SweepSpec, rd: RunDir, lock: RunLock, state: _Progress, *, 
     previous_spent = float(previous.get("spent_usd", 0.0))
     # the spend account: the cap's, or (no cap) the record of every paid call a SIGKILL would lose
     cap = metered(max_cost_usd, [*(u.model for u in units), plan.model, plan.judge_model])
-    ledger = FileAccount.start(rd.path, cap, previous_spent) if cap is not None else None
-    budget = BudgetSpec(str(ledger.path), cap) if ledger is not None and cap is not None else None
+    ledger: FileAccount | None = None
+    budget: BudgetSpec | None = None
+    if cap is not None:
+        ledger = FileAccount.start(rd.path, cap, previous_spent)
+        budget = BudgetSpec(str(ledger.path), cap)
     factory: ModelBuilder = models or ModelFactory(cache_path=cache_path, limiter=limiter, budget=budget)
     configs: dict[str, dict[str, Any]] = dict(previous.get("configs") or {})
     by_label = {u.config: u for u in units}
