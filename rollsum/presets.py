@@ -373,33 +373,82 @@ def resolve(name: str, **overrides: Any) -> PresetConfig:
                         summarizer_params=summ_kw, plugin_params=extra, fallback=fallback_opt)
 
 
-def make(engine_cls: Callable[..., E], config: PresetConfig, model: Any = None, **wiring: Any) -> E:
-    """An engine of `engine_cls` from a resolved configuration: its summarizer (and fallback)
-    made for `model`, the policy and settings handed over as they are (checked when they were
-    made, so not again), `wiring` (counter, store, conversation_id, on_event, ...) as given."""
+def _summarizers(config: PresetConfig, resolved: Model | None, counter: Any = None,
+                 given: Summarizer | None = None) -> tuple[Summarizer, Summarizer | None]:
+    """The summarizer configuration `config` makes for `resolved` (`given` instead, when there
+    is one), and its extractive fallback (None when it has none)."""
     preset = get(config.preset)
-    resolved = _resolve_model(model)
     summ_kw = dict(config.summarizer_params)
-    counter = wiring.get("counter")
     if counter is not None:
         summ_kw.setdefault("counter", counter)
     kind = config.summarizer
-    summarizer = make_summarizer(preset, resolved, summ_kw, kind, config.plugin_params,
-                                 config.settings.context_window)
+    summarizer = given if given is not None else make_summarizer(
+        preset, resolved, summ_kw, kind, config.plugin_params, config.settings.context_window)
+    fallback = None
     if config.fallback == "extractive" and (resolved is not None and kind != "extractive"):
         fb_kw = {k: v for k, v in summ_kw.items() if k in ("merge", "conversational", "counter")}
-        wiring["fallback"] = make_summarizer(preset, None, fb_kw, "extractive")
+        fallback = make_summarizer(preset, None, fb_kw, "extractive")
+    return summarizer, fallback
+
+
+def make(engine_cls: Callable[..., E], config: PresetConfig, model: Any = None, **wiring: Any) -> E:
+    """An engine of `engine_cls` from a resolved configuration: its summarizer (and fallback)
+    made for `model`, the policy and settings handed over as they are (checked when they were
+    made, so not again), `wiring` (counter, store, conversation_id, on_event, ...) as given.
+
+    ``summarizer=`` in `wiring` (a `Summarizer` object, e.g. `summarizer_for`'s) is used instead
+    of making one: a process that builds an engine for every request keeps one summarizer, and
+    with it the statistics the extractive summarizer follows the chain with (module docstring
+    of `rollsum.summarizers.corpus`), instead of counting the whole conversation again at the
+    first summary of every request."""
+    resolved = _resolve_model(model)
+    summarizer, fallback = _summarizers(config, resolved, wiring.get("counter"), wiring.pop("summarizer", None))
+    if fallback is not None:
+        wiring["fallback"] = fallback
     engine: E = cast(Any, engine_cls).from_settings(config.policy, summarizer, config.settings,
                                                      preset=config.preset, **wiring)
     return engine
 
 
+def summarizer_for(name: str, model: Any = None, *, counter: Any = None, **overrides: Any) -> Summarizer:
+    """The summarizer `from_preset(name, model, **overrides)` would make, to make once and pass
+    to every engine of the process as ``summarizer=`` (`build`): an application that rebuilds
+    its engine from the store for every request then continues the extractive summarizer's
+    statistics from memory (the same summaries either way; docs/summarizers.md)."""
+    wiring = sorted(k for k in overrides if k in WIRING_NAMES and k not in CHOICE_PARAMS)
+    if wiring:
+        raise ConfigError(f"summarizer_for: {', '.join(wiring)} connect(s) an engine, not its summarizer; "
+                          "pass it to from_preset")
+    return _summarizers(resolve(name, **overrides), _resolve_model(model), counter)[0]
+
+
+def _given_summarizer(name: str, overrides: dict[str, Any]) -> Summarizer | None:
+    """A ``summarizer=`` override that is an object, taken out of `overrides` (wiring, not a
+    parameter of the configuration); None when it is a name, an import path or absent."""
+    chosen = overrides.get("summarizer")
+    if chosen is None or isinstance(chosen, str):
+        return None
+    if not callable(getattr(chosen, "summarize", None)):
+        raise ConfigError(f"preset {name}: summarizer: expected a summarizer name, an import path or a "
+                          f"Summarizer (with summarize()), got {type(chosen).__name__}")
+    shaped = sorted(k for k in overrides if k in SUMMARIZER_PARAMS or k == "summarizer_params")
+    if shaped:
+        raise ConfigError(f"preset {name}: {', '.join(shaped)} shape(s) the summarizer the preset makes, not "
+                          "one given as summarizer=; give them when you make it "
+                          "(rollsum.presets.summarizer_for)")
+    return cast(Summarizer, overrides.pop("summarizer"))
+
+
 def build(engine_cls: Callable[..., E], name: str, model: Any = None, **overrides: Any) -> E:
     """An engine of `engine_cls` (`rollsum.RollingSummarizer`) configured as preset `name`, with
     `overrides` routed to every component that owns them (see the module docstring): `resolve`
-    then `make`, the wiring among the overrides passed to `make`."""
+    then `make`, the wiring among the overrides passed to `make`. ``summarizer=`` may be a
+    `Summarizer` object instead of a name (`make`)."""
     get(name)
+    given = _given_summarizer(name, overrides)
     wiring = {k: overrides.pop(k) for k in list(overrides) if k in WIRING_NAMES and k not in CHOICE_PARAMS}
     for key, value in wiring.items():
         _check(name, key, value, policy=overrides.get("policy"))
+    if given is not None:
+        wiring["summarizer"] = given
     return make(engine_cls, resolve(name, **overrides), model, **wiring)

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from array import array
 from base64 import b64decode, b64encode
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -571,6 +572,10 @@ class ExtractiveSummarizer:
         self._old_lines: dict[str, tuple[str, tuple[_Text, ...], bool]] = {}
         self._old_read: dict[str, tuple[str | None, str | None, str, tuple[_Text, ...], int]] = {}
         self._sentences: dict[str | tuple[str, date], _Text] = {}
+        self._lock = threading.Lock()
+        """One summary at a time: the caches above are the instance's, and a process may share
+        one summarizer among its engines (`rollsum.presets.summarizer_for`), the asyncio
+        engine calling it from worker threads."""
 
     def params(self) -> dict[str, Any]:
         return {"max_tokens": self.max_tokens, "merge": self.merge, "conversational": self.conversational}
@@ -580,6 +585,10 @@ class ExtractiveSummarizer:
                 f"conversational={self.conversational})")
 
     def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        with self._lock:
+            return self._summarize(request)
+
+    def _summarize(self, request: SummaryRequest) -> SummaryDraft:
         if not request.messages:
             raise SummarizeError("nothing to summarize: the span is empty", transport=False,
                                  kind=ErrorKind.EMPTY)

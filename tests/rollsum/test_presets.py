@@ -101,3 +101,22 @@ def test_model_summarizer_defaults_follow_the_seed() -> None:
     assert budget["max_message_chars"] == 1000
     plain = RollingSummarizer.from_preset("since-last", fake()).config()["summarizer"]["params"]
     assert (plain["filter_noise"], plain["max_message_chars"], plain["transcript_overflow"]) == (False, None, "chunk")
+
+
+def test_a_summarizer_object_is_used_as_given_and_cannot_be_shaped_as_well() -> None:
+    from rollsum.summarizers import ExtractiveSummarizer
+
+    kept = ExtractiveSummarizer(merge="append")
+    rs = RollingSummarizer.from_preset("since-last", summarizer=kept)
+    assert rs.summarizer is kept
+    with pytest.raises(ConfigError, match=r"merge shape\(s\) the summarizer the preset makes.*summarizer_for"):
+        RollingSummarizer.from_preset("since-last", summarizer=kept, merge="select")
+    with pytest.raises(ConfigError, match=r"expected a summarizer name, an import path or a Summarizer.*got int"):
+        RollingSummarizer.from_preset("since-last", summarizer=3)
+
+
+def test_summarizer_for_makes_what_the_preset_would() -> None:
+    made = presets.summarizer_for("since-last", merge="append")
+    assert made.params() == RollingSummarizer.from_preset("since-last", merge="append").summarizer.params()  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="store connect"):
+        presets.summarizer_for("since-last", store="memory")

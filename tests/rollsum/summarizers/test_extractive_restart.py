@@ -148,3 +148,108 @@ def test_a_fallback_after_another_summarizers_summary_does_not_read_the_whole_co
                                messages_covered=len(earlier), model="extractive")
     ExtractiveSummarizer().summarize(SummaryRequest("c", span, own_record, covered=covered))
     assert reads == [1]
+
+
+class _CountingStore(MemoryStore):
+    """Counts the reads of covered messages: what a new engine's first summary counts again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.covered_reads = 0
+
+    def messages(self, conversation_id: str, state=None):  # type: ignore[no-untyped-def]
+        if state == "covered":
+            self.covered_reads += 1
+        return super().messages(conversation_id, state)
+
+
+def _per_request(preset: str, messages: list[Message], store: Store, summarizer: object) -> list[tuple[str, ...]]:
+    """An engine built for every message, each around `summarizer` (a web server keeping one)."""
+    out = []
+    for m in messages:
+        rs = RollingSummarizer.from_preset(preset, context_window=WINDOW, store=store, conversation_id="c",
+                                           summarizer=summarizer)
+        rs.add(m)
+        out.append(tuple(r.text for r in rs.history) + tuple(f"{x.role}:{x.content}" for x in rs.context()))
+        rs.close()
+    return out
+
+
+@pytest.mark.parametrize("preset", ("since-last", "evict-window", "budget-rule-based", "clear+since-last"))
+def test_engines_built_per_request_around_one_kept_summarizer_continue_its_statistics(preset: str) -> None:
+    """A process that keeps one summarizer (`rollsum.presets.summarizer_for`) and builds an
+    engine around it for every request gets the long-lived engine's summaries, and no engine
+    counts the covered messages again: the statistics are still in memory (a new summarizer per
+    request reads them at the first summary of every request)."""
+    from rollsum import presets
+
+    messages = _stream([(i * 7 % 41, i * 13 % 41, i % 10) for i in range(150)])
+    whole = list(_replay(preset, messages, MemoryStore(), set()))
+    store = _CountingStore()
+    kept = presets.summarizer_for(preset, context_window=WINDOW)
+    assert _per_request(preset, messages, store, kept) == whole
+    assert store.covered_reads == 0
+    fresh = _CountingStore()  # what the kept summarizer saves: without it, every request's first summary reads them
+    list(_replay(preset, messages, fresh, set(range(len(messages)))))
+    assert fresh.covered_reads > 3
+
+
+def test_one_summarizer_kept_for_two_interleaved_conversations_writes_what_two_would() -> None:
+    """The statistics are per conversation: a summarizer shared by engines of different
+    conversations, their messages interleaved, writes each conversation's own summaries, and
+    keeps both conversations' statistics (neither is counted again)."""
+    from rollsum import presets
+
+    a = _stream([(i * 7 % 41, i * 13 % 41, i % 10) for i in range(120)])
+    b = _stream([(i * 11 % 41, i * 3 % 41, (i + 3) % 10) for i in range(120)])
+    kept = presets.summarizer_for("since-last", context_window=WINDOW)
+    store = _CountingStore()
+    for ma, mb in zip(a, b, strict=True):
+        for cid, m in (("a", ma), ("b", mb)):
+            rs = RollingSummarizer.from_preset("since-last", context_window=WINDOW, store=store, conversation_id=cid,
+                                               summarizer=kept)
+            rs.add(m)
+            rs.close()
+    assert store.covered_reads == 0
+    for cid, msgs in (("a", a), ("b", b)):
+        alone = RollingSummarizer.from_preset("since-last", context_window=WINDOW, conversation_id=cid)
+        for m in msgs:
+            alone.add(m)
+        again = RollingSummarizer.from_preset("since-last", context_window=WINDOW, store=store, conversation_id=cid)
+        assert [r.text for r in again.history] == [r.text for r in alone.history]
+        assert len(alone.history) > 3
+
+
+def test_a_kept_summarizer_makes_one_summary_at_a_time() -> None:
+    """The asyncio engine calls summaries from worker threads, so engines sharing one summarizer
+    can call it at once; its caches are the instance's, so a second call waits for the first."""
+    import threading
+
+    summarizer = ExtractiveSummarizer()
+    inside, release = threading.Event(), threading.Event()
+    original = summarizer._new_pieces
+    calls: list[str] = []
+
+    def paused(messages, speakers):  # type: ignore[no-untyped-def]
+        calls.append(messages[0].content)
+        if len(calls) == 1:
+            inside.set()
+            assert release.wait(60)
+        return original(messages, speakers)
+
+    summarizer._new_pieces = paused  # type: ignore[method-assign]
+    span_a = _stream([(i, i + 1, 1) for i in range(10)])
+    span_b = _stream([(i + 5, i, 2) for i in range(10)])
+    first = threading.Thread(target=summarizer.summarize, args=(SummaryRequest("a", span_a, None),))
+    first.start()
+    second = threading.Thread(target=summarizer.summarize, args=(SummaryRequest("b", span_b, None),))
+    try:
+        assert inside.wait(60)
+        second.start()
+        second.join(0.5)  # given the time to run, it has not started: it waits for the first call
+        assert second.is_alive() and len(calls) == 1
+    finally:
+        release.set()
+    first.join(60)
+    second.join(60)
+    assert len(calls) == 2
