@@ -130,10 +130,24 @@ def check_number(value: Any, *, integer: bool, range: Range | None = None, what:
 # annotations
 
 
-def _arms(annotation: Any) -> tuple[Any, ...]:
+def _split(annotation: Any) -> tuple[Any, ...]:
     if get_origin(annotation) in (Union, types.UnionType):
-        return tuple(a for arm in get_args(annotation) for a in _arms(arm))
+        return tuple(a for arm in get_args(annotation) for a in _split(arm))
     return (annotation,)
+
+
+@cache
+def _cached_arms(annotation: Any) -> tuple[Any, ...]:
+    return _split(annotation)
+
+
+def _arms(annotation: Any) -> tuple[Any, ...]:
+    """The arms of a union annotation (the annotation itself otherwise). Kept per annotation:
+    every engine checks its ~30 settings when it is made, and a server makes one per request."""
+    try:
+        return _cached_arms(annotation)
+    except TypeError:  # an unhashable annotation (a Literal of a list): split it each time
+        return _split(annotation)
 
 
 def _is_callable_type(annotation: Any) -> bool:
@@ -143,29 +157,50 @@ def _is_callable_type(annotation: Any) -> bool:
 def _accepts(arm: Any, value: Any) -> bool | None:
     """Whether one arm of an annotation takes `value` (None: cannot tell, e.g. a protocol that is
     not runtime-checkable)."""
+    try:
+        test = _test_of(arm)
+    except TypeError:  # an unhashable arm: classify it each time
+        test = _make_test(arm)
+    return test(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _make_test(arm: Any) -> Callable[[Any], bool | None]:
     if arm is Any:
-        return True
+        return lambda value: True
     if arm is None or arm is type(None):
-        return value is None
+        return lambda value: value is None
     if get_origin(arm) is Literal:
-        return any(value == a and type(value) is type(a) for a in get_args(arm))
+        allowed = get_args(arm)
+        return lambda value: any(value == a and type(value) is type(a) for a in allowed)
     if arm is bool:
-        return type(value) is bool
+        return lambda value: type(value) is bool
     if arm is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return _is_int
     if arm is float:
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and math.isfinite(value))
+        return lambda value: _is_int(value) or (isinstance(value, float) and math.isfinite(value))
     if arm is str:
-        return isinstance(value, str)
+        return lambda value: isinstance(value, str)
     if _is_callable_type(arm):
-        return callable(value)
+        return callable
     if isinstance(arm, type):
-        try:
-            return isinstance(value, arm)
-        except TypeError:
-            return None
-    return None
+        def instance_of(value: Any) -> bool | None:
+            try:
+                return isinstance(value, arm)
+            except TypeError:
+                return None
+        return instance_of
+    return lambda value: None
+
+
+@cache
+def _test_of(arm: Any) -> Callable[[Any], bool | None]:
+    """`_make_test` once per arm: which test an arm needs does not change, and every engine
+    checks its settings when it is made (a server makes one per request)."""
+    return _make_test(arm)
 
 
 def _describe_arm(arm: Any) -> str:
@@ -186,8 +221,7 @@ def type_problem(name: str, value: Any, annotation: Any) -> str | None:
     """None when `annotation` (an owner's declared type) takes `value` and the value is in
     `name`'s range; else what was expected, e.g. ``"an integer >= 0"``."""
     arms = _arms(annotation)
-    verdicts = [_accepts(a, value) for a in arms]
-    if not any(v is not False for v in verdicts):
+    if all(_accepts(a, value) is False for a in arms):
         described = [_describe_arm(a) for a in arms if a is not None and a is not type(None)]
         rng = RANGES.get(name)
         if rng is not None:
@@ -237,15 +271,19 @@ def fields_problem(obj: Any) -> str | None:
     of the field's range, as ``"NAME: expected ..., got ..."`` (None: every field is fine). What
     a typed configuration object (a policy, `rollsum.settings.EngineSettings`) checks when it is
     made: the same function and table as a preset's or a spec's parameter check."""
-    owner = type(obj)
-    for f in dataclasses.fields(obj):
-        if not f.init:
-            continue
-        value = getattr(obj, f.name)
-        found = type_problem(f.name, value, annotation_of(owner, f.name))
+    owner: Any = type(obj)
+    for name, annotation in _init_fields(owner):
+        value = getattr(obj, name)
+        found = type_problem(name, value, annotation)
         if found is not None:
-            return f"{f.name}: expected {found}, got {value!r}"
+            return f"{name}: expected {found}, got {value!r}"
     return None
+
+
+@cache
+def _init_fields(owner: Any) -> tuple[tuple[str, Any], ...]:
+    """A dataclass's init fields with their declared types, once per class."""
+    return tuple((f.name, annotation_of(owner, f.name)) for f in dataclasses.fields(owner) if f.init)
 
 
 def check_fields(obj: Any) -> None:
