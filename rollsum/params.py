@@ -111,18 +111,20 @@ def check_number(value: Any, *, integer: bool, range: Range | None = None, what:
     """None when `value` is a number of that kind in `range`, else what was expected
     (``"an integer >= 1"``, or `what` when given): bool is not a number, NaN and ±inf are
     refused, an integer takes no float."""
-    kind = "an integer" if integer else "a number"
-    expected = what or (f"{kind} {range.describe()}".strip() if range is not None else kind)
+    def expected() -> str:  # only for a refusal: an engine checks ~25 numbers each time it is made
+        kind = "an integer" if integer else "a number"
+        return what or (f"{kind} {range.describe()}".strip() if range is not None else kind)
+
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return expected
+        return expected()
     if integer and not isinstance(value, int):
-        return expected
+        return expected()
     if isinstance(value, float) and not math.isfinite(value):
-        return expected
+        return expected()
     if isinstance(value, int) and abs(value) > MAX_INT:
-        return f"{expected} (at most {MAX_INT:,})"
+        return f"{expected()} (at most {MAX_INT:,})"
     if range is not None and value not in range:
-        return expected
+        return expected()
     return None
 
 
