@@ -123,3 +123,37 @@ def test_close_after_the_loop_is_gone_still_releases_the_conversation(tmp_path: 
     again = RollingSummarizer.from_preset("since-last", conversation_id="c", store=store, **SINCE_LAST)
     assert again.summary is None and len(again.messages) == 6
     again.close()
+
+
+def test_async_engines_of_two_conversations_can_share_one_kept_summarizer() -> None:
+    """A server keeps one summarizer (`rollsum.presets.summarizer_for`) for its async engines;
+    their summaries run in worker threads at once. Each conversation's summaries hold only its
+    own messages. (When a background summary lands depends on the threads, so
+    the chains are not compared with another run's.)"""
+    from rollsum import presets
+
+    def chat(tag: str) -> list[Message]:
+        return [Message("user" if i % 2 == 0 else "assistant",
+                        f"{tag} note {i}: the {('cabin', 'ferry', 'invoice', 'router')[i % 4]} costs {i * 37 % 500} "
+                        f"euros and ticket {tag.upper()}-{i * 7 % 13} is open.") for i in range(60)]
+
+    async def replay() -> dict[str, list[str]]:
+        kept = presets.summarizer_for("since-last", **SINCE_LAST)
+        engines = {cid: AsyncRollingSummarizer.from_preset("since-last", conversation_id=cid, summarizer=kept,
+                                                           **SINCE_LAST) for cid in ("a", "b")}
+        assert engines["a"].core.summarizer is engines["b"].core.summarizer is kept
+        chats = {cid: chat(cid) for cid in engines}
+        for i in range(60):
+            await asyncio.gather(*(engines[cid].add(chats[cid][i]) for cid in engines))
+        out = {}
+        for cid, ars in engines.items():
+            await ars.wait_idle()
+            out[cid] = [r.text for r in ars.core.history]
+            ars.close()
+        return out
+
+    chains = asyncio.run(replay())
+    for own, other in (("a", "b"), ("b", "a")):
+        assert len(chains[own]) >= 3
+        assert all(f"{other} note" not in text and f"{other.upper()}-" not in text for text in chains[own])
+        assert any(f"{own.upper()}-" in text for text in chains[own])
