@@ -160,12 +160,13 @@ def _translate(text: ElementTree.Element) -> tuple[float, float]:
 
 
 def test_an_svg_figure_keeps_its_text_as_plain_text(tmp_path: Path) -> None:
-    """``.svg``: words are <text> elements (no glyph outlines), drawn as written, never mathtext."""
+    """``.svg``: words are <text> elements (no glyph outlines), drawn as written: never mathtext,
+    never markup."""
     fig = _drawn_figure()
-    fig.axes[0].set_xlabel("$\\frac{1}{$ tokens")
-    root = _svg(plots._save(fig, tmp_path / "f.svg"))
+    fig.axes[0].set_xlabel("$\\frac{1}{$ <b>tokens</b> & more")  # user text: not math, not markup
+    root = _svg(plots._save(fig, tmp_path / "f.svg"))  # parsed as XML: the markup was escaped
     texts = [t.text for t in root.iter(f"{SVG}text")]
-    assert "a title" in texts and "$\\frac{1}{$ tokens" in texts
+    assert "a title" in texts and "$\\frac{1}{$ <b>tokens</b> & more" in texts
     assert not [e for e in root.iter() if e.attrib.get("id", "").startswith("DejaVuSans")]  # no glyph paths
 
 
