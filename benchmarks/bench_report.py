@@ -6,8 +6,12 @@ as CPU time (user + system of the child, from `resource.getrusage`): on a machin
 other work the wall time mostly measures the neighbours, the CPU time the code. ``--old DIR``
 is a copy of an older tree (``git archive REV rollsum evals | tar -x -C DIR``), run with
 ``PYTHONPATH=DIR:DIR/evals`` from a neutral directory; A and B alternate ``--rounds`` times and
-the table shows medians. With ``--old`` the reports are also compared: report.md, report.html
-(its PNGs are embedded) and configs.csv must be byte-identical, or the script says which differ.
+the table shows medians. Each side runs its own default command (since session 39 the new tree
+writes SVG figures). With ``--old`` the reports are also compared: report.md, report.html (its
+figures are embedded) and configs.csv must be byte-identical, or the script says which differ.
+When the new report's figures are SVG and the old one's PNG, one more (untimed) new report with
+``--figures png`` is the one compared, and the SVG report.md must be that one with ``.svg``
+figure links.
 
 Usage:
     .venv/bin/rollsum run evals/rollsum_evals/sweeps/thresholds.toml --out /tmp/thr --no-unit-cache
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -52,6 +57,24 @@ def _env(tree: Path) -> dict[str, str]:
     return env
 
 
+def _differ(run: Path, tmp: Path) -> list[str]:
+    """Which of `COMPARED` differ between the new and the old report (`tmp`'s new-0, old-0). A
+    new SVG report against an old PNG one: a new PNG report is made and compared instead, and
+    the SVG report.md must be it with ``.svg`` figure links."""
+    new, old = tmp / "new-0", tmp / "old-0"
+    differ = []
+    if list(new.glob("*.svg")) and not list(old.glob("*.svg")):
+        png = tmp / "new-png"
+        subprocess.run([sys.executable, "-m", "rollsum_evals", "report", str(run), "--out", str(png),
+                        "--figures", "png"], env=_env(ROOT), cwd=tempfile.gettempdir(), check=True,
+                       stdout=subprocess.DEVNULL)
+        linked = re.sub(r"\]\(([\w.-]+)\.png\)", r"](\1.svg)", (png / "report.md").read_text())
+        if (new / "report.md").read_text() != linked:
+            differ.append("report.md (svg)")
+        new = png
+    return differ + [f for f in COMPARED if (new / f).read_bytes() != (old / f).read_bytes()]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--run", type=Path, required=True, help="a finished run directory (the thresholds sweep)")
@@ -71,8 +94,7 @@ def main() -> int:
                     [sys.executable, "-m", "rollsum_evals", "report", str(args.run.resolve()), "--out", str(out)], env))
                 times.setdefault((side, "--help"), []).append(_timed(
                     [sys.executable, "-m", "rollsum_evals", "--help"], env))
-        differ = [f for f in COMPARED
-                  if args.old and (tmp / "new-0" / f).read_bytes() != (tmp / "old-0" / f).read_bytes()]
+        differ = _differ(args.run.resolve(), tmp) if args.old else []
 
     print(f"`rollsum report {args.run.name}` and `rollsum --help`: medians of {args.rounds} fresh "
           "processes, "
@@ -91,7 +113,7 @@ def main() -> int:
         for cmd in ("report", "--help"):
             print(f"{cmd}: new / old CPU {med[('new', cmd)][1] / med[('old', cmd)][1]:.2f}×, "
                   f"wall {med[('new', cmd)][0] / med[('old', cmd)][0]:.2f}×")
-        print(f"reports identical (report.md, report.html with its PNGs, configs.csv): "
+        print(f"reports identical (report.md, report.html with its figures, configs.csv): "
               f"{'yes' if not differ else 'NO: ' + ', '.join(differ)}")
     wall, cpu = med[("new", "report")]
     failed = []

@@ -1,4 +1,5 @@
-"""`rollsum report RUN`: one run directory in, report.md + self-contained report.html + PNGs out.
+"""`rollsum report RUN`: one run directory in, report.md + self-contained report.html + figures out
+(SVG by default, PNG with ``figures="png"``: `plots.FORMATS`).
 
 The report answers "which configuration keeps the most early facts per token" at a glance: a
 verdict, a ranked table of the configurations that are feasible and healthy with intervals
@@ -518,20 +519,30 @@ def skipped_records(manifest: Mapping[str, Any]) -> dict[str, int]:
 
 def write_report(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
                  history: Path | None = None, n_resamples: int = DEFAULT_RESAMPLES,
-                 thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Path:
-    """Write report.md, report.html, configs.csv and the PNGs; return the path of report.html.
+                 thresholds: Thresholds = DEFAULT_THRESHOLDS, figures: str = plots.FORMATS[0]) -> Path:
+    """Write report.md, report.html, configs.csv and the figures (`figures`: "svg" or "png",
+    `plots.FORMATS`); return the path of report.html.
     They are written into a temporary folder beside the target and moved into place together
     (`report_publish`): a report killed midway leaves the previous one, never a mix."""
+    if figures not in plots.FORMATS:
+        raise ConfigError(f"figures: expected one of {', '.join(plots.FORMATS)}, got {figures!r}")
     run = load(run_dir)
     target = Path(out_dir) if out_dir is not None else Path("reports") / run.name
     with report_publish.building(target) as build:
-        _write_files(run, build, history=history, n_resamples=n_resamples, thresholds=thresholds)
+        _write_files(run, build, history=history, n_resamples=n_resamples, thresholds=thresholds,
+                     kind=figures)
     log.info("report written to %s", target / "report.html")
     return target / "report.html"
 
 
-def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int, thresholds: Thresholds) -> Path:
-    """Every file of the report, into `out` (the folder being built)."""
+MIME = {"svg": "image/svg+xml", "png": "image/png"}
+"""How report.html embeds a figure of each of `plots.FORMATS` (a data: URL in an <img>: an SVG
+there is an image, never part of the page, so nothing in it can script or restyle the page)."""
+
+
+def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int, thresholds: Thresholds,
+                 kind: str = plots.FORMATS[0]) -> Path:
+    """Every file of the report, into `out` (the folder being built); figures in format `kind`."""
     full = config_table(run, thresholds=thresholds, n_resamples=n_resamples)
     write_configs_csv(full, out / "configs.csv")
     # the added truncate grid is the yardstick: drawn as a curve, listed in configs.csv, not a row
@@ -558,40 +569,41 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
                     "fewer tokens); grey crosses are not ranked (see their section); dashed lines are "
                     "references; the black line is truncation (keep the newest messages, capped at the window) "
                     "at each token figure, the curve gain is measured against.",
-                    plots.retention_vs_tokens(ktable, out / "retention_vs_tokens.png",
+                    plots.retention_vs_tokens(ktable, out / f"retention_vs_tokens.{kind}",
                                               truncation=truncation_points(full))))
     figures.append(("Peak context vs the window", "Largest context of any turn divided by the main "
                     "model's window: past 1.0 a real call would not fit. Counted as the engine packs its window, "
                     "without the timestamps a config shows: they get what the window has left, the oldest "
                     "that do not fit left out (docs/scoring.md).",
-                    plots.context_vs_window(ktable, out / "context_vs_window.png")))
+                    plots.context_vs_window(ktable, out / f"context_vs_window.{kind}")))
     if not probes.empty and "age_turns" in probes.columns:
         figures.append(("Retention by fact age", f"Answerable asks; the first {len(top)} configurations "
                         "of the table (ranked first).",
-                        plots.retention_by_age(kprobes, top, out / "retention_by_age.png")))
+                        plots.retention_by_age(kprobes, top, out / f"retention_by_age.{kind}")))
     if not probes.empty and "died_at_generation" in probes.columns:
         figures.append(("Where facts die", "Generation = index in the summary chain of the first "
                         "summary that lost a fact it had.",
-                        plots.where_facts_die(kprobes, kconfigs, out / "where_facts_die.png")))
+                        plots.where_facts_die(kprobes, kconfigs, out / f"where_facts_die.{kind}")))
     figures.append(("Cost split", "Main model, summarizer and judge, by the price table; hatched: what an "
                     "offline summarizer's calls would cost at the projected model (not spent).",
-                    plots.cost_split(ktable, out / "cost_split.png")))
+                    plots.cost_split(ktable, out / f"cost_split.{kind}")))
     if not probes.empty and "category" in probes.columns:
         figures.append(("Retention by category", "Answerable asks; LoCoMo categories and synthetic kinds.",
-                        plots.retention_by_category(kprobes, kconfigs, out / "retention_by_category.png")))
+                        plots.retention_by_category(kprobes, kconfigs, out / f"retention_by_category.{kind}")))
     for i, view in enumerate(grid_views(table, params, keys)):
         also = (f" {', '.join(view.averaged_over)} also vary: each cell is the mean over them."
                 if view.averaged_over else "")
         figures.append((f"Grid: {view.preset}, {view.x} × {view.y}",
                         "Retention (left) and cost per conversation (right) of every configuration of the "
                         f"preset over two swept parameters; each cell names its configuration key(s).{also}",
-                        plots.param_heatmap(view.frame, view.x, view.y, out / f"grid_{i + 1}.png",
+                        plots.param_heatmap(view.frame, view.x, view.y, out / f"grid_{i + 1}.{kind}",
                                             f"{view.preset}: {view.x} (columns) × {view.y} (rows)")))
     hist_path = _history_path(run, history)
     hist_rows = list(read_jsonl(hist_path)) if hist_path is not None else []
     if hist_rows:
         figures.append(("Trend", f"From {hist_path}.",
-                        plots.retention_trend([_keyed_history(h, keys) for h in hist_rows], top, out / "trend.png")))
+                        plots.retention_trend([_keyed_history(h, keys) for h in hist_rows], top,
+                                              out / f"trend.{kind}")))
 
     summarized = (set(run.units.loc[run.units["unit_id"].isin(run.summarized_units()), "config"].astype(str))
                   if "unit_id" in run.units else set())
@@ -693,7 +705,7 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     for title, caption, path in figures:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         parts.append(f"<h2>{e(title)}</h2><p>{e(caption)}</p>"
-                     f'<img class="plot" alt="{e(title)}" src="data:image/png;base64,{data}">')
+                     f'<img class="plot" alt="{e(title)}" src="data:{MIME[kind]};base64,{data}">')
     if checkpoint is not None:
         turn = checkpoint.turn if checkpoint.turn is not None else "end"
         parts.append(f"<h2>Summaries at a checkpoint</h2><p>Conversation "

@@ -1,7 +1,7 @@
 """Where a report is built: a temporary folder beside the target, moved into place whole.
 
-`rollsum report` writes report.md, report.html, configs.csv and PNGs. Written one by one into
-the target, a report killed midway (or stopped by a full disk) left configs.csv and PNGs without
+`rollsum report` writes report.md, report.html, configs.csv and plots. Written one by one into
+the target, a report killed midway (or stopped by a full disk) left configs.csv and plots without
 report.html, or an old report.html beside new files. Built in `fileio.building_dir` instead, the
 target is the previous report or the new one, never a mix; the files a report writes are
 replaced together (a plot the new report no longer draws goes with the old version), and
@@ -19,11 +19,15 @@ from pathlib import Path
 from rollsum.errors import ConfigError
 from rollsum_evals.fileio import NotOurs, building_dir
 
-REPORT_FILES = frozenset({
-    "report.md", "report.html", "configs.csv", "retention_vs_tokens.png", "context_vs_window.png",
-    "retention_by_age.png", "where_facts_die.png", "cost_split.png", "retention_by_category.png", "trend.png"})
+FIGURE_SUFFIXES = (".svg", ".png")
+"""`rollsum_evals.plots.FORMATS` (not imported here: it loads matplotlib). A report's plots of
+either format are its files: a report in one replaces a previous one's plots in the other."""
+REPORT_FILES = frozenset({"report.md", "report.html", "configs.csv"} | {
+    f"{stem}{suffix}" for stem in ("retention_vs_tokens", "context_vs_window", "retention_by_age",
+                                   "where_facts_die", "cost_split", "retention_by_category", "trend")
+    for suffix in FIGURE_SUFFIXES})
 """What `rollsum_evals.report.write_report` writes, besides the numbered grid plots."""
-_GRID = re.compile(r"grid_\d+\.png")
+_GRID = re.compile(r"grid_\d+\.(svg|png)")
 
 
 def is_report_file(name: str) -> bool:

@@ -1,4 +1,4 @@
-"""`rollsum report`: a run directory's report (markdown, HTML, PNG plots).
+"""`rollsum report`: a run directory's report (markdown, HTML, SVG or PNG plots).
 
 `rollsum compare` and `rollsum regress` are `cli.compare_cmd` and `cli.regress_cmd`; what the
 three share (a run with something finished, the resample count) is `cli.reading`. Handlers
@@ -20,17 +20,24 @@ from typing import Any
 from rollsum_evals.cli.args import POSITIVE, POSITIVE_INT, SHARE
 from rollsum_evals.cli.reading import resamples, something_finished
 
+FIGURE_FORMATS = ("svg", "png")
+"""`rollsum_evals.plots.FORMATS`, written out so that `--help` does not import matplotlib."""
+
 
 def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
-    p = sub.add_parser("report", help="write report.md, a self-contained report.html and PNG plots for a run",
+    p = sub.add_parser("report", help="write report.md, a self-contained report.html and the plots for a run",
                        description="Write report.md, a self-contained report.html (plots embedded, "
-                       "conversation text escaped) and the PNG plots for one run directory.")
+                       "conversation text escaped) and the plots (SVG, or PNG with --figures png) for one "
+                       "run directory.")
     p.add_argument("run", type=Path, help="run directory written by `rollsum run`")
     p.add_argument("--out", type=Path, default=None, help="output directory (default reports/<run-name>/)")
     p.add_argument("--history", type=Path, default=None,
                    help="regression history JSONL to plot as a trend "
                    "(default reports/baselines/<run-name>.history.jsonl if it exists)")
     p.add_argument("--resamples", type=POSITIVE_INT, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--figures", choices=FIGURE_FORMATS, default=FIGURE_FORMATS[0],
+                   help="plot files: svg (default: vector, text drawn by the browser, cheaper to write) "
+                   "or png (100 dpi pixels, for tools that do not read SVG); report.html embeds either")
     _thresholds(p)
     p.set_defaults(func=_report)
 
@@ -96,7 +103,7 @@ def _report(args: argparse.Namespace) -> int:
     with frozen_heap():
         path = write_report(args.run, args.out, history=args.history,
                             n_resamples=resamples(args.resamples, "--resamples"),
-                            thresholds=thresholds_from(args))
+                            thresholds=thresholds_from(args), figures=args.figures)
     banner = run_banner(args.run)
     if banner:
         print(f"warning: {banner}", file=sys.stderr)

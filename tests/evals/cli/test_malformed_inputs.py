@@ -153,8 +153,12 @@ def test_a_mathtext_label_is_drawn_as_plain_text(finished_run: Path, tmp_path: P
     out = run_cli(["report", str(finished_run / "run"), "--out", str(tmp_path / "rep"), "--resamples", "200"],
                   tmp_path)
     assert out.code == 0, out.describe()
-    assert list((tmp_path / "rep").glob("*.png"))
+    assert list((tmp_path / "rep").glob("*.svg"))
     assert "$\\frac{1}{$" in (tmp_path / "rep" / "configs.csv").read_text()
+    png = run_cli(["report", str(finished_run / "run"), "--out", str(tmp_path / "png"), "--resamples", "200",
+                   "--figures", "png"], tmp_path)
+    assert png.code == 0, png.describe()
+    assert list((tmp_path / "png").glob("*.png")) and not list((tmp_path / "png").glob("*.svg"))
 
 
 @pytest.mark.parametrize("name", sorted(BASELINE_EDITS))

@@ -2,15 +2,20 @@
 not change when the writing gets cheaper."""
 
 import io
+import re
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pytest
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 from PIL import Image
 from rollsum_evals import plots
+from rollsum_evals.cli import report_cmd
 
 
 def _pixels(fig: plots.Figure) -> npt.NDArray[np.uint8]:
@@ -136,3 +141,74 @@ def test_cell_labels_are_drawn_upright(tmp_path: Path) -> None:
     rows = np.flatnonzero(widths)
     assert rows.size > 10
     assert int(np.argmax(widths)) - rows[0] <= 2  # array rows run top-down: the bar is first
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _svg(path: Path) -> ElementTree.Element:
+    root = ElementTree.parse(path).getroot()
+    assert root.tag == f"{SVG}svg"
+    return root
+
+
+def _translate(text: ElementTree.Element) -> tuple[float, float]:
+    """Where an SVG <text> starts (its baseline's left end): its ``translate(x, y)``."""
+    found = re.search(r"translate\(([-\d.e]+)[ ,]+([-\d.e]+)\)", text.attrib["transform"])
+    assert found, text.attrib
+    return float(found[1]), float(found[2])
+
+
+def test_an_svg_figure_keeps_its_text_as_plain_text(tmp_path: Path) -> None:
+    """``.svg``: words are <text> elements (no glyph outlines), drawn as written: never mathtext,
+    never markup."""
+    fig = _drawn_figure()
+    fig.axes[0].set_xlabel("$\\frac{1}{$ <b>tokens</b> & more")  # user text: not math, not markup
+    root = _svg(plots._save(fig, tmp_path / "f.svg"))  # parsed as XML: the markup was escaped
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert "a title" in texts and "$\\frac{1}{$ <b>tokens</b> & more" in texts
+    assert not [e for e in root.iter() if e.attrib.get("id", "").startswith("DejaVuSans")]  # no glyph paths
+
+
+def test_the_same_figure_gives_the_same_svg_bytes(tmp_path: Path) -> None:
+    """No date, fixed clip-path ids: a report written twice can be compared byte for byte."""
+    assert (plots._save(_drawn_figure(), tmp_path / "a.svg").read_bytes()
+            == plots._save(_drawn_figure(), tmp_path / "b.svg").read_bytes())
+
+
+def test_a_figure_is_written_as_svg_or_png_only(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"svg or png, not '\.jpg'"):
+        plots._save(_drawn_figure(), tmp_path / "f.jpg")
+    assert report_cmd.FIGURE_FORMATS == plots.FORMATS  # the CLI's choices, kept without matplotlib
+
+
+def test_svg_cell_labels_are_text_centred_in_their_cells(tmp_path: Path) -> None:
+    """In an SVG heatmap each cell's value is a <text> (not a stamped image), in the cell's
+    contrast colour, centred on the cell by its advance and ink; an empty cell has none."""
+    matrix = pd.DataFrame([[0.1, np.nan], [0.9, 0.5]])
+    fig = plots._figure((4, 3))
+    ax = fig.add_subplot()
+    plots._heat_cells(fig, ax, matrix, ".2f", "viridis", "r", notes=pd.DataFrame([["C1", "C2"], ["", "C4"]]))
+    root = _svg(plots._save(fig, tmp_path / "h.svg"))
+    to_fraction = ax.transData + fig.transFigure.inverted()  # figure fractions: the SVG's, at any dpi
+    width, height = (float(root.attrib[k].removesuffix("pt")) for k in ("width", "height"))
+    assert len(list(root.iter(f"{SVG}image"))) == 2  # the cells' colours and the colour bar: no text stamps
+    cells = {t.text: t for t in root.iter(f"{SVG}text") if t.text in {"0.10", "0.90", "0.50", "C1", "C4"}}
+    assert set(cells) == {"0.10", "0.90", "0.50", "C1", "C4"}
+    assert "nan" not in {t.text for t in root.iter(f"{SVG}text")}
+    metrics = TextToPath()
+    for (r, c), value, note in (((0, 0), "0.10", "C1"), ((1, 0), "0.90", None), ((1, 1), "0.50", "C4")):
+        fx, fy = to_fraction.transform((c, r))
+        cx, cy = fx * width, (1 - fy) * height  # SVG y runs down
+        middles = []
+        for line in (value, note) if note else (value,):
+            x, y = _translate(cells[line])
+            w, h, d = metrics.get_text_width_height_descent(line, FontProperties(size=7), ismath=False)
+            assert abs(x + w / 2 - cx) < 0.5, line
+            middles.append(y + d - h / 2)  # the ink's middle (baseline y + descent - half the ink)
+        assert abs(sum(middles) / len(middles) - cy) < 0.5
+        if note:
+            assert middles[0] < middles[1]  # the note is under the value
+    dark = plots.matplotlib.colormaps["viridis"](0.0)  # 0.10 is the darkest cell: white text
+    assert sum(dark[:3]) < 1.5 and "fill: #ffffff" in cells["0.10"].attrib["style"]
+    assert "fill" not in cells["0.90"].attrib["style"]  # a light cell: black, SVG's default fill

@@ -4,6 +4,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import matplotlib.image as mpimg
 import pytest
@@ -27,18 +28,45 @@ def built(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_report(run_dir, tmp_path_factory.mktemp("out"), n_resamples=300)
 
 
-def test_report_writes_markdown_html_and_plots(built: Path) -> None:
+FIGURES = ("retention_vs_tokens", "context_vs_window", "retention_by_age", "where_facts_die", "cost_split",
+           "retention_by_category")
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _svg_texts(data: bytes) -> list[str]:
+    """The words of an SVG figure: a parsed document whose text is left as <text> elements."""
+    root = ElementTree.fromstring(data)
+    assert root.tag == f"{SVG}svg"
+    assert float(root.attrib["width"].removesuffix("pt")) > 300
+    return [t.text or "" for t in root.iter(f"{SVG}text")]
+
+
+def test_report_writes_markdown_html_and_svg_figures(built: Path) -> None:
     out = built.parent
     assert built.name == "report.html"
-    assert (out / "report.md").exists()
-    for name in ("retention_vs_tokens", "context_vs_window", "retention_by_age", "where_facts_die",
-                 "cost_split", "retention_by_category"):
-        assert (out / f"{name}.png").stat().st_size > 1000, name
+    md = (out / "report.md").read_text()
+    for name in FIGURES:
+        texts = _svg_texts((out / f"{name}.svg").read_bytes())
+        assert any("configuration" in t or "retention" in t or "Cost" in t for t in texts), (name, texts)
+        assert f"]({name}.svg)" in md
+    assert not list(out.glob("*.png"))
 
 
 def test_html_is_self_contained_and_every_plot_decodes(built: Path) -> None:
     page = built.read_text()
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", page)
+    assert "data:image/png" not in page
+    images = re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', page)
+    assert len(images) == 6
+    for data, name in zip(images, FIGURES, strict=True):
+        assert base64.b64decode(data) == (built.parent / f"{name}.svg").read_bytes()
+        _svg_texts(base64.b64decode(data))
+
+
+def test_png_figures_on_request(run_dir: Path, tmp_path: Path) -> None:
+    """`figures="png"` (`rollsum report --figures png`): the PNGs, linked and embedded as before."""
+    page = write_report(run_dir, tmp_path, n_resamples=200, figures="png").read_text()
+    assert "data:image/svg" not in page
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == 6
     for data in images:
@@ -46,6 +74,14 @@ def test_html_is_self_contained_and_every_plot_decodes(built: Path) -> None:
         assert png.startswith(b"\x89PNG")
         pixels = mpimg.imread(__import__("io").BytesIO(png), format="png")
         assert pixels.shape[0] > 100 and pixels.shape[1] > 300
+    md = (tmp_path / "report.md").read_text()
+    assert all(f"]({name}.png)" in md for name in FIGURES) and not list(tmp_path.glob("*.svg"))
+
+
+def test_an_unknown_figure_format_is_a_config_error(run_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="figures: expected one of svg, png, got 'jpg'"):
+        write_report(run_dir, tmp_path / "out", n_resamples=200, figures="jpg")
+    assert not (tmp_path / "out").exists()
 
 
 def test_conversation_text_is_escaped_in_html(built: Path) -> None:
@@ -105,8 +141,8 @@ def test_trend_plot_appears_when_a_history_exists(run_dir: Path, tmp_path: Path)
                                         "configs": {"since-last[keep_last=20]": {"retention": 0.8 + i / 100}}})
                             + "\n" for i in range(1, 4)))
     page = write_report(run_dir, tmp_path / "out", history=hist, n_resamples=200)
-    assert (page.parent / "trend.png").exists()
-    assert page.read_text().count("data:image/png;base64,") == 7
+    assert (page.parent / "trend.svg").exists()
+    assert page.read_text().count("data:image/svg+xml;base64,") == 7
 
 
 def test_a_history_the_user_names_must_exist(run_dir: Path, tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_a_report_stopped_midway_keeps_the_previous_report_whole(
     target = tmp_path / "rep"
     write_report(run_dir, target, n_resamples=N)
     before = {p.name: p.read_bytes() for p in target.iterdir()}
-    for name in ("configs.csv", "report.html", "retention_vs_tokens.png"):
+    for name in ("configs.csv", "report.html", "retention_vs_tokens.svg"):
         (target / name).write_text(f"previous {name}")  # tell the previous version's files apart
         before[name] = (target / name).read_bytes()
     monkeypatch.setattr(plots, "cost_split", _full_disk)
@@ -64,14 +64,15 @@ def test_a_new_report_replaces_the_previous_one_whole_and_keeps_what_else_is_the
         run_dir: Path, tmp_path: Path) -> None:
     target = tmp_path / "rep"
     write_report(run_dir, target, n_resamples=N)
-    (target / "grid_9.png").write_bytes(b"a plot the new report does not draw")
+    (target / "grid_9.svg").write_bytes(b"a plot the new report does not draw")
+    (target / "cost_split.png").write_bytes(b"a plot of an earlier --figures png report")
     (target / "compare_a_vs_b").mkdir()
     (target / "compare_a_vs_b" / "compare.md").write_text("kept")
     (target / "notes.txt").write_text("mine")
     (target / "report.html").write_text("previous")
     page = write_report(run_dir, target, n_resamples=N)
     assert page == target / "report.html" and "previous" not in page.read_text()
-    assert not (target / "grid_9.png").exists()
+    assert not (target / "grid_9.svg").exists() and not (target / "cost_split.png").exists()
     assert (target / "compare_a_vs_b" / "compare.md").read_text() == "kept"
     assert (target / "notes.txt").read_text() == "mine"
     assert (target / "configs.csv").exists() and _siblings(target) == []
