@@ -180,6 +180,9 @@ def test_a_figure_is_written_as_svg_or_png_only(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"svg or png, not '\.jpg'"):
         plots._save(_drawn_figure(), tmp_path / "f.jpg")
     assert report_cmd.FIGURE_FORMATS == plots.FORMATS  # the CLI's choices, kept without matplotlib
+    from rollsum_evals import report_publish  # and the suffixes a report's files are known by
+
+    assert tuple(f".{f}" for f in plots.FORMATS) == report_publish.FIGURE_SUFFIXES
 
 
 def test_svg_cell_labels_are_text_centred_in_their_cells(tmp_path: Path) -> None:
