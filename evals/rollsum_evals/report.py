@@ -56,7 +56,9 @@ from rollsum_evals.report_keys import LEGEND_HEADERS, ConfigKeys, config_keys, c
 from rollsum_evals.report_qa import QA_CSV_COLUMNS, QA_HEADERS, QA_TEXT, QA_TITLE, has_qa, judge_notes, qa_rows
 from rollsum_evals.rundir.journal import read_jsonl
 from rollsum_evals.rundir.read import Run
+from rollsum_evals.scoring import ALWAYS
 from rollsum_evals.scoring.answer_retention import AnswerRetention
+from rollsum_evals.scoring.cost import Cost
 from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, WITHIN_ONLY, not_enough
 from rollsum_evals.verdicts import (
     BROKEN,
@@ -230,8 +232,10 @@ EXCLUSION_HEADERS = ("config", "asks", "answerable (counted)",
                      *(f"excluded: {w}" for w in EXCLUSION_WORDS.values()))
 
 
-def headline(table: pd.DataFrame) -> str:
-    """One sentence: which configuration the report recommends, and what it left out."""
+def headline(table: pd.DataFrame, scorers: Sequence[str] | None = None) -> str:
+    """One sentence: which configuration the report recommends, and what it left out.
+    `scorers`: the run's, when known (`run_scorers`): a run scored without `cost` has no main
+    tokens, so no gain even with its truncate curve; the sentence says that, not "no curve"."""
     if table.empty:
         return "No finished units."
     best = ranked(table)
@@ -247,6 +251,12 @@ def headline(table: pd.DataFrame) -> str:
     ranked_n = f"{len(best)} configuration(s) ranked"
     if not has_gains(table):
         r = best.iloc[0].to_dict()
+        if scorers is not None and Cost.name not in scorers:
+            again = [n for n in scorers if n not in ALWAYS]  # (added by every plan anyway)
+            return (f"Best: {r['config']} — retention {_retention(r)}; {ranked_n} by retention ({Cost.name} was "
+                    f"not scored in this run (scorers: {', '.join(scorers) or 'none'}), so no main tokens, no cost "
+                    f"and no gain over truncation: the 0 tokens and $0 below were not measured; re-score with "
+                    f"`rollsum score RUN --scorers {','.join([*again, Cost.name])}`).{tail}")
         return (f"Best: {r['config']} — retention {_retention(r)} at {fmt_num(r[axis.column], 0)} "
                 f"{axis.header}; {ranked_n} by retention (no truncate curve in this run, so no gain: "
                 f"re-run it to rank at matched tokens).{tail}")
@@ -316,9 +326,9 @@ def first_line(table: pd.DataFrame, probes: pd.DataFrame, scorers: Sequence[str]
     if scorers is not None and retention not in scorers:
         return (f"{retention} was not scored in this run (scorers: {', '.join(scorers) or 'none'}): "
                 f"no retention, no coverage, nothing ranked by them; re-score with `rollsum score RUN "
-                f"--scorers {retention}`. {headline(table)}")
+                f"--scorers {retention}`. {headline(table, scorers)}")
     warn = low_coverage_line(coverage(candidate_probes(table, probes)))
-    return f"{warn} {headline(table)}" if warn else headline(table)
+    return f"{warn} {headline(table, scorers)}" if warn else headline(table, scorers)
 
 
 def run_scorers(run: Run) -> list[str] | None:
@@ -613,7 +623,8 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     notes = _notes(run, table)
     sections = [(title, text, unranked_rows(table, status)) for status, title, text in SECTIONS]
     sections = [s for s in sections if s[2]]
-    first = first_line(table, every_probe, run_scorers(run))
+    scorers = run_scorers(run)
+    first = first_line(table, every_probe, scorers)
     budgets = run_budgets(run)
     budget_table = budget_rows(table, budgets) if budgets and has_gains(table) else []
     cov_caption, cov_rows = coverage_section(table, every_probe)
@@ -624,7 +635,7 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     md = [f"# rollsum report: {md_escape(run.name)}", "", f"**{md_escape(first)}**", "",
           md_table(("field", "value"), _manifest_rows(run)), ""]
     md += [f"**{md_escape(n)}**" for n in notes] + ([""] if notes else [])
-    md += ["## Verdict", "", md_escape(headline(table)), ""]
+    md += ["## Verdict", "", md_escape(headline(table, scorers)), ""]
     if budget_table:
         md += ["## At your budget", "", BUDGET_TEXT, "", md_table(BUDGET_HEADERS, budget_table), ""]
     md += ["## Ranked configurations", "", reading, ""]
@@ -665,7 +676,7 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
              f"<h1>rollsum report: {e(run.name)}</h1>", f'<p class="first"><b>{e(first)}</b></p>',
              html_table(("field", "value"), _manifest_rows(run), "meta")]
     parts += [f'<p class="warn"><b>{e(n)}</b></p>' for n in notes]
-    parts.append(f"<h2>Verdict</h2><p><b>{e(headline(table))}</b></p>")
+    parts.append(f"<h2>Verdict</h2><p><b>{e(headline(table, scorers))}</b></p>")
     if budget_table:
         parts.append(f"<h2>At your budget</h2><p>{e(BUDGET_TEXT)}</p>")
         parts.append(html_table(BUDGET_HEADERS, budget_table, "budgets"))

@@ -211,3 +211,22 @@ def test_a_run_scored_without_answer_retention_says_so_not_low_coverage(tmp_path
     assert line.startswith("answer_retention was not scored in this run (scorers: rouge, health)")
     assert "Low coverage" not in line and "--scorers answer_retention" in line
     assert not first_line(frame, pd.DataFrame(), ["answer_retention", "health"]).startswith("answer_retention")
+
+
+def test_a_run_re_scored_without_cost_says_so_not_no_truncate_curve(tmp_path: Path) -> None:
+    """`rollsum score RUN --scorers answer_retention,rouge` (the README's example, before it
+    listed cost) leaves no main tokens: the report's first line said "at 0 main tokens" and
+    "no truncate curve in this run" about a run that has one; it now names the missing scorer."""
+    from rollsum_evals.cli import main
+
+    from tests.evals.report.realrun import grid_run
+
+    run = grid_run(tmp_path)
+    assert main(["score", str(run), "--scorers", "answer_retention,rouge", "--no-progress"]) == 0
+    assert main(["report", str(run), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    first, verdict = md.splitlines()[2], md.split("## Verdict\n\n", 1)[1].splitlines()[0]
+    for line in (first, verdict):
+        assert "no truncate curve" not in line and "at 0 main tokens" not in line
+        assert "cost was not scored in this run (scorers: answer_retention, rouge, health)" in line
+        assert "`rollsum score RUN --scorers answer_retention,rouge,cost`" in line
