@@ -141,7 +141,8 @@ def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
 @pytest.mark.parametrize(("argv", "needle"), [
     (["--scorers", "vibes"], "--scorers 'vibes': expected scorer names"),
     (["--scorers", "qa"], "needs a model to answer"),
-    (["--ages", "0,5"], "positive integers"),
+    (["--ages", "0,5"], "--ages '0,5': expected positive integers separated by commas (turns after the evidence), "
+                        "e.g. --ages 5,20"),  # was the --timing keys' forms ('sampled:N...'), not the flag's
     (["--no-end"], "only together with --ages"),
     (["--timing", "sampled:0"], "--timing 'sampled:0'"),
     (["--jobs", "8"], "--jobs 8: only with --executor ray"),  # was accepted and ignored: scored serially
