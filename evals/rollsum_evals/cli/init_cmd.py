@@ -76,6 +76,23 @@ def suggest_window(shape: ChatShape) -> int:
     return max(MIN_SUGGESTED_WINDOW, want // step * step)
 
 
+def fits_window(shape: ChatShape, window: int) -> bool:
+    """Whether the chat fits the window init writes (a chat under ~8,000 tokens fits the
+    smallest, `MIN_SUGGESTED_WINDOW`): then no configuration summarizes because of the window."""
+    return shape.tokens <= window
+
+
+def window_comment(shape: ChatShape, window: int) -> list[str]:
+    """The spec's comment above ``context_window``: what the window does for this chat. Why: it
+    said "about a quarter of the chat" above a window that held the whole chat."""
+    if fits_window(shape, window):
+        return [f"# the smallest window init writes; the chat (~{shape.tokens:,} tokens) fits in it, so the window",
+                "# never makes a configuration summarize (token-ratio replays like full context): a longer chat",
+                "# measures more"]
+    return [f"# about a quarter of the chat (~{shape.tokens:,} tokens): small enough that the summary decides what",
+            "# the model sees; a window that holds the whole chat makes every configuration equal full context"]
+
+
 def grids(shape: ChatShape) -> tuple[list[int], list[int], list[int]]:
     """(messages_per_summary, keep_last, probe ages) the chat is long enough for."""
     from rollsum import EngineSettings
@@ -130,8 +147,7 @@ def render_spec(name: str, chat: str, questions: str | None, fmt: str | None, sh
         f'description = "Threshold grid for {name}: since-last and token-ratio against truncate and full context."',
         f"models = [{_toml_str(model or 'extractive')}]",
         'scorers = ["answer_retention", "fact_survival", "cost"]',
-        f"# about a quarter of the chat (~{shape.tokens:,} tokens): small enough that the summary decides what",
-        "# the model sees; a window that holds the whole chat makes every configuration equal full context",
+        *window_comment(shape, window),
         f"context_window = {window}",
         "seeds = [0]",
         "",
@@ -208,6 +224,10 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(f"warning: {issue}")
     if len(missing) > 3:
         print(f"warning: ... {len(missing)} questions in all that answer_retention will not count or cannot hold")
+    if fits_window(shape, suggest_window(shape)):
+        print(f"warning: the chat (~{shape.tokens:,} tokens) fits the smallest window init writes "
+              f"({suggest_window(shape):,} tokens): no configuration summarizes because of the window, so "
+              "token-ratio replays like full context; a longer chat (or several) measures more")
     name = derived_name(args.chat)
     spec_dir = spec_path.resolve().parent
     text = render_spec(name, args.chat, args.questions, args.format, shape, args.model, spec_dir, spec_path.name)
