@@ -67,7 +67,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p.add_argument("file", metavar="FILE")
     p.add_argument("--format", type=dataset_format, default=None, help="jsonl, chat, locomo, hf (default: guessed)")
     p.add_argument("--questions", metavar="Q", default=None,
-                   help="also check a questions sidecar (.jsonl or .csv) against the chat")
+                   help="also check a questions sidecar (.jsonl, .json or .csv) against the chat")
     p.add_argument("--strict", action="store_true", help="warnings are errors; stop at the first error")
     _limit_args(p)
     p.set_defaults(func=cmd_validate)

@@ -41,7 +41,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                        "full-context references, a window sized for the chat. Prints the next command.")
     p.add_argument("chat", metavar="CHAT", help="the chat: OpenAI/Anthropic message arrays, ShareGPT or "
                    "canonical JSONL (docs/datasets.md)")
-    p.add_argument("--questions", metavar="Q", help="questions sidecar (.jsonl or .csv) about the chat")
+    p.add_argument("--questions", metavar="Q", help="questions sidecar (.jsonl, .json or .csv) about the chat")
     p.add_argument("--out", metavar="SPEC", help="where to write the spec (default: <chat>.sweep.toml "
                    "beside the chat)")
     p.add_argument("--format", type=dataset_format, default=None,

@@ -439,7 +439,7 @@ def _datasets(w: Where, v: Any, locomo: str | None, read: ReadOptions) -> tuple[
         if limit is not None and check_number(limit, integer=True, range=Range(1)):
             raise w.error(f"datasets[{i}].limit", "a positive integer", limit, key="limit")
         if questions is not None and (not isinstance(questions, str) or not questions):
-            raise w.error(f"datasets[{i}].questions", "the path of a questions file (.jsonl or .csv)",
+            raise w.error(f"datasets[{i}].questions", "the path of a questions file (.jsonl, .json or .csv)",
                           questions, key="questions")
         if source == LOCOMO_PLACEHOLDER:
             if not locomo:
