@@ -119,6 +119,12 @@ def resolve_label(run: Run, label: str) -> str:
     want = normalize_label(label)
     if want in by_norm:
         return by_norm[want]
+    family = [x for x in labels if x.startswith(f"{want}[")]
+    if family:  # a preset's name typed for one of its grid's labels: the nearest label was any other
+        shown = ", ".join(repr(x) for x in family[:3]) + (f" and {len(family) - 3} more" if len(family) > 3 else "")
+        raise ConfigError(f"{run.path}: {label!r} names {len(family)} configurations of this run, not one "
+                          f"({shown}): give one configuration's label (a preset's name is taken only by --b with "
+                          "--match-tokens)")
     near = difflib.get_close_matches(want, list(by_norm), n=1, cutoff=0.0)
     hint = f"; did you mean {by_norm[near[0]]!r}?" if near else ""
     listing = ", ".join(labels) if len(labels) <= 12 else f"{len(labels)} configurations; see configs.csv"

@@ -276,3 +276,15 @@ def test_two_runs_whose_configurations_ran_another_setup_are_warned_once_per_dif
         "setup's, not only the change's",
         "run A and run B differ in the conversations replayed (8 vs 6, 6 in both) for x, y: a difference "
         "there is the setup's, not only the change's"]
+
+
+def test_a_presets_name_for_a_label_says_which_configurations_it_names(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # "--a since-last" on a grid run suggested "did you mean 'truncate'?" (the nearest string)
+    run = make_run(tmp_path / "grid", {"since-last[keep_last=2,messages_per_summary=20]": 0.3,
+                                       "since-last[keep_last=20,messages_per_summary=20]": 0.8, "truncate": 0.1})
+    assert main(["compare", str(run), "--a", "since-last", "--b", "truncate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "did you mean" not in err
+    assert ("'since-last' names 2 configurations of this run, not one ('since-last[keep_last=2,"
+            "messages_per_summary=20]', 'since-last[keep_last=20,messages_per_summary=20]')") in err
