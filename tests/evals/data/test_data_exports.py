@@ -3,6 +3,7 @@ many) load as canonical conversations; a file's shape is decided once; conversio
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -188,6 +189,27 @@ def test_convert_cli_writes_a_plain_openai_export_and_its_sidecar(
     side = tmp_path / "chat.questions.jsonl"
     assert str(side) in capsys.readouterr().out
     assert main(["data", "validate", str(out), "--questions", str(side)]) == 0
+
+
+@pytest.mark.parametrize(("fmt", "said"), [
+    ("openai", "created_at of 80 message(s);"),
+    ("anthropic", "created_at of 80 message(s), name of 2 message(s);"),
+    ("sharegpt", "created_at of 80 message(s), name of 2 message(s);"),
+    ("jsonl", None),
+])
+def test_convert_says_what_an_export_format_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     fmt: str, said: str | None) -> None:
+    # every message's time was dropped without a word (the round trip compares role and content)
+    src = tmp_path / "chat.jsonl"
+    (conv,) = load("synth:chat?conversations=1&messages=80&seed=1")
+    named = [dataclasses.replace(m, name="Zoë" if i < 2 else None) for i, m in enumerate(conv.messages)]
+    src.write_text(json.dumps(dataclasses.replace(conv, messages=tuple(named)).to_dict()) + "\n")
+    assert main(["data", "convert", str(src), str(tmp_path / "out.jsonl"), "--to", fmt]) == 0
+    notes = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("note:")]
+    if said is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and f"left out of the {fmt} file" in notes[0] and said in notes[0], notes
 
 
 def test_canonical_records_in_a_json_array_keep_their_probes(tmp_path: Path) -> None:
