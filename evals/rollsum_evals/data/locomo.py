@@ -47,7 +47,7 @@ def iter_locomo(path: str | os.PathLike[str], *, strict: bool = False, limits: L
     try:
         for index, sample in enumerate(samples):
             try:
-                yield from_sample(sample, index=index)
+                yield from_sample(sample, index=index, file=file)
             except ConfigError as err:
                 problem = RecordError([Issue(file, None, None, "", str(err))])
                 if strict:
@@ -75,7 +75,7 @@ def _need(d: Mapping[str, Any], key: str, typ: type, where: str) -> Any:
     return v
 
 
-def from_sample(sample: Any, *, index: int = 0) -> Conversation:
+def from_sample(sample: Any, *, index: int = 0, file: str = "<locomo>") -> Conversation:
     where = f"sample {index}"
     if not isinstance(sample, dict):
         raise ConfigError(f"{where}: expected an object with conversation and qa")
@@ -90,12 +90,15 @@ def from_sample(sample: Any, *, index: int = 0) -> Conversation:
     sessions = sorted((int(m.group(1)), k) for k in conv if (m := _SESSION.match(k)))
     messages: list[Message] = []
     session_ids: dict[int, list[str]] = {}
+    unread: list[str] = []  # session dates of a shape not read: their turns carry no time
     for number, key in sessions:
         turns = conv[key]
         if not isinstance(turns, list):
             raise ConfigError(f"{where} field conversation.{key}: expected a list of turns")
         raw_date = conv.get(f"{key}_date_time")
         created = parse_session_date(raw_date) if isinstance(raw_date, str) else None
+        if isinstance(raw_date, str) and raw_date.strip() and created is None and turns:
+            unread.append(f"{key}_date_time {raw_date[:40]!r}")
         for t, turn in enumerate(turns):
             f = f"conversation.{key}[{t}]"
             if not isinstance(turn, dict):
@@ -126,6 +129,10 @@ def from_sample(sample: Any, *, index: int = 0) -> Conversation:
             session_ids.setdefault(number, []).append(dia_id)
     if not messages:
         raise ConfigError(f"{where} field conversation: expected at least one session with turns")
+    if unread:  # never silent: a temporal question about these sessions is lost even by full context
+        log.warning("%s: %s: %s: expected a LoCoMo date such as '1:56 pm on 8 May, 2023'; their turns carry no "
+                    "time (created_at), so a question about when is lost even by full context", file, where,
+                    ", ".join(unread[:3]) + (f" and {len(unread) - 3} more" if len(unread) > 3 else ""))
     known = {cast(str, m.id) for m in messages}
     probes = tuple(_probe(q, i, sample_id, known, where) for i, q in enumerate(_need(sample, "qa", list, where)))
     refs: list[Reference] = []

@@ -35,6 +35,27 @@ def test_session_date_is_kept(tiny: Conversation) -> None:
     assert parse_session_date("not a date") is None
 
 
+def test_a_session_date_of_another_shape_is_said_not_dropped_in_silence(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # '8 May 2023 at 1:56pm' left the session's turns without created_at and nobody said so
+    import logging
+
+    sample = json.loads(TINY.read_text())
+    sample = sample[0] if isinstance(sample, list) else sample
+    sample["conversation"]["session_1_date_time"] = "8 May 2023 at 1:56pm"
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps([sample]))
+    with caplog.at_level(logging.WARNING, logger="rollsum_evals.data.locomo"):
+        (conv,) = load(path)
+    assert conv.messages[0].created_at is None and conv.messages[3].created_at == "2022-03-09T10:15:00"
+    said = [r.getMessage() for r in caplog.records if "session_1_date_time" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(f"{path}: sample 0 (") and "'8 May 2023 at 1:56pm'" in said[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="rollsum_evals.data.locomo"):
+        load(TINY)
+    assert not [r for r in caplog.records if "date_time" in r.getMessage()]
+
+
 def test_image_captions_become_text(tiny: Conversation) -> None:
     assert tiny.messages[1].content.endswith("[shares a photo: a photo of a canal with boats]")
 
