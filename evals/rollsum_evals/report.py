@@ -380,6 +380,18 @@ BUDGET_TEXT = ("The spec's `[report] budgets`: for each, the ranked configuratio
                "truncation among those spending at most that many main-model tokens per call.")
 
 
+def budget_labels(axis_header: str) -> tuple[tuple[str, str], str]:
+    """The budget table's headers and caption in the token figure budgets are held to (the
+    report's axis, `pick_sentence`): a run asked at chosen moments (`ages`, `end`) compares them
+    with the tokens at the asks, which the header called "main tokens / call"."""
+    if axis_header == "main tokens / call":
+        return BUDGET_HEADERS, BUDGET_TEXT
+    return ((f"budget ({axis_header})", "pick"),
+            f"The spec's `[report] budgets`: for each, the ranked configuration with the highest gain over "
+            f"truncation among those at most that many {axis_header} (the token figure this report ranks by: "
+            f"docs/reports.md).")
+
+
 def truncation_points(table: pd.DataFrame) -> pd.DataFrame:
     """(tokens, retention) of every truncate configuration that is ok (fits the window), sorted by
     tokens: the curve the retention plot draws."""
@@ -627,6 +639,7 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     first = first_line(table, every_probe, scorers)
     budgets = run_budgets(run)
     budget_table = budget_rows(table, budgets) if budgets and has_gains(table) else []
+    budget_headers, budget_text = budget_labels(axis.header)
     cov_caption, cov_rows = coverage_section(table, every_probe)
     heads = rank_headers(tokens, few_conversations(table))
     curve_text = curve_section(curve, axis.column, tokens)
@@ -637,7 +650,7 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     md += [f"**{md_escape(n)}**" for n in notes] + ([""] if notes else [])
     md += ["## Verdict", "", md_escape(headline(table, scorers)), ""]
     if budget_table:
-        md += ["## At your budget", "", BUDGET_TEXT, "", md_table(BUDGET_HEADERS, budget_table), ""]
+        md += ["## At your budget", "", budget_text, "", md_table(budget_headers, budget_table), ""]
     md += ["## Ranked configurations", "", reading, ""]
     md += [md_table(heads, ranked_rows(table, keys)) if len(best) else "_no configuration is ranked_", ""]
     for title, text, rows in sections:
@@ -678,8 +691,8 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     parts += [f'<p class="warn"><b>{e(n)}</b></p>' for n in notes]
     parts.append(f"<h2>Verdict</h2><p><b>{e(headline(table, scorers))}</b></p>")
     if budget_table:
-        parts.append(f"<h2>At your budget</h2><p>{e(BUDGET_TEXT)}</p>")
-        parts.append(html_table(BUDGET_HEADERS, budget_table, "budgets"))
+        parts.append(f"<h2>At your budget</h2><p>{e(budget_text)}</p>")
+        parts.append(html_table(budget_headers, budget_table, "budgets"))
     parts.append(f"<h2>Ranked configurations</h2><p>{e(reading)}</p>")
     parts.append(html_table(heads, ranked_rows(table, keys), "ranked") if len(best)
                  else "<p>No configuration is ranked.</p>")
