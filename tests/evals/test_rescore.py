@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +124,25 @@ def test_sampled_timing_rescored_from_the_cli_reproduces_a_fresh_run_exactly(tmp
         _assert_same(tmp_path / "run", tmp_path / "fresh")
     probes = rollsum_evals.load_run(tmp_path / "run").probes
     assert set(probes["asked_turn"] - probes["evidence_turn"]) - {0} and (probes["age_turns"] >= 0).all()
+
+
+def test_a_questions_file_edited_after_the_run_is_named_not_only_the_chat(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the chat was unchanged; the line named only it ("dataset 'chat' (d.jsonl) changed")
+    from rollsum_evals.data import load, write_jsonl
+
+    data, questions = tmp_path / "d.jsonl", tmp_path / "q.jsonl"
+    (conv, *_) = load(SYNTH)
+    write_jsonl([dataclasses.replace(conv, probes=())], data)
+    questions.write_text(json.dumps({"question": "What was said first?", "answer": conv.messages[0].content[:20],
+                                     "evidence": 0}) + "\n")
+    spec = SPEC.format(scorers="", probes=AGES, source=data).replace(
+        f'source = "{data}"', f'source = "{data}"\nquestions = "{questions}"')
+    run_sweep(parse_spec(spec, "rs.toml"), tmp_path / "run", progress=False)
+    questions.write_text(questions.read_text().replace("What was said first?", "What came first?"))
+    assert main(["score", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"dataset 'chat' ({data} with questions {questions}) changed since the run" in err, err
 
 
 def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
