@@ -78,6 +78,13 @@ def test_evidence_and_ask_at_resolve_to_the_chat(tmp_path: Path, chat: Path) -> 
     ({"question": "Q", "answer": "A", "evidence": 5, "meta": {"ask_at": 2}},
      "field meta.ask_at: expected 'ask_at' beside question and answer, not in meta"),
     ({"question": "Q", "answer": "A", "evidence": 5, "category": "trivia"}, "field category: expected one of"),
+    # 5,000 digits: int() refused them with a ValueError traceback
+    ({"question": "Q", "answer": "A", "evidence": "9" * 5000},
+     "field evidence: message index 999999999999… (5,000 digits) is outside the chat"),
+    ({"question": "Q", "answer": "A", "evidence": 5, "ask_at": "9" * 5000},
+     "field ask_at: message index 999999999999… (5,000 digits) is outside the chat"),
+    ({"question": "Q", "answer": "A", "evidence": 5, "ask_at": "+" + "9" * 5000},
+     "field ask_at: '+999999999999999999999999999999999999...' is past the end"),
 ])
 def test_each_mistake_is_one_line_naming_file_line_and_field(
         tmp_path: Path, chat: Path, row: dict[str, Any], needle: str) -> None:
@@ -227,3 +234,11 @@ def test_a_json_array_item_that_is_not_a_question_names_its_index(tmp_path: Path
     with pytest.raises(ConfigError, match=re.escape(f"{q}: item [1]: expected a question object with question "
                                                     "and answer, got a number")):
         read_rows(q)
+
+
+def test_a_csv_index_too_long_to_read_is_outside_the_chat(tmp_path: Path, chat: Path) -> None:
+    q = tmp_path / "q.csv"
+    q.write_text("question,answer,evidence\nLocker code?,4417,5\nQ,A," + "9" * 5000 + "\n")
+    with pytest.raises(RecordError, match=r"q\.csv:3: conversation 'chat' field evidence: message index "
+                                          r"999999999999… \(5,000 digits\) is outside the chat"):
+        attach(load(chat), q)

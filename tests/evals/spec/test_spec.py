@@ -359,3 +359,10 @@ def test_a_mistake_in_the_nth_table_names_the_line_in_that_table(edit: tuple[str
 def test_a_misspelt_preset_parameter_gets_the_near_miss() -> None:
     with pytest.raises(ConfigError, match=r"configs\[0\]\.grid\.keep_lst': .*did you mean 'keep_last'\?"):
         _units(SPEC.replace("keep_last = [2, 5]", "keep_lst = [2, 5]"))
+
+
+def test_an_integer_too_long_to_read_is_one_line_at_its_line() -> None:
+    # tomllib let int()'s ValueError (past 4,300 digits) through: a traceback
+    with pytest.raises(ConfigError,
+                       match=r"t\.toml: not valid TOML: an integer of more than 4,300 digits \(at line 4\)"):
+        _units(SPEC.replace("context_window = 4000", "context_window = " + "9" * 5000))
