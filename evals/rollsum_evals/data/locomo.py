@@ -68,10 +68,18 @@ def parse_session_date(raw: str) -> str | None:
     return None
 
 
+_JSON_KINDS = {dict: "an object", list: "an array", str: "a string"}
+
+
 def _need(d: Mapping[str, Any], key: str, typ: type, where: str) -> Any:
+    """``d[key]`` when it is a `typ`; else a line in JSON's words (it said "expected dict, got
+    NoneType" for a missing ``conversation``, e.g. a chat export read with ``--format locomo``)."""
+    from rollsum_evals.data.exports import describe
+
     v = d.get(key)
     if not isinstance(v, typ):
-        raise ConfigError(f"{where} field {key}: expected {typ.__name__}, got {type(v).__name__}")
+        got = "nothing (the key is missing)" if key not in d else describe(v)
+        raise ConfigError(f"{where} field {key}: expected {_JSON_KINDS.get(typ, typ.__name__)}, got {got}")
     return v
 
 

@@ -95,6 +95,20 @@ def test_broken_sample_is_a_config_error_in_strict_mode(tmp_path: Path) -> None:
     assert not validate(f).ok
 
 
+def test_a_wrong_shape_is_named_in_json_words_not_python_types(tmp_path: Path) -> None:
+    # "expected dict, got NoneType" for a chat export read as LoCoMo
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    with pytest.raises(ConfigError, match=r"field conversation: expected an object, got nothing \(the key is"):
+        load(chat, "locomo", strict=True)
+    data = json.loads(TINY.read_text())
+    data[0]["qa"] = {"q": 1}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=r"field qa: expected an array, got an object with keys q"):
+        load(bad, "locomo", strict=True)
+
+
 def test_truncated_locomo_file_is_one_clear_error(tmp_path: Path) -> None:
     f = tmp_path / "cut.json"
     f.write_text(TINY.read_text()[:300])
