@@ -68,7 +68,7 @@ def parse_session_date(raw: str) -> str | None:
     return None
 
 
-_JSON_KINDS = {dict: "an object", list: "an array", str: "a string"}
+_JSON_KINDS: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
 
 
 def _need(d: Mapping[str, Any], key: str, typ: type, where: str) -> Any:
