@@ -16,6 +16,8 @@ from rollsum_evals.data.checks import RecordError
 from rollsum_evals.data.convert import write_export
 from rollsum_evals.data.sidecar import attach
 
+from rollsum.errors import ConfigError
+
 CHAT = [{"role": "system", "content": "Be brief."},
         {"role": "user", "content": "My locker code is 4417."},
         {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]}]
@@ -233,3 +235,15 @@ def test_canonical_records_in_a_json_array_keep_their_probes(tmp_path: Path) -> 
         pos_b = {m.id: i for i, m in enumerate(b.messages)}
         assert [(p.id, [pos_a[e] for e in p.evidence]) for p in a.probes] == \
                [(p.id, [pos_b[e] for e in p.evidence]) for p in b.probes]
+
+
+@pytest.mark.parametrize(("stamp", "hint"), [(1709542800123, True), (1e20, False)])
+def test_an_epoch_no_calendar_holds_is_one_line_and_milliseconds_are_named(
+        tmp_path: Path, stamp: float, hint: bool) -> None:
+    # Date.now() style milliseconds were refused without saying what they probably are
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "x", "timestamp": stamp}]))
+    with pytest.raises(ConfigError, match=r"field messages\[0\]\.timestamp: expected ISO text or seconds since "
+                                          r"1970 within years 1-9999") as err:
+        load(chat, strict=True)
+    assert ("(milliseconds since 1970? divide by 1000)" in str(err.value)) is hint
