@@ -202,8 +202,17 @@ def cmd_init(args: argparse.Namespace) -> int:
     from rollsum_evals.cli.data_cmd import unfindable_answers
     from rollsum_evals.data import load
     from rollsum_evals.data.sidecar import attach
-    from rollsum_evals.spec.parse import load_spec
+    from rollsum_evals.spec.parse import parse_spec
 
+    if args.model:  # named as the flag, not as the spec line it would become
+        from rollsum.models.spec import capabilities
+        from rollsum_evals.spec import components
+
+        if not components.is_builtin(args.model):
+            try:
+                capabilities(args.model)
+            except ConfigError as err:
+                raise ConfigError(f"--model {args.model!r}: {err}") from None
     if not os.path.isfile(args.chat):
         found = "is a directory" if os.path.isdir(args.chat) else "no such file"
         raise ConfigError(f"{args.chat}: {found} (expected a chat export: docs/datasets.md)")
@@ -233,8 +242,10 @@ def cmd_init(args: argparse.Namespace) -> int:
     text = render_spec(name, args.chat, args.questions, args.format, shape, args.model, spec_dir, spec_path.name)
     from rollsum_evals.fileio import atomic_write_text
 
+    # checked before it is written: a mistake in what the user gave (--model) must not leave a
+    # spec that `run` refuses (nor replace the one --force would have replaced)
+    spec = parse_spec(text, str(spec_path))
     atomic_write_text(spec_path, text)
-    spec = load_spec(spec_path)  # what we wrote must be a valid spec; a failure here is our bug
     from rollsum_evals.spec.expand import expand
 
     units = expand(spec, {d.name: ("-", [c.id for c in convs]) for d in spec.datasets})

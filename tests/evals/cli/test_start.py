@@ -99,6 +99,21 @@ def test_init_without_questions_warns_that_retention_cannot_be_measured(
     assert "no questions" in capsys.readouterr().out
 
 
+def test_init_with_a_bad_model_writes_nothing_and_names_the_flag(
+        tmp_path: Path, export: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # the spec was written, then refused at "SPEC:7: field 'models'": a spec `run` refuses was
+    # left behind (and with --force the user's earlier spec was already replaced)
+    chat, _ = export
+    spec = chat.with_name("my-chat.sweep.toml")
+    assert main(["init", str(chat), "--model", "anthropc:claude"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rollsum: error: --model 'anthropc:claude': ") and len(err.splitlines()) == 1
+    assert not spec.exists()
+    spec.write_text("# mine\n")
+    assert main(["init", str(chat), "--model", "anthropc:claude", "--force"]) == 2
+    assert spec.read_text() == "# mine\n"
+
+
 def test_init_on_a_chat_that_fits_the_smallest_window_says_so(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     # a 40-message chat (~600 tokens) under the 2,000-token floor: the spec said "about a quarter
