@@ -396,11 +396,13 @@ def _conversation_of(row: Row, convs: Sequence[Conversation]) -> Conversation | 
     for c in convs:
         if c.id == str(want):
             return c
-    if (isinstance(want, int) and not isinstance(want, bool)) or (isinstance(want, str) and want.isdigit()):
+    if (isinstance(want, int) and not isinstance(want, bool)) or (
+            isinstance(want, str) and want.isdigit() and len(want) <= MAX_INDEX_DIGITS):
         k = int(want)
         if 0 <= k < len(convs):
             return convs[k]
-    return f"no conversation {want!r} in the chat file (it holds {', '.join(c.id for c in convs[:5])}...)"
+    shown = want if not isinstance(want, str) or len(want) <= 40 else want[:37] + "..."
+    return f"no conversation {shown!r} in the chat file (it holds {', '.join(c.id for c in convs[:5])}...)"
 
 
 def check(convs: Sequence[Conversation], rows: Sequence[Row]) -> tuple[list[Conversation], list[Issue]]:

@@ -154,6 +154,9 @@ def test_several_conversations_need_a_conversation_column(tmp_path: Path) -> Non
                             {"question": "Q", "answer": "4417", "evidence": 5, "conversation": convs[0].id}])
     out = attach(convs, q)
     assert [len(c.probes) for c in out] == [1, 1]
+    q = _sidecar(tmp_path, [{"question": "Q", "answer": "4417", "evidence": 5, "conversation": "9" * 5000}])
+    with pytest.raises(RecordError, match=r"field conversation: no conversation '9{37}\.\.\.' in the chat"):
+        attach(convs, q)  # was int()'s ValueError traceback past 4,300 digits
 
 
 def test_a_bad_line_is_named(tmp_path: Path, chat: Path) -> None:
