@@ -143,7 +143,7 @@ def message_index(message_id: str | None, cid: str) -> int | None:
     """The export position a message id was assigned from (`<cid>:<i>` or `<cid>:<i>.<k>`)."""
     if not message_id:
         return None
-    m = re.fullmatch(re.escape(cid) + r":(\d+)(?:\.\d+)?", message_id)
+    m = re.fullmatch(re.escape(cid) + r":(\d{1,18})(?:\.\d+)?", message_id)  # (int() refuses 4,301 digits)
     return int(m.group(1)) if m else None
 
 

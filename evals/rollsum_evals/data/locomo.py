@@ -95,7 +95,12 @@ def from_sample(sample: Any, *, index: int = 0, file: str = "<locomo>") -> Conve
     for key, name in (("speaker_a", speaker_a), ("speaker_b", speaker_b)):
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise ConfigError(f"{where} field conversation.{key}: expected a speaker's name (a string), got {name!r}")
-    sessions = sorted((int(m.group(1)), k) for k in conv if (m := _SESSION.match(k)))
+    numbered = [(m.group(1), k) for k in conv if (m := _SESSION.match(k))]
+    for digits, k in numbered:  # int() refuses past 4,300 digits: a traceback, not a line
+        if len(digits) > 18:
+            raise ConfigError(f"{where} field conversation.{k[:30]}...: expected a session number of at most "
+                              f"18 digits, got {len(digits):,}")
+    sessions = sorted((int(digits), k) for digits, k in numbered)
     messages: list[Message] = []
     session_ids: dict[int, list[str]] = {}
     unread: list[str] = []  # session dates of a shape not read: their turns carry no time
@@ -147,7 +152,7 @@ def from_sample(sample: Any, *, index: int = 0, file: str = "<locomo>") -> Conve
     summaries = sample.get("session_summary") or {}
     if isinstance(summaries, dict):
         for key, text in summaries.items():
-            m = re.match(r"^session_(\d+)_summary$", key)
+            m = re.match(r"^session_(\d{1,18})_summary$", key)
             if m and isinstance(text, str) and int(m.group(1)) in session_ids:
                 n = int(m.group(1))
                 refs.append(Reference(id=f"{sample_id}:session_{n}", text=text,

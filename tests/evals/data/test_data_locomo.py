@@ -109,6 +109,22 @@ def test_a_wrong_shape_is_named_in_json_words_not_python_types(tmp_path: Path) -
         load(bad, "locomo", strict=True)
 
 
+def test_a_session_number_too_long_to_read_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    # int() refuses past 4,300 digits: the loader raised its ValueError
+    data = json.loads(TINY.read_text())
+    data[0]["session_summary"] = {"session_" + "9" * 5000 + "_summary": "x"}  # no such session: left out
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps(data))
+    assert len(load(ok, "locomo", strict=True)) == 1
+    conv = data[0]["conversation"]
+    conv["session_" + "9" * 5000] = conv.pop("session_2")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=r"field conversation\.session_9+\.\.\.: expected a session number of "
+                                          r"at most 18 digits, got 5,000"):
+        load(bad, "locomo", strict=True)
+
+
 def test_truncated_locomo_file_is_one_clear_error(tmp_path: Path) -> None:
     f = tmp_path / "cut.json"
     f.write_text(TINY.read_text()[:300])

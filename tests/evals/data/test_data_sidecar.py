@@ -245,3 +245,13 @@ def test_a_csv_index_too_long_to_read_is_outside_the_chat(tmp_path: Path, chat: 
     with pytest.raises(RecordError, match=r"q\.csv:3: conversation 'chat' field evidence: message index "
                                           r"999999999999… \(5,000 digits\) is outside the chat"):
         attach(load(chat), q)
+
+
+def test_a_canonical_message_id_with_a_long_number_is_an_id_not_an_index(tmp_path: Path) -> None:
+    # 'c:<5,000 digits>' was read as an export index by int(): a ValueError traceback
+    data = tmp_path / "c.jsonl"
+    data.write_text(json.dumps({"id": "c", "messages": [{"id": "c:" + "9" * 5000, "role": "user",
+                                                          "content": "code 4417"}]}) + "\n")
+    q = _sidecar(tmp_path, [{"question": "Code?", "answer": "4417", "evidence": 0}])
+    (conv,) = attach(load(data), q)
+    assert conv.probes[0].evidence == ("c:" + "9" * 5000,)
