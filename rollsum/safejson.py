@@ -2,7 +2,8 @@
 whatever is in them ends as one `JSONInputError` saying where and what, never a crash later.
 
 `json.loads` alone accepts things that blow up far from the file: ``NaN`` and ``1e999`` (not
-JSON; a NaN answer became the probe answer "nan"), a lone surrogate ``"\\ud800"`` (valid JSON
+JSON; a NaN answer became the probe answer "nan"), an integer of 5,000 digits (a ValueError
+traceback from the parser), a lone surrogate ``"\\ud800"`` (valid JSON
 escape, but not text: it passed validation and crashed a run when the conversation was hashed
 as UTF-8), and nesting a hundred thousand levels deep (`RecursionError` inside the parser, or
 later inside `json.dumps` when a record is hashed from a deeper stack). `loads` refuses all of
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 MAX_DEPTH = 100
@@ -64,6 +66,11 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     except RecursionError:
         raise JSONInputError(f"nested too deeply (expected at most {max_depth} levels of arrays and objects)") \
             from None
+    except ValueError as err:  # an integer of more digits than int() converts (sys.get_int_max_str_digits)
+        if "integer string conversion" not in str(err):
+            raise
+        raise JSONInputError(f"an integer of more than {sys.get_int_max_str_digits():,} digits (expected a number "
+                             "Python can read)") from None
     # a lone surrogate arrives as an escape, or already in a str a caller decoded leniently
     # (``errors="surrogateescape"``); text with neither cannot hold one, and skips the walk's string checks
     surrogates = _SURROGATE_ESCAPE.search(text) is not None or has_surrogate(text)

@@ -119,6 +119,12 @@ def resolve_label(run: Run, label: str) -> str:
     want = normalize_label(label)
     if want in by_norm:
         return by_norm[want]
+    family = [x for x in labels if x.startswith(f"{want}[")]
+    if family:  # a preset's name typed for one of its grid's labels: the nearest label was any other
+        shown = ", ".join(repr(x) for x in family[:3]) + (f" and {len(family) - 3} more" if len(family) > 3 else "")
+        raise ConfigError(f"{run.path}: {label!r} names {len(family)} configurations of this run, not one "
+                          f"({shown}): give one configuration's label (a preset's name is taken only by --b with "
+                          "--match-tokens)")
     near = difflib.get_close_matches(want, list(by_norm), n=1, cutoff=0.0)
     hint = f"; did you mean {by_norm[near[0]]!r}?" if near else ""
     listing = ", ".join(labels) if len(labels) <= 12 else f"{len(labels)} configurations; see configs.csv"
@@ -519,6 +525,26 @@ def setup_differences(run_a: Run, run_b: Run, configs: Sequence[str]) -> list[st
             "not only the change's" for what, cs in found.items()]
 
 
+def _scorers(run: Run) -> list[str] | None:
+    scoring = run.manifest.get("scoring")
+    names = scoring.get("scorers") if isinstance(scoring, Mapping) else None
+    return [str(n) for n in names] if isinstance(names, list) else None
+
+
+def scorer_differences(run_a: Run, run_b: Run) -> list[str]:
+    """A warning when the two runs were last scored with other scorers (`rollsum score
+    --scorers`): a metric one side did not score reads 0 or – there. Why: a run re-scored without
+    `cost` showed `cost_usd $0.0000` against the other's and a cost difference, with no word."""
+    a, b = _scorers(run_a), _scorers(run_b)
+    if a is None or b is None or set(a) == set(b):
+        return []
+    only = [f"{n} only in run {side}" for side, mine, other in (("A", a, b), ("B", b, a))
+            for n in mine if n not in other]
+    return [f"run A and run B were scored with other scorers ({', '.join(only)}): a metric a run did not "
+            "score reads 0 or – there (cost_usd and main tokens need cost); `rollsum score RUN --scorers ...` "
+            "aligns them"]
+
+
 def _some(configs: Sequence[str], shown: int = 3) -> str:
     more = f" and {len(configs) - shown} more" if len(configs) > shown else ""
     return ", ".join(configs[:shown]) + more
@@ -545,6 +571,7 @@ def compare_runs(run_a: Run, run_b: Run, config: str | None = None, *,
         if only:
             warnings.append(f"configuration(s) in only one run, not compared: {', '.join(only)}")
     warnings += setup_differences(run_a, run_b, configs)
+    warnings += scorer_differences(run_a, run_b)
     verdicts_a, verdicts_b = analysis.config_verdicts(run_a), analysis.config_verdicts(run_b)
     for c in configs:
         warnings += (_status_warnings(verdicts_a, (c,), ("run A's",))

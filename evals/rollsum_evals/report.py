@@ -57,7 +57,9 @@ from rollsum_evals.report_keys import LEGEND_HEADERS, ConfigKeys, config_keys, c
 from rollsum_evals.report_qa import QA_CSV_COLUMNS, QA_HEADERS, QA_TEXT, QA_TITLE, has_qa, judge_notes, qa_rows
 from rollsum_evals.rundir.journal import read_jsonl
 from rollsum_evals.rundir.read import Run
+from rollsum_evals.scoring import ALWAYS
 from rollsum_evals.scoring.answer_retention import AnswerRetention
+from rollsum_evals.scoring.cost import Cost
 from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, WITHIN_ONLY, not_enough
 from rollsum_evals.verdicts import (
     BROKEN,
@@ -231,8 +233,10 @@ EXCLUSION_HEADERS = ("config", "asks", "answerable (counted)",
                      *(f"excluded: {w}" for w in EXCLUSION_WORDS.values()))
 
 
-def headline(table: pd.DataFrame) -> str:
-    """One sentence: which configuration the report recommends, and what it left out."""
+def headline(table: pd.DataFrame, scorers: Sequence[str] | None = None) -> str:
+    """One sentence: which configuration the report recommends, and what it left out.
+    `scorers`: the run's, when known (`run_scorers`): a run scored without `cost` has no main
+    tokens, so no gain even with its truncate curve; the sentence says that, not "no curve"."""
     if table.empty:
         return "No finished units."
     best = ranked(table)
@@ -248,6 +252,12 @@ def headline(table: pd.DataFrame) -> str:
     ranked_n = f"{len(best)} configuration(s) ranked"
     if not has_gains(table):
         r = best.iloc[0].to_dict()
+        if scorers is not None and Cost.name not in scorers:
+            again = [n for n in scorers if n not in ALWAYS]  # (added by every plan anyway)
+            return (f"Best: {r['config']} — retention {_retention(r)}; {ranked_n} by retention ({Cost.name} was "
+                    f"not scored in this run (scorers: {', '.join(scorers) or 'none'}), so no main tokens, no cost "
+                    f"and no gain over truncation: the 0 tokens and $0 below were not measured; re-score with "
+                    f"`rollsum score RUN --scorers {','.join([*again, Cost.name])}`).{tail}")
         return (f"Best: {r['config']} — retention {_retention(r)} at {fmt_num(r[axis.column], 0)} "
                 f"{axis.header}; {ranked_n} by retention (no truncate curve in this run, so no gain: "
                 f"re-run it to rank at matched tokens).{tail}")
@@ -317,9 +327,9 @@ def first_line(table: pd.DataFrame, probes: pd.DataFrame, scorers: Sequence[str]
     if scorers is not None and retention not in scorers:
         return (f"{retention} was not scored in this run (scorers: {', '.join(scorers) or 'none'}): "
                 f"no retention, no coverage, nothing ranked by them; re-score with `rollsum score RUN "
-                f"--scorers {retention}`. {headline(table)}")
+                f"--scorers {retention}`. {headline(table, scorers)}")
     warn = low_coverage_line(coverage(candidate_probes(table, probes)))
-    return f"{warn} {headline(table)}" if warn else headline(table)
+    return f"{warn} {headline(table, scorers)}" if warn else headline(table, scorers)
 
 
 def run_scorers(run: Run) -> list[str] | None:
@@ -369,6 +379,18 @@ def coverage_section(table: pd.DataFrame, probes: pd.DataFrame) -> tuple[str, li
 BUDGET_HEADERS = ("budget (main tokens / call)", "pick")
 BUDGET_TEXT = ("The spec's `[report] budgets`: for each, the ranked configuration with the highest gain over "
                "truncation among those spending at most that many main-model tokens per call.")
+
+
+def budget_labels(axis_header: str) -> tuple[tuple[str, str], str]:
+    """The budget table's headers and caption in the token figure budgets are held to (the
+    report's axis, `pick_sentence`): a run asked at chosen moments (`ages`, `end`) compares them
+    with the tokens at the asks, which the header called "main tokens / call"."""
+    if axis_header == "main tokens / call":
+        return BUDGET_HEADERS, BUDGET_TEXT
+    return ((f"budget ({axis_header})", "pick"),
+            f"The spec's `[report] budgets`: for each, the ranked configuration with the highest gain over "
+            f"truncation among those at most that many {axis_header} (the token figure this report ranks by: "
+            f"docs/reports.md).")
 
 
 def truncation_points(table: pd.DataFrame) -> pd.DataFrame:
@@ -625,9 +647,11 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     notes = _notes(run, table)
     sections = [(title, text, unranked_rows(table, status)) for status, title, text in SECTIONS]
     sections = [s for s in sections if s[2]]
-    first = first_line(table, every_probe, run_scorers(run))
+    scorers = run_scorers(run)
+    first = first_line(table, every_probe, scorers)
     budgets = run_budgets(run)
     budget_table = budget_rows(table, budgets) if budgets and has_gains(table) else []
+    budget_headers, budget_text = budget_labels(axis.header)
     cov_caption, cov_rows = coverage_section(table, every_probe)
     heads = rank_headers(tokens, few_conversations(table))
     curve_text = curve_section(curve, axis.column, tokens)
@@ -636,9 +660,9 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
     md = [f"# rollsum report: {md_escape(run.name)}", "", f"**{md_escape(first)}**", "",
           md_table(("field", "value"), _manifest_rows(run)), ""]
     md += [f"**{md_escape(n)}**" for n in notes] + ([""] if notes else [])
-    md += ["## Verdict", "", md_escape(headline(table)), ""]
+    md += ["## Verdict", "", md_escape(headline(table, scorers)), ""]
     if budget_table:
-        md += ["## At your budget", "", BUDGET_TEXT, "", md_table(BUDGET_HEADERS, budget_table), ""]
+        md += ["## At your budget", "", budget_text, "", md_table(budget_headers, budget_table), ""]
     md += ["## Ranked configurations", "", reading, ""]
     md += [md_table(heads, ranked_rows(table, keys)) if len(best) else "_no configuration is ranked_", ""]
     for title, text, rows in sections:
@@ -677,10 +701,10 @@ def _write_files(run: Run, out: Path, *, history: Path | None, n_resamples: int,
              f"<h1>rollsum report: {e(run.name)}</h1>", f'<p class="first"><b>{e(first)}</b></p>',
              html_table(("field", "value"), _manifest_rows(run), "meta")]
     parts += [f'<p class="warn"><b>{e(n)}</b></p>' for n in notes]
-    parts.append(f"<h2>Verdict</h2><p><b>{e(headline(table))}</b></p>")
+    parts.append(f"<h2>Verdict</h2><p><b>{e(headline(table, scorers))}</b></p>")
     if budget_table:
-        parts.append(f"<h2>At your budget</h2><p>{e(BUDGET_TEXT)}</p>")
-        parts.append(html_table(BUDGET_HEADERS, budget_table, "budgets"))
+        parts.append(f"<h2>At your budget</h2><p>{e(budget_text)}</p>")
+        parts.append(html_table(budget_headers, budget_table, "budgets"))
     parts.append(f"<h2>Ranked configurations</h2><p>{e(reading)}</p>")
     parts.append(html_table(heads, ranked_rows(table, keys), "ranked") if len(best)
                  else "<p>No configuration is ranked.</p>")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +126,25 @@ def test_sampled_timing_rescored_from_the_cli_reproduces_a_fresh_run_exactly(tmp
     assert set(probes["asked_turn"] - probes["evidence_turn"]) - {0} and (probes["age_turns"] >= 0).all()
 
 
+def test_a_questions_file_edited_after_the_run_is_named_not_only_the_chat(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the chat was unchanged; the line named only it ("dataset 'chat' (d.jsonl) changed")
+    from rollsum_evals.data import load, write_jsonl
+
+    data, questions = tmp_path / "d.jsonl", tmp_path / "q.jsonl"
+    (conv, *_) = load(SYNTH)
+    write_jsonl([dataclasses.replace(conv, probes=())], data)
+    questions.write_text(json.dumps({"question": "What was said first?", "answer": conv.messages[0].content[:20],
+                                     "evidence": 0}) + "\n")
+    spec = SPEC.format(scorers="", probes=AGES, source=data).replace(
+        f'source = "{data}"', f'source = "{data}"\nquestions = "{questions}"')
+    run_sweep(parse_spec(spec, "rs.toml"), tmp_path / "run", progress=False)
+    questions.write_text(questions.read_text().replace("What was said first?", "What came first?"))
+    assert main(["score", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"dataset 'chat' ({data} with questions {questions}) changed since the run" in err, err
+
+
 def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     from rollsum_evals.data import load, write_jsonl
@@ -141,7 +162,8 @@ def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
 @pytest.mark.parametrize(("argv", "needle"), [
     (["--scorers", "vibes"], "--scorers 'vibes': expected scorer names"),
     (["--scorers", "qa"], "needs a model to answer"),
-    (["--ages", "0,5"], "positive integers"),
+    (["--ages", "0,5"], "--ages '0,5': expected positive integers separated by commas (turns after the evidence), "
+                        "e.g. --ages 5,20"),  # was the --timing keys' forms ('sampled:N...'), not the flag's
     (["--no-end"], "only together with --ages"),
     (["--timing", "sampled:0"], "--timing 'sampled:0'"),
     (["--jobs", "8"], "--jobs 8: only with --executor ray"),  # was accepted and ignored: scored serially

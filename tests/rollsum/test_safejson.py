@@ -26,6 +26,7 @@ from rollsum.safejson import MAX_DEPTH, JSONInputError, check_value, has_surroga
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), f"at most {MAX_DEPTH} levels"),
     ('{"a": ' * (MAX_DEPTH + 1) + "1" + "}" * (MAX_DEPTH + 1), "nested too deeply"),
+    ('{"n": ' + "9" * 5000 + "}", "an integer of more than 4,300 digits"),  # was the parser's ValueError
 ])
 def test_unusable_json_is_one_error(text: str, needle: str) -> None:
     with pytest.raises(JSONInputError) as err:

@@ -67,7 +67,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     p.add_argument("file", metavar="FILE")
     p.add_argument("--format", type=dataset_format, default=None, help="jsonl, chat, locomo, hf (default: guessed)")
     p.add_argument("--questions", metavar="Q", default=None,
-                   help="also check a questions sidecar (.jsonl or .csv) against the chat")
+                   help="also check a questions sidecar (.jsonl, .json or .csv) against the chat")
     p.add_argument("--strict", action="store_true", help="warnings are errors; stop at the first error")
     _limit_args(p)
     p.set_defaults(func=cmd_validate)
@@ -239,10 +239,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.input}: no conversation to convert (every record was skipped, see the warnings "
                           "above, or there was none); nothing written")
     convs = itertools.chain([first], convs)
+    lost = {"times": 0, "names": 0}  # what an export format has no place for (left out, said below)
     with _progress(None, "convert", "conv") as bar:
         def counted() -> Any:
             for c in convs:
                 bar.update(1)
+                lost["times"] += sum(1 for m in c.messages if m.created_at)
+                lost["names"] += sum(1 for m in c.messages if m.name and (
+                    args.to_format == "sharegpt" or (args.to_format == "anthropic" and m.role != "tool")))
                 yield c
 
         side = None
@@ -262,6 +266,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if side is not None:
         print(f"wrote their questions to {Path(side).resolve()} (a questions sidecar: `rollsum init "
               f"{args.output} --questions {side}`)")
+    left = [f"{what} of {k:,} message(s)" for what, k in (("created_at", lost["times"]), ("name", lost["names"])) if k]
+    if left and args.to_format not in ("jsonl", "hf"):
+        when = "; a question about when something was said cannot be answered from it" if lost["times"] else ""
+        print(f"note: left out of the {args.to_format} file (the format has no field for them): {', '.join(left)}"
+              f"{when} (--to jsonl or hf keeps them)")
     return EXIT_OK
 
 

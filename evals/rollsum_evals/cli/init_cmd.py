@@ -41,7 +41,7 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
                        "full-context references, a window sized for the chat. Prints the next command.")
     p.add_argument("chat", metavar="CHAT", help="the chat: OpenAI/Anthropic message arrays, ShareGPT or "
                    "canonical JSONL (docs/datasets.md)")
-    p.add_argument("--questions", metavar="Q", help="questions sidecar (.jsonl or .csv) about the chat")
+    p.add_argument("--questions", metavar="Q", help="questions sidecar (.jsonl, .json or .csv) about the chat")
     p.add_argument("--out", metavar="SPEC", help="where to write the spec (default: <chat>.sweep.toml "
                    "beside the chat)")
     p.add_argument("--format", type=dataset_format, default=None,
@@ -74,6 +74,23 @@ def suggest_window(shape: ChatShape) -> int:
     want = min(want, MAX_SUGGESTED_WINDOW, max(shape.tokens // 2, MIN_SUGGESTED_WINDOW))
     step = 500 if want < 20_000 else 1_000 if want < 100_000 else 5_000
     return max(MIN_SUGGESTED_WINDOW, want // step * step)
+
+
+def fits_window(shape: ChatShape, window: int) -> bool:
+    """Whether the chat fits the window init writes (a chat under ~8,000 tokens fits the
+    smallest, `MIN_SUGGESTED_WINDOW`): then no configuration summarizes because of the window."""
+    return shape.tokens <= window
+
+
+def window_comment(shape: ChatShape, window: int) -> list[str]:
+    """The spec's comment above ``context_window``: what the window does for this chat. Why: it
+    said "about a quarter of the chat" above a window that held the whole chat."""
+    if fits_window(shape, window):
+        return [f"# the smallest window init writes; the chat (~{shape.tokens:,} tokens) fits in it, so the window",
+                "# never makes a configuration summarize (token-ratio replays like full context): a longer chat",
+                "# measures more"]
+    return [f"# about a quarter of the chat (~{shape.tokens:,} tokens): small enough that the summary decides what",
+            "# the model sees; a window that holds the whole chat makes every configuration equal full context"]
 
 
 def grids(shape: ChatShape) -> tuple[list[int], list[int], list[int]]:
@@ -130,8 +147,7 @@ def render_spec(name: str, chat: str, questions: str | None, fmt: str | None, sh
         f'description = "Threshold grid for {name}: since-last and token-ratio against truncate and full context."',
         f"models = [{_toml_str(model or 'extractive')}]",
         'scorers = ["answer_retention", "fact_survival", "cost"]',
-        f"# about a quarter of the chat (~{shape.tokens:,} tokens): small enough that the summary decides what",
-        "# the model sees; a window that holds the whole chat makes every configuration equal full context",
+        *window_comment(shape, window),
         f"context_window = {window}",
         "seeds = [0]",
         "",
@@ -186,8 +202,17 @@ def cmd_init(args: argparse.Namespace) -> int:
     from rollsum_evals.cli.data_cmd import unfindable_answers
     from rollsum_evals.data import load
     from rollsum_evals.data.sidecar import attach
-    from rollsum_evals.spec.parse import load_spec
+    from rollsum_evals.spec.parse import parse_spec
 
+    if args.model:  # named as the flag, not as the spec line it would become
+        from rollsum.models.spec import capabilities
+        from rollsum_evals.spec import components
+
+        if not components.is_builtin(args.model):
+            try:
+                capabilities(args.model)
+            except ConfigError as err:
+                raise ConfigError(f"--model {args.model!r}: {err}") from None
     if not os.path.isfile(args.chat):
         found = "is a directory" if os.path.isdir(args.chat) else "no such file"
         raise ConfigError(f"{args.chat}: {found} (expected a chat export: docs/datasets.md)")
@@ -208,13 +233,19 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(f"warning: {issue}")
     if len(missing) > 3:
         print(f"warning: ... {len(missing)} questions in all that answer_retention will not count or cannot hold")
+    if fits_window(shape, suggest_window(shape)):
+        print(f"warning: the chat (~{shape.tokens:,} tokens) fits the smallest window init writes "
+              f"({suggest_window(shape):,} tokens): no configuration summarizes because of the window, so "
+              "token-ratio replays like full context; a longer chat (or several) measures more")
     name = derived_name(args.chat)
     spec_dir = spec_path.resolve().parent
     text = render_spec(name, args.chat, args.questions, args.format, shape, args.model, spec_dir, spec_path.name)
     from rollsum_evals.fileio import atomic_write_text
 
+    # checked before it is written: a mistake in what the user gave (--model) must not leave a
+    # spec that `run` refuses (nor replace the one --force would have replaced)
+    spec = parse_spec(text, str(spec_path))
     atomic_write_text(spec_path, text)
-    spec = load_spec(spec_path)  # what we wrote must be a valid spec; a failure here is our bug
     from rollsum_evals.spec.expand import expand
 
     units = expand(spec, {d.name: ("-", [c.id for c in convs]) for d in spec.datasets})

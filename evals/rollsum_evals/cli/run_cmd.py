@@ -64,8 +64,10 @@ def register(sub: Any) -> None:  # argparse's _SubParsersAction is private
     run.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="the offline quickstart sweep and its report",
-                          description="Run the quickstart sweep (offline, synthetic data, all "
-                          "seven presets) and write its report; prints the report's path last.")
+                          description="Run the quickstart sweep (offline, synthetic data, the five "
+                          "seed presets and the full-context and truncate baselines; the tool-clearing "
+                          "presets are in the agents spec) and write its report; prints the report's "
+                          "path last.")
     demo.add_argument("--out", metavar="DIR", help="directory for the run (DIR/run) and its report "
                       "(DIR/report); default runs/quickstart-<time> and reports/<that name>")
     _common(demo)

@@ -63,7 +63,10 @@ def _timing(args: argparse.Namespace) -> Any:
     try:
         return parse_timing(key)
     except ValueError as err:
-        raise ConfigError(str(err).replace(f"probe timing {key!r}", "--ages/--after")) from None
+        if args.ages:  # the flag's own form, not the --timing keys it is turned into
+            raise ConfigError(f"--ages {args.ages!r}: expected positive integers separated by commas (turns "
+                              "after the evidence), e.g. --ages 5,20") from None
+        raise ConfigError(str(err).replace(f"probe timing {key!r}", "--after")) from None
 
 
 def cmd_score(args: argparse.Namespace) -> int:

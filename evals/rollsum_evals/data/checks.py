@@ -107,8 +107,13 @@ def _check_messages(msgs: Any, c: _Collector, limits: Limits) -> set[str] | None
     if len(msgs) > limits.max_messages:
         c.add("messages", f"expected at most {limits.max_messages:,} messages, got {len(msgs):,}")
         return None
+    unread: list[tuple[int, str]] = []  # (position, created_at) of times no context can show
+    # (a chat export's position differs when empties were left out: the id names its item)
     for i, m in enumerate(msgs):
         f = f"messages[{i}]"
+        if isinstance(m, dict) and isinstance(m.get("created_at"), str) and m["created_at"].strip() \
+                and not has_surrogate(m["created_at"]) and not _readable_time(m["created_at"]):
+            unread.append((i, m["created_at"]))
         if not isinstance(m, dict):
             c.add(f, f"expected an object with role and content, got {_type(m)}")
             continue
@@ -139,7 +144,25 @@ def _check_messages(msgs: Any, c: _Collector, limits: Limits) -> set[str] | None
         else:
             _check_tool_links(c, f"{f}.meta", meta)
         _check_meta(c, f"{f}.meta", meta)
+    if unread:
+        i, when = unread[0]
+        more = f" (and {len(unread) - 1} more message(s) of this conversation)" if len(unread) > 1 else ""
+        mid = msgs[i].get("id")
+        named = f" (message id {mid!r})" if isinstance(mid, str) and mid else ""
+        c.add(f"messages[{i}].created_at", f"expected an ISO 8601 time such as 2024-03-04T09:00:00Z, got "
+              f"{when[:60]!r}{named}{more}: a context shows such a message without its time, so a question about "
+              "when it was said cannot be answered from it", "warning")
     return ids
+
+
+def _readable_time(when: str) -> bool:
+    """Whether a context can show `when` as a stamp: the library's own rule
+    (`rollsum.context.shown_times`), so validate warns exactly where the stamp would be missing.
+    Why: any text was accepted, and a chat stamped ``03/04/2024 09:00`` replayed with no times."""
+    from rollsum.context import shown_times
+    from rollsum.types import Message
+
+    return shown_times([Message("user", "x", created_at=when)], "message")[0] is not None
 
 
 def _check_tool_links(c: _Collector, where: str, meta: Mapping[str, Any]) -> None:

@@ -143,7 +143,7 @@ def message_index(message_id: str | None, cid: str) -> int | None:
     """The export position a message id was assigned from (`<cid>:<i>` or `<cid>:<i>.<k>`)."""
     if not message_id:
         return None
-    m = re.fullmatch(re.escape(cid) + r":(\d+)(?:\.\d+)?", message_id)
+    m = re.fullmatch(re.escape(cid) + r":(\d{1,18})(?:\.\d+)?", message_id)  # (int() refuses 4,301 digits)
     return int(m.group(1)) if m else None
 
 
@@ -220,8 +220,14 @@ def _timestamp(item: Mapping[str, Any], where: str, i: int) -> str | None:
         try:
             return datetime.fromtimestamp(float(value), UTC).isoformat().replace("+00:00", "Z")
         except (OverflowError, OSError, ValueError):
+            hint = ""
+            try:  # JavaScript's Date.now() and many exports count milliseconds
+                datetime.fromtimestamp(float(value) / 1000, UTC)
+                hint = " (milliseconds since 1970? divide by 1000)"
+            except (OverflowError, OSError, ValueError):
+                pass
             raise ExportError(f"field {where}.{key}: expected ISO text or seconds since 1970 within years "
-                              f"1-9999, got {value!r}", i) from None
+                              f"1-9999, got {value!r}{hint}", i) from None
     if value is not None:  # else the message's time would be dropped in silence
         raise ExportError(f"field {where}.{key}: expected ISO text or seconds since 1970, got {describe(value)}", i)
     return None

@@ -117,11 +117,13 @@ def _canonical(row: dict[str, Any], cid: str) -> dict[str, Any]:
 
 
 def from_row(row: dict[str, Any], index: int = 0, *, file: str = "<dataset>",
-             dropped: list[int] | None = None) -> Conversation:
+             dropped: list[int] | None = None, seen_ids: set[str] | None = None) -> Conversation:
     """One row as a conversation, checked by the shared validator (`RecordError` naming the row
     and field when it cannot be used: a null ``content``, a missing ``role``, ...). A chat
     export's empty messages are left out, as in a chat file; `dropped` gets how many, once per
-    such row."""
+    such row. `seen_ids`: the conversation ids of the rows before (a second ``id`` is an error,
+    as in every other format: `data convert` wrote two conversations with one id, a file
+    `data validate` then refused)."""
     where = f"{file} row {index}"
     if "probes" in row or ("messages" in row and "id" in row and isinstance(row.get("meta"), str)):
         d = _canonical(row, str(row.get("id") or f"hf-{index}"))
@@ -137,7 +139,7 @@ def from_row(row: dict[str, Any], index: int = 0, *, file: str = "<dataset>",
             raise
         except ConfigError as err:
             raise RecordError([Issue(where, None, None, "", str(err).removeprefix(f"{where}: "))]) from None
-    errors = [i for i in check_record(d, file=where) if i.severity == "error"]
+    errors = [i for i in check_record(d, file=where, seen_ids=seen_ids) if i.severity == "error"]
     if errors:
         raise RecordError(errors)
     return Conversation.from_dict(d)
@@ -173,6 +175,7 @@ def _rows(path_or_name: str, skips: SkipLog, strict: bool) -> Iterator[Conversat
     rows = _open(path_or_name)
     index = 0
     dropped: list[int] = []
+    seen: set[str] = set()
     while True:
         try:
             row = next(rows)
@@ -187,7 +190,7 @@ def _rows(path_or_name: str, skips: SkipLog, strict: bool) -> Iterator[Conversat
             raise ConfigError(f"{path_or_name}: cannot open as a Hugging Face dataset: "
                               f"{' '.join(str(err).split())}") from None
         try:
-            yield from_row(row, index, file=path_or_name, dropped=dropped)
+            yield from_row(row, index, file=path_or_name, dropped=dropped, seen_ids=seen)
         except RecordError as err:
             if strict:
                 raise

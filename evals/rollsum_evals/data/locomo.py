@@ -47,7 +47,7 @@ def iter_locomo(path: str | os.PathLike[str], *, strict: bool = False, limits: L
     try:
         for index, sample in enumerate(samples):
             try:
-                yield from_sample(sample, index=index)
+                yield from_sample(sample, index=index, file=file)
             except ConfigError as err:
                 problem = RecordError([Issue(file, None, None, "", str(err))])
                 if strict:
@@ -68,14 +68,22 @@ def parse_session_date(raw: str) -> str | None:
     return None
 
 
+_JSON_KINDS: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+
+
 def _need(d: Mapping[str, Any], key: str, typ: type, where: str) -> Any:
+    """``d[key]`` when it is a `typ`; else a line in JSON's words (it said "expected dict, got
+    NoneType" for a missing ``conversation``, e.g. a chat export read with ``--format locomo``)."""
+    from rollsum_evals.data.exports import describe
+
     v = d.get(key)
     if not isinstance(v, typ):
-        raise ConfigError(f"{where} field {key}: expected {typ.__name__}, got {type(v).__name__}")
+        got = "nothing (the key is missing)" if key not in d else describe(v)
+        raise ConfigError(f"{where} field {key}: expected {_JSON_KINDS.get(typ, typ.__name__)}, got {got}")
     return v
 
 
-def from_sample(sample: Any, *, index: int = 0) -> Conversation:
+def from_sample(sample: Any, *, index: int = 0, file: str = "<locomo>") -> Conversation:
     where = f"sample {index}"
     if not isinstance(sample, dict):
         raise ConfigError(f"{where}: expected an object with conversation and qa")
@@ -87,15 +95,23 @@ def from_sample(sample: Any, *, index: int = 0) -> Conversation:
     for key, name in (("speaker_a", speaker_a), ("speaker_b", speaker_b)):
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise ConfigError(f"{where} field conversation.{key}: expected a speaker's name (a string), got {name!r}")
-    sessions = sorted((int(m.group(1)), k) for k in conv if (m := _SESSION.match(k)))
+    numbered = [(m.group(1), k) for k in conv if (m := _SESSION.match(k))]
+    for digits, k in numbered:  # int() refuses past 4,300 digits: a traceback, not a line
+        if len(digits) > 18:
+            raise ConfigError(f"{where} field conversation.{k[:30]}...: expected a session number of at most "
+                              f"18 digits, got {len(digits):,}")
+    sessions = sorted((int(digits), k) for digits, k in numbered)
     messages: list[Message] = []
     session_ids: dict[int, list[str]] = {}
+    unread: list[str] = []  # session dates of a shape not read: their turns carry no time
     for number, key in sessions:
         turns = conv[key]
         if not isinstance(turns, list):
             raise ConfigError(f"{where} field conversation.{key}: expected a list of turns")
         raw_date = conv.get(f"{key}_date_time")
         created = parse_session_date(raw_date) if isinstance(raw_date, str) else None
+        if isinstance(raw_date, str) and raw_date.strip() and created is None and turns:
+            unread.append(f"{key}_date_time {raw_date[:40]!r}")
         for t, turn in enumerate(turns):
             f = f"conversation.{key}[{t}]"
             if not isinstance(turn, dict):
@@ -126,13 +142,17 @@ def from_sample(sample: Any, *, index: int = 0) -> Conversation:
             session_ids.setdefault(number, []).append(dia_id)
     if not messages:
         raise ConfigError(f"{where} field conversation: expected at least one session with turns")
+    if unread:  # never silent: a temporal question about these sessions is lost even by full context
+        log.warning("%s: %s: %s: expected a LoCoMo date such as '1:56 pm on 8 May, 2023'; their turns carry no "
+                    "time (created_at), so a question about when is lost even by full context", file, where,
+                    ", ".join(unread[:3]) + (f" and {len(unread) - 3} more" if len(unread) > 3 else ""))
     known = {cast(str, m.id) for m in messages}
     probes = tuple(_probe(q, i, sample_id, known, where) for i, q in enumerate(_need(sample, "qa", list, where)))
     refs: list[Reference] = []
     summaries = sample.get("session_summary") or {}
     if isinstance(summaries, dict):
         for key, text in summaries.items():
-            m = re.match(r"^session_(\d+)_summary$", key)
+            m = re.match(r"^session_(\d{1,18})_summary$", key)
             if m and isinstance(text, str) and int(m.group(1)) in session_ids:
                 n = int(m.group(1))
                 refs.append(Reference(id=f"{sample_id}:session_{n}", text=text,

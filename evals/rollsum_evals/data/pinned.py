@@ -47,6 +47,13 @@ class DatasetSpec:
                    max_line_bytes=line_bytes if isinstance(line_bytes, int) else None)
 
 
+def sources(ds: DatasetSpec) -> str:
+    """The files a dataset's hash covers, for a "changed since the run" line: the chat and its
+    questions sidecar. Why: a sidecar edited after the run was reported as the chat file having
+    changed, which the user then found unchanged."""
+    return f"{ds.source} with questions {ds.questions}" if ds.questions else ds.source
+
+
 @dataclass(frozen=True, slots=True)
 class Loaded:
     """What a loader read: the conversations, and how many bad records it left out."""
@@ -165,7 +172,7 @@ def load_pinned(datasets: Mapping[str, Mapping[str, object]], loader: Loader = d
                             str(info.get("sha256"))[:12])
             ds = load_dataset(src, loader, where=where)
         if ds.sha256 != info.get("sha256"):
-            raise ConfigError(f"{where or 'run'}: dataset '{name}' ({src.source}) changed since the run "
+            raise ConfigError(f"{where or 'run'}: dataset '{name}' ({sources(src)}) changed since the run "
                               f"(sha256 {str(info.get('sha256'))[:12]}…, now {ds.sha256[:12]}…): its "
                               "traces no longer match it")
         out[name] = ds

@@ -54,6 +54,15 @@ ASK_AT_END = "end"
 META_KEY = "ask_at"
 """`Probe.meta` key of a resolved ``ask_at``: a message position in the conversation, or "end"."""
 _AGE = re.compile(r"^\+\s*(\d+)$")
+MAX_INDEX_DIGITS = 18
+"""Longest message index read as a number (no chat has 10**18 messages; ``int()`` refuses past
+`sys.get_int_max_str_digits`): a longer one is reported as outside the chat."""
+
+
+def _index_value(text: str) -> int | str:
+    """A CSV cell's index: an int, or the digits themselves when too long to be one."""
+    digits = text.strip()
+    return int(digits) if len(digits) <= MAX_INDEX_DIGITS else digits
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +179,7 @@ def _csv_records(file: str, text: str) -> list[Row]:
             if isinstance(fields.get(key), str) and key == "stale_answers":
                 fields[key] = [s.strip() for s in fields[key].split(";") if s.strip()]
             elif isinstance(fields.get(key), str) and re.fullmatch(r"\d+(\s*;\s*\d+)*", fields[key]):
-                fields[key] = [int(s) for s in fields[key].split(";")]
+                fields[key] = [_index_value(s) for s in fields[key].split(";")]
         own = {k[len(META_FIELD) + 1:]: fields.pop(k) for k in list(fields) if k.startswith(f"{META_FIELD}.")}
         if own:
             fields[META_FIELD] = own
@@ -222,7 +231,16 @@ class _Chat:
         self.normed = [_norm(m.content) for m in conv.messages]
         self.last_index = max(self.by_index, default=-1)
 
-    def index(self, n: int) -> list[int] | str:
+    def index(self, n: int | str) -> list[int] | str:
+        """The positions message index `n` (an int, or a run of digits) stands for, or what was
+        expected. Digits past `MAX_INDEX_DIGITS` are outside any chat (and past what ``int()``
+        converts: a 5,000-digit index was a ValueError traceback)."""
+        if isinstance(n, str):
+            digits = n.strip()
+            if len(digits) > MAX_INDEX_DIGITS:
+                return (f"message index {digits[:12]}… ({len(digits):,} digits) is outside the chat (messages "
+                        f"0-{self.last_index}; indices count from 0)")
+            n = int(digits)
         if n in self.by_index:
             return self.by_index[n]
         if n < 0 or n > self.last_index:
@@ -242,7 +260,7 @@ class _Chat:
                 out.add(self.by_id[item])
                 continue
             if isinstance(item, int) or item.strip().isdigit():
-                found = self.index(int(item))
+                found = self.index(item)
                 if isinstance(found, str):
                     return found
                 out.update(found)
@@ -267,14 +285,15 @@ class _Chat:
         if age is not None:
             if not evidence:
                 return (f"'+N' (N messages after the evidence) needs evidence; got {value!r} without it",)
-            pos = max(evidence) + int(age.group(1))
+            pos = max(evidence) + (int(age.group(1)) if len(age.group(1)) <= MAX_INDEX_DIGITS else last + 1)
             if pos > last:
-                return (f"{value!r} is past the end of the chat (evidence at message {self._label(max(evidence))}, "
+                return (f"{value if len(value) <= 40 else value[:37] + '...'!r} is past the end of the chat "
+                        f"(evidence at message {self._label(max(evidence))}, "
                         f"{last - max(evidence)} message(s) after it)",)
             return pos
         numeric = isinstance(value, str) and value.strip().isdigit()
         if (isinstance(value, int) and not isinstance(value, bool)) or numeric:
-            found = self.index(int(value))
+            found = self.index(value)
             if isinstance(found, str):
                 return (found,)
             pos = max(found)
@@ -377,11 +396,13 @@ def _conversation_of(row: Row, convs: Sequence[Conversation]) -> Conversation | 
     for c in convs:
         if c.id == str(want):
             return c
-    if (isinstance(want, int) and not isinstance(want, bool)) or (isinstance(want, str) and want.isdigit()):
+    if (isinstance(want, int) and not isinstance(want, bool)) or (
+            isinstance(want, str) and want.isdigit() and len(want) <= MAX_INDEX_DIGITS):
         k = int(want)
         if 0 <= k < len(convs):
             return convs[k]
-    return f"no conversation {want!r} in the chat file (it holds {', '.join(c.id for c in convs[:5])}...)"
+    shown = want if not isinstance(want, str) or len(want) <= 40 else want[:37] + "..."
+    return f"no conversation {shown!r} in the chat file (it holds {', '.join(c.id for c in convs[:5])}...)"
 
 
 def check(convs: Sequence[Conversation], rows: Sequence[Row]) -> tuple[list[Conversation], list[Issue]]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from rollsum.errors import ConfigError
 from rollsum_evals.data.copies import DatasetCopies
-from rollsum_evals.data.pinned import Dataset, DatasetSpec, Loader, kept_copy, load_dataset
+from rollsum_evals.data.pinned import Dataset, DatasetSpec, Loader, kept_copy, load_dataset, sources
 from rollsum_evals.run import provenance
 from rollsum_evals.rundir.format import EVENTS, FORMAT_VERSION, SUMMARIES
 from rollsum_evals.rundir.journal import ReplayLines, RunDir, lines
@@ -103,7 +103,8 @@ def load_datasets(spec: SweepSpec, loader: Loader, previous: Mapping[str, Any],
            for ds in spec.datasets}
     for name, info in (previous.get("datasets") or {}).items():
         if name in out and info.get("sha256") != out[name].sha256:
-            raise ConfigError(f"{spec.path}: dataset '{name}' changed since the run started (sha256 "
+            raise ConfigError(f"{spec.path}: dataset '{name}' ({sources(out[name].source)}) changed since the run "
+                              f"started (sha256 "
                               f"{str(info.get('sha256'))[:12]}…, now {out[name].sha256[:12]}…); "
                               "start a new run (another --out)")
     return out

@@ -8,6 +8,7 @@ same words, and a mistake is one line at the config's key before anything runs.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -72,7 +73,9 @@ def check_params(w: Where, configs: Sequence[Mapping[str, Any]], i: int, preset:
         for policy in chosen:
             valid = [k for k in presets.valid_params(policies.get(policy)) if k not in WIRING]
             if key not in valid:
-                raise fail(key, where, f"a parameter of preset {preset} (one of {', '.join(valid)})", key)
+                near = difflib.get_close_matches(key, valid, n=1, cutoff=0.75)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                raise fail(key, where, f"a parameter of preset {preset} (one of {', '.join(valid)}{hint})", key)
             for x in xs:
                 found = presets.param_problem(preset, key, x, policy=policy)
                 if found is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -93,7 +94,7 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     through its content hash)."""
     text = text.removeprefix("\ufeff")  # a byte order mark: TOML has none, Windows editors write one
     try:
-        raw = tomllib.loads(text)
+        raw = toml_loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: not valid TOML: {err}") from None
     w = Where(path, text)
@@ -305,9 +306,28 @@ def _check_priced(w: Where, key: str, model: str) -> None:
 def _toml_value(text: str) -> Any:
     """`10` -> 10, `0.8` -> 0.8, `true` -> True, `"x"` or a bare word -> str."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        return toml_loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+
+
+def toml_loads(text: str) -> dict[str, Any]:
+    """`tomllib.loads`, but an integer of more digits than ``int()`` converts
+    (`sys.get_int_max_str_digits`) is a `TOMLDecodeError` naming its line: tomllib let the
+    interpreter's ValueError through, a traceback for a typo in a spec or a ``--set``."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError as err:
+        if "integer string conversion" not in str(err):
+            raise
+        limit = sys.get_int_max_str_digits()
+        line = next((n for n, ln in enumerate(text.splitlines(), 1)
+                     if re.search(rf"\d{{{limit + 1}}}", ln.replace("_", ""))), None)
+        where = f" (at line {line})" if line else ""
+        raise tomllib.TOMLDecodeError(f"an integer of more than {limit:,} digits{where}: expected a number "
+                                      "Python can read") from None
 
 
 def apply_override(raw: dict[str, Any], item: str, path: str = "<spec>") -> list[int]:
@@ -439,7 +459,7 @@ def _datasets(w: Where, v: Any, locomo: str | None, read: ReadOptions) -> tuple[
         if limit is not None and check_number(limit, integer=True, range=Range(1)):
             raise w.error(f"datasets[{i}].limit", "a positive integer", limit, key="limit")
         if questions is not None and (not isinstance(questions, str) or not questions):
-            raise w.error(f"datasets[{i}].questions", "the path of a questions file (.jsonl or .csv)",
+            raise w.error(f"datasets[{i}].questions", "the path of a questions file (.jsonl, .json or .csv)",
                           questions, key="questions")
         if source == LOCOMO_PLACEHOLDER:
             if not locomo:

@@ -26,13 +26,34 @@ class Where:
                 seen += 1
         return None
 
-    def location(self, key: str, occurrence: int = 0) -> str:
-        line = self.line_of(key, occurrence)
+    def line_in_table(self, table: str, i: int, key: str) -> int | None:
+        """The line of `key` inside the `i`-th ``[[table]]`` (its header up to the next header
+        that is not one of its own sub-tables); None when the tables are not one header each or
+        the key is not written there. Why: counting a key's occurrences over the whole file put a
+        config's ``models`` or an unknown key at the top-level ``models`` line, or at no line."""
+        header = re.compile(rf"^\s*\[\[\s*{re.escape(table)}\s*\]\]")
+        starts = [n for n, text in enumerate(self.lines) if header.match(text)]
+        if i >= len(starts):
+            return None
+        own = re.compile(rf"^\s*\[\[?\s*{re.escape(table)}\s*\.")
+        pat = re.compile(rf"^\s*(\[\[?\s*)?[\w.\-\"]*\b{re.escape(key)}\b")
+        for n in range(starts[i] + 1, len(self.lines)):
+            text = self.lines[n]
+            if text.lstrip().startswith("[") and not own.match(text):
+                return None
+            if pat.match(text):
+                return n + 1
+        return None
+
+    def location(self, key: str, occurrence: int = 0, fieldname: str = "") -> str:
+        table = re.match(r"^(\w+)\[(\d+)\]\.", fieldname)
+        line = self.line_in_table(table[1], int(table[2]), key) if table else None
+        line = line or self.line_of(key, occurrence)
         return f"{self.path}:{line}" if line else self.path
 
     def error(self, fieldname: str, expected: str, got: Any = None, *, key: str | None = None,
               occurrence: int = 0) -> ConfigError:
-        loc = self.location(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence)
+        loc = self.location(key or fieldname.rsplit(".", 1)[-1].split("[")[0], occurrence, fieldname)
         got_s = "" if got is None else f", got {got!r}"
         return ConfigError(f"{loc}: field '{fieldname}': expected {expected}{got_s}")
 

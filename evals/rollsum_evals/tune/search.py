@@ -54,7 +54,7 @@ from rollsum_evals.rundir.format import MANIFEST
 from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.spec import components
 from rollsum_evals.spec.expand import variants
-from rollsum_evals.spec.parse import parse_spec, read_spec_text
+from rollsum_evals.spec.parse import parse_spec, read_spec_text, toml_loads
 from rollsum_evals.spec.schema import SweepSpec
 from rollsum_evals.tune.evaluate import Measured, measure, sub_spec, unit_ids
 from rollsum_evals.tune.output import equivalent_grid, write_outputs
@@ -393,7 +393,7 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
     # the sweep part first, by the sweep's parser on the user's own text (so a mistake names its
     # line); a spec that only tunes has no [[configs]] of its own: one is added after its last line
     try:
-        own = tomllib.loads(text)
+        own = toml_loads(text)
     except tomllib.TOMLDecodeError:
         own = {}  # parse_spec below says what is wrong, and where
     base = parse_spec(text if own.get("configs") else text + '\n[[configs]]\npreset = "truncate"\n', path,

@@ -36,6 +36,7 @@ Default integer ranges get a step of a tenth of their span for the same reason.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -253,6 +254,48 @@ def _dim(path: str, preset: str, name: str, value: Mapping[str, Any]) -> Dim:
     return Dim(name, "int" if integer else "float", low=low, high=high, step=step, log=log)
 
 
+def _check_values(path: str, preset: str, dims: Sequence[Dim], fixed: Mapping[str, Any]) -> None:
+    """Every key a parameter of the preset and every value one the library takes (a fixed value,
+    a range's ends as the sampler would propose them, each choice), checked before anything runs.
+    Why: a misspelt key, a bad fixed value or a float step on an integer parameter failed every
+    trial in turn and the tune ended "best: none (no feasible trial)", exit 0."""
+    from rollsum import policies
+    from rollsum.params import WIRING
+
+    policy = fixed.get("policy")
+    valid = [k for k in presets.valid_params(policies.get(policy if isinstance(policy, str) and policy in
+                                                          policies.POLICIES else presets.get(preset).policy))
+             if k not in WIRING]
+    values: list[tuple[str, str, Any]] = [(f"params.{preset}.{k}", k, v) for k, v in fixed.items()]
+    for d in dims:
+        where = f"params.{preset}.{d.name}"
+        if d.kind == "categorical":
+            values += [(f"{where}.choices", d.name, v) for v in d.choices]
+        elif d.kind == "int":
+            values += [(f"{where}.{end}", d.name, int(v)) for end, v in (("low", d.low), ("high", d.high))]
+        else:  # what the sampler proposes for a range of floats (or a float step) is a float
+            values += [(f"{where}.{end}", d.name, float(v)) for end, v in (("low", d.low), ("high", d.high))]
+    for where, key, value in values:
+        if key in CATEGORICAL_KEYS:
+            continue
+        if key == "timestamps":  # how the context shows times: the replay's (as in a spec's params)
+            from rollsum.context import TIMESTAMPS
+
+            if value not in TIMESTAMPS:
+                raise _fail(path, where, f"one of {', '.join(TIMESTAMPS)}", value)
+            continue
+        if key not in valid:
+            near = difflib.get_close_matches(key, valid, n=1, cutoff=0.75)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise _fail(path, where.removesuffix(".low").removesuffix(".choices"),
+                        f"a parameter of preset {preset} (one of {', '.join(valid)}{hint})")
+        found = presets.param_problem(preset, key, value, policy=policy)
+        if found is not None:
+            if isinstance(value, float) and presets.param_problem(preset, key, int(value), policy=policy) is None:
+                found += " (a float step or float ends make the sampler propose floats: give integers)"
+            raise _fail(path, where, found, value)
+
+
 def _positive_int(path: str, table: Mapping[str, Any], key: str, default: int, minimum: int = 1) -> int:
     v = table.get(key, default)
     if check_number(v, integer=True, range=Range(minimum)) is not None:
@@ -294,6 +337,7 @@ def parse_tune(raw: Mapping[str, Any], path: str, *, context_window: int,
         fixed = {k: v for k, v in own.items() if not isinstance(v, dict)}
         if not dims:
             raise _fail(path, f"params.{preset}", "at least one searched parameter ({ low, high } or { choices })")
+        _check_values(path, preset, dims, fixed)
         spaces.append(PresetSpace(preset, dims, fixed))
     objective = table.get("objective", "gain")
     if objective not in OBJECTIVES:

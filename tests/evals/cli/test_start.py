@@ -99,6 +99,35 @@ def test_init_without_questions_warns_that_retention_cannot_be_measured(
     assert "no questions" in capsys.readouterr().out
 
 
+def test_init_with_a_bad_model_writes_nothing_and_names_the_flag(
+        tmp_path: Path, export: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # the spec was written, then refused at "SPEC:7: field 'models'": a spec `run` refuses was
+    # left behind (and with --force the user's earlier spec was already replaced)
+    chat, _ = export
+    spec = chat.with_name("my-chat.sweep.toml")
+    assert main(["init", str(chat), "--model", "anthropc:claude"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rollsum: error: --model 'anthropc:claude': ") and len(err.splitlines()) == 1
+    assert not spec.exists()
+    spec.write_text("# mine\n")
+    assert main(["init", str(chat), "--model", "anthropc:claude", "--force"]) == 2
+    assert spec.read_text() == "# mine\n"
+
+
+def test_init_on_a_chat_that_fits_the_smallest_window_says_so(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # a 40-message chat (~600 tokens) under the 2,000-token floor: the spec said "about a quarter
+    # of the chat" above a window that held all of it, and init printed nothing
+    chat = tmp_path / "short.json"
+    chat.write_text(json.dumps([{"role": "user" if i % 2 == 0 else "assistant",
+                                 "content": f"message {i} about the weather and the garden"} for i in range(40)]))
+    assert main(["init", str(chat)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: the chat (~" in out and "fits the smallest window init writes (2,000 tokens)" in out
+    text = chat.with_name("short.sweep.toml").read_text()
+    assert "about a quarter of the chat" not in text and "the chat (~" in text and "fits in it" in text
+
+
 @given(messages=st.integers(2, 5000))
 def test_the_suggested_grid_has_no_two_values_that_replay_alike(messages: int) -> None:
     # the engine summarizes at most once per `min_messages_per_attempt` messages: a smaller

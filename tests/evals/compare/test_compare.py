@@ -276,3 +276,33 @@ def test_two_runs_whose_configurations_ran_another_setup_are_warned_once_per_dif
         "setup's, not only the change's",
         "run A and run B differ in the conversations replayed (8 vs 6, 6 in both) for x, y: a difference "
         "there is the setup's, not only the change's"]
+
+
+def test_a_presets_name_for_a_label_says_which_configurations_it_names(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # "--a since-last" on a grid run suggested "did you mean 'truncate'?" (the nearest string)
+    run = make_run(tmp_path / "grid", {"since-last[keep_last=2,messages_per_summary=20]": 0.3,
+                                       "since-last[keep_last=20,messages_per_summary=20]": 0.8, "truncate": 0.1})
+    assert main(["compare", str(run), "--a", "since-last", "--b", "truncate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "did you mean" not in err
+    assert ("'since-last' names 2 configurations of this run, not one ('since-last[keep_last=2,"
+            "messages_per_summary=20]', 'since-last[keep_last=20,messages_per_summary=20]')") in err
+
+
+def test_two_runs_scored_with_other_scorers_are_warned(tmp_path: Path) -> None:
+    # a run re-scored without cost compared with one scored with it: cost_usd $0.0000 on one side
+    # and a "difference" in cost, with no word
+    import json
+
+    run_a = load(make_run(tmp_path / "a", {"x": 0.5, "y": 0.6}))
+    b = make_run(tmp_path / "b", {"x": 0.5, "y": 0.6}, name="b")
+    assert not [w for w in compare_runs(run_a, load(b), n_resamples=N).warnings if "other scorers" in w]
+    for path, scorers in ((tmp_path / "a", ["answer_retention", "cost"]), (b, ["answer_retention", "rouge"])):
+        manifest = json.loads((path / "manifest.json").read_text())
+        manifest["scoring"]["scorers"] = scorers  # what `rollsum score --scorers` records
+        (path / "manifest.json").write_text(json.dumps(manifest))
+    said = [w for w in compare_runs(load(tmp_path / "a"), load(b), n_resamples=N).warnings if "other scorers" in w]
+    assert said == ["run A and run B were scored with other scorers (cost only in run A, rouge only in run B): a "
+                    "metric a run did not score reads 0 or – there (cost_usd and main tokens need cost); "
+                    "`rollsum score RUN --scorers ...` aligns them"]

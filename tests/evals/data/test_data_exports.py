@@ -3,6 +3,7 @@ many) load as canonical conversations; a file's shape is decided once; conversio
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -14,6 +15,8 @@ from rollsum_evals.data import guess_format, load, validate
 from rollsum_evals.data.checks import RecordError
 from rollsum_evals.data.convert import write_export
 from rollsum_evals.data.sidecar import attach
+
+from rollsum.errors import ConfigError
 
 CHAT = [{"role": "system", "content": "Be brief."},
         {"role": "user", "content": "My locker code is 4417."},
@@ -190,6 +193,27 @@ def test_convert_cli_writes_a_plain_openai_export_and_its_sidecar(
     assert main(["data", "validate", str(out), "--questions", str(side)]) == 0
 
 
+@pytest.mark.parametrize(("fmt", "said"), [
+    ("openai", "created_at of 80 message(s);"),
+    ("anthropic", "created_at of 80 message(s), name of 2 message(s);"),
+    ("sharegpt", "created_at of 80 message(s), name of 2 message(s);"),
+    ("jsonl", None),
+])
+def test_convert_says_what_an_export_format_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     fmt: str, said: str | None) -> None:
+    # every message's time was dropped without a word (the round trip compares role and content)
+    src = tmp_path / "chat.jsonl"
+    (conv,) = load("synth:chat?conversations=1&messages=80&seed=1")
+    named = [dataclasses.replace(m, name="Zoë" if i < 2 else None) for i, m in enumerate(conv.messages)]
+    src.write_text(json.dumps(dataclasses.replace(conv, messages=tuple(named)).to_dict()) + "\n")
+    assert main(["data", "convert", str(src), str(tmp_path / "out.jsonl"), "--to", fmt]) == 0
+    notes = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("note:")]
+    if said is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and f"left out of the {fmt} file" in notes[0] and said in notes[0], notes
+
+
 def test_canonical_records_in_a_json_array_keep_their_probes(tmp_path: Path) -> None:
     """Not canonical JSONL, so read as chat export; evidence naming the records' own message
     ids still resolves."""
@@ -211,3 +235,15 @@ def test_canonical_records_in_a_json_array_keep_their_probes(tmp_path: Path) -> 
         pos_b = {m.id: i for i, m in enumerate(b.messages)}
         assert [(p.id, [pos_a[e] for e in p.evidence]) for p in a.probes] == \
                [(p.id, [pos_b[e] for e in p.evidence]) for p in b.probes]
+
+
+@pytest.mark.parametrize(("stamp", "hint"), [(1709542800123, True), (1e20, False)])
+def test_an_epoch_no_calendar_holds_is_one_line_and_milliseconds_are_named(
+        tmp_path: Path, stamp: float, hint: bool) -> None:
+    # Date.now() style milliseconds were refused without saying what they probably are
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "x", "timestamp": stamp}]))
+    with pytest.raises(ConfigError, match=r"field messages\[0\]\.timestamp: expected ISO text or seconds since "
+                                          r"1970 within years 1-9999") as err:
+        load(chat, strict=True)
+    assert ("(milliseconds since 1970? divide by 1000)" in str(err.value)) is hint

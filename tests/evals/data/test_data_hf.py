@@ -44,6 +44,23 @@ def test_a_chat_dataset_says_how_many_empty_messages_it_left_out(tmp_path: Path,
     assert len(said) == 1 and "dropped 3 empty message(s)" in said[0] and "in 2 conversation(s)" in said[0], said
 
 
+def test_two_rows_with_one_conversation_id_are_refused_as_in_every_format(tmp_path: Path) -> None:
+    """`data stats` counted both and `data convert` wrote both 'a's (a file `data validate`
+    then refused); a run refused them only later, by another rule."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rollsum.errors import ConfigError
+
+    path = tmp_path / "dup.parquet"
+    pq.write_table(pa.Table.from_pylist([{"id": "a", "messages": [{"role": "user", "content": "x"}]},
+                                         {"id": "a", "messages": [{"role": "user", "content": "y"}]}]), path)
+    with pytest.raises(ConfigError, match=r"dup\.parquet row 1: conversation 'a' field id: expected a "
+                                          r"conversation id unique in the file \(duplicate\)"):
+        load(str(path), strict=True)
+    assert [c.messages[0].content for c in load(str(path))] == ["x"]  # the second skipped, with a warning
+
+
 def test_not_a_dataset_is_a_config_error(tmp_path: Path) -> None:
     from rollsum.errors import ConfigError
 

@@ -35,6 +35,27 @@ def test_session_date_is_kept(tiny: Conversation) -> None:
     assert parse_session_date("not a date") is None
 
 
+def test_a_session_date_of_another_shape_is_said_not_dropped_in_silence(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # '8 May 2023 at 1:56pm' left the session's turns without created_at and nobody said so
+    import logging
+
+    sample = json.loads(TINY.read_text())
+    sample = sample[0] if isinstance(sample, list) else sample
+    sample["conversation"]["session_1_date_time"] = "8 May 2023 at 1:56pm"
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps([sample]))
+    with caplog.at_level(logging.WARNING, logger="rollsum_evals.data.locomo"):
+        (conv,) = load(path)
+    assert conv.messages[0].created_at is None and conv.messages[3].created_at == "2022-03-09T10:15:00"
+    said = [r.getMessage() for r in caplog.records if "session_1_date_time" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(f"{path}: sample 0 (") and "'8 May 2023 at 1:56pm'" in said[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="rollsum_evals.data.locomo"):
+        load(TINY)
+    assert not [r for r in caplog.records if "date_time" in r.getMessage()]
+
+
 def test_image_captions_become_text(tiny: Conversation) -> None:
     assert tiny.messages[1].content.endswith("[shares a photo: a photo of a canal with boats]")
 
@@ -72,6 +93,36 @@ def test_broken_sample_is_a_config_error_in_strict_mode(tmp_path: Path) -> None:
         load(f, "locomo", strict=True)
     assert load(f, "locomo") == []
     assert not validate(f).ok
+
+
+def test_a_wrong_shape_is_named_in_json_words_not_python_types(tmp_path: Path) -> None:
+    # "expected dict, got NoneType" for a chat export read as LoCoMo
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    with pytest.raises(ConfigError, match=r"field conversation: expected an object, got nothing \(the key is"):
+        load(chat, "locomo", strict=True)
+    data = json.loads(TINY.read_text())
+    data[0]["qa"] = {"q": 1}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=r"field qa: expected an array, got an object with keys q"):
+        load(bad, "locomo", strict=True)
+
+
+def test_a_session_number_too_long_to_read_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    # int() refuses past 4,300 digits: the loader raised its ValueError
+    data = json.loads(TINY.read_text())
+    data[0]["session_summary"] = {"session_" + "9" * 5000 + "_summary": "x"}  # no such session: left out
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps(data))
+    assert len(load(ok, "locomo", strict=True)) == 1
+    conv = data[0]["conversation"]
+    conv["session_" + "9" * 5000] = conv.pop("session_2")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=r"field conversation\.session_9+\.\.\.: expected a session number of "
+                                          r"at most 18 digits, got 5,000"):
+        load(bad, "locomo", strict=True)
 
 
 def test_truncated_locomo_file_is_one_clear_error(tmp_path: Path) -> None:

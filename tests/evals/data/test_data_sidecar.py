@@ -78,6 +78,13 @@ def test_evidence_and_ask_at_resolve_to_the_chat(tmp_path: Path, chat: Path) -> 
     ({"question": "Q", "answer": "A", "evidence": 5, "meta": {"ask_at": 2}},
      "field meta.ask_at: expected 'ask_at' beside question and answer, not in meta"),
     ({"question": "Q", "answer": "A", "evidence": 5, "category": "trivia"}, "field category: expected one of"),
+    # 5,000 digits: int() refused them with a ValueError traceback
+    ({"question": "Q", "answer": "A", "evidence": "9" * 5000},
+     "field evidence: message index 999999999999… (5,000 digits) is outside the chat"),
+    ({"question": "Q", "answer": "A", "evidence": 5, "ask_at": "9" * 5000},
+     "field ask_at: message index 999999999999… (5,000 digits) is outside the chat"),
+    ({"question": "Q", "answer": "A", "evidence": 5, "ask_at": "+" + "9" * 5000},
+     "field ask_at: '+999999999999999999999999999999999999...' is past the end"),
 ])
 def test_each_mistake_is_one_line_naming_file_line_and_field(
         tmp_path: Path, chat: Path, row: dict[str, Any], needle: str) -> None:
@@ -147,6 +154,9 @@ def test_several_conversations_need_a_conversation_column(tmp_path: Path) -> Non
                             {"question": "Q", "answer": "4417", "evidence": 5, "conversation": convs[0].id}])
     out = attach(convs, q)
     assert [len(c.probes) for c in out] == [1, 1]
+    q = _sidecar(tmp_path, [{"question": "Q", "answer": "4417", "evidence": 5, "conversation": "9" * 5000}])
+    with pytest.raises(RecordError, match=r"field conversation: no conversation '9{37}\.\.\.' in the chat"):
+        attach(convs, q)  # was int()'s ValueError traceback past 4,300 digits
 
 
 def test_a_bad_line_is_named(tmp_path: Path, chat: Path) -> None:
@@ -227,3 +237,21 @@ def test_a_json_array_item_that_is_not_a_question_names_its_index(tmp_path: Path
     with pytest.raises(ConfigError, match=re.escape(f"{q}: item [1]: expected a question object with question "
                                                     "and answer, got a number")):
         read_rows(q)
+
+
+def test_a_csv_index_too_long_to_read_is_outside_the_chat(tmp_path: Path, chat: Path) -> None:
+    q = tmp_path / "q.csv"
+    q.write_text("question,answer,evidence\nLocker code?,4417,5\nQ,A," + "9" * 5000 + "\n")
+    with pytest.raises(RecordError, match=r"q\.csv:3: conversation 'chat' field evidence: message index "
+                                          r"999999999999… \(5,000 digits\) is outside the chat"):
+        attach(load(chat), q)
+
+
+def test_a_canonical_message_id_with_a_long_number_is_an_id_not_an_index(tmp_path: Path) -> None:
+    # 'c:<5,000 digits>' was read as an export index by int(): a ValueError traceback
+    data = tmp_path / "c.jsonl"
+    data.write_text(json.dumps({"id": "c", "messages": [{"id": "c:" + "9" * 5000, "role": "user",
+                                                          "content": "code 4417"}]}) + "\n")
+    q = _sidecar(tmp_path, [{"question": "Code?", "answer": "4417", "evidence": 0}])
+    (conv,) = attach(load(data), q)
+    assert conv.probes[0].evidence == ("c:" + "9" * 5000,)

@@ -121,3 +121,23 @@ def test_schema_file_accepts_a_canonical_record() -> None:
     rec["messages"][0]["role"] = "robot"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(rec, schema)
+
+
+def test_a_time_no_context_can_show_is_warned_once_per_conversation(tmp_path: Path) -> None:
+    # '2024/03/04 09:00' loads, but the context shows no stamp for it: validate says so, once
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([
+        {"role": "user", "content": "", "created_at": "2024-03-04T08:00:00Z"},  # empty: left out
+        {"role": "user", "content": "hi", "created_at": "2024-03-04T09:00:00Z"},
+        {"role": "assistant", "content": "yo", "created_at": "2024/03/04 09:01"},
+        {"role": "user", "content": "ok", "created_at": "yesterday"},
+    ]))
+    report = validate(chat)
+    assert report.ok and not report.errors
+    timed = [str(w) for w in report.warnings if "created_at" in str(w)]
+    assert timed == [f"{chat}: conversation 'chat' field messages[1].created_at: expected an ISO 8601 time such "
+                     "as 2024-03-04T09:00:00Z, got '2024/03/04 09:01' (message id 'chat:2') (and 1 more message(s) "
+                     "of this conversation): a context shows such a message without its time, so a question about "
+                     "when it was said cannot be answered from it"]
+    assert not validate(chat, strict=True).ok
+    assert [m.created_at for m in load(chat)[0].messages] == ["2024-03-04T09:00:00Z", "2024/03/04 09:01", "yesterday"]

@@ -211,3 +211,42 @@ def test_a_run_scored_without_answer_retention_says_so_not_low_coverage(tmp_path
     assert line.startswith("answer_retention was not scored in this run (scorers: rouge, health)")
     assert "Low coverage" not in line and "--scorers answer_retention" in line
     assert not first_line(frame, pd.DataFrame(), ["answer_retention", "health"]).startswith("answer_retention")
+
+
+def test_a_run_re_scored_without_cost_says_so_not_no_truncate_curve(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rollsum score RUN --scorers answer_retention,rouge` (the README's example, before it
+    listed cost) leaves no main tokens: the report's first line said "at 0 main tokens" and
+    "no truncate curve in this run" about a run that has one; it now names the missing scorer."""
+    from rollsum_evals.cli import main
+
+    from tests.evals.report.realrun import grid_run
+
+    monkeypatch.delenv("ROLLSUM_TRUNCATE_CURVE")  # the run has its curve, as every real run does
+    run = grid_run(tmp_path)
+    assert main(["score", str(run), "--scorers", "answer_retention,rouge", "--no-progress"]) == 0
+    assert main(["report", str(run), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    first, verdict = md.splitlines()[2], md.split("## Verdict\n\n", 1)[1].splitlines()[0]
+    for line in (first, verdict):
+        assert "no truncate curve" not in line and "at 0 main tokens" not in line
+        assert "cost was not scored in this run (scorers: answer_retention, rouge, health)" in line
+        assert "`rollsum score RUN --scorers answer_retention,rouge,cost`" in line
+
+
+def test_budgets_of_a_run_asked_at_chosen_moments_are_labelled_in_its_token_figure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `ages` timing the budget is held to the tokens at the asks (`pick_sentence` says
+    "within N main tokens at asks"), while the table's header said "main tokens / call"."""
+    from rollsum_evals.cli import main
+
+    from tests.evals.report.realrun import GRID_SPEC, grid_run
+
+    monkeypatch.delenv("ROLLSUM_TRUNCATE_CURVE")  # budgets need the curve's gains
+    run = grid_run(tmp_path, GRID_SPEC + "[report]\nbudgets = [400]\n")
+    assert main(["report", str(run), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## At your budget" in md, md[:600]
+    section = md.split("## At your budget")[1].split("## ")[0]
+    assert "| budget (main tokens at asks) | pick |" in section and "within 400 main tokens at asks" in section
+    assert "per call" not in section and "/ call" not in section

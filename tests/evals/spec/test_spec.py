@@ -341,3 +341,28 @@ def test_a_bad_prompt_is_refused_at_the_spec_line_and_the_template_line(tmp_path
         in str(err.value)
     with pytest.raises(ConfigError, match=r"t\.toml:1: field 'prompts': prompt 'nope/v9': no such template"):
         parse_spec('prompts = ["nope/v9"]\n' + SPEC, "t.toml")
+
+
+@pytest.mark.parametrize(("edit", "needle"), [
+    # a second table's unknown key: its line, not none (occurrence counted tables, not the key)
+    (('name = "lc"', 'name = "lc"\nsorce = 1'), "t.toml:13: field 'datasets[1].sorce'"),
+    (('preset = "full-context"', 'preset = "full-context"\nlable = "x"'), "t.toml:21: field 'configs[1].lable'"),
+    # a config's own models: its line, not the top-level `models` (line 3)
+    (('preset = "full-context"', 'preset = "full-context"\nmodels = ["x"]'), "t.toml:21: field 'configs[1].models'"),
+])
+def test_a_mistake_in_the_nth_table_names_the_line_in_that_table(edit: tuple[str, str], needle: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        _units(SPEC.replace(*edit))
+    assert needle in str(err.value)
+
+
+def test_a_misspelt_preset_parameter_gets_the_near_miss() -> None:
+    with pytest.raises(ConfigError, match=r"configs\[0\]\.grid\.keep_lst': .*did you mean 'keep_last'\?"):
+        _units(SPEC.replace("keep_last = [2, 5]", "keep_lst = [2, 5]"))
+
+
+def test_an_integer_too_long_to_read_is_one_line_at_its_line() -> None:
+    # tomllib let int()'s ValueError (past 4,300 digits) through: a traceback
+    with pytest.raises(ConfigError,
+                       match=r"t\.toml: not valid TOML: an integer of more than 4,300 digits \(at line 4\)"):
+        _units(SPEC.replace("context_window = 4000", "context_window = " + "9" * 5000))

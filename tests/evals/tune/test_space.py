@@ -41,6 +41,14 @@ def test_the_bundled_tune_spec_stands_for_a_grid_of_at_least_200_configurations(
     ({"constraints": {"max_tokens_per_call": -5}}, "constraints.max_tokens_per_call"),
     ({"constraints": {"tokens": 5}}, "constraints"),
     ({"budget": 5}, "unknown key"),
+    # each of these failed every trial in turn: "best: none (no feasible trial)", exit 0
+    ({"params": {"since-last": {"keep_lst": {"low": 2, "high": 10}}}}, "did you mean 'keep_last'?"),
+    ({"params": {"since-last": {"keep_last": {"low": 2, "high": 10}, "fallback": "nope"}}},
+     "params.since-last.fallback: expected 'extractive' or None, got 'nope'"),
+    ({"params": {"since-last": {"keep_last": {"low": 2, "high": 10, "step": 2.5}}}},
+     "params.since-last.keep_last.low: expected an integer >= 0 (a float step"),
+    ({"params": {"since-last": {"keep_last": {"choices": [2, "x"]}}}}, "keep_last.choices: expected an integer"),
+    ({"params": {"since-last": {"keep_last": {"low": 2, "high": 10}, "timestamps": "daily"}}}, "timestamps"),
 ])
 def test_a_mistake_in_the_tune_table_is_one_line_naming_the_key(table: dict[str, Any], needle: str) -> None:
     table.setdefault("presets", ["since-last"])
