@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
 from rollsum.errors import ConfigError
@@ -228,6 +228,15 @@ def _parse_time(ts: str | None) -> datetime | None:
         return datetime.fromisoformat(ts.strip().replace("Z", "+00:00")).replace(tzinfo=None)
     except ValueError:
         return None
+
+
+def stamp_day(created_at: str | None) -> date | None:
+    """The day a context's stamp shows for a message with this `created_at`, or None when a
+    context never stamps it (no time, or a text `datetime.fromisoformat` cannot read, such as
+    "2024-03-04 09:00:00 UTC"). The harness's scorer asks this, not a more lenient parse, so a
+    day counts as shown exactly when the library would show it."""
+    when = _parse_time(created_at)
+    return None if when is None else when.date()
 
 
 def format_stamp(when: datetime) -> str:

@@ -54,7 +54,7 @@ __all__ = ["EXCLUDED", "UNANSWERABLE", "AnswerRetention", "asks_only", "evidence
 
 class AnswerRetention:
     name = "answer_retention"
-    version = "11"
+    version = "12"
     needs = frozenset({"contexts"})
     unit_columns = (
         Column("retention", "float", math.nan, "mean `retained` over answerable asks"),
@@ -260,9 +260,9 @@ def _verbatim(trace: Trace, turn: int, evidence: tuple[int, ...]) -> bool:
 
 def _day_shown(trace: Trace, turn: int, evidence: tuple[int, ...]) -> bool:
     """The context at `turn` shows the day each evidence message was said (times shown, the
-    message carries a parseable ``created_at``, and the window had room for its stamp:
-    `rollsum.context.fitted_times`, `Trace.undated_at`)."""
-    from rollsum.summarizers.dates import parse_day
+    message carries a ``created_at`` the context stamps, `rollsum.context.stamp_day`, and the
+    window had room for its stamp: `rollsum.context.fitted_times`, `Trace.undated_at`)."""
+    from rollsum.context import stamp_day
 
     return (trace.timestamps != "none" and trace.undated_at(turn).isdisjoint(evidence)
-            and all(parse_day(trace.messages[e].created_at) is not None for e in evidence))
+            and all(stamp_day(trace.messages[e].created_at) is not None for e in evidence))

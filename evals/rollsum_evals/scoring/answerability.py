@@ -105,7 +105,7 @@ def at_end(messages: Sequence[Message], probes: Sequence[Probe], timestamps: str
     (``data validate --questions``) come from here, so they cannot disagree with a run. The
     third element is "" or a caveat for a counted probe that full context still cannot hold (a
     time whose evidence carries no ``created_at``, or times not shown)."""
-    from rollsum.summarizers.dates import parse_day
+    from rollsum.context import stamp_day
     from rollsum_evals.scoring.asks import own_turn
     from rollsum_evals.scoring.evidence import SupportIndex
 
@@ -122,7 +122,7 @@ def at_end(messages: Sequence[Message], probes: Sequence[Probe], timestamps: str
         caveat = ""
         if verdict.by == "evidence" and is_date_answer(p):
             found = index.at_prefix(turn, p.question, p.answer)
-            if not found and (timestamps == "none" or any(parse_day(messages[e].created_at) is None for e in ev)):
+            if not found and (timestamps == "none" or any(stamp_day(messages[e].created_at) is None for e in ev)):
                 caveat = ("its answer is a time and the context cannot show when its evidence was said "
                           "(no created_at, or timestamps = \"none\"): even full context counts it lost")
         out.append((p, verdict, caveat))

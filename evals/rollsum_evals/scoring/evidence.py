@@ -25,6 +25,7 @@ import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rollsum.context import stamp_day
 from rollsum.summarizers.dates import anchor_dates, format_date, parse_day
 from rollsum.types import Message
 from rollsum_evals.replay.trace import Segment, TextRef, Trace
@@ -245,10 +246,13 @@ class SupportIndex:
         ask_keys = copies.keys(question, answer, self._chat.people)
         where = ""
         for e in evidence:
-            day = parse_day(self.messages[e].created_at)
-            if any(lo <= e < hi for lo, hi in ranges) and (
-                    not date or (self.timestamps != "none" and day is not None and e not in undated)):
+            created_at = self.messages[e].created_at
+            if any(lo <= e < hi for lo, hi in ranges) and (not date or (
+                    self.timestamps != "none" and stamp_day(created_at) is not None and e not in undated)):
                 continue
+            # a copy carries the day the summarizer read from the time (`parse_day`), which may
+            # be one the context itself does not stamp
+            day = parse_day(created_at)
             if date and day is None:
                 return ""
             said_on = day if date else None
@@ -290,7 +294,7 @@ def dated(text: str, created_at: str | None, timestamps: str) -> str:
     reading the summarizers write)."""
     if timestamps == "none":
         return text
-    day = parse_day(created_at)
+    day = stamp_day(created_at)  # what the context's stamp shows: nothing for a time it cannot read
     if day is None:
         return text
     return f"[{format_date(day)}] {anchor_dates(text, day)[0]}"

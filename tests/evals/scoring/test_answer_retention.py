@@ -141,6 +141,31 @@ def test_a_date_answer_is_held_by_its_evidence_only_where_the_context_shows_the_
         assert p["retained"] is want and p["in_summary"] is want, text
 
 
+def test_a_time_the_context_cannot_stamp_does_not_show_the_day() -> None:
+    """One rule for "the day is shown" in the library and the scorer (`rollsum.context.stamp_day`):
+    "2023-05-01 10:00:00 UTC" is not ISO 8601, so no context stamps it, and a date answer held
+    only by its verbatim evidence is lost there even with times shown (version 11 read the
+    first ten characters and credited a day the context never showed); a summary line that
+    states the date still holds it."""
+    from rollsum.context import shown_times, stamp_day
+
+    utc = tuple(m.__class__(m.role, m.content, id=m.id, name=m.name, created_at=f"2023-05-{1 + i:02d} 10:00:00 UTC")
+                for i, m in enumerate(MSGS))
+    assert shown_times(list(utc), "message")[0] is None and stamp_day(utc[0].created_at) is None
+    assert shown_times(list(DATED), "message")[0] is not None and stamp_day(DATED[0].created_at) is not None
+    conv = Conversation("c", utc, (Probe("when", "When did Caroline join a band?", "The week before 1 May 2023",
+                                         evidence=("m0",), category="temporal"),))
+    for mode in ("session", "message"):
+        trace = _trace({})
+        trace.messages, trace.timestamps = utc, mode
+        p = _score(trace, "end", conv).probes["when"]
+        assert p["answerable"] and not p["retained"], mode
+    trace = _trace({9: (Text("system", None, "Caroline: I finally joined a band last week (the week before 1 May "
+                                             "2023)."), (9, 10))})
+    trace.messages = utc
+    assert _score(trace, "end", conv).probes["when"]["retained"]
+
+
 def test_a_day_whose_stamp_the_window_had_no_room_for_is_not_shown() -> None:
     # the engine packs its window without stamps and the context leaves out, oldest first, the
     # ones that would pass it (`rollsum.context.fitted_times`): a message whose stamp is gone
