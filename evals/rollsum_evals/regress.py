@@ -433,6 +433,19 @@ def _interval_check(cfg: str, band: tuple[float, float, float], cur: float, clus
     return Check(cfg, "retention (interval)", shown, f"≥ {_f('retention', limit)}", _f("retention", cur), status)
 
 
+GATED_BY: Mapping[str, tuple[str, ...]] = {"answer_retention": ("retention",), "cost": COSTS}
+"""The scorer behind each gated figure. A run scored again without one (`rollsum score --scorers`)
+has no such figure: compared anyway, its zeros read as "improved" and its blanks as regressions."""
+
+
+def _unscored(baseline: Mapping[str, Any], now: Mapping[str, Any]) -> set[str]:
+    """Scorers the baseline was scored with and the run was not (by the manifests' versions)."""
+    base, run = set(baseline.get("scorer_versions") or {}), set(now.get("scorer_versions") or {})
+    if not run:  # a manifest that names no scorers says nothing either way
+        return set()
+    return {s for s in GATED_BY if s in base and s not in run}
+
+
 def check(run: Run, baseline: Mapping[str, Any], *, tolerance: Tolerance = DEFAULT_TOLERANCE,
           strict: bool = False, n_resamples: int = DEFAULT_RESAMPLES,
           table: pd.DataFrame | None = None, marks: Marks | None = None) -> GateResult:
@@ -453,6 +466,12 @@ def check(run: Run, baseline: Mapping[str, Any], *, tolerance: Tolerance = DEFAU
     for key in ("library_version", "scorer_versions"):
         if baseline.get(key) not in (None, "", {}) and baseline.get(key) != now_pins[key]:
             result.warnings.append(f"{key} changed: baseline {baseline.get(key)}, run {now_pins[key]}")
+    unscored = _unscored(baseline, now_pins)
+    for scorer in sorted(unscored):
+        result.failures.append(
+            f"{scorer} was not scored in this run (the baseline was): {', '.join(GATED_BY[scorer])} cannot be "
+            f"gated; score the run again with it (rollsum score RUN --scorers "
+            f"{','.join(sorted(set(baseline.get('scorer_versions') or {}) - {'health'}))})")
     for cfg in sorted(baseline["configs"]):
         base = baseline["configs"][cfg]
         if cfg not in current:
@@ -465,12 +484,14 @@ def check(run: Run, baseline: Mapping[str, Any], *, tolerance: Tolerance = DEFAU
         elif was != now:
             result.checks.append(Check(cfg, "status", was, "–", now, "improved" if now == OK else "ok"))
         deterministic = bool(base["deterministic"]) and bool(row["deterministic"])
-        if deterministic:
+        if "answer_retention" in unscored:
+            pass  # its failure above says why: no retention to compare
+        elif deterministic:
             result.checks += _paired_checks(cfg, base, baseline["asks"], marks.get(cfg, {}), tolerance)
         else:
             result.checks.append(_interval_check(cfg, _band(base["retention"]), float(row["retention"]),
                                                  int(row["n_conversations"]), tolerance))
-        for m in COSTS:
+        for m in () if "cost" in unscored else COSTS:
             band = _band(base[m])
             if math.isnan(band[0]) and math.isnan(float(row[m])):
                 continue

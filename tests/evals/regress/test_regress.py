@@ -265,3 +265,21 @@ def test_a_run_that_did_not_finish_is_not_promoted(baseline: Path, tmp_path: Pat
     assert baseline.read_bytes() == before
     assert main(["regress", str(partial), "--baseline", str(baseline), "--resamples", "200"]) == 0
     assert "the numbers below are partial" in capsys.readouterr().err
+
+
+def test_a_run_scored_again_without_cost_is_refused_by_name_not_gated_as_zeros(baseline: Path,
+                                                                              tmp_path: Path) -> None:
+    """`rollsum score RUN --scorers answer_retention,rouge` drops the cost scorer: its figures are
+    then zeros and blanks, which the gate read as "improved" costs and regressed tokens. A
+    baseline scored with cost now fails such a run with one line that names the missing scorer
+    and the command, and checks no cost figure."""
+    data = json.loads(baseline.read_text())
+    data["scorer_versions"] = {**data["scorer_versions"], "cost": "2"}
+    baseline.write_text(json.dumps(data))
+    run = make_run(tmp_path / "again", CONFIGS)  # its manifest names answer_retention only
+    code, text = regress(run, baseline, n_resamples=N)
+    assert code == 1
+    assert ("FAILED: cost was not scored in this run (the baseline was): cost_usd, main_tokens, main_input_tokens "
+            "cannot be gated; score the run again with it (rollsum score RUN --scorers answer_retention,cost)") in text
+    assert not any(" cost_usd " in t or " main_tokens " in t for t in text.splitlines() if t.startswith(SL))
+    assert any(t.startswith(SL) and "ok" in t for t in text.splitlines())  # retention is still gated
