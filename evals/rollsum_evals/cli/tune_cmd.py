@@ -44,7 +44,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     import optuna
 
     from rollsum_evals.bundled import find_spec
-    from rollsum_evals.tune.output import TUNE_MD, trial_line
+    from rollsum_evals.tune.output import TUNE_MD, all_failed, trial_line
     from rollsum_evals.tune.search import TuneOptions, run_tune
     from rollsum_evals.tune.trials import TrialRecord
 
@@ -65,4 +65,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"{len(result.trials)} trials, {result.units_evaluated:,} units evaluated of {result.units_full_grid:,} "
           f"for the equivalent grid; best: {best.label if best else 'none (no feasible trial)'}")
     print((Path(result.out) / TUNE_MD).resolve())
+    if all_failed(result.trials):
+        print(f"error: every trial failed ({result.trials[0].reason or 'see tune.md'})", file=sys.stderr)
+        return 1
     return 0

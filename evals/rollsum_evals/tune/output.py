@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -150,12 +150,23 @@ def _snippet(best: TrialRecord) -> str:
     return tomli_w.dumps({"configs": [cfg]})
 
 
+def all_failed(trials: Sequence[TrialRecord]) -> bool:
+    """Every trial ended in an error (state "failed"): a tune that measured nothing, which a
+    looser constraint cannot fix (`rollsum tune` exits 1)."""
+    return bool(trials) and all(t.state == "failed" for t in trials)
+
+
 def markdown(result: TuneResult, tune: TuneSpec, imp: Mapping[str, Mapping[str, float]]) -> str:
     lines = [f"# Tune: {result.out.name}", ""]
     best = result.best
     final = result.final.get(best.label) if best else None
     share = result.units_evaluated / result.units_full_grid if result.units_full_grid else math.nan
-    if best is None or final is None:
+    if best is None and all_failed(result.trials):
+        first = result.trials[0].reason if result.trials else ""
+        lines += ["**Every trial failed** (an error, not the constraints: see the trials below"
+                  + (f"; the first: {first}" if first else "") + "). Fix what they say and run the tune "
+                  "again; loosening `[tune.constraints]` would not help.", ""]
+    elif best is None or final is None:
         lines += ["**No trial beat the constraints**: every trial was infeasible, degraded, broken, pruned or "
                   "failed (see the trials below). Loosen `[tune.constraints]` or widen the space.", ""]
     else:

@@ -223,3 +223,24 @@ def test_the_best_is_the_highest_gain_among_complete_trials_not_the_highest_rete
     best = best_of(trials)
     assert best is not None and best.number == 1
     assert [t.number for t in pareto_of(trials)] == [4, 1, 0]
+
+
+def test_a_tune_whose_every_trial_failed_says_so_and_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A trial that errors (a configuration that cannot be built or run) is no constraint: when
+    every trial failed, tune.md names the error instead of advising looser constraints, and the
+    command exits 1 (it exited 0, as if the space had been searched)."""
+    from rollsum_evals.cli import main
+    from rollsum_evals.tune import search
+
+    def broken(self: object, number: int, config: object, n: int) -> object:
+        raise ConfigError("model 'fake:mode=nope': unknown mode")
+
+    monkeypatch.setattr(search._Tuner, "_evaluate", broken)
+    out = tmp_path / "t"
+    code = main(["tune", str(_spec(tmp_path)), "--out", str(out), "--executor", "thread", "--trials", "2",
+                 "--no-progress"])
+    assert code == 1
+    assert "error: every trial failed (model 'fake:mode=nope': unknown mode)" in capsys.readouterr().err
+    md = (out / "tune.md").read_text(encoding="utf-8")
+    assert "**Every trial failed**" in md and "model 'fake:mode=nope'" in md and "Loosen" not in md
