@@ -4,8 +4,9 @@ Accepted, one conversation or many:
 
 - a JSON array of messages ``[{"role": ..., "content": ...}, ...]`` (one conversation);
 - a JSON array of such arrays (one conversation each);
-- an object with ``messages`` (OpenAI; Anthropic with a top-level ``system``) or
-  ``conversations`` (ShareGPT, ``from``/``value``), alone or in a JSON array;
+- an object with ``messages`` (OpenAI; Anthropic with a top-level ``system``),
+  ``conversations`` (ShareGPT, ``from``/``value``) or ``mapping`` (ChatGPT's own
+  ``conversations.json``: the branch ending at ``current_node``), alone or in a JSON array;
 - JSONL: one message per line (the file is one conversation), or one array or conversation
   object per line.
 
@@ -228,7 +229,7 @@ def _document_records(file: str, doc: Any) -> Iterator[_Record | Issue]:
     if isinstance(first, list):
         shape, what = "messages", "an array of messages"
     elif is_conversation(first):
-        shape, what = "object", 'a conversation object with "messages" or "conversations"'
+        shape, what = "object", 'a conversation object with "messages", "conversations" or "mapping"'
     else:
         yield Issue(file, None, None, "", f"expected {EXPECTED_SHAPES}; got an array whose first item is "
                                           f"{describe(first)}")

@@ -67,12 +67,47 @@ def is_message(obj: Any) -> bool:
             and not is_conversation(obj))
 
 
+MAPPING_KEY = "mapping"
+"""ChatGPT's own export (`conversations.json`): each conversation keeps its messages as a tree of
+nodes under ``mapping`` (every edit and regeneration is a branch), ``current_node`` the leaf the
+user last saw."""
+
+
 def is_conversation(obj: Any) -> bool:
-    return isinstance(obj, dict) and any(isinstance(obj.get(k), list) for k in MESSAGE_LIST_KEYS)
+    return isinstance(obj, dict) and (any(isinstance(obj.get(k), list) for k in MESSAGE_LIST_KEYS)
+                                      or isinstance(obj.get(MAPPING_KEY), dict))
 
 
 def message_key(obj: Mapping[str, Any]) -> str:
-    return next(k for k in MESSAGE_LIST_KEYS if isinstance(obj.get(k), list))
+    return next((k for k in MESSAGE_LIST_KEYS if isinstance(obj.get(k), list)), MAPPING_KEY)
+
+
+def _chatgpt_thread(obj: Mapping[str, Any]) -> list[Any]:
+    """The messages of a ChatGPT conversation's tree, root first, along the branch that ends at
+    ``current_node`` (what the user last saw; without one, the last leaf), leaving out nodes
+    without a message and messages ChatGPT hides from the conversation (its own system
+    prompt, context it adds)."""
+    nodes: Mapping[str, Any] = obj[MAPPING_KEY]
+    node_id = obj.get("current_node")
+    if not isinstance(node_id, str) or node_id not in nodes:
+        leaves = [k for k, n in nodes.items() if isinstance(n, dict) and not n.get("children")]
+        node_id = leaves[-1] if leaves else None
+    thread: list[Any] = []
+    seen: set[str] = set()
+    while isinstance(node_id, str) and node_id in nodes and node_id not in seen:
+        seen.add(node_id)
+        node = nodes[node_id]
+        if not isinstance(node, dict):
+            raise ExportError(f"field {MAPPING_KEY}.{node_id}: expected a node object (id, message, parent, "
+                              f"children), got {describe(node)}")
+        message = node.get("message")
+        meta = message.get("metadata") if isinstance(message, dict) else None
+        if isinstance(message, dict) and not (isinstance(meta, dict)
+                                              and meta.get("is_visually_hidden_from_conversation")):
+            thread.append(message)
+        node_id = node.get("parent")
+    thread.reverse()
+    return thread
 
 
 def describe(obj: Any) -> str:
@@ -88,8 +123,8 @@ def describe(obj: Any) -> str:
 
 
 EXPECTED_SHAPES = ('a chat export: an array of messages [{"role": ..., "content": ...}], an array of '
-                   'such arrays, an object with "messages" (OpenAI, Anthropic) or "conversations" '
-                   "(ShareGPT), or one of these per JSONL line")
+                   'such arrays, an object with "messages" (OpenAI, Anthropic), "conversations" '
+                   '(ShareGPT) or "mapping" (ChatGPT\'s conversations.json), or one of these per JSONL line')
 
 
 # ----------------------------------------------------------------------------------------------
@@ -136,7 +171,8 @@ def conversation_parts(obj: Mapping[str, Any], default_id: str) -> tuple[str, st
     raw_id = obj.get("id", obj.get("conversation_id"))
     cid = str(raw_id) if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) and str(raw_id) \
         else default_id
-    return cid, key, list(obj[key]), obj.get("system")
+    items = _chatgpt_thread(obj) if key == MAPPING_KEY else list(obj[key])
+    return cid, key, items, obj.get("system")
 
 
 def message_index(message_id: str | None, cid: str) -> int | None:
@@ -153,7 +189,8 @@ def _messages_of(item: Any, i: int, cid: str, field: str, tool_names: dict[str, 
         raise ExportError(f"field {where}: expected a message object with role and content, got "
                           f"{describe(item)}", i)
     role = _role(item, where, i)
-    name: str | None = item.get("name")
+    author = item.get("author")
+    name: str | None = item.get("name", author.get("name") if isinstance(author, dict) else None)
     if name is not None and not isinstance(name, str):
         raise ExportError(f"field {where}.name: expected a string (who spoke or which tool), got {describe(name)}", i)
     created = _timestamp(item, where, i)
@@ -258,6 +295,9 @@ def _text(raw: Any, where: str, i: int | None
         kind = block.get("type")
         if kind in _SKIPPED_BLOCKS:
             continue
+        if kind is None and isinstance(block.get("content_type"), str):  # a ChatGPT export's content
+            parts += _chatgpt_parts(block)
+            continue
         if kind == "tool_use":
             args = json.dumps(block.get("input") or {}, ensure_ascii=False, sort_keys=True)
             calls.append((str(block.get("id") or f"call_{len(calls)}"), str(block.get("name") or "tool"), args))
@@ -279,6 +319,22 @@ def _text(raw: Any, where: str, i: int | None
             raise ExportError(f"field {where}[{k}]: expected a content block with a 'type' (text, image_url, "
                               f"tool_use, ...), got {describe(block)}", i)
     return "\n".join(parts), calls, results
+
+
+def _chatgpt_parts(content: Mapping[str, Any]) -> list[str]:
+    """The text of a ChatGPT export's message content (``content_type`` text, multimodal_text,
+    code, execution_output, ...): its ``parts`` (a string each; an image or file part as a
+    placeholder) or its ``text``; nothing for content without either (user profile context)."""
+    if isinstance(content.get("parts"), list):
+        out = []
+        for part in content["parts"]:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict):
+                kind = str(part.get("content_type") or "file")
+                out.append("[image]" if "image" in kind else "[audio]" if "audio" in kind else f"[{kind}]")
+        return out
+    return [content["text"]] if isinstance(content.get("text"), str) else []
 
 
 def _openai_call(call: Any, where: str, i: int) -> tuple[str, str, str]:

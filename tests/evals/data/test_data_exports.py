@@ -55,6 +55,59 @@ def test_every_export_shape_loads_without_a_format(tmp_path: Path, name: str) ->
     assert all(m.id == f"{first.id}:{i}" for i, m in enumerate(first.messages))
 
 
+def _node(nid: str, parent: str | None, children: list[str], role: str | None = None, content: Any = None,
+          t: float | None = None, **extra: Any) -> dict[str, Any]:
+    message = None if role is None else {"id": f"msg-{nid}", "author": {"role": role, "name": extra.pop("name", None),
+                                                                         "metadata": {}},
+                                         "create_time": t, "content": content, "metadata": extra}
+    return {"id": nid, "message": message, "parent": parent, "children": children}
+
+
+def _text(*parts: Any) -> dict[str, Any]:
+    return {"content_type": "text", "parts": list(parts)}
+
+
+CHATGPT = [
+    {"title": "Flat move", "id": "c-flat", "current_node": "t1", "mapping": {
+        "root": _node("root", None, ["sys"]),
+        "sys": _node("sys", "root", ["ctx"], "system", _text(""), is_visually_hidden_from_conversation=True),
+        "ctx": _node("ctx", "sys", ["u1"], "user",
+                     {"content_type": "user_editable_context", "user_profile": "I am Ana"},
+                     is_visually_hidden_from_conversation=True),
+        "u1": _node("u1", "ctx", ["a1", "a2"], "user", _text("I move into the flat on 4 March."), 1709542800.5),
+        "a1": _node("a1", "u1", [], "assistant", _text("An older answer, regenerated."), 1709542810.0),
+        "a2": _node("a2", "u1", ["u2"], "assistant", _text("Congratulations on the move!"), 1709542820.0),
+        "u2": _node("u2", "a2", ["t1"], "user", {"content_type": "multimodal_text", "parts": [
+            {"content_type": "image_asset_pointer", "asset_pointer": "file-service://x"}, "Here is the lease."]},
+            1709542900.0),
+        "t1": _node("t1", "u2", [], "tool", {"content_type": "execution_output", "text": "rent: 950 EUR"},
+                    1709542910.0, name="python"),
+    }},
+    {"title": "Other", "conversation_id": "c-other", "mapping": {
+        "r": _node("r", None, ["x"]),
+        "x": _node("x", "r", ["y"], "user", _text("Hi"), 1709000000.0),
+        "y": _node("y", "x", [], "assistant", _text("Hello"), 1709000001.0),
+    }},
+]
+
+
+def test_a_chatgpt_export_reads_the_branch_the_user_last_saw(tmp_path: Path) -> None:
+    """ChatGPT's own `conversations.json` keeps each conversation as a tree of nodes (`mapping`):
+    the messages are the branch that ends at `current_node` (a regenerated answer's older branch
+    left out), without ChatGPT's hidden system and profile messages; times are its epochs."""
+    f = tmp_path / "conversations.json"
+    f.write_text(json.dumps(CHATGPT))
+    assert guess_format(str(f)) == "chat"
+    flat, other = load(f, strict=True)
+    assert (flat.id, other.id) == ("c-flat", "c-other")
+    assert [(m.role, m.content) for m in flat.messages] == [
+        ("user", "I move into the flat on 4 March."), ("assistant", "Congratulations on the move!"),
+        ("user", "[image]\nHere is the lease."), ("tool", "rent: 950 EUR")]
+    assert flat.messages[0].created_at == "2024-03-04T09:00:00.500000Z"
+    assert flat.messages[3].name == "python"
+    assert [m.content for m in other.messages] == ["Hi", "Hello"]  # no current_node: the last leaf
+
+
 def test_anthropic_body_with_system_and_tool_blocks(tmp_path: Path) -> None:
     body = {"system": [{"type": "text", "text": "You are a coding agent."}], "messages": [
         {"role": "user", "content": "Run the tests."},
