@@ -1,4 +1,5 @@
-"""Chat exports as people have them: OpenAI- and Anthropic-style message arrays and ShareGPT.
+"""Chat exports as people have them: OpenAI- and Anthropic-style message arrays, ShareGPT and
+ChatGPT's own ``conversations.json`` (a tree of nodes per conversation: `_chatgpt_thread`).
 
 Reading: one list of message objects (``{"role", "content"}``, ``{"from", "value"}``) becomes
 the messages of one conversation. Content may be a string or a list of content blocks (OpenAI
@@ -19,6 +20,10 @@ reports their positions, and `empty_messages_dropped` says so in the one sentenc
 Writing (`rollsum data convert --to openai|anthropic|sharegpt`): each writer returns the
 exported object and, for every canonical message id, its position in the exported array, so a
 questions sidecar written next to it points at the right items.
+
+Over ~400 lines because it holds both directions of every export format: reading and writing
+share the role names, the content-block rules and the id convention, and a module per format
+would split each rule from its inverse.
 """
 
 from __future__ import annotations
