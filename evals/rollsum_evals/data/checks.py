@@ -157,12 +157,12 @@ def _check_messages(msgs: Any, c: _Collector, limits: Limits) -> set[str] | None
 
 def _readable_time(when: str) -> bool:
     """Whether a context can show `when` as a stamp: the library's own rule
-    (`rollsum.context.shown_times`), so validate warns exactly where the stamp would be missing.
-    Why: any text was accepted, and a chat stamped ``03/04/2024 09:00`` replayed with no times."""
-    from rollsum.context import shown_times
-    from rollsum.types import Message
+    (`rollsum.context.stamp_day`, which the scorer asks too), so validate warns exactly where the
+    stamp would be missing. Why: any text was accepted, and a chat stamped ``03/04/2024 09:00``
+    replayed with no times."""
+    from rollsum.context import stamp_day
 
-    return shown_times([Message("user", "x", created_at=when)], "message")[0] is not None
+    return stamp_day(when) is not None
 
 
 def _check_tool_links(c: _Collector, where: str, meta: Mapping[str, Any]) -> None:
