@@ -428,6 +428,9 @@ def _given_summarizer(name: str, overrides: dict[str, Any]) -> Summarizer | None
     chosen = overrides.get("summarizer")
     if chosen is None or isinstance(chosen, str):
         return None
+    if isinstance(chosen, type):
+        raise ConfigError(f"preset {name}: summarizer: expected a summarizer name, an import path or a "
+                          f"Summarizer object, got the class {chosen.__name__} (make one: {chosen.__name__}(...))")
     if not callable(getattr(chosen, "summarize", None)):
         raise ConfigError(f"preset {name}: summarizer: expected a summarizer name, an import path or a "
                           f"Summarizer (with summarize()), got {type(chosen).__name__}")

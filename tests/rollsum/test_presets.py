@@ -113,6 +113,8 @@ def test_a_summarizer_object_is_used_as_given_and_cannot_be_shaped_as_well() -> 
         RollingSummarizer.from_preset("since-last", summarizer=kept, merge="select")
     with pytest.raises(ConfigError, match=r"expected a summarizer name, an import path or a Summarizer.*got int"):
         RollingSummarizer.from_preset("since-last", summarizer=3)
+    with pytest.raises(ConfigError, match=r"got the class ExtractiveSummarizer \(make one"):
+        RollingSummarizer.from_preset("since-last", summarizer=ExtractiveSummarizer)
 
 
 def test_summarizer_for_makes_what_the_preset_would() -> None:
