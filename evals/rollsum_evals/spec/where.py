@@ -8,6 +8,9 @@ from typing import Any
 
 from rollsum.errors import ConfigError
 
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+"""A TOML table header, ``[a.b]`` or ``[[a]]``, and the dotted name it opens."""
+
 
 class Where:
     """Turns a field path into ``file:line`` for error messages (tomllib keeps no positions)."""
@@ -25,6 +28,31 @@ class Where:
                     return i
                 seen += 1
         return None
+
+    def line_of_path(self, path: list[str]) -> int | None:
+        """The line where the dotted key `path` is written: under the longest table header that
+        is a prefix of it (``[tune.params.since-last]`` for ``tune.params.since-last.keep_last``),
+        the line setting its next part; that header when the key is written inline or not at all;
+        None without such a header."""
+        best: tuple[int, int] | None = None  # (parts matched, header's index)
+        for i, text in enumerate(self.lines):
+            m = _HEADER.match(text)
+            if m is None:
+                continue
+            parts = [p.strip().strip('"') for p in m.group(1).split(".")]
+            if parts == path[:len(parts)] and (best is None or len(parts) > best[0]):
+                best = (len(parts), i)
+        if best is None:
+            return None
+        n, start = best
+        if n < len(path):
+            key = re.compile(rf'^\s*"?{re.escape(path[n])}"?\s*=')
+            for j in range(start + 1, len(self.lines)):
+                if _HEADER.match(self.lines[j]):
+                    break
+                if key.match(self.lines[j]):
+                    return j + 1
+        return start + 1
 
     def line_in_table(self, table: str, i: int, key: str) -> int | None:
         """The line of `key` inside the `i`-th ``[[table]]`` (its header up to the next header

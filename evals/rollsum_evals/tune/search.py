@@ -38,6 +38,7 @@ import hashlib
 import json
 import logging
 import math
+import re
 import shutil
 import time
 import tomllib
@@ -380,6 +381,16 @@ def _constrain(trial: Any, violations: Mapping[str, float]) -> None:
 # entry point
 
 
+def _located(err: ConfigError, path: str, text: str) -> ConfigError:
+    """`parse_tune`'s ``PATH: [tune] KEY: ...`` with the line KEY is written on, as every other
+    spec mistake names its line (`rollsum_evals.spec.where`)."""
+    from rollsum_evals.spec.where import Where
+
+    m = re.match(rf"^{re.escape(path)}: \[tune\] ([^:]+?): (.*)$", str(err), re.DOTALL)
+    line = Where(path, text).line_of_path(["tune", *m.group(1).split(".")]) if m else None
+    return ConfigError(f"{path}:{line}: [tune] {m.group(1)}: {m.group(2)}") if m and line else err
+
+
 def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = None) -> TuneResult:
     """Search, then run the best trials on every conversation into ``DIR/run`` and write
     ``tune.json`` / ``tune.md``. One writer: the directory is locked for the whole call."""
@@ -401,7 +412,10 @@ def run_tune(spec_path: str | Path, out: str | Path, opts: TuneOptions | None = 
     raw = {k: v for k, v in base.raw.items() if k not in ("configs", "locomo")}
     raw["configs"] = own.get("configs", [])
     configured = [str(c.get("preset")) for c in raw["configs"] if isinstance(c, dict)]
-    tune = parse_tune(raw, path, context_window=_window(raw), configured=configured)
+    try:
+        tune = parse_tune(raw, path, context_window=_window(raw), configured=configured)
+    except ConfigError as err:
+        raise _located(err, path, text) from None
     if opts.seed is not None:
         tune = dataclasses.replace(tune, seed=opts.seed)
     if opts.trials is not None:

@@ -244,3 +244,21 @@ def test_a_tune_whose_every_trial_failed_says_so_and_exits_1(tmp_path: Path, mon
     assert "error: every trial failed (model 'fake:mode=nope': unknown mode)" in capsys.readouterr().err
     md = (out / "tune.md").read_text(encoding="utf-8")
     assert "**Every trial failed**" in md and "model 'fake:mode=nope'" in md and "Loosen" not in md
+
+
+@pytest.mark.parametrize(("extra", "key"), [
+    ("keep_lst = { low = 2, high = 10 }", "params.since-last.keep_lst"),
+    ("[tune.constraints]\nmax_tokens_per_call = -5", "constraints.max_tokens_per_call"),
+])
+def test_a_tune_table_mistake_names_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: str,
+                                             key: str) -> None:
+    """Every other spec mistake names its line; a [tune] one said only `tune.toml: [tune] ...`."""
+    from rollsum_evals.cli import main
+
+    spec = _spec(tmp_path, extra=extra)
+    lines = spec.read_text().splitlines()
+    line = 1 + next(i for i, t in enumerate(lines) if t.split("=")[0].strip() == key.rsplit(".", 1)[1])
+    code = main(["tune", str(spec), "--out", str(tmp_path / "t"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{spec}:{line}: [tune] {key}: expected" in err, err
