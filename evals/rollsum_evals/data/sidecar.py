@@ -405,15 +405,32 @@ def _conversation_of(row: Row, convs: Sequence[Conversation]) -> Conversation | 
     return f"no conversation {shown!r} in the chat file (it holds {', '.join(c.id for c in convs[:5])}...)"
 
 
+def _position_also(want: Any, conv: Conversation, convs: Sequence[Conversation]) -> Conversation | None:
+    """Another conversation `want` also names by its 0-based position, when `want` was taken as
+    `conv`'s id (ids "1", "2", "3": a question's ``conversation: 1`` is "1", or the second one);
+    None when it is not ambiguous. A number is what an author who counts positions writes."""
+    if not (isinstance(want, int) and not isinstance(want, bool)) or str(want) != conv.id:
+        return None
+    return convs[want] if 0 <= want < len(convs) and convs[want] is not conv else None
+
+
 def check(convs: Sequence[Conversation], rows: Sequence[Row]) -> tuple[list[Conversation], list[Issue]]:
     """`convs` with the rows' probes added (only rows without errors), and every problem."""
     issues: list[Issue] = []
     grouped: dict[str, list[Row]] = {}
+    warned: set[str] = set()
     for row in rows:
         conv = _conversation_of(row, convs)
         if isinstance(conv, str):
             issues.append(Issue(row.file, row.line, None, row.field_prefix + "conversation", conv))
             continue
+        other = _position_also(row.fields.get("conversation"), conv, convs)
+        if other is not None and other.id not in warned:
+            warned.add(other.id)
+            issues.append(Issue(row.file, row.line, None, row.field_prefix + "conversation",
+                                f"{row.fields.get('conversation')!r} is conversation {conv.id!r}'s id and the "
+                                f"0-based position of {other.id!r}: read as the id (write the id as text to "
+                                "silence this; every such question goes to that conversation)", "warning"))
         grouped.setdefault(conv.id, []).append(row)
     out = []
     for conv in convs:

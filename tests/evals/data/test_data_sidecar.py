@@ -255,3 +255,23 @@ def test_a_canonical_message_id_with_a_long_number_is_an_id_not_an_index(tmp_pat
     q = _sidecar(tmp_path, [{"question": "Code?", "answer": "4417", "evidence": 0}])
     (conv,) = attach(load(data), q)
     assert conv.probes[0].evidence == ("c:" + "9" * 5000,)
+
+
+def test_a_number_that_is_one_conversations_id_and_anothers_position_warns_once(tmp_path: Path) -> None:
+    """Ids "1", "2", "3": ``conversation: 1`` is read as the id "1" (the first conversation),
+    though an author counting 0-based positions meant the second. Read as the id as before, but
+    said once; an unambiguous number and an id written as text say nothing."""
+    chats = [{"id": str(k), "messages": [{"role": "user", "content": f"Chat {k} says the code is {k}417."}]}
+             for k in (1, 2, 3)]
+    f = tmp_path / "chats.json"
+    f.write_text(json.dumps(chats))
+    convs = load(f, strict=True)
+    rows: list[dict[str, Any]] = [{"question": "What is the code?", "answer": "1417", "conversation": 1},
+            {"question": "What is the code again?", "answer": "1417", "conversation": 1},
+            {"question": "And here?", "answer": "3417", "conversation": 3},
+            {"question": "Text id?", "answer": "2417", "conversation": "2"}]
+    out, issues = check(convs, read_rows(_sidecar(tmp_path, rows)))
+    warnings = [str(i) for i in issues if i.severity == "warning" and "0-based position" in str(i)]
+    assert len(warnings) == 1 and "1 is conversation '1''s id and the 0-based position of '2'" in warnings[0]
+    assert warnings[0].startswith(f"{tmp_path / 'q.jsonl'}:1:")
+    assert [len(c.probes) for c in out] == [2, 1, 1]
