@@ -104,6 +104,7 @@ def from_sample(sample: Any, *, index: int = 0, file: str = "<locomo>") -> Conve
     messages: list[Message] = []
     session_ids: dict[int, list[str]] = {}
     unread: list[str] = []  # session dates of a shape not read: their turns carry no time
+    empty: list[str] = []  # dia_ids of turns with no text and no photo
     for number, key in sessions:
         turns = conv[key]
         if not isinstance(turns, list):
@@ -134,6 +135,9 @@ def from_sample(sample: Any, *, index: int = 0, file: str = "<locomo>") -> Conve
             caption = turn.get("blip_caption")
             if isinstance(caption, str) and caption.strip():
                 text = f"{text} [shares a photo: {caption.strip()}]".strip()
+            if not text.strip():  # as a chat export's empty message: left out, said below
+                empty.append(dia_id)
+                continue
             meta: dict[str, Any] = {"session": number}
             if isinstance(raw_date, str):
                 meta["session_date"] = raw_date
@@ -142,6 +146,10 @@ def from_sample(sample: Any, *, index: int = 0, file: str = "<locomo>") -> Conve
             session_ids.setdefault(number, []).append(dia_id)
     if not messages:
         raise ConfigError(f"{where} field conversation: expected at least one session with turns")
+    if empty:  # never silent, as a chat export's empty messages (`exports.empty_messages_dropped`)
+        log.warning("%s: %s: %d empty turn(s) (no text, no photo) left out: %s; a question whose evidence "
+                    "names one keeps it as unresolved_evidence", file, where, len(empty),
+                    ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else ""))
     if unread:  # never silent: a temporal question about these sessions is lost even by full context
         log.warning("%s: %s: %s: expected a LoCoMo date such as '1:56 pm on 8 May, 2023'; their turns carry no "
                     "time (created_at), so a question about when is lost even by full context", file, where,

@@ -56,6 +56,25 @@ def test_a_session_date_of_another_shape_is_said_not_dropped_in_silence(
     assert not [r for r in caplog.records if "date_time" in r.getMessage()]
 
 
+def test_an_empty_turn_is_left_out_and_said_as_a_chat_exports_is(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    # a turn with no text and no photo refused the whole conversation ("expected non-empty
+    # text"), while a chat export drops its empty messages with a warning
+    import logging
+
+    sample = json.loads(TINY.read_text())
+    sample = sample[0] if isinstance(sample, list) else sample
+    sample["conversation"]["session_1"][2]["text"] = "  "
+    sample["conversation"]["session_1"][2].pop("blip_caption", None)
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps([sample]))
+    with caplog.at_level(logging.WARNING, logger="rollsum_evals.data.locomo"):
+        (conv,) = load(path, strict=True)
+    assert [m.id for m in conv.messages] == ["D1:1", "D1:2", "D2:1", "D2:2"]
+    said = [r.getMessage() for r in caplog.records if "empty turn" in r.getMessage()]
+    assert len(said) == 1 and "1 empty turn(s) (no text, no photo) left out: D1:3" in said[0]
+
+
 def test_image_captions_become_text(tiny: Conversation) -> None:
     assert tiny.messages[1].content.endswith("[shares a photo: a photo of a canal with boats]")
 
