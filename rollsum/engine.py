@@ -352,6 +352,9 @@ class RollingSummarizer(SettingAttributes):
             raise ConfigError(f"conversation {self.conversation_id!r}: this engine was closed, so another may own "
                               "the conversation now (a closed engine's message would collide with its next one); "
                               "open a new engine on the store to go on")
+        if not isinstance(message, Message):  # a str or an API dict: say so, not "'str' has no attribute 'id'"
+            raise TypeError(f"add() takes a rollsum.Message, got {type(message).__name__} "
+                            "(make one: Message(\"user\", text))")
         if message.id is None:
             message = message.with_id(f"{self.conversation_id}/{self._seq}")
         n = self.counter.count_message(message)  # before storing: a counter that raises changes nothing

@@ -315,3 +315,13 @@ def test_a_summarizers_own_record_of_what_it_did_reaches_the_record_and_survives
     made = rs.summary
     rs.close()
     assert SQLiteStore(tmp_path / "chat.db").summaries("c")[-1] == made
+
+
+def test_adding_something_that_is_not_a_message_is_a_type_error_naming_it() -> None:
+    # an app's slip (the text itself, or the API's {"role", "content"} dict) was
+    # "AttributeError: 'str' object has no attribute 'id'"
+    rs = RollingSummarizer.from_preset("since-last")
+    for wrong in ("hello", {"role": "user", "content": "hello"}):
+        with pytest.raises(TypeError, match=r"add\(\) takes a rollsum.Message, got (str|dict)"):
+            rs.add(wrong)  # type: ignore[arg-type]
+    assert rs.turn == 0 and rs.context() == []
