@@ -355,13 +355,19 @@ class RollingSummarizer(SettingAttributes):
         if not isinstance(message, Message):  # a str or an API dict: say so, not "'str' has no attribute 'id'"
             raise TypeError(f"add() takes a rollsum.Message, got {type(message).__name__} "
                             "(make one: Message(\"user\", text))")
-        if message.id is None:
+        auto = message.id is None
+        if auto:
             message = message.with_id(f"{self.conversation_id}/{self._seq}")
         n = self.counter.count_message(message)  # before storing: a counter that raises changes nothing
-        if self._add_counted is not None:  # the store keeps the token total (O(window) opens)
-            self._add_counted(self.conversation_id, self._seq, message, n, self._token_key)  # type: ignore[arg-type]
-        else:
-            self.store.add_message(self.conversation_id, self._seq, message)
+        try:
+            self._store(message, n)
+        except ConfigError:
+            if not auto:
+                raise
+            # the application gave an earlier message the id this one would get ("x/1" at turn 0):
+            # without another id every message it adds without one was refused from then on
+            message = message.with_id(f"{self.conversation_id}/{self._seq}/auto")
+            self._store(message, n)
         seq = self._seq
         self._seq += 1
         self._added_tokens += n
@@ -375,6 +381,14 @@ class RollingSummarizer(SettingAttributes):
         if c.since_attempt is not None:
             c.since_attempt += 1
         return message
+
+    def _store(self, message: Message, n: int) -> None:
+        """Store `message` (counted `n`) at the next sequence number; a ConfigError leaves the
+        store unchanged (a duplicate id, a closed store)."""
+        if self._add_counted is not None:  # the store keeps the token total (O(window) opens)
+            self._add_counted(self.conversation_id, self._seq, message, n, self._token_key)  # type: ignore[arg-type]
+        else:
+            self.store.add_message(self.conversation_id, self._seq, message)
 
     def _state(self, passes: int) -> WindowState:
         """The policy's snapshot (`rollsum.window.policy_state`)."""
