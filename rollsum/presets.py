@@ -385,7 +385,10 @@ def _summarizers(config: PresetConfig, resolved: Model | None, counter: Any = No
     summarizer = given if given is not None else make_summarizer(
         preset, resolved, summ_kw, kind, config.plugin_params, config.settings.context_window)
     fallback = None
-    if config.fallback == "extractive" and (resolved is not None and kind != "extractive"):
+    # a kept summarizer (`summarizer_for(name, model)`) brings its model: the engine built around
+    # it without `model` again had no fallback (budget-rule-based's summaries failed for good)
+    backed = resolved is not None or getattr(given, "model", None) is not None
+    if config.fallback == "extractive" and backed and kind != "extractive":
         fb_kw = {k: v for k, v in summ_kw.items() if k in ("merge", "conversational", "counter")}
         fallback = make_summarizer(preset, None, fb_kw, "extractive")
     return summarizer, fallback
