@@ -339,6 +339,8 @@ def test_an_id_the_app_gave_does_not_block_the_messages_it_adds_without_one(kind
     assert [m.content for m in rs.context()] == ["hi", "hello", "and then?"]
     with pytest.raises(ConfigError, match="duplicate message id 'x/1'"):
         rs.add(Message("user", "again", id="x/1"))  # an id the app gives twice is still its mistake
+    with pytest.raises(ConfigError, match=r"message 'x/3': meta is not JSON"):  # other refusals: its own id
+        rs.add(Message("user", "odd meta", meta={"s": {1, 2}}))
     if kind == "sqlite":
         rs.close()
         again = RollingSummarizer.from_preset("since-last", store=store, conversation_id="x")
