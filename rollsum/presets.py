@@ -369,6 +369,11 @@ def resolve(name: str, **overrides: Any) -> PresetConfig:
         settings = EngineSettings(**engine_kw)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"preset {name}: {err}") from None
+    except ConfigError as err:  # a rule tying two settings: say which value the preset chose
+        held = [f"{k}={engine_kw[k]}" for k in sorted(policy_fields & set(SETTING_NAMES))
+                if k not in overrides and k in engine_kw and k in str(err)]
+        raise ConfigError(f"preset {name}: {err}" + (f" ({', '.join(held)} is this preset's default; "
+                                                     "give a value that fits)" if held else "")) from None
     return PresetConfig(preset=name, policy=policy, settings=settings, summarizer=kind,
                         summarizer_params=summ_kw, plugin_params=extra, fallback=fallback_opt)
 

@@ -133,3 +133,13 @@ def test_a_kept_model_summarizer_brings_the_presets_fallback_without_the_model_a
     assert built.config() == RollingSummarizer.from_preset(name, fake()).config()
     extractive = RollingSummarizer.from_preset(name, summarizer=presets.summarizer_for(name))
     assert extractive.fallback is None
+
+
+def test_a_window_below_the_presets_own_reserved_room_says_the_preset_chose_that_room() -> None:
+    # was "reserved_output_tokens (1024) must be >= 0 and below context_window (1000)": a parameter
+    # the caller never gave, without the preset's name (the rule's ConfigError passed untouched)
+    with pytest.raises(ConfigError, match=r"^preset budget-rule-based: reserved_output_tokens \(1024\) .*"
+                                          r"\(reserved_output_tokens=1024 is this preset's default; give a value"):
+        RollingSummarizer.from_preset("budget-rule-based", context_window=1000)
+    with pytest.raises(ConfigError, match=r"context_window \(1000\)$"):  # given: nothing to explain
+        RollingSummarizer.from_preset("budget-rule-based", context_window=1000, reserved_output_tokens=2000)
