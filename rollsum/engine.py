@@ -56,6 +56,7 @@ from rollsum.settings import (
     SettingAttributes,
     engine_config,
     wiring_problem,
+    wiring_type_problem,
 )
 from rollsum.store import claim, resolve
 from rollsum.store.base import Store
@@ -138,7 +139,8 @@ class RollingSummarizer(SettingAttributes):
                fallback: Summarizer | None, sleep: Callable[[float], None], clock: Callable[[], datetime],
                on_event: Callable[[SummaryEvent], None] | None, preset: str, takeover: bool) -> None:
         """What both constructors share: wire the components, claim the conversation, resume it."""
-        if (found := wiring_problem(policy, summarizer, settings, conversation_id)) is not None:
+        if (found := wiring_problem(policy, summarizer, settings, conversation_id)
+                or wiring_type_problem(counter, sleep, clock, on_event)) is not None:
             raise ConfigError(found)
         self.settings = settings
         self.enforce_window = bool(getattr(policy, "windowed", False)) if settings.enforce_window is None \
