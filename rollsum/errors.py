@@ -21,6 +21,11 @@ class ConfigError(RollsumError):
     """A parameter, preset name, model spec or file is not what was expected."""
 
 
+class DuplicateMessageId(ConfigError):
+    """A store already holds a message with this id in the conversation (the engine gives an
+    id-less message another id when its own choice is taken)."""
+
+
 class MissingCredentials(ConfigError):
     """A real model was requested but its API key is not set."""
 

@@ -369,6 +369,11 @@ def resolve(name: str, **overrides: Any) -> PresetConfig:
         settings = EngineSettings(**engine_kw)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"preset {name}: {err}") from None
+    except ConfigError as err:  # a rule tying two settings: say which value the preset chose
+        held = [f"{k}={engine_kw[k]}" for k in sorted(policy_fields & set(SETTING_NAMES))
+                if k not in overrides and k in engine_kw and k in str(err)]
+        raise ConfigError(f"preset {name}: {err}" + (f" ({', '.join(held)} is this preset's default; "
+                                                     "give a value that fits)" if held else "")) from None
     return PresetConfig(preset=name, policy=policy, settings=settings, summarizer=kind,
                         summarizer_params=summ_kw, plugin_params=extra, fallback=fallback_opt)
 
@@ -385,7 +390,10 @@ def _summarizers(config: PresetConfig, resolved: Model | None, counter: Any = No
     summarizer = given if given is not None else make_summarizer(
         preset, resolved, summ_kw, kind, config.plugin_params, config.settings.context_window)
     fallback = None
-    if config.fallback == "extractive" and (resolved is not None and kind != "extractive"):
+    # a kept summarizer (`summarizer_for(name, model)`) brings its model: the engine built around
+    # it without `model` again had no fallback (budget-rule-based's summaries failed for good)
+    backed = resolved is not None or getattr(given, "model", None) is not None
+    if config.fallback == "extractive" and backed and kind != "extractive":
         fb_kw = {k: v for k, v in summ_kw.items() if k in ("merge", "conversational", "counter")}
         fallback = make_summarizer(preset, None, fb_kw, "extractive")
     return summarizer, fallback

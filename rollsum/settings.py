@@ -342,6 +342,21 @@ def wiring_problem(policy: object, summarizer: object, settings: object, convers
     return None
 
 
+def wiring_type_problem(counter: object, sleep: object, clock: object, on_event: object) -> str | None:
+    """What is wrong with an engine's callbacks and counter (None: fine). `from_preset` checks
+    them by their annotations; the keyword constructor and `from_settings` did not, so a counter
+    given by name was an AttributeError and a clock that is not callable failed every summary
+    (an internal error after each stored message, the context held by the guard alone)."""
+    if counter is not None and not (callable(getattr(counter, "count", None))
+                                    and callable(getattr(counter, "count_message", None))):
+        return (f"counter: expected a TokenCounter (with count() and count_message()) or None, "
+                f"got {type(counter).__name__}")
+    for name, value, optional in (("sleep", sleep, False), ("clock", clock, False), ("on_event", on_event, True)):
+        if not callable(value) and not (optional and value is None):
+            return f"{name}: expected a function{' or None' if optional else ''}, got {type(value).__name__}"
+    return None
+
+
 __all__ = ["MIN_WINDOW", "SETTING_NAMES", "WIRING_NAMES", "DepthCapMerge", "EngineSettings", "EngineWiring",
            "LedgerMode", "Setting", "SettingAttributes", "engine_config", "engine_parameters", "owner_of",
-           "wiring_problem"]
+           "wiring_problem", "wiring_type_problem"]

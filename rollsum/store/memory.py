@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from rollsum.errors import ConfigError
+from rollsum.errors import ConfigError, DuplicateMessageId
 from rollsum.store.base import (
     SETTABLE_STATES,
     StoredMessage,
@@ -319,7 +319,7 @@ class MemoryStore:
             if prefix is None or mid != f"{prefix}{rows.base + n}":
                 index = rows.index if prefix is None else rows.unnumber()
                 if mid in index:
-                    raise ConfigError(f"duplicate message id {mid!r} in {conversation_id!r}")
+                    raise DuplicateMessageId(f"duplicate message id {mid!r} in {conversation_id!r}")
                 if n or not rows.number_from(mid):
                     index[mid] = n
             if seq != n or type(seq) is not int or rows.seqs is not None:

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from rollsum.errors import ConfigError
+from rollsum.errors import ConfigError, DuplicateMessageId
 from rollsum.redact import redacting_logger
 from rollsum.store.base import (
     COVERABLE_STATES,
@@ -432,7 +432,7 @@ class SQLiteStore:
                 conn.execute("INSERT INTO messages (conversation_id, seq, id, role, content, name, "
                              "created_at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
         except sqlite3.IntegrityError:
-            raise ConfigError(f"duplicate message id {message.id!r} in {conversation_id!r}") from None
+            raise DuplicateMessageId(f"duplicate message id {message.id!r} in {conversation_id!r}") from None
         except UnicodeEncodeError as exc:
             raise ConfigError(f"message {message.id!r}: text is not valid Unicode ({exc.reason})"
                               ) from None

@@ -315,3 +315,34 @@ def test_a_summarizers_own_record_of_what_it_did_reaches_the_record_and_survives
     made = rs.summary
     rs.close()
     assert SQLiteStore(tmp_path / "chat.db").summaries("c")[-1] == made
+
+
+def test_adding_something_that_is_not_a_message_is_a_type_error_naming_it() -> None:
+    # an app's slip (the text itself, or the API's {"role", "content"} dict) was
+    # "AttributeError: 'str' object has no attribute 'id'"
+    rs = RollingSummarizer.from_preset("since-last")
+    for wrong in ("hello", {"role": "user", "content": "hello"}):
+        with pytest.raises(TypeError, match=r"add\(\) takes a rollsum.Message, got (str|dict)"):
+            rs.add(wrong)  # type: ignore[arg-type]
+    assert rs.turn == 0 and rs.context() == []
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_an_id_the_app_gave_does_not_block_the_messages_it_adds_without_one(kind: str, tmp_path: Path) -> None:
+    # "x/1" given at turn 0 is the id turn 1 would get: every id-less message was then refused
+    # ("duplicate message id") and the conversation could not go on
+    store = SQLiteStore(tmp_path / "chat.db") if kind == "sqlite" else "memory"
+    rs = RollingSummarizer.from_preset("since-last", store=store, conversation_id="x")
+    rs.add(Message("user", "hi", id="x/1"))
+    rs.add(Message("assistant", "hello"))
+    rs.add(Message("user", "and then?"))
+    assert [m.content for m in rs.context()] == ["hi", "hello", "and then?"]
+    with pytest.raises(ConfigError, match="duplicate message id 'x/1'"):
+        rs.add(Message("user", "again", id="x/1"))  # an id the app gives twice is still its mistake
+    with pytest.raises(ConfigError, match=r"message 'x/3': meta is not JSON"):  # other refusals: its own id
+        rs.add(Message("user", "odd meta", meta={"s": {1, 2}}))
+    if kind == "sqlite":
+        rs.close()
+        again = RollingSummarizer.from_preset("since-last", store=store, conversation_id="x")
+        assert [m.content for m in again.context()] == ["hi", "hello", "and then?"]
+        assert again.context_tokens() == rs.context_tokens()

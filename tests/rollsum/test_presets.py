@@ -122,3 +122,24 @@ def test_summarizer_for_makes_what_the_preset_would() -> None:
     assert made.params() == RollingSummarizer.from_preset("since-last", merge="append").summarizer.params()  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="store connect"):
         presets.summarizer_for("since-last", store="memory")
+
+
+@pytest.mark.parametrize("name", presets.names())
+def test_a_kept_model_summarizer_brings_the_presets_fallback_without_the_model_again(name: str) -> None:
+    # budget-rule-based's extractive fallback came only with `model` given to from_preset too:
+    # from_preset(name, summarizer=summarizer_for(name, model)) had none (a failed summary stayed failed)
+    kept = presets.summarizer_for(name, fake())
+    built = RollingSummarizer.from_preset(name, summarizer=kept)
+    assert built.config() == RollingSummarizer.from_preset(name, fake()).config()
+    extractive = RollingSummarizer.from_preset(name, summarizer=presets.summarizer_for(name))
+    assert extractive.fallback is None
+
+
+def test_a_window_below_the_presets_own_reserved_room_says_the_preset_chose_that_room() -> None:
+    # was "reserved_output_tokens (1024) must be >= 0 and below context_window (1000)": a parameter
+    # the caller never gave, without the preset's name (the rule's ConfigError passed untouched)
+    with pytest.raises(ConfigError, match=r"^preset budget-rule-based: reserved_output_tokens \(1024\) .*"
+                                          r"\(reserved_output_tokens=1024 is this preset's default; give a value"):
+        RollingSummarizer.from_preset("budget-rule-based", context_window=1000)
+    with pytest.raises(ConfigError, match=r"context_window \(1000\)$"):  # given: nothing to explain
+        RollingSummarizer.from_preset("budget-rule-based", context_window=1000, reserved_output_tokens=2000)

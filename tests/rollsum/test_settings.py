@@ -100,6 +100,23 @@ def test_an_engine_refuses_parts_of_the_wrong_kind_when_it_is_made(parts: Any, w
         RollingSummarizer.from_settings(policy, summarizer, settings)
 
 
+@pytest.mark.parametrize(("wiring", "words"), [
+    ({"counter": "heuristic"}, "counter: expected a TokenCounter (with count() and count_message()) or None, got str"),
+    ({"clock": 5}, "clock: expected a function, got int"),
+    ({"sleep": None}, "sleep: expected a function, got NoneType"),
+    ({"on_event": "print"}, "on_event: expected a function or None, got str"),
+])
+def test_an_engine_refuses_a_counter_or_callback_of_the_wrong_kind_when_it_is_made(wiring: Any, words: str) -> None:
+    """from_preset checked these; from_settings and the keyword constructor did not: a counter by
+    name was an AttributeError, and a clock of 5 failed every summary (an internal error after
+    each stored message)."""
+    policy, summarizer = policies.get("since-last")(), ExtractiveSummarizer()
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        RollingSummarizer.from_settings(policy, summarizer, EngineSettings(), **wiring)
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        RollingSummarizer(policy, summarizer, **wiring)
+
+
 @pytest.mark.parametrize("cid", ["", 7])
 def test_an_empty_conversation_id_is_refused_not_replaced_by_a_new_one(cid: Any) -> None:
     """"" (an app's missing id) made a fresh random conversation on every open, so a conversation
