@@ -41,7 +41,7 @@ from rollsum import cadence, guard, jobs, opening
 from rollsum import events as events_
 from rollsum.cadence import Cadence
 from rollsum.context import ContextFormat, get_format, shown_summary, summary_room
-from rollsum.errors import ConfigError, DuplicateMessageId
+from rollsum.errors import ConfigError
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.policies.base import Decision, Policy, PolicyHooks, WindowState, may_summarize
@@ -357,22 +357,8 @@ class RollingSummarizer(SettingAttributes):
         if not isinstance(message, Message):  # a str or an API dict: say so, not "'str' has no attribute 'id'"
             raise TypeError(f"add() takes a rollsum.Message, got {type(message).__name__} "
                             "(make one: Message(\"user\", text))")
-        auto = message.id is None
-        if auto:
-            message = message.with_id(f"{self.conversation_id}/{self._seq}")
-        n = self.counter.count_message(message)  # before storing: a counter that raises changes nothing
-        try:
-            self._store(message, n)
-        except DuplicateMessageId as taken:
-            if not auto:
-                raise
-            # the application gave an earlier message the id this one would get ("x/1" at turn 0):
-            # without another id every message it adds without one was refused from then on
-            message = message.with_id(f"{self.conversation_id}/{self._seq}/auto")
-            try:
-                self._store(message, n)
-            except DuplicateMessageId:
-                raise taken from None  # (SQLite's row number taken too: another writer) the first word
+        message, n = opening.store_new(self.store, self._add_counted, self.conversation_id, self._seq, message,
+                                       self.counter.count_message, self._token_key)
         seq = self._seq
         self._seq += 1
         self._added_tokens += n
@@ -386,14 +372,6 @@ class RollingSummarizer(SettingAttributes):
         if c.since_attempt is not None:
             c.since_attempt += 1
         return message
-
-    def _store(self, message: Message, n: int) -> None:
-        """Store `message` (counted `n`) at the next sequence number; a ConfigError leaves the
-        store unchanged (`DuplicateMessageId`, a closed store, meta that is not JSON)."""
-        if self._add_counted is not None:  # the store keeps the token total (O(window) opens)
-            self._add_counted(self.conversation_id, self._seq, message, n, self._token_key)  # type: ignore[arg-type]
-        else:
-            self.store.add_message(self.conversation_id, self._seq, message)
 
     def _state(self, passes: int) -> WindowState:
         """The policy's snapshot (`rollsum.window.policy_state`)."""

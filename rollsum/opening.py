@@ -14,7 +14,9 @@ so an open must not grow with the conversation:
   counter made (counted again here, then kept, so the next open is the first kind), or no saved
   cadence (the rate limits are then rebuilt from every row, `Cadence.resumed`).
 
-Then `reshow` shows what the last `add()` showed but the store does not keep. Both ways give
+Then `reshow` shows what the last `add()` showed but the store does not keep. And the one write
+that belongs with them: `store_new` stores a new message (through `counted_adder`'s
+`add_counted`, so the next open need not count it), giving an id-less one its id. Both ways give
 the same engine (tests/rollsum/test_open_window.py); `benchmarks/bench_open.py`
 measures them (docs/storage.md, "Opening costs the window, not the conversation").
 """
@@ -23,9 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from rollsum import cadence, guard
 from rollsum.cadence import Cadence, Key
+from rollsum.errors import DuplicateMessageId
 from rollsum.redact import redacting_logger
 from rollsum.settings import EngineSettings
 from rollsum.store.base import Store, StoreTotals
@@ -62,6 +66,39 @@ def counted_adder(store: Store, token_key: str | None) -> Adder | None:
     the engine stores with `Store.add_message`, and every open counts the rows again)."""
     add = getattr(store, "add_counted", None) if token_key is not None else None
     return add if callable(add) else None
+
+
+def store_new(store: Store, adder: Adder | None, cid: str, seq: int, message: Message,
+              count: Callable[[Message], int], token_key: str | None) -> tuple[Message, int]:
+    """Store a new message at `seq` (through the store's `add_counted` when it keeps a token
+    total: `counted_adder`), and return it as stored (an id-less one gets ``<cid>/<seq>``) with
+    its token count. A `ConfigError` leaves the store unchanged.
+
+    When the application gave an earlier message the id an id-less one would get ("x/1" at turn
+    0), it gets ``<cid>/<seq>/auto`` instead: without another id every message added without
+    one was refused from then on. An id the application gives twice is still refused."""
+    auto = message.id is None
+    if auto:
+        message = message.with_id(f"{cid}/{seq}")
+    n = count(message)  # before storing: a counter that raises changes nothing
+
+    def put(m: Message) -> None:
+        if adder is not None:
+            adder(cid, seq, m, n, cast(str, token_key))
+        else:
+            store.add_message(cid, seq, m)
+
+    try:
+        put(message)
+    except DuplicateMessageId as taken:
+        if not auto:
+            raise
+        message = message.with_id(f"{cid}/{seq}/auto")
+        try:
+            put(message)
+        except DuplicateMessageId:
+            raise taken from None  # (SQLite's row number taken too: another writer) the first word
+    return message, n
 
 
 def open_conversation(store: Store, conversation_id: str, count: Callable[[Message], int],
