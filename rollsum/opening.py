@@ -81,24 +81,25 @@ def store_new(store: Store, adder: Adder | None, cid: str, seq: int, message: Me
     if auto:
         message = message.with_id(f"{cid}/{seq}")
     n = count(message)  # before storing: a counter that raises changes nothing
-
-    def put(m: Message) -> None:
-        if adder is not None:
-            adder(cid, seq, m, n, cast(str, token_key))
-        else:
-            store.add_message(cid, seq, m)
-
     try:
-        put(message)
+        _put(store, adder, cid, seq, message, n, token_key)
     except DuplicateMessageId as taken:
         if not auto:
             raise
         message = message.with_id(f"{cid}/{seq}/auto")
         try:
-            put(message)
+            _put(store, adder, cid, seq, message, n, token_key)
         except DuplicateMessageId:
             raise taken from None  # (SQLite's row number taken too: another writer) the first word
     return message, n
+
+
+def _put(store: Store, adder: Adder | None, cid: str, seq: int, message: Message, n: int,
+         token_key: str | None) -> None:
+    if adder is not None:  # the store keeps the token total (O(window) opens)
+        adder(cid, seq, message, n, cast(str, token_key))
+    else:
+        store.add_message(cid, seq, message)
 
 
 def open_conversation(store: Store, conversation_id: str, count: Callable[[Message], int],
