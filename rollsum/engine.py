@@ -41,7 +41,7 @@ from rollsum import cadence, guard, jobs, opening
 from rollsum import events as events_
 from rollsum.cadence import Cadence
 from rollsum.context import ContextFormat, get_format, shown_summary, summary_room
-from rollsum.errors import ConfigError
+from rollsum.errors import ConfigError, DuplicateMessageId
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.policies.base import Decision, Policy, PolicyHooks, WindowState, may_summarize
@@ -357,8 +357,20 @@ class RollingSummarizer(SettingAttributes):
         if not isinstance(message, Message):  # a str or an API dict: say so, not "'str' has no attribute 'id'"
             raise TypeError(f"add() takes a rollsum.Message, got {type(message).__name__} "
                             "(make one: Message(\"user\", text))")
-        message, n = opening.store_new(self.store, self._add_counted, self.conversation_id, self._seq, message,
-                                       self.counter.count_message, self._token_key)
+        auto = message.id is None
+        if auto:
+            message = message.with_id(f"{self.conversation_id}/{self._seq}")
+        n = self.counter.count_message(message)  # before storing: a counter that raises changes nothing
+        try:
+            if self._add_counted is not None:  # the store keeps the token total (O(window) opens)
+                self._add_counted(self.conversation_id, self._seq, message, n, self._token_key)  # type: ignore[arg-type]
+            else:
+                self.store.add_message(self.conversation_id, self._seq, message)
+        except DuplicateMessageId as taken:
+            if not auto:
+                raise
+            message = opening.store_aside(self.store, self._add_counted, self.conversation_id, self._seq, message,
+                                          n, self._token_key, taken)
         seq = self._seq
         self._seq += 1
         self._added_tokens += n

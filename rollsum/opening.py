@@ -15,8 +15,8 @@ so an open must not grow with the conversation:
   cadence (the rate limits are then rebuilt from every row, `Cadence.resumed`).
 
 Then `reshow` shows what the last `add()` showed but the store does not keep. And the one write
-that belongs with them: `store_new` stores a new message (through `counted_adder`'s
-`add_counted`, so the next open need not count it), giving an id-less one its id. Both ways give
+that belongs with them: `store_aside` stores an id-less message under another id when the
+application took its own (`counted_adder` gives the store's `add_counted`). Both ways give
 the same engine (tests/rollsum/test_open_window.py); `benchmarks/bench_open.py`
 measures them (docs/storage.md, "Opening costs the window, not the conversation").
 """
@@ -68,38 +68,21 @@ def counted_adder(store: Store, token_key: str | None) -> Adder | None:
     return add if callable(add) else None
 
 
-def store_new(store: Store, adder: Adder | None, cid: str, seq: int, message: Message,
-              count: Callable[[Message], int], token_key: str | None) -> tuple[Message, int]:
-    """Store a new message at `seq` (through the store's `add_counted` when it keeps a token
-    total: `counted_adder`), and return it as stored (an id-less one gets ``<cid>/<seq>``) with
-    its token count. A `ConfigError` leaves the store unchanged.
-
-    When the application gave an earlier message the id an id-less one would get ("x/1" at turn
-    0), it gets ``<cid>/<seq>/auto`` instead: without another id every message added without
-    one was refused from then on. An id the application gives twice is still refused."""
-    auto = message.id is None
-    if auto:
-        message = message.with_id(f"{cid}/{seq}")
-    n = count(message)  # before storing: a counter that raises changes nothing
+def store_aside(store: Store, adder: Adder | None, cid: str, seq: int, message: Message, n: int,
+                token_key: str | None, taken: DuplicateMessageId) -> Message:
+    """An id-less message whose id (``<cid>/<seq>``) the application had given an earlier one
+    ("x/1" at turn 0), stored as ``<cid>/<seq>/auto``: without another id every message added
+    without one was refused from then on. An id the application gives twice is still refused
+    (the engine re-raises). Returns the message as stored."""
+    message = message.with_id(f"{cid}/{seq}/auto")
     try:
-        _put(store, adder, cid, seq, message, n, token_key)
-    except DuplicateMessageId as taken:
-        if not auto:
-            raise
-        message = message.with_id(f"{cid}/{seq}/auto")
-        try:
-            _put(store, adder, cid, seq, message, n, token_key)
-        except DuplicateMessageId:
-            raise taken from None  # (SQLite's row number taken too: another writer) the first word
-    return message, n
-
-
-def _put(store: Store, adder: Adder | None, cid: str, seq: int, message: Message, n: int,
-         token_key: str | None) -> None:
-    if adder is not None:  # the store keeps the token total (O(window) opens)
-        adder(cid, seq, message, n, cast(str, token_key))
-    else:
-        store.add_message(cid, seq, message)
+        if adder is not None:
+            adder(cid, seq, message, n, cast(str, token_key))
+        else:
+            store.add_message(cid, seq, message)
+    except DuplicateMessageId:
+        raise taken from None  # (SQLite's row number taken too: another writer) the first word
+    return message
 
 
 def open_conversation(store: Store, conversation_id: str, count: Callable[[Message], int],
