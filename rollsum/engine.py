@@ -216,6 +216,11 @@ class RollingSummarizer(SettingAttributes):
         A closed engine refuses `add()` (a ConfigError, nothing stored) and lands no lagged
         summary: its writes would collide with the next owner's."""
         self._closed = True  # its claim is gone: it must not write behind the next owner's back
+        if self._inflight is not None:  # an engine built per request with lag_turns never summarizes: say so
+            log.warning("conversation %r: closed with a lagged summary %d turn(s) from landing: dropped "
+                        "(lag_turns=%d simulates a slow summarizer in one long-lived engine; an engine "
+                        "rebuilt per request with it never lands a summary)", self.conversation_id,
+                        self._inflight[0].due_turn + 1 - self._seq, self.settings.lag_turns)
         if self._finalizer is not None:
             self._finalizer()
 

@@ -77,6 +77,9 @@ class EngineSettings:
       model-backed summarizers and is off for the extractive one, which already selects
       fact-bearing sentences from the same span (docs/ledger.md).
     - `lag_turns`: simulate an asynchronous summarizer that lands N turns after the trigger.
+      A replay setting for one long-lived engine: `close()` drops a summary still in flight
+      (and logs a warning), so an engine rebuilt per request with it never summarizes; an
+      application's asynchronous summaries are `rollsum.aio`'s.
     - `max_passes`: bound on the policy's decisions per message (a policy cannot spin).
     - `failure_cooldown` / `max_failure_backoff`: after k failed attempts in a row no new
       attempt for ``min(failure_cooldown × 2**(k−1), max_failure_backoff)`` messages; a primary

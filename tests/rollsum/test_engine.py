@@ -92,6 +92,30 @@ def test_flush_lands_an_inflight_summary() -> None:
     assert ev is not None and ev.kind == "summary" and rs.summary is not None
 
 
+def test_closing_with_a_lagged_summary_in_flight_says_it_is_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    """A closed engine lands nothing (its writes would collide with the next owner's), so an
+    engine rebuilt per request with `lag_turns` never summarizes: close() says so instead of
+    dropping the summary in silence; an engine with nothing in flight says nothing."""
+    import logging
+
+    rs = engine(lag_turns=3)
+    for m in chat(20):
+        rs.add(m)
+    with caplog.at_level(logging.WARNING, logger="rollsum.engine"):
+        rs.close()
+    said = [r.getMessage() for r in caplog.records if "lagged summary" in r.getMessage()]
+    assert len(said) == 1 and "3 turn(s) from landing: dropped (lag_turns=3" in said[0]
+    caplog.clear()
+    flushed = engine(lag_turns=3)
+    for m in chat(20):
+        flushed.add(m)
+    flushed.flush()
+    with caplog.at_level(logging.WARNING, logger="rollsum.engine"):
+        flushed.close()
+        engine().close()
+    assert not [r for r in caplog.records if "lagged summary" in r.getMessage()]
+
+
 def test_rebuild_from_raw_resummarizes_archived_messages() -> None:
     s = Scripted("first", "second")
     rs = engine(summarizer=s, rebuild_from_raw=True)
