@@ -725,3 +725,11 @@ def dataset_hashes(manifest: Mapping[str, Any]) -> dict[str, str]:
             if isinstance(info, Mapping) and info.get("sha256"):
                 out[str(name)] = str(info["sha256"])
     return out
+
+
+def run_scorers(run: Run) -> list[str] | None:
+    """The scorers the run was last scored with (manifest ``scoring.scorers``), None when unknown:
+    what the report and `compare` check before reading a figure one of them makes."""
+    scoring = run.manifest.get("scoring")
+    scorers = scoring.get("scorers") if isinstance(scoring, Mapping) else None
+    return [str(s) for s in scorers] if isinstance(scorers, list) else None

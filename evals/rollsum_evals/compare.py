@@ -525,17 +525,11 @@ def setup_differences(run_a: Run, run_b: Run, configs: Sequence[str]) -> list[st
             "not only the change's" for what, cs in found.items()]
 
 
-def _scorers(run: Run) -> list[str] | None:
-    scoring = run.manifest.get("scoring")
-    names = scoring.get("scorers") if isinstance(scoring, Mapping) else None
-    return [str(n) for n in names] if isinstance(names, list) else None
-
-
 def scorer_differences(run_a: Run, run_b: Run) -> list[str]:
     """A warning when the two runs were last scored with other scorers (`rollsum score
     --scorers`): a metric one side did not score reads 0 or – there. Why: a run re-scored without
     `cost` showed `cost_usd $0.0000` against the other's and a cost difference, with no word."""
-    a, b = _scorers(run_a), _scorers(run_b)
+    a, b = analysis.run_scorers(run_a), analysis.run_scorers(run_b)
     if a is None or b is None or set(a) == set(b):
         return []
     only = [f"{n} only in run {side}" for side, mine, other in (("A", a, b), ("B", b, a))

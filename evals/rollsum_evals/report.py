@@ -46,6 +46,7 @@ from rollsum_evals.analysis import (
     ok_probes,
     ok_units,
     ranked,
+    run_scorers,
     summaries_at_checkpoint,
     token_axis,
 )
@@ -330,13 +331,6 @@ def first_line(table: pd.DataFrame, probes: pd.DataFrame, scorers: Sequence[str]
                 f"--scorers {retention}`. {headline(table, scorers)}")
     warn = low_coverage_line(coverage(candidate_probes(table, probes)))
     return f"{warn} {headline(table, scorers)}" if warn else headline(table, scorers)
-
-
-def run_scorers(run: Run) -> list[str] | None:
-    """The scorers the run was last scored with (manifest ``scoring.scorers``), None when unknown."""
-    scoring = run.manifest.get("scoring")
-    scorers = scoring.get("scorers") if isinstance(scoring, Mapping) else None
-    return [str(s) for s in scorers] if isinstance(scorers, list) else None
 
 
 def candidate_probes(table: pd.DataFrame, probes: pd.DataFrame) -> pd.DataFrame:
