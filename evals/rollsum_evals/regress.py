@@ -62,6 +62,7 @@ from rollsum_evals.formatting import fmt_num, fmt_usd, text_table
 from rollsum_evals.gain import is_curve
 from rollsum_evals.rundir.read import Run
 from rollsum_evals.rundir.status import FINISHED
+from rollsum_evals.scoring import ALWAYS
 from rollsum_evals.stats import DEFAULT_RESAMPLES, MIN_CONVERSATIONS, not_enough
 from rollsum_evals.verdicts import DEFAULT_THRESHOLDS, OK, Thresholds
 
@@ -471,7 +472,7 @@ def check(run: Run, baseline: Mapping[str, Any], *, tolerance: Tolerance = DEFAU
         result.failures.append(
             f"{scorer} was not scored in this run (the baseline was): {', '.join(GATED_BY[scorer])} cannot be "
             f"gated; score the run again with it (rollsum score RUN --scorers "
-            f"{','.join(sorted(set(baseline.get('scorer_versions') or {}) - {'health'}))})")
+            f"{','.join(sorted(set(baseline.get('scorer_versions') or {}) - set(ALWAYS)))})")
     for cfg in sorted(baseline["configs"]):
         base = baseline["configs"][cfg]
         if cfg not in current:
