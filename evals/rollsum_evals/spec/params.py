@@ -39,6 +39,22 @@ def _summary_bounds(preset: str, params: Mapping[str, Any], grid: Mapping[str, t
     return out[0], out[1]
 
 
+def configurable(policy: str) -> list[str]:
+    """The parameters a configuration of a preset with trigger `policy` may set (its valid
+    parameters but the wiring, which the harness sets for every replay)."""
+    from rollsum import policies
+
+    return [k for k in presets.valid_params(policies.get(policy)) if k not in WIRING]
+
+
+def not_a_parameter(preset: str, key: str, valid: Sequence[str]) -> str:
+    """What was expected instead of `key`: one of `valid`, with the nearest spelling when one
+    is close ("keep_lst" → 'keep_last'). One wording for a sweep spec and a tune's space."""
+    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.75)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return f"a parameter of preset {preset} (one of {', '.join(valid)}{hint})"
+
+
 def check_params(w: Where, configs: Sequence[Mapping[str, Any]], i: int, preset: str, params: Mapping[str, Any],
                   grid: Mapping[str, tuple[Any, ...]], set_by: Mapping[tuple[int, str], str]) -> None:
     """Every value a preset config gives a parameter, checked before anything runs by the
@@ -71,11 +87,9 @@ def check_params(w: Where, configs: Sequence[Mapping[str, Any]], i: int, preset:
             raise fail(key, where, f"a setting of the configuration, not '{key}' (it connects the engine to its "
                        "surroundings: the harness sets it for every replay)")
         for policy in chosen:
-            valid = [k for k in presets.valid_params(policies.get(policy)) if k not in WIRING]
+            valid = configurable(policy)
             if key not in valid:
-                near = difflib.get_close_matches(key, valid, n=1, cutoff=0.75)
-                hint = f"; did you mean {near[0]!r}?" if near else ""
-                raise fail(key, where, f"a parameter of preset {preset} (one of {', '.join(valid)}{hint})", key)
+                raise fail(key, where, not_a_parameter(preset, key, valid), key)
             for x in xs:
                 found = presets.param_problem(preset, key, x, policy=policy)
                 if found is not None:

@@ -36,7 +36,6 @@ Default integer ranges get a step of a tenth of their span for the same reason.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -260,12 +259,11 @@ def _check_values(path: str, preset: str, dims: Sequence[Dim], fixed: Mapping[st
     Why: a misspelt key, a bad fixed value or a float step on an integer parameter failed every
     trial in turn and the tune ended "best: none (no feasible trial)", exit 0."""
     from rollsum import policies
-    from rollsum.params import WIRING
+    from rollsum_evals.spec.params import configurable, not_a_parameter
 
     policy = fixed.get("policy")
-    valid = [k for k in presets.valid_params(policies.get(policy if isinstance(policy, str) and policy in
-                                                          policies.POLICIES else presets.get(preset).policy))
-             if k not in WIRING]
+    valid = configurable(policy if isinstance(policy, str) and policy in policies.POLICIES
+                         else presets.get(preset).policy)
     values: list[tuple[str, str, Any]] = [(f"params.{preset}.{k}", k, v) for k, v in fixed.items()]
     for d in dims:
         where = f"params.{preset}.{d.name}"
@@ -285,10 +283,7 @@ def _check_values(path: str, preset: str, dims: Sequence[Dim], fixed: Mapping[st
                 raise _fail(path, where, f"one of {', '.join(TIMESTAMPS)}", value)
             continue
         if key not in valid:
-            near = difflib.get_close_matches(key, valid, n=1, cutoff=0.75)
-            hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise _fail(path, where.removesuffix(".low").removesuffix(".choices"),
-                        f"a parameter of preset {preset} (one of {', '.join(valid)}{hint})")
+            raise _fail(path, where.removesuffix(".low").removesuffix(".choices"), not_a_parameter(preset, key, valid))
         found = presets.param_problem(preset, key, value, policy=policy)
         if found is not None:
             if isinstance(value, float) and presets.param_problem(preset, key, int(value), policy=policy) is None:
