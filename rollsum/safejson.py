@@ -52,6 +52,12 @@ def _float(text: str) -> float:
     return value
 
 
+def past_digit_limit(err: ValueError) -> bool:
+    """`err` is the interpreter refusing an integer of more digits than ``int()`` converts
+    (`sys.get_int_max_str_digits`), which JSON and TOML parsers let through as a ValueError."""
+    return "integer string conversion" in str(err)
+
+
 def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     """Parse one JSON value; anything `json.loads` would accept but we cannot use is refused."""
     if isinstance(text, bytes | bytearray):
@@ -67,7 +73,7 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
         raise JSONInputError(f"nested too deeply (expected at most {max_depth} levels of arrays and objects)") \
             from None
     except ValueError as err:  # an integer of more digits than int() converts (sys.get_int_max_str_digits)
-        if "integer string conversion" not in str(err):
+        if not past_digit_limit(err):
             raise
         raise JSONInputError(f"an integer of more than {sys.get_int_max_str_digits():,} digits (expected a number "
                              "Python can read)") from None

@@ -25,6 +25,7 @@ from typing import Any
 from rollsum.errors import ConfigError
 from rollsum.params import DEFAULT_CONTEXT_WINDOW, Range, check_number
 from rollsum.plugins import is_import_path as plugins_is_import_path
+from rollsum.safejson import past_digit_limit
 from rollsum_evals.data.checks import unknown_key
 from rollsum_evals.data.formats import LOADERS
 from rollsum_evals.data.pinned import DatasetSpec
@@ -320,7 +321,7 @@ def toml_loads(text: str) -> dict[str, Any]:
     except tomllib.TOMLDecodeError:
         raise
     except ValueError as err:
-        if "integer string conversion" not in str(err):
+        if not past_digit_limit(err):
             raise
         limit = sys.get_int_max_str_digits()
         line = next((n for n, ln in enumerate(text.splitlines(), 1)
