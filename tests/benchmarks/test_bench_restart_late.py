@@ -8,21 +8,10 @@ import sys
 from pathlib import Path
 
 from rollsum.store import MemoryStore
+from tests.support.opening import Spy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_restart
-
-
-class _Counting(MemoryStore):
-    """Counts reads of the covered messages: what a new summarizer's first summary counts again."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.covered_reads = 0
-
-    def messages(self, conversation_id: str, state=None):  # type: ignore[no-untyped-def]
-        self.covered_reads += state == "covered"
-        return super().messages(conversation_id, state)
 
 
 def test_late_gives_the_same_summaries_with_a_new_and_a_kept_summarizer() -> None:
@@ -30,7 +19,7 @@ def test_late_gives_the_same_summaries_with_a_new_and_a_kept_summarizer() -> Non
     messages again, while a new summarizer per engine does (else the table's two rows would
     time the same thing)."""
     messages = bench_restart.mixed(400)
-    new_store, kept_store = _Counting(), _Counting()
+    new_store, kept_store = Spy(MemoryStore()), Spy(MemoryStore())
     new = bench_restart.late("since-last", messages, new_store, 60, 2_000, kept=False)
     kept = bench_restart.late("since-last", messages, kept_store, 60, 2_000, kept=True)
     assert new[0] == kept[0] and len(new[0]) > 5

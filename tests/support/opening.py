@@ -24,7 +24,7 @@ class Spy:
 
     def __init__(self, store: Store, plain: bool = False) -> None:
         self.store, self.plain = store, plain
-        self.rows = self.records = self.full_reads = 0
+        self.rows = self.records = self.full_reads = self.covered_reads = 0
 
     def __getattr__(self, name: str) -> Any:
         if self.plain and name in WINDOWED:
@@ -35,6 +35,7 @@ class Spy:
         found = self.store.messages(conversation_id, state)
         self.rows += len(found)
         self.full_reads += state is None
+        self.covered_reads += state == "covered"  # what a new summarizer's first summary counts again
         return found
 
     def window_rows(self, conversation_id: str) -> list[StoredMessage]:

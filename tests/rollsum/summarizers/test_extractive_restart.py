@@ -27,6 +27,7 @@ from rollsum.store.base import Store
 from rollsum.summarizers import ExtractiveSummarizer, SummaryRequest
 from rollsum.summarizers.extractive import POSITIONS_META
 from rollsum.types import Message, SummaryRecord
+from tests.support.opening import Spy
 
 _WORDS = ("cabin", "Tromsø", "budget", "deploy", "build", "Omar", "Priya", "review", "Tuesday", "landlord",
           "invoice", "INC-2093", "router", "garden", "violin", "marathon", "pasta", "Lisbon", "kernel", "ticket",
@@ -150,19 +151,6 @@ def test_a_fallback_after_another_summarizers_summary_does_not_read_the_whole_co
     assert reads == [1]
 
 
-class _CountingStore(MemoryStore):
-    """Counts the reads of covered messages: what a new engine's first summary counts again."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.covered_reads = 0
-
-    def messages(self, conversation_id: str, state=None):  # type: ignore[no-untyped-def]
-        if state == "covered":
-            self.covered_reads += 1
-        return super().messages(conversation_id, state)
-
-
 def _per_request(preset: str, messages: list[Message], store: Store, summarizer: object) -> list[tuple[str, ...]]:
     """An engine built for every message, each around `summarizer` (a web server keeping one)."""
     out = []
@@ -185,11 +173,11 @@ def test_engines_built_per_request_around_one_kept_summarizer_continue_its_stati
 
     messages = _stream([(i * 7 % 41, i * 13 % 41, i % 10) for i in range(150)])
     whole = list(_replay(preset, messages, MemoryStore(), set()))
-    store = _CountingStore()
+    store = Spy(MemoryStore())
     kept = presets.summarizer_for(preset, context_window=WINDOW)
     assert _per_request(preset, messages, store, kept) == whole
     assert store.covered_reads == 0
-    fresh = _CountingStore()  # what the kept summarizer saves: without it, every request's first summary reads them
+    fresh = Spy(MemoryStore())  # what the kept summarizer saves: without it, every request's first summary reads them
     list(_replay(preset, messages, fresh, set(range(len(messages)))))
     assert fresh.covered_reads > 3
 
@@ -203,7 +191,7 @@ def test_one_summarizer_kept_for_two_interleaved_conversations_writes_what_two_w
     a = _stream([(i * 7 % 41, i * 13 % 41, i % 10) for i in range(120)])
     b = _stream([(i * 11 % 41, i * 3 % 41, (i + 3) % 10) for i in range(120)])
     kept = presets.summarizer_for("since-last", context_window=WINDOW)
-    store = _CountingStore()
+    store = Spy(MemoryStore())
     for ma, mb in zip(a, b, strict=True):
         for cid, m in (("a", ma), ("b", mb)):
             rs = RollingSummarizer.from_preset("since-last", context_window=WINDOW, store=store, conversation_id=cid,
