@@ -1,33 +1,24 @@
 """The rolling summarizer's state machine: a window of verbatim messages plus a chain of summaries.
 
-Flow for each added message: persist it, ask the policy, and if it asks for a summary, run
-the summarizer (with retries, fallback and the fact ledger) on a *snapshot* of the span, then
-commit the record and the covered messages' state change in one store transaction, and only
-then change the in-memory window. A failure at any step before the commit changes nothing:
-every message stays where it was. Once the message is stored, `add()` does not raise: any
-exception from a model, summarizer or store on the way is a classified failure event.
+Flow for each added message: persist it, ask the policy, and if it asks for a summary, run the
+summarizer (retries, fallback, fact ledger: `rollsum.jobs`) on a *snapshot* of the span, commit
+the record and the covered messages' state change in one store transaction, and only then
+change the in-memory window. A failure before the commit changes nothing: every message stays
+where it was. Once the message is stored, `add()` does not raise: any exception from a model,
+summarizer or store on the way is a classified failure event.
 
-Then the **window guard** (presets with a window): if the context is still over
-``context_window − reserved_output_tokens``, whatever the order of triggers and failures, the
-engine (1) compacts -- summarizes the oldest messages down to a low-water mark, when the
-policy's own rate limit, the failure backoff, the attempt cap and the guard's token bound
-allow a summarizer call; (2) moves the oldest active messages to ``pending`` (out of the
-context, never lost, folded into the next successful summary); (3) only when one message or
-the pinned system messages alone are larger than the window, clips their content *in the
-context* with a visible marker (a ``clip`` event; the stored messages are never altered). So
-after `add()` returns, ``context_tokens() <= context_window − reserved_output_tokens``.
+Then the **window guard** (presets with a window) keeps ``context_tokens() <= context_window −
+reserved_output_tokens`` whatever the order of triggers and failures: compact (summarize the
+oldest messages to a low-water mark, when the rate limits, backoff and the guard's token bound
+allow a call), else move the oldest active messages to ``pending`` (out of the context, never
+lost, folded into the next summary), else clip what alone exceeds the window *in the context*
+(`rollsum.guard`). Attempts, failures and backoff are kept with the conversation
+(`rollsum.cadence`), so an engine rebuilt from its store per message acts as a long-lived one.
 
-Cadence: the k-th summary attempt needs k × `min_messages_per_attempt` messages added, and
-attempts, failures and backoff are kept with the conversation (`Store.save_cadence`), so an
-engine rebuilt from its store for every message makes the attempts a long-lived one makes.
-
-Planning, running and applying a summary are separate steps (`_plan`, `_run`, `_apply`) so
-the same core serves the synchronous engine, a simulated lag (`lag_turns`, for replays) and
-the asyncio variant in `rollsum.aio`, which runs `_run` in a worker thread.
-
-This module is the state machine (add / process / decide / plan / apply, the guard's order of
-steps, the store claim, the resume); its parts live beside it with plain inputs and no engine
-state: settings, jobs, guard, window, cadence, context, events (docs/architecture.md, "The engine").
+Planning, running and applying a summary are separate steps (`_plan`, `_run`, `_apply`), so one
+core serves the synchronous engine, a simulated lag (`lag_turns`) and `rollsum.aio` (which runs
+`_run` in a worker thread). The parts beside it take plain inputs and no engine state: settings,
+jobs, guard, window, cadence, context, opening, events (docs/architecture.md, "The engine").
 """
 
 from __future__ import annotations
@@ -40,12 +31,12 @@ from typing import Any
 from rollsum import cadence, guard, jobs, opening
 from rollsum import events as events_
 from rollsum.cadence import Cadence
-from rollsum.context import ContextFormat, get_format, shown_summary, summary_room
-from rollsum.errors import ConfigError, DuplicateMessageId
+from rollsum.context import ContextFormat, get_format, shown_summary, summary_room, with_timestamps
+from rollsum.errors import ConfigError, DuplicateMessageId, closed_engine, not_a_message
 from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.policies.base import Decision, Policy, PolicyHooks, WindowState, may_summarize
-from rollsum.redact import redact, redacting_logger
+from rollsum.redact import redacting_logger
 from rollsum.settings import (
     MIN_WINDOW,
     SETTING_NAMES,
@@ -97,8 +88,8 @@ class RollingSummarizer(SettingAttributes):
         context_window: int = DEFAULT_CONTEXT_WINDOW, enforce_window: bool | None = None,
         guard_low_water: float = 0.6, guard_min_tail: int = 2, reserved_output_tokens: int = 0,
         summary_share: float = 0.10, max_summary_tokens: int = 1024, min_summary_tokens: int = 50,
-        max_request_tokens: int | None = None, fallback: Summarizer | None = None,
-        retries: int = 1, backoff_s: float = 0.25, max_retry_after_s: float = 60.0,
+        max_request_tokens: int | None = None, fallback: Summarizer | None = None, retries: int = 1,
+        backoff_s: float = 0.25, max_retry_after_s: float = 60.0,
         sleep: Callable[[float], None] = time.sleep, clock: Callable[[], datetime] = _utcnow,
         ledger: LedgerMode = "auto", ledger_share: float = 0.25, ledger_max_facts: int = 60,
         lag_turns: int = 0, max_passes: int = 4, failure_cooldown: int = 2, max_failure_backoff: int = 64,
@@ -142,14 +133,11 @@ class RollingSummarizer(SettingAttributes):
         if (found := wiring_problem(policy, summarizer, settings, conversation_id)
                 or wiring_type_problem(counter, sleep, clock, on_event)) is not None:
             raise ConfigError(found)
-        self.settings = settings
-        self.enforce_window = bool(getattr(policy, "windowed", False)) if settings.enforce_window is None \
-            else bool(settings.enforce_window)
-        found = settings.problem(windowed=True) if self.enforce_window else None
-        if found is not None:  # the window must be big enough to keep, now that the guard is on
+        enforce = settings.enforce_window  # None: the policy's own (`windowed`)
+        enforce = bool(getattr(policy, "windowed", False) if enforce is None else enforce)
+        if enforce and (found := settings.problem(windowed=True)) is not None:  # the guard on: a window to keep
             raise ConfigError(found)
-        self.policy = policy
-        self.summarizer = summarizer
+        self.settings, self.enforce_window, self.policy, self.summarizer = settings, enforce, policy, summarizer
         self.counter: TokenCounter = counter or HeuristicCounter()
         self.store: Store = resolve(store)  # a spec string ("sqlite:chat.db", "memory"): see open_store
         fmt = settings.context_format
@@ -162,13 +150,9 @@ class RollingSummarizer(SettingAttributes):
         self._limit, self._budget = settings.limit, settings.summary_budget
         self._window = Window()
         self._history: list[SummaryRecord] = []
-        self._earlier = 0
-        """Summary records before `_history`'s first, not read yet (an engine opened in
-        O(window) reads the latest record only; `history` reads the rest on first use)."""
+        self._earlier = 0  # records before `_history`'s first, unread (an O(window) open: `_all_history`)
         self._token_key = counter_key(self.counter)
-        self._add_counted = opening.counted_adder(self.store, self._token_key)
-        """The store keeps a running token total (`WindowedStore.add_counted`): opening then
-        need not count every message again."""
+        self._add_counted = opening.counted_adder(self.store, self._token_key)  # the store keeps a token total
         self._summary_room = summary_room(self.format, self._budget, self.counter.count, self.counter.count_message)
         self._seq = self._added_tokens = self._dropped = 0  # messages stored, their tokens, dropped ones
         self._c = Cadence()  # the counts the rate limits and the backoff read (kept in the store)
@@ -216,11 +200,8 @@ class RollingSummarizer(SettingAttributes):
         A closed engine refuses `add()` (a ConfigError, nothing stored) and lands no lagged
         summary: its writes would collide with the next owner's."""
         self._closed = True  # its claim is gone: it must not write behind the next owner's back
-        if self._inflight is not None:  # an engine built per request with lag_turns never summarizes: say so
-            log.warning("conversation %r: closed with a lagged summary %d turn(s) from landing: dropped "
-                        "(lag_turns=%d simulates a slow summarizer in one long-lived engine; an engine "
-                        "rebuilt per request with it never lands a summary)", self.conversation_id,
-                        self._inflight[0].due_turn + 1 - self._seq, self.settings.lag_turns)
+        if self._inflight is not None:
+            events_.lag_dropped(self.conversation_id, self._inflight[0], self._seq, self.settings.lag_turns)
         if self._finalizer is not None:
             self._finalizer()
 
@@ -283,8 +264,7 @@ class RollingSummarizer(SettingAttributes):
         """Land an in-flight (lagged) summary now, e.g. at the end of a replay."""
         if self._inflight is None or self._closed:  # a closed engine commits nothing more
             return None
-        job, outcome = self._inflight
-        self._inflight = None
+        (job, outcome), self._inflight = self._inflight, None
         events: list[SummaryEvent] = []
         try:
             events.append(self._apply(job, outcome))
@@ -301,30 +281,20 @@ class RollingSummarizer(SettingAttributes):
         message was said before it, as a chat application shows it, within what the window
         has left (with a window enforced, stamps that would pass it are left out, oldest
         first); the stored messages are never altered."""
-        if timestamps != "none":
-            from rollsum.context import with_timestamps
-
-            # the stamps get what the window has left (`with_timestamps`: the oldest that do
-            # not fit are left out), so a stamped context keeps the window's promise too
-            room = max(0, self._limit - self.context_tokens(system)) if self.enforce_window else None
-            return with_timestamps(self.context(system=system), timestamps, room=room,
-                                   count_message=self.counter.count_message)
         pinned, active, summary = self._window.shown()
-        return self.format.assemble(system=system, pinned=pinned, active=active, summary=summary, head=self._head())
+        shown = self.format.assemble(system=system, pinned=pinned, active=active, summary=summary, head=self._head())
+        if timestamps == "none":
+            return shown
+        room = max(0, self._limit - self.context_tokens(system)) if self.enforce_window else None
+        return with_timestamps(shown, timestamps, room=room, count_message=self.counter.count_message)
 
     def to_anthropic(self, system: str | None = None, *, timestamps: str = "none"
                      ) -> tuple[str, list[dict[str, str]]]:
-        """The context as the Anthropic Messages API takes it: ``(system, messages)``::
-
-            system, messages = rs.to_anthropic(system="You are a helpful assistant.")
-            client.messages.create(model="claude-haiku-4-5", max_tokens=1024, system=system,
-                                   messages=messages)
-
-        ``system`` is your system prompt, the pinned system messages and a system-role summary,
-        joined by blank lines ("" without any: pass ``system or anthropic.NOT_GIVEN``); turns
-        are shaped as the API wants them (`rollsum.models.anthropic_model.messages_api`: one
-        role per turn, tool results as user turns, an assistant-role summary stays in place).
-        """
+        """The context as the Anthropic Messages API takes it, ``(system, messages)``: pass them as
+        ``client.messages.create(system=system or anthropic.NOT_GIVEN, messages=messages, ...)``.
+        ``system`` joins your system prompt, the pinned system messages and a system-role summary
+        by blank lines; turns are shaped as the API wants them (`rollsum.models.anthropic_model.
+        messages_api`: one role per turn, tool results as user turns, an assistant summary in place)."""
         from rollsum.models.anthropic_model import messages_api
 
         return messages_api(None, self.context(system=system, timestamps=timestamps))
@@ -356,12 +326,9 @@ class RollingSummarizer(SettingAttributes):
 
     def _append(self, message: Message) -> Message:
         if self._closed:  # (before anything is stored: nothing changes)
-            raise ConfigError(f"conversation {self.conversation_id!r}: this engine was closed, so another may own "
-                              "the conversation now (a closed engine's message would collide with its next one); "
-                              "open a new engine on the store to go on")
-        if not isinstance(message, Message):  # a str or an API dict: say so, not "'str' has no attribute 'id'"
-            raise TypeError(f"add() takes a rollsum.Message, got {type(message).__name__} "
-                            "(make one: Message(\"user\", text))")
+            raise closed_engine(self.conversation_id)
+        if not isinstance(message, Message):
+            raise not_a_message(message)
         auto = message.id is None
         if auto:
             message = message.with_id(f"{self.conversation_id}/{self._seq}")
@@ -415,18 +382,15 @@ class RollingSummarizer(SettingAttributes):
         indices = self._window.keep_tool_pairs(decision.indices)
         if not indices and not (decision.include_pending and self._window.pending):
             return None
-        self._as_decided = indices == decision.indices
-        if self._as_decided:  # the usual case: no copy of a frozen value per message
-            return decision
-        return decision.with_indices(indices)
+        self._as_decided = indices == decision.indices  # the usual case: no copy of a frozen value per message
+        return decision if self._as_decided else decision.with_indices(indices)
 
     def _quiet(self, passes: int, state: WindowState | None = None) -> None:
         """The policy answered None (or settled, `Policy.settles`): it is asked again when it
         may answer otherwise (`Policy.quiet_for`)."""
-        if (hook := self._hooks().quiet_for) is None:
-            self._quiet_until = -1
-        else:
-            self._quiet_until = self._c.total_added + hook(self._state(passes) if state is None else state)
+        hook = self._hooks().quiet_for
+        self._quiet_until = -1 if hook is None else \
+            self._c.total_added + hook(self._state(passes) if state is None else state)
 
     def _hooks(self) -> PolicyHooks:
         """The policy's optional members, looked up again only when a caller swapped the policy."""
@@ -505,30 +469,24 @@ class RollingSummarizer(SettingAttributes):
         return self._apply(job, outcome)
 
     def _evict(self, decision: Decision, *, guard: bool = False) -> SummaryEvent:
-        before = self._window.context_tokens()
-        active = self._window.active
-        ids = [m.id for i in decision.indices if (m := active[i]).id is not None]  # (as `_drop`)
+        w, before = self._window, self._window.context_tokens()
+        ids = w.ids_at(decision.indices)
         self.store.set_state(self.conversation_id, ids, "pending", decision.reason)
-        removed = self._window.remove(set(ids), at=decision.indices)
-        self._window.add_pending(removed)
-        self._c.evicted_since += len(removed)
-        self._c.total_evicted += len(removed)
-        return SummaryEvent.removal("evict", self._seq - 1, decision.reason, len(removed), before,
-                                    self._window.context_tokens(), guard)
+        n = w.add_pending(w.remove(set(ids), at=decision.indices))
+        self._c.evicted_since += n
+        self._c.total_evicted += n
+        return SummaryEvent.removal("evict", self._seq - 1, decision.reason, n, before, w.context_tokens(), guard)
 
     def _drop(self, decision: Decision) -> SummaryEvent:
-        w, pending = self._window, decision.include_pending
-        before, active = w.context_tokens(), w.active
-        ids = [m.id for i in decision.indices if (m := active[i]).id is not None]
-        if pending and w.pending:  # (no generator made for the usual empty pending)
-            ids.extend(m.id for m in w.pending if m.id is not None)
+        w, before, pending = self._window, self._window.context_tokens(), decision.include_pending
+        ids = w.ids_at(decision.indices, pending)
         self.store.set_state(self.conversation_id, ids, "dropped", decision.reason)
         n = len(w.remove(set(ids), at=decision.indices))
         if pending:
             n += w.clear_pending()
             self._c.evicted_since = 0
         self._dropped += n
-        return SummaryEvent.removal("drop", self._seq - 1, decision.reason, n, before, self._window.context_tokens())
+        return SummaryEvent.removal("drop", self._seq - 1, decision.reason, n, before, w.context_tokens())
 
     # ------------------------------------------------------------------ internals: window guard
 
@@ -549,8 +507,9 @@ class RollingSummarizer(SettingAttributes):
             decision = guard.eviction_decision(self._window, self.settings, self._head(), self.context_tokens())
             if decision is not None:
                 events.append(self._evict(decision, guard=True))
-        if self.context_tokens() > window:
-            events.append(self._clip())
+        if self.context_tokens() > window:  # the last resort: clip in the context, never in the store
+            events.append(guard.clip_event(self._window, self.counter, window, self.settings, self.conversation_id,
+                                           self._seq - 1))
         return events
 
     def _guard_may_compact(self) -> bool:
@@ -559,13 +518,6 @@ class RollingSummarizer(SettingAttributes):
         return self._may_attempt() and guard.may_compact(self._c.guard_at, self._added_tokens, self.settings,
                                                          self._limit, self._window.pinned_tokens + self._summary_room) \
             and may_summarize(self.policy, self._state(0))
-
-    def _clip(self) -> SummaryEvent:
-        """The last resort (`guard.fit`): clip what must stay in the context, never in the store."""
-        before = self.context_tokens()
-        messages, reason = guard.fit(self._window, self.counter, self._limit, self.settings, self.conversation_id)
-        return SummaryEvent("clip", self._seq - 1, reason, messages=messages,
-                            tokens_before=before, tokens_after=self.context_tokens(), guard=True)
 
     # ------------------------------------------------------------------ internals: summaries
 
@@ -605,18 +557,12 @@ class RollingSummarizer(SettingAttributes):
 
     def _apply_outcome(self, job: Job, outcome: Outcome) -> SummaryEvent:
         lag = (self._seq - 1) - job.turn
-        covered = job.messages
         self.usage = self.usage + outcome.usage
         self._c.primary_outcome(outcome.primary_failed, not job.skip_primary and outcome.draft is not None,
                                 self.settings.failure_cooldown, self.settings.max_failure_backoff)
         if outcome.draft is None:
             self._c.failed(self.settings.failure_cooldown, self.settings.max_failure_backoff)
-            err = outcome.error
-            reason = redact(str(err)) if err else "unknown"
-            log.warning("summary failed at turn %d after %d attempt(s): %s; all %d messages kept",
-                        job.turn, outcome.attempts, reason, len(covered))
-            return jobs.failure_event(job, outcome, reason, err.kind.value if err else None, lag=lag,
-                                      tokens_after=self.context_tokens())
+            return events_.summary_failed(job, outcome, lag=lag, tokens_after=self.context_tokens())
         record = jobs.record(job, outcome, outcome.draft, outcome.maker or self._maker(),
                              seq=self._earlier + len(self._history), preset=self.preset,
                              created_at=self._clock().isoformat())
@@ -625,9 +571,7 @@ class RollingSummarizer(SettingAttributes):
             self.store.commit_summary(record, ids)
         except Exception as err:  # a refusing or broken store: nothing committed, nothing moves
             self._c.failed(self.settings.failure_cooldown, self.settings.max_failure_backoff)
-            log.error("store refused summary %s: %s; all messages kept", record.id, redact(str(err)))
-            return jobs.failure_event(job, outcome, redact(f"store: {err}"), "store", lag=lag,
-                                      tokens_after=self.context_tokens())
+            return events_.store_refused(job, outcome, record, err, lag=lag, tokens_after=self.context_tokens())
         # committed: now change the window
         done = set(ids)
         self._window.discard(done & job.span_ids, job.decision.indices)

@@ -26,6 +26,19 @@ class DuplicateMessageId(ConfigError):
     id-less message another id when its own choice is taken)."""
 
 
+def closed_engine(conversation_id: str) -> ConfigError:
+    """What `add()` raises on a closed engine (before anything is stored): its claim is gone, so
+    another engine may own the conversation, and its message would collide with that one's."""
+    return ConfigError(f"conversation {conversation_id!r}: this engine was closed, so another may own the "
+                       "conversation now (a closed engine's message would collide with its next one); open a "
+                       "new engine on the store to go on")
+
+
+def not_a_message(value: object) -> TypeError:
+    """What `add()` raises for a str or an API dict: say so, not "'str' has no attribute 'id'"."""
+    return TypeError(f"add() takes a rollsum.Message, got {type(value).__name__} (make one: Message(\"user\", text))")
+
+
 class MissingCredentials(ConfigError):
     """A real model was requested but its API key is not set."""
 

@@ -30,7 +30,7 @@ from rollsum.policies.base import Decision, Policy, fold_allowed
 from rollsum.redact import redacting_logger
 from rollsum.settings import EngineSettings
 from rollsum.tokens import TokenCounter
-from rollsum.types import Message, SummaryRecord
+from rollsum.types import Message, SummaryEvent, SummaryRecord
 from rollsum.window import Window
 
 log = redacting_logger("rollsum.engine")  # the engine's logger: a clip is the engine's last resort
@@ -224,6 +224,16 @@ def fit(w: Window, counter: TokenCounter, window: int, settings: EngineSettings,
     reason = clip_reason(settings, clipped, omitted, w.summary_hidden)
     log.warning("%s (conversation %s)", reason, conversation_id)
     return clipped + omitted, reason
+
+
+def clip_event(w: Window, counter: TokenCounter, window: int, settings: EngineSettings, conversation_id: str,
+               turn: int) -> SummaryEvent:
+    """`fit` as the engine reports it: the ``clip`` event of `turn`, with the context's tokens
+    before and after."""
+    before = w.context_tokens()
+    messages, reason = fit(w, counter, window, settings, conversation_id)
+    return SummaryEvent("clip", turn, reason, messages=messages, tokens_before=before,
+                        tokens_after=w.context_tokens(), guard=True)
 
 
 def clip_floor(counter: TokenCounter, m: Message) -> int:

@@ -213,12 +213,23 @@ class Window:
         self.active_tokens -= freed
         return removed
 
-    def add_pending(self, removed: Iterable[tuple[int, Message]]) -> None:
-        """Pending stays in conversation order whatever order evictions come in."""
+    def ids_at(self, indices: Sequence[int], pending: bool = False) -> list[str]:
+        """The ids of the active messages at `indices` (and, with `pending`, of every pending
+        one): what a removal tells the store before the window changes."""
+        active = self.active
+        ids = [m.id for i in indices if (m := active[i]).id is not None]
+        if pending and self.pending:  # (no generator made for the usual empty pending)
+            ids.extend(m.id for m in self.pending if m.id is not None)
+        return ids
+
+    def add_pending(self, removed: Sequence[tuple[int, Message]]) -> int:
+        """Pending stays in conversation order whatever order evictions come in. Returns how
+        many were added."""
         for s, m in removed:
             k = bisect.bisect(self.pending_seq, s)
             self.pending_seq.insert(k, s)
             self.pending.insert(k, m)
+        return len(removed)
 
     def unpend(self, done: set[str]) -> None:
         """Pending messages a committed summary covered leave the window."""
