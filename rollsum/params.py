@@ -140,7 +140,10 @@ def _split(annotation: Any) -> tuple[Any, ...]:
 
 @cache
 def _cached_arms(annotation: Any) -> tuple[Any, ...]:
-    return _split(annotation)
+    """`_split`, its None arm first: an optional part left at None (most engines' counter and
+    callbacks) is then taken at the first, cheapest test, before a protocol's ``isinstance``."""
+    arms = _split(annotation)
+    return tuple(sorted(arms, key=lambda a: not (a is None or a is type(None))))
 
 
 def _arms(annotation: Any) -> tuple[Any, ...]:

@@ -32,7 +32,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from rollsum.clearing import ClearSettings
 from rollsum.context import ContextFormat
 from rollsum.errors import ConfigError
-from rollsum.params import DEFAULT_CONTEXT_WINDOW, check_fields
+from rollsum.params import DEFAULT_CONTEXT_WINDOW, annotation_of, check_fields, type_problem
 from rollsum.policies.base import Policy, policy_params
 from rollsum.store.base import Store
 from rollsum.summarizers.base import Summarizer
@@ -346,17 +346,14 @@ def wiring_problem(policy: object, summarizer: object, settings: object, convers
 
 
 def wiring_type_problem(counter: object, sleep: object, clock: object, on_event: object) -> str | None:
-    """What is wrong with an engine's callbacks and counter (None: fine). `from_preset` checks
-    them by their annotations; the keyword constructor and `from_settings` did not, so a counter
-    given by name was an AttributeError and a clock that is not callable failed every summary
-    (an internal error after each stored message, the context held by the guard alone)."""
-    if counter is not None and not (callable(getattr(counter, "count", None))
-                                    and callable(getattr(counter, "count_message", None))):
-        return (f"counter: expected a TokenCounter (with count() and count_message()) or None, "
-                f"got {type(counter).__name__}")
-    for name, value, optional in (("sleep", sleep, False), ("clock", clock, False), ("on_event", on_event, True)):
-        if not callable(value) and not (optional and value is None):
-            return f"{name}: expected a function{' or None' if optional else ''}, got {type(value).__name__}"
+    """What is wrong with an engine's callbacks and counter (None: fine), by `EngineWiring`'s
+    annotations: the rule and words `from_preset` and every typed setting use
+    (`rollsum.params.type_problem`). Without it a counter given by name was an AttributeError
+    and a clock that is not callable failed every summary (an internal error after each stored
+    message, the context held by the guard alone)."""
+    for name, value in (("counter", counter), ("sleep", sleep), ("clock", clock), ("on_event", on_event)):
+        if (found := type_problem(name, value, annotation_of(EngineWiring, name))) is not None:
+            return f"{name}: expected {found}, got {value!r}"
     return None
 
 

@@ -101,10 +101,10 @@ def test_an_engine_refuses_parts_of_the_wrong_kind_when_it_is_made(parts: Any, w
 
 
 @pytest.mark.parametrize(("wiring", "words"), [
-    ({"counter": "heuristic"}, "counter: expected a TokenCounter (with count() and count_message()) or None, got str"),
-    ({"clock": 5}, "clock: expected a function, got int"),
-    ({"sleep": None}, "sleep: expected a function, got NoneType"),
-    ({"on_event": "print"}, "on_event: expected a function or None, got str"),
+    ({"counter": "heuristic"}, "counter: expected a TokenCounter or None, got 'heuristic'"),
+    ({"clock": 5}, "clock: expected a callable, got 5"),
+    ({"sleep": None}, "sleep: expected a callable, got None"),
+    ({"on_event": "print"}, "on_event: expected a callable or None, got 'print'"),
 ])
 def test_an_engine_refuses_a_counter_or_callback_of_the_wrong_kind_when_it_is_made(wiring: Any, words: str) -> None:
     """from_preset checked these; from_settings and the keyword constructor did not: a counter by
@@ -115,6 +115,8 @@ def test_an_engine_refuses_a_counter_or_callback_of_the_wrong_kind_when_it_is_ma
         RollingSummarizer.from_settings(policy, summarizer, EngineSettings(), **wiring)
     with pytest.raises(ConfigError, match=re.escape(words)):
         RollingSummarizer(policy, summarizer, **wiring)
+    with pytest.raises(ConfigError, match=re.escape(words)):  # one rule, one wording: from_preset's too
+        RollingSummarizer.from_preset("since-last", **wiring)
 
 
 @pytest.mark.parametrize("cid", ["", 7])
