@@ -461,5 +461,9 @@ def build(engine_cls: Callable[..., E], name: str, model: Any = None, **override
     for key, value in wiring.items():
         _check(name, key, value, policy=overrides.get("policy"))
     if given is not None:
+        if model is not None and getattr(given, "model", None) is None:  # else `model` was silently unused
+            raise ConfigError(f"preset {name}: model is not used: the summarizer given as summarizer= is used as "
+                              f"it is, and it was made without a model; make it with the model "
+                              f"(rollsum.presets.summarizer_for({name!r}, model)) or leave model out")
         wiring["summarizer"] = given
     return make(engine_cls, resolve(name, **overrides), model, **wiring)

@@ -135,6 +135,16 @@ def test_a_kept_model_summarizer_brings_the_presets_fallback_without_the_model_a
     assert extractive.fallback is None
 
 
+@pytest.mark.parametrize("name", ["since-last", "budget-rule-based"])
+def test_a_model_beside_a_kept_summarizer_made_without_it_is_refused_not_ignored(name: str) -> None:
+    # from_preset(name, model, summarizer=summarizer_for(name)) made extractive summaries and never
+    # called the model: the caller's model was silently unused
+    with pytest.raises(ConfigError, match=r"model is not used: .* made without a model; make it with the model"):
+        RollingSummarizer.from_preset(name, fake(), summarizer=presets.summarizer_for(name))
+    kept = presets.summarizer_for(name, fake())  # the documented pattern: the model in both places
+    assert RollingSummarizer.from_preset(name, fake(), summarizer=kept).summarizer is kept
+
+
 def test_a_window_below_the_presets_own_reserved_room_says_the_preset_chose_that_room() -> None:
     # was "reserved_output_tokens (1024) must be >= 0 and below context_window (1000)": a parameter
     # the caller never gave, without the preset's name (the rule's ConfigError passed untouched)
