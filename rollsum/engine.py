@@ -33,7 +33,7 @@ from rollsum import events as events_
 from rollsum.cadence import Cadence
 from rollsum.context import ContextFormat, get_format, shown_summary, summary_room, with_timestamps
 from rollsum.errors import ConfigError, DuplicateMessageId, closed_engine, not_a_message
-from rollsum.jobs import SELECTED_AT_CAP, Job, Outcome
+from rollsum.jobs import SELECTED_AT_CAP, Job, Launch, Outcome
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.policies.base import Decision, Policy, PolicyHooks, WindowState, may_summarize
 from rollsum.redact import redacting_logger
@@ -57,9 +57,6 @@ from rollsum.types import Message, SummaryEvent, SummaryRecord, Usage, new_id
 from rollsum.window import Window, policy_state
 
 log = redacting_logger(__name__)
-
-Launch = Callable[[Job], "SummaryEvent | None"]
-"""Runs a planned job: returns its applied event, or None when it lands later (lag, asyncio)."""
 
 __all__ = ["MIN_WINDOW", "SELECTED_AT_CAP", "DepthCapMerge", "LedgerMode", "RollingSummarizer"]
 

@@ -65,6 +65,10 @@ class Job:
     straight to the fallback (a dead model is not called on every attempt)."""
 
 
+Launch = Callable[[Job], "SummaryEvent | None"]
+"""Runs a planned job: returns its applied event, or None when it lands later (lag, asyncio)."""
+
+
 @dataclass(slots=True)
 class Outcome:
     """What making a job's summary gave: a draft or the error, and what it cost."""
