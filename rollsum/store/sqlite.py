@@ -227,12 +227,17 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state first); OSError without /proc."""
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+        return f.read().rpartition(")")[2].split()
+
+
 def process_start(pid: int) -> str:
     """An id for the process `pid` that a reused pid does not share: boot id + start time from
     /proc (Linux). Empty where /proc is not available; liveness then rests on the pid alone."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            fields = f.read().rpartition(")")[2].split()
+        fields = _stat(pid)
         with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
             boot = f.read().strip()
         return f"{boot}:{fields[19]}"
@@ -242,7 +247,12 @@ def process_start(pid: int) -> str:
 
 def process_alive(pid: int, start: str, host: str) -> bool | None:
     """True if the process that made a claim still runs, False if it is gone, None when that
-    cannot be known from here (another host)."""
+    cannot be known from here (another host).
+
+    A zombie is gone: a killed worker stays one until its parent reaps it (a supervisor that
+    waits late, a container whose PID 1 never reaps), and ``kill(pid, 0)`` still succeeds on it,
+    so its claim wedged the conversation ("already open by another engine") although it runs no
+    code and its SQLite locks went with it."""
     if host != socket.gethostname():
         return None
     try:
@@ -253,6 +263,11 @@ def process_alive(pid: int, start: str, host: str) -> bool | None:
         pass  # exists, owned by someone else
     except OSError:
         return None
+    try:
+        if _stat(pid)[0] in ("Z", "X"):  # exited (zombie, or being reaped): not reaped yet
+            return False
+    except (OSError, IndexError):
+        pass  # no /proc: the pid alone tells
     if start:
         now = process_start(pid)
         if now and now != start:

@@ -137,6 +137,28 @@ def test_a_killed_owner_is_taken_over_and_its_messages_resumed(tmp_path: Path) -
     assert rs.summary is not None and len(rs.store.messages("c1")) == 45
 
 
+@pytest.mark.skipif(not (hasattr(os, "waitid") and Path("/proc/self/stat").exists()),
+                    reason="needs os.waitid(WNOWAIT) to hold a killed child unreaped, and /proc to see it")
+def test_a_killed_owner_not_yet_reaped_is_taken_over(tmp_path: Path) -> None:
+    """A SIGKILLed worker is a zombie until its parent reaps it (a supervisor that waits late, a
+    container whose PID 1 never reaps); ``kill(pid, 0)`` still succeeds on a zombie, and its claim
+    refused every other engine ("already open ... pid N") as if it were running."""
+    db = tmp_path / "chat.db"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db)], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        child.send_signal(signal.SIGKILL)
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # it has exited; left unreaped (a zombie)
+        rs = engine(db)  # gone: taken over
+        assert len(rs.messages) + (rs.summary.messages_covered if rs.summary else 0) == 25
+        rs.add(Message("user", "the next request"))
+        assert len(rs.store.messages("c1")) == 26
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+
+
 def test_liveness_tells_a_reused_pid_from_its_owner() -> None:
     import socket
 
