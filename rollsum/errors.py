@@ -26,6 +26,17 @@ class DuplicateMessageId(ConfigError):
     id-less message another id when its own choice is taken)."""
 
 
+class StoreUnavailable(RollsumError, sqlite3.OperationalError):
+    """A store's file could not be read or written: locked by another connection past the busy
+    timeout, a full disk, a damaged, read-only or vanished file. Its message names the file, what
+    was being done and what to do; what the call would have written was not written.
+
+    Why a class of its own: these came out of `RollingSummarizer.add()` (and opening, closing)
+    as a bare ``sqlite3.OperationalError: database is locked``, naming neither the file nor a
+    remedy. It is still a `sqlite3.OperationalError` (with ``sqlite_errorname``), so code that
+    caught that keeps working."""
+
+
 class MissingCredentials(ConfigError):
     """A real model was requested but its API key is not set."""
 

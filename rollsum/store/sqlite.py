@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from rollsum.errors import ConfigError, DuplicateMessageId
+from rollsum.errors import ConfigError, DuplicateMessageId, StoreUnavailable
 from rollsum.redact import redacting_logger
 from rollsum.store.base import (
     COVERABLE_STATES,
@@ -223,6 +223,34 @@ _SUMMARY_ORDER = "ORDER BY created_at, seq, rowid"
 _COVERABLE_SQL = ", ".join(f"'{s}'" for s in sorted(COVERABLE_STATES))
 
 
+_REMEDIES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("SQLITE_BUSY", "SQLITE_LOCKED"), "another connection held its write lock for longer than "
+                                       "busy_timeout_s={timeout:g} s (a long write, a backup, a sqlite3 shell inside a "
+                                       "transaction); retry, or give SQLiteStore(path, busy_timeout_s=...) more time"),
+    (("SQLITE_FULL",), "the disk holding it is full; free space and retry"),
+    (("SQLITE_CORRUPT", "SQLITE_NOTADB"), "the file is damaged; check it with sqlite3 {path} 'PRAGMA integrity_check' "
+                                          "and restore it from a backup"),
+    (("SQLITE_READONLY",), "it is read-only (the file, or its directory, where SQLite keeps {path}-wal and "
+                           "{path}-shm): a store is written on every message"),
+    (("SQLITE_IOERR",), "the disk or file system failed (a network file system is not supported); check them"),
+    (("SQLITE_CANTOPEN",), "SQLite cannot open it, or its {path}-wal and {path}-shm beside it: check that the "
+                           "directory still exists and is writable"),
+)
+"""What a file-level SQLite failure means and what to do, by ``sqlite_errorname`` prefix. Any other
+error (a constraint, a bug) is not the file's and stays as raised."""
+
+
+def _remedy(exc: BaseException, path: str, timeout: float) -> str | None:
+    """`_REMEDIES`' advice for `exc`, or None when it is not a file-level failure."""
+    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.IntegrityError | StoreUnavailable):
+        return None
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    for names, remedy in _REMEDIES:
+        if name.startswith(names):
+            return remedy.format(path=path, timeout=timeout)
+    return None
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -298,6 +326,7 @@ class SQLiteStore:
             raise ConfigError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         self.path = str(path)
         self._clock = clock or _utc_now
+        self._busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._claims: set[tuple[str, str]] = set()
@@ -340,8 +369,9 @@ class SQLiteStore:
                 self._create_schema(conn)
         except sqlite3.DatabaseError as exc:
             name = getattr(exc, "sqlite_errorname", "")
-            if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-                raise  # another process held the lock past busy_timeout: not the user's file's fault
+            if not name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) and (
+                    failed := self._failed(exc, "opening the store", "")) is not None:
+                raise failed from None  # locked, full, read-only: not the user's file's fault
             raise ConfigError(f"{self.path}: not a usable SQLite database ({exc})") from None
 
     @staticmethod
@@ -400,18 +430,47 @@ class SQLiteStore:
             raise ConfigError(f"{self.path}: store is closed")
         return self._conn
 
+    def _failed(self, exc: BaseException, doing: str, after: str) -> StoreUnavailable | None:
+        """`exc` as a `StoreUnavailable` naming the file, what was being done, what it means and
+        what to do (`_REMEDIES`); None when it is not a file-level failure."""
+        remedy = _remedy(exc, self.path, self._busy_timeout_s)
+        if remedy is None:
+            return None
+        failed = StoreUnavailable(f"{self.path}: {doing} failed: {exc}: {remedy}{after}")
+        failed.sqlite_errorcode = exc.sqlite_errorcode  # type: ignore[attr-defined]  # (a DatabaseError: `_remedy`)
+        failed.sqlite_errorname = exc.sqlite_errorname  # type: ignore[attr-defined]
+        return failed
+
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction under the lock: all statements commit together or none do."""
+    def _read(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """The connection under the lock, for reads; a file-level failure is a `StoreUnavailable`."""
+        with self._lock:
+            try:
+                yield self._db()
+            except sqlite3.DatabaseError as exc:
+                if (failed := self._failed(exc, doing, "")) is not None:
+                    raise failed from None
+                raise
+
+    @contextmanager
+    def _write(self, doing: str, after: str = "; nothing was written") -> Iterator[sqlite3.Connection]:
+        """One write transaction under the lock: all statements commit together or none do. A
+        file-level failure (locked past the busy timeout, a full disk, ...) is a `StoreUnavailable`
+        saying `doing` failed (and `after`: nothing was written)."""
         with self._lock:
             conn = self._db()
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                yield conn
-                conn.execute("COMMIT")  # inside: a deferred-constraint failure here rolls back too
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")  # inside: a deferred-constraint failure here rolls back too
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.DatabaseError as exc:
+                if (failed := self._failed(exc, doing, after)) is not None:
+                    raise failed from None
                 raise
 
     def _ensure_conversation(self, conn: sqlite3.Connection, conversation_id: str) -> None:
@@ -439,7 +498,8 @@ class SQLiteStore:
         row = (conversation_id, seq, message.id, message.role, message.content, message.name,
                message.created_at, meta)
         try:
-            with self._write() as conn:
+            with self._write(f"storing message {message.id!r} of conversation {conversation_id!r}",
+                             "; nothing was stored") as conn:
                 counts = (seq, tokens, counter, conversation_id)
                 if not conn.execute(_COUNT_ROW, counts).rowcount:  # its first row: no totals, maybe no conversation
                     self._ensure_conversation(conn, conversation_id)
@@ -469,7 +529,8 @@ class SQLiteStore:
             values[name] = _dumps(d[name], f"summary {record.id!r}: {name}")
         cid = record.conversation_id
         try:
-            with self._write() as conn:
+            with self._write(f"committing summary {record.id!r} of conversation {cid!r}",
+                             "; nothing was committed, every message stays where it was") as conn:
                 if conn.execute("SELECT 1 FROM conversation_summaries WHERE id = ?",
                                 (record.id,)).fetchone():
                     raise ConfigError(f"summary id {record.id!r} already exists; nothing was committed")
@@ -512,7 +573,8 @@ class SQLiteStore:
         check_settable(state)
         if not ids:
             return
-        with self._write() as conn:
+        with self._write(f"moving {len(ids)} message(s) of conversation {conversation_id!r} to {state!r}",
+                         "; nothing was changed") as conn:
             found: dict[str, str] = {}
             for mid in dict.fromkeys(ids):
                 row = conn.execute("SELECT state FROM messages WHERE conversation_id = ? AND id = ?",
@@ -539,23 +601,22 @@ class SQLiteStore:
         if state is not None:
             sql += " AND state = ?"
             params += (state,)
-        with self._lock:
-            rows = self._db().execute(sql + " ORDER BY seq, rowid", params).fetchall()
+        with self._read(f"reading conversation {conversation_id!r}") as conn:
+            rows = conn.execute(sql + " ORDER BY seq, rowid", params).fetchall()
         return _stored(conversation_id, rows)
 
     def window_rows(self, conversation_id: str) -> list[StoredMessage]:
         """`WindowedStore.window_rows`, through the ``messages_in_window`` index."""
-        with self._lock:
-            rows = self._db().execute(_WINDOW_SQL, (conversation_id,)).fetchall()
+        with self._read(f"reading conversation {conversation_id!r}") as conn:
+            rows = conn.execute(_WINDOW_SQL, (conversation_id,)).fetchall()
         return _stored(conversation_id, rows)
 
     def totals(self, conversation_id: str) -> StoreTotals | None:
         """`WindowedStore.totals`: one row, kept by the schema's triggers and `_insert` (`_TOTALS`);
         None for a conversation without one (no message, or only an older writer's)."""
-        with self._lock:
-            row = self._db().execute("SELECT rows, next_seq, dropped, summaries, tokens, counter, counted "
-                                     "FROM conversation_totals WHERE conversation_id = ?",
-                                     (conversation_id,)).fetchone()
+        with self._read(f"reading conversation {conversation_id!r}") as conn:
+            row = conn.execute("SELECT rows, next_seq, dropped, summaries, tokens, counter, counted "
+                               "FROM conversation_totals WHERE conversation_id = ?", (conversation_id,)).fetchone()
         if row is None:
             return None
         rows, next_seq, dropped, summaries, tokens, counter, counted = row
@@ -564,44 +625,44 @@ class SQLiteStore:
                            tokens=tokens if known else None, counter=counter if known else None)
 
     def set_token_total(self, conversation_id: str, counter: str, tokens: int, rows: int) -> bool:
-        with self._write() as conn:
+        with self._write(f"saving the token total of conversation {conversation_id!r}") as conn:
             cur = conn.execute("UPDATE conversation_totals SET tokens = ?, counter = ?, counted = rows "
                                "WHERE conversation_id = ? AND rows = ?", (tokens, counter, conversation_id, rows))
             return cur.rowcount == 1
 
     def summaries(self, conversation_id: str) -> list[SummaryRecord]:
-        with self._lock:
-            rows = self._db().execute(f"{_SUMMARY_SELECT} WHERE conversation_id = ? {_SUMMARY_ORDER}",
-                                      (conversation_id,)).fetchall()
+        with self._read(f"reading the summaries of conversation {conversation_id!r}") as conn:
+            rows = conn.execute(f"{_SUMMARY_SELECT} WHERE conversation_id = ? {_SUMMARY_ORDER}",
+                                (conversation_id,)).fetchall()
         return [_record(row) for row in rows]
 
     def latest_summary(self, conversation_id: str) -> SummaryRecord | None:
-        with self._lock:
-            row = self._db().execute(
+        with self._read(f"reading the summaries of conversation {conversation_id!r}") as conn:
+            row = conn.execute(
                 f"{_SUMMARY_SELECT} WHERE conversation_id = ? "
                 "ORDER BY created_at DESC, seq DESC, rowid DESC LIMIT 1", (conversation_id,)).fetchone()
         return None if row is None else _record(row)
 
     def delete_conversation(self, conversation_id: str) -> None:
-        with self._write() as conn:
+        with self._write(f"deleting conversation {conversation_id!r}", "; nothing was deleted") as conn:
             conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
 
     def conversations(self) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._db().execute("SELECT id FROM conversations ORDER BY id")]
+        with self._read("listing conversations") as conn:
+            return [r[0] for r in conn.execute("SELECT id FROM conversations ORDER BY id")]
 
     def save_cadence(self, conversation_id: str, cadence: Mapping[str, Any]) -> None:
         check_meta(cadence, "conversation", conversation_id, "cadence")
         blob = _dumps(dict(cadence), f"conversation {conversation_id!r}: cadence")
-        with self._write() as conn:
+        with self._write(f"saving the cadence of conversation {conversation_id!r}") as conn:
             self._ensure_conversation(conn, conversation_id)
             conn.execute("INSERT OR REPLACE INTO conversation_cadence (conversation_id, cadence, updated_at) "
                          "VALUES (?, ?, ?)", (conversation_id, blob, self._clock().isoformat()))
 
     def cadence(self, conversation_id: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._db().execute("SELECT cadence FROM conversation_cadence WHERE conversation_id = ?",
-                                     (conversation_id,)).fetchone()
+        with self._read(f"reading the cadence of conversation {conversation_id!r}") as conn:
+            row = conn.execute("SELECT cadence FROM conversation_cadence WHERE conversation_id = ?",
+                               (conversation_id,)).fetchone()
         if row is None:
             return None
         found = json.loads(row[0])
@@ -609,7 +670,7 @@ class SQLiteStore:
 
     def claim(self, conversation_id: str, owner: str, *, takeover: bool = False) -> None:
         me, host = os.getpid(), socket.gethostname()
-        with self._write() as conn:
+        with self._write(f"claiming conversation {conversation_id!r}", "; no engine was opened") as conn:
             row = conn.execute("SELECT owner, pid, process_start, host, claimed_at FROM conversation_owners "
                                "WHERE conversation_id = ?", (conversation_id,)).fetchone()
             if row is not None and row[0] != owner:
@@ -625,21 +686,29 @@ class SQLiteStore:
             self._claims.add((conversation_id, owner))
 
     def release(self, conversation_id: str, owner: str) -> None:
+        """Give the claim up. When the file cannot be written (locked past the busy timeout, a
+        full disk) the claim is kept, and raised about: it was forgotten before, so no retry
+        (`close()`, this store's `close()`) could release it, and every other engine was refused
+        the conversation for as long as this process ran."""
         with self._lock:
-            self._claims.discard((conversation_id, owner))
             if self._conn is None:
+                self._claims.discard((conversation_id, owner))
                 return
-            with self._write() as conn:
+            with self._write(f"releasing conversation {conversation_id!r}",
+                             "; the claim stays, so other engines are refused it while this process runs: retry "
+                             "close(), or open the next engine with takeover=True") as conn:
                 conn.execute("DELETE FROM conversation_owners WHERE conversation_id = ? AND owner = ?",
                              (conversation_id, owner))
+            self._claims.discard((conversation_id, owner))
 
     def close(self) -> None:
         with self._lock:
             for cid, owner in sorted(self._claims):
                 try:
                     self.release(cid, owner)
-                except sqlite3.Error as exc:  # closing must not fail; the claim is stale now anyway
-                    log.warning("%s: could not release conversation %r: %s", self.path, cid, exc)
+                except sqlite3.Error as exc:  # closing must not fail; the claim outlives it (the message says so)
+                    log.warning("%s", exc if isinstance(exc, StoreUnavailable) else
+                                f"{self.path}: could not release conversation {cid!r}: {exc}")
             self._claims.clear()
             if self._conn is not None:
                 self._conn.close()
