@@ -251,6 +251,15 @@ def _remedy(exc: BaseException, path: str, timeout: float) -> str | None:
     return None
 
 
+def _file_id(path: str) -> tuple[int, int] | None:
+    """Which file `path` names now (device, inode); None when nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -337,6 +346,8 @@ class SQLiteStore:
             conn.close()
             raise
         self._conn = conn
+        self._where = None if self.path in (":memory:", "") else os.path.abspath(self.path)
+        self._file = None if self._where is None else _file_id(self._where)
 
     # --- opening -------------------------------------------------------------------------
 
@@ -453,12 +464,24 @@ class SQLiteStore:
                 raise
 
     @contextmanager
-    def _write(self, doing: str, after: str = "; nothing was written") -> Iterator[sqlite3.Connection]:
+    def _write(self, doing: str, after: str = "; nothing was written", *, same_file: bool = True
+               ) -> Iterator[sqlite3.Connection]:
         """One write transaction under the lock: all statements commit together or none do. A
         file-level failure (locked past the busy timeout, a full disk, ...) is a `StoreUnavailable`
-        saying `doing` failed (and `after`: nothing was written)."""
+        saying `doing` failed (and `after`: nothing was written).
+
+        `same_file`: first make sure the path still names the file this store opened (one stat).
+        A file deleted or replaced under a live store (a cleanup job, a restore by ``mv``) took
+        every later write with it, silently: `add()` returned, and the messages were in no file
+        any process could open again, while a new process opened an empty store at the path."""
         with self._lock:
             conn = self._db()
+            if same_file and self._file is not None and _file_id(self._where or "") != self._file:
+                raise StoreUnavailable(
+                    f"{self.path}: {doing} failed: the file was deleted or replaced after this store opened it "
+                    f"(a cleanup job, a restore by mv, another program){after}: open the store again "
+                    "(a new SQLiteStore, or a new engine on 'sqlite:PATH'); what it wrote before went with the "
+                    "old file")
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -696,7 +719,8 @@ class SQLiteStore:
                 return
             with self._write(f"releasing conversation {conversation_id!r}",
                              "; the claim stays, so other engines are refused it while this process runs: retry "
-                             "close(), or open the next engine with takeover=True") as conn:
+                             "close(), or open the next engine with takeover=True",
+                             same_file=False) as conn:  # a claim in a deleted file holds no one up
                 conn.execute("DELETE FROM conversation_owners WHERE conversation_id = ? AND owner = ?",
                              (conversation_id, owner))
             self._claims.discard((conversation_id, owner))

@@ -139,3 +139,37 @@ def test_a_damaged_file_says_how_to_check_it(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable) as damaged, SQLiteStore(db) as store:
         engine(store)
     assert str(damaged.value).startswith(f"{db}: ") and f"sqlite3 {db} 'PRAGMA integrity_check'" in str(damaged.value)
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_file_deleted_or_replaced_under_a_live_store_refuses_writes_instead_of_losing_them(
+        tmp_path: Path, how: str) -> None:
+    """Before: `add()` went on returning, writing into the unlinked file (or the one moved away),
+    and every message from then on was in no file a process could open again."""
+    db = tmp_path / "chat.db"
+    store = SQLiteStore(db)
+    rs = engine(store)
+    stream = messages(3)
+    rs.add(stream[0])
+    for f in (db, tmp_path / "chat.db-wal", tmp_path / "chat.db-shm"):
+        f.unlink(missing_ok=True)
+    if how == "replaced":  # a restore by mv: another store at the path
+        with SQLiteStore(tmp_path / "backup.db"):
+            pass
+        (tmp_path / "backup.db").rename(db)
+    with pytest.raises(StoreUnavailable, match=re.escape(f"{db}: storing message 'm1' of conversation 'c' failed: "
+                                                         "the file was deleted or replaced")):
+        rs.add(stream[1])
+    assert rs.turn == 1
+    rs.close()  # releasing a claim in a file no one can open again holds no one up: no error
+
+
+def test_a_relative_path_still_names_its_file_after_a_chdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = SQLiteStore("chat.db")
+    rs = engine(store)
+    rs.add(Message("user", "hello"))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    rs.add(Message("user", "still the same file"))
+    assert len(store.messages("c")) == 2
