@@ -26,6 +26,13 @@ class DuplicateMessageId(ConfigError):
     id-less message another id when its own choice is taken)."""
 
 
+class ConversationBusy(ConfigError):
+    """Another live engine holds the conversation (`Store.claim`). In a server that builds an
+    engine per request this is most often a second request on the same conversation (a double
+    send, a retry) arriving while the first is served: catch this class to retry or queue it.
+    It was a plain `ConfigError`, which a server could not tell from a configuration mistake."""
+
+
 class StoreUnavailable(RollsumError, sqlite3.OperationalError):
     """A store's file could not be read or written: locked by another connection past the busy
     timeout, a full disk, a damaged, read-only or vanished file. Its message names the file, what

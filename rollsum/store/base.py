@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from rollsum.errors import ConfigError
+from rollsum.errors import ConfigError, ConversationBusy
 from rollsum.safejson import has_surrogate
 from rollsum.types import Message, MessageState, SummaryRecord
 
@@ -254,7 +254,9 @@ def uncoverable_error(record: SummaryRecord, problems: Sequence[tuple[str, str |
         f"that are not active or pending: {shown}{more}; nothing was committed")
 
 
-def owner_error(where: str, conversation_id: str, holder: str) -> ConfigError:
-    return ConfigError(f"{where}: conversation {conversation_id!r} is already open by another engine ({holder}); "
-                       "close it first (RollingSummarizer.close()), use another conversation id, or pass "
-                       "takeover=True if that engine is gone")
+def owner_error(where: str, conversation_id: str, holder: str) -> ConversationBusy:
+    return ConversationBusy(
+        f"{where}: conversation {conversation_id!r} is already open by another engine ({holder}); a request on it "
+        "still being served: retry when it is done (rollsum.errors.ConversationBusy); an engine left open: close it "
+        "first (RollingSummarizer.close()); or use another conversation id, or pass takeover=True if that engine is "
+        "gone")

@@ -55,6 +55,29 @@ def test_a_second_engine_on_the_same_conversation_is_refused_with_one_line(tmp_p
     assert first.summary is not None and len(SQLiteStore(db).messages("c1")) == 25
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_a_busy_conversation_is_an_error_a_server_can_catch_to_retry(tmp_path: Path, kind: str) -> None:
+    """A second request on a conversation while the first is served: a `ConversationBusy` (still
+    a ConfigError) saying to retry, which a server tells from a configuration mistake; retried
+    once the first request closed its engine, it goes through."""
+    from rollsum.errors import ConversationBusy
+
+    store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "chat.db")
+
+    def request(text: str) -> RollingSummarizer:
+        rs = RollingSummarizer.from_preset("since-last", store=store, conversation_id="c1")
+        rs.add(Message("user", text))
+        return rs
+
+    first = request("first")
+    with pytest.raises(ConversationBusy, match="still being served: retry when it is done") as busy:
+        request("second")
+    assert isinstance(busy.value, ConfigError) and "takeover=True" in str(busy.value)
+    first.close()
+    request("second").close()  # the retry
+    assert [r.message.content for r in store.messages("c1")] == ["first", "second"]
+
+
 def test_other_conversations_in_the_same_file_are_independent(tmp_path: Path) -> None:
     db = tmp_path / "chat.db"
     a = engine(db)
