@@ -37,6 +37,7 @@ import os
 import socket
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -391,10 +392,19 @@ class SQLiteStore:
     def _prepare(self, conn: sqlite3.Connection, synchronous: Synchronous) -> None:
         try:
             conn.execute("PRAGMA foreign_keys = ON")
-            app_id, version = self._identity(conn)
-            self._check_identity(conn, app_id, version)
+            # one read transaction: the identity and the tables are seen as of one moment. Read
+            # apart, a worker that read (0, 0) of a new file just before another worker's schema
+            # commit then saw its tables: "not a rollsum store" about a rollsum store, 1 start in 4
+            # of three workers on a new file
+            conn.execute("BEGIN")
+            try:
+                app_id, version = self._identity(conn)
+                self._check_identity(conn, app_id, version)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
             if self.path != ":memory:":
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                mode = self._wal(conn)
                 if str(mode).lower() != "wal":
                     log.warning("%s: journal_mode is %s, not WAL", self.path, mode)
             conn.execute(f"PRAGMA synchronous = {synchronous}")
@@ -406,6 +416,27 @@ class SQLiteStore:
                     failed := self._failed(exc, "opening the store", "")) is not None:
                 raise failed from None  # locked, full, read-only: not the user's file's fault
             raise ConfigError(f"{self.path}: not a usable SQLite database ({exc})") from None
+
+    def _wal(self, conn: sqlite3.Connection) -> str:
+        """Put the file in WAL mode (kept in the file: a no-op once set) and return the mode.
+
+        Switching needs the file to itself, and SQLite answers SQLITE_BUSY at once, without its
+        busy handler, while another connection reads it: workers starting together on a new
+        file failed to open ("database is locked" after 1 ms) 1 start in 8. So the switch is
+        retried, as the busy handler would, for up to the busy timeout."""
+        mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+        if mode.lower() == "wal":
+            return mode
+        deadline, pause = time.monotonic() + self._busy_timeout_s, 0.001
+        while True:
+            try:
+                return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            except sqlite3.OperationalError as exc:
+                if not str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_BUSY") \
+                        or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
 
     @staticmethod
     def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
