@@ -58,7 +58,7 @@ from rollsum.settings import (
     wiring_problem,
     wiring_type_problem,
 )
-from rollsum.store import claim, resolve
+from rollsum.store import resolve
 from rollsum.store.base import Store
 from rollsum.summarizers.base import Summarizer
 from rollsum.tokens import HeuristicCounter, TokenCounter, counter_key
@@ -181,8 +181,8 @@ class RollingSummarizer(SettingAttributes):
         self.last_events: tuple[SummaryEvent, ...] = ()
         self._owner = new_id("engine-")
         self._closed = False
-        self._finalizer = claim(self.store, self.conversation_id, self._owner, takeover=takeover, holder=self)
-        self._resume_from_store()
+        self._finalizer = opening.claim_and_resume(self.store, self.conversation_id, self._owner, takeover, self,
+                                                   self._resume_from_store)
 
     # ------------------------------------------------------------------ resume and cadence
 
