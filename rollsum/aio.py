@@ -67,7 +67,7 @@ class AsyncRollingSummarizer:
         try:
             return self.core._process(self._launch, lambda: self.busy, system=system)
         except Exception as err:  # stored already: a failure is an event, never an exception
-            return [self.core._internal_failure(err)]
+            return [*self.core._refit(), self.core._internal_failure(err)]  # and inside the window
 
     def _launch(self, job: Job) -> None:
         self._task = asyncio.get_running_loop().create_task(self._summarize(job))

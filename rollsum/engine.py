@@ -273,7 +273,7 @@ class RollingSummarizer(SettingAttributes):
             self._process(None, None, system, events)
         except Exception as err:  # stored already: a failure is an event, never an exception
             del events[landed:]  # a round that broke reports its failure, not what it did before
-            events.append(self._internal_failure(err))
+            events += [*self._refit(), self._internal_failure(err)]  # the failure last: what add() returns
         self.last_events = tuple(events) if events else ()  # most messages: no call
         if events and self.on_event is not None:  # the usual case has no callback: no call per message
             self._emit(events)
@@ -559,6 +559,11 @@ class RollingSummarizer(SettingAttributes):
         return self._may_attempt() and guard.may_compact(self._c.guard_at, self._added_tokens, self.settings,
                                                          self._limit, self._window.pinned_tokens + self._summary_room) \
             and may_summarize(self.policy, self._state(0))
+
+    def _refit(self) -> list[SummaryEvent]:
+        """After a round that broke before the guard was done (a store that refused an eviction):
+        clip in the context, which writes nothing, so `add()` still returns inside the window."""
+        return [self._clip()] if self.enforce_window and self._window.context_tokens() > self._limit else []
 
     def _clip(self) -> SummaryEvent:
         """The last resort (`guard.fit`): clip what must stay in the context, never in the store."""

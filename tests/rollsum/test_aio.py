@@ -157,3 +157,24 @@ def test_async_engines_of_two_conversations_can_share_one_kept_summarizer() -> N
         assert len(chains[own]) >= 3
         assert all(f"{other} note" not in text and f"{other.upper()}-" not in text for text in chains[own])
         assert any(f"{own.upper()}-" in text for text in chains[own])
+
+
+def test_a_store_refusing_the_guards_eviction_still_leaves_the_async_context_inside_the_window() -> None:
+    """As the engine's test (tests/rollsum/test_engine_failures.py): a round that broke on a
+    refused eviction clips in the context, so the async engine stays inside its window too."""
+    from tests.rollsum.test_engine_failures import RefusingChanges
+    from tests.support.helpers import chat
+
+    async def run() -> list[int]:
+        store = RefusingChanges()
+        a = AsyncRollingSummarizer.from_preset("since-last", store=store, conversation_id="c", context_window=2000)
+        seen = []
+        for i, m in enumerate(chat(120, words=60)):
+            store.refusing = 40 <= i < 80
+            await a.add(m)
+            seen.append(a.context_tokens())
+            await a.wait_idle()
+        a.close()
+        return seen
+
+    assert max(asyncio.run(run())) <= 2000
