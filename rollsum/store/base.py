@@ -55,7 +55,9 @@ class Store(Protocol):
         """Most recent by `created_at`, ties broken by `seq` (deterministic)."""
 
     def delete_conversation(self, conversation_id: str) -> None:
-        """Remove the conversation with its messages and summaries (cascade)."""
+        """Remove the conversation with its messages and summaries (cascade). Refused
+        (`ConversationBusy`, nothing deleted) while a live engine holds it (`claim`): that engine
+        would go on showing the deleted messages to the model and storing new ones under them."""
 
     def conversations(self) -> list[str]: ...
 
@@ -252,6 +254,16 @@ def uncoverable_error(record: SummaryRecord, problems: Sequence[tuple[str, str |
     return ConfigError(
         f"summary {record.id!r} of conversation {record.conversation_id!r} covers messages "
         f"that are not active or pending: {shown}{more}; nothing was committed")
+
+
+def delete_busy_error(where: str, conversation_id: str, holder: str) -> ConversationBusy:
+    """A conversation deleted under a live engine: the engine kept its window (the deleted
+    messages went on to the model), every summary was refused, and its next messages were stored
+    under the deleted ones, resurrecting the conversation. So the delete waits for the engine."""
+    return ConversationBusy(
+        f"{where}: cannot delete conversation {conversation_id!r}: an engine has it open ({holder}) and would go "
+        "on sending what was deleted to the model and storing new messages under it; close that engine first "
+        "(RollingSummarizer.close()), then delete; nothing was deleted")
 
 
 def owner_error(where: str, conversation_id: str, holder: str) -> ConversationBusy:

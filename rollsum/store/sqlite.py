@@ -54,6 +54,7 @@ from rollsum.store.base import (
     check_covered_ids,
     check_meta,
     check_settable,
+    delete_busy_error,
     owner_error,
     uncoverable_error,
 )
@@ -721,6 +722,11 @@ class SQLiteStore:
 
     def delete_conversation(self, conversation_id: str) -> None:
         with self._write(f"deleting conversation {conversation_id!r}", "; nothing was deleted") as conn:
+            row = conn.execute("SELECT pid, process_start, host, claimed_at FROM conversation_owners "
+                               "WHERE conversation_id = ?", (conversation_id,)).fetchone()
+            if row is not None and process_alive(int(row[0]), str(row[1]), str(row[2])) is not False:
+                raise delete_busy_error(self.path, conversation_id, f"pid {row[0]} on {row[2]} since {row[3]}")
+            conn.execute("DELETE FROM conversation_owners WHERE conversation_id = ?", (conversation_id,))
             conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
 
     def conversations(self) -> list[str]:

@@ -79,6 +79,30 @@ def test_a_busy_conversation_is_an_error_a_server_can_catch_to_retry(tmp_path: P
     assert [r.message.content for r in store.messages("c1")] == ["first", "second"]
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_a_conversation_is_not_deleted_under_a_live_engine(tmp_path: Path, kind: str) -> None:
+    """Deleted under a live engine (an admin tool, a privacy request), the engine went on: its
+    window still sent the deleted messages to the model, every summary was refused, and its
+    next messages were stored under the deleted ones (a conversation of 30 rows, 'turn 60').
+    The delete is now refused while the engine holds the conversation, and goes through once
+    it is closed."""
+    from rollsum.errors import ConversationBusy
+
+    store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "chat.db")
+    admin = store if kind == "memory" else SQLiteStore(tmp_path / "chat.db")  # another connection, as a tool's
+    rs = RollingSummarizer.from_preset("since-last", store=store, conversation_id="c1")
+    for m in chat(5):
+        rs.add(m)
+    with pytest.raises(ConversationBusy, match="cannot delete conversation 'c1': an engine has it open"):
+        admin.delete_conversation("c1")
+    assert len(admin.messages("c1")) == 5  # nothing was deleted
+    rs.close()
+    admin.delete_conversation("c1")
+    assert admin.messages("c1") == [] and "c1" not in admin.conversations()
+    fresh = RollingSummarizer.from_preset("since-last", store=store, conversation_id="c1")
+    assert fresh.turn == 0 and fresh.messages == []
+
+
 def test_other_conversations_in_the_same_file_are_independent(tmp_path: Path) -> None:
     db = tmp_path / "chat.db"
     a = engine(db)
