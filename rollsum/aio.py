@@ -30,6 +30,12 @@ from rollsum.types import Message, SummaryEvent
 log = redacting_logger(__name__)
 
 
+def _cancelling() -> bool:
+    """Whether the running task is being cancelled (a request to stop it is pending)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 class AsyncRollingSummarizer:
     """Wraps a `RollingSummarizer` (its policy, summarizer, store and format) for asyncio apps."""
 
@@ -99,7 +105,15 @@ class AsyncRollingSummarizer:
         again, so this returns only once the conversation has caught up (tests, shutdown)."""
         while self._task is not None:
             task = self._task
-            await asyncio.shield(task)
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                # the caller cancelled: its cancellation goes on (shield kept the summary running).
+                # The summary's own task cancelled (a loop's shutdown cancels every task): it
+                # landed nothing, its messages stay active; this raised CancelledError into the
+                # caller on every later call, as if the caller had been cancelled
+                if not task.cancelled() or _cancelling():
+                    raise
             if self._task is task:
                 self._task = None
 

@@ -178,3 +178,31 @@ def test_a_store_refusing_the_guards_eviction_still_leaves_the_async_context_ins
         return seen
 
     assert max(asyncio.run(run())) <= 2000
+
+
+def test_wait_idle_after_the_summary_task_was_cancelled_returns(tmp_path: Path) -> None:
+    """Every other task cancelled mid-summary, as a loop's shutdown does: `wait_idle()` raised
+    CancelledError into its caller then, and on every later call, as if the caller had been
+    cancelled. Now it returns; nothing landed, every message is still active, and the next
+    summary is made."""
+
+    async def run() -> tuple[int, bool, int]:
+        store, ars, gated = await _six_added_with_a_gated_summary(tmp_path)
+        me = asyncio.current_task()
+        for task in asyncio.all_tasks():
+            if task is not me:
+                task.cancel()
+        await asyncio.sleep(0)  # let the cancellation reach the summary's task
+        gated.gate.set()
+        await ars.wait_idle()  # before: CancelledError
+        await ars.wait_idle()
+        active = len(ars.messages)
+        for i in range(6, 12):
+            await ars.add(Message("user", f"m{i}"))
+        await ars.wait_idle()
+        summarized = ars.summary is not None
+        ars.close()
+        return active, summarized, len(store.messages("c"))
+
+    active, summarized, stored = asyncio.run(run())
+    assert (active, summarized, stored) == (6, True, 12)
