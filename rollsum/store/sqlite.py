@@ -285,31 +285,15 @@ def process_start(pid: int) -> str:
         return ""
 
 
-def claim_host() -> str:
-    """Where this process's pids mean something, as a claim records it: the host name and, where
-    /proc shows it, the pid namespace (``vm pid:[4026531836]``).
-
-    Why the namespace: containers sharing a host name (``docker --network host``, a set
-    ``hostname:``) and one store file each have their own pids; a live claim made by pid 1 of
-    one was checked against pid 1 of the other (init: another start time), judged gone and
-    taken over, and two live engines wrote the conversation."""
-    host = socket.gethostname()
-    try:
-        return f"{host} {os.readlink('/proc/self/ns/pid')}"
-    except OSError:
-        return host
-
-
 def process_alive(pid: int, start: str, host: str) -> bool | None:
     """True if the process that made a claim still runs, False if it is gone, None when that
-    cannot be known from here (another host, or another pid namespace: `claim_host`; a claim
-    that names the host alone, as rollsum wrote before, is checked here as it was then).
+    cannot be known from here (another host).
 
     A zombie is gone: a killed worker stays one until its parent reaps it (a supervisor that
     waits late, a container whose PID 1 never reaps), and ``kill(pid, 0)`` still succeeds on it,
     so its claim wedged the conversation ("already open by another engine") although it runs no
     code and its SQLite locks went with it."""
-    if host != claim_host() and host != socket.gethostname():
+    if host != socket.gethostname():
         return None
     try:
         os.kill(pid, 0)
@@ -751,7 +735,7 @@ class SQLiteStore:
         return found if isinstance(found, dict) else None
 
     def claim(self, conversation_id: str, owner: str, *, takeover: bool = False) -> None:
-        me, host = os.getpid(), claim_host()
+        me, host = os.getpid(), socket.gethostname()
         with self._write(f"claiming conversation {conversation_id!r}", "; no engine was opened") as conn:
             row = conn.execute("SELECT owner, pid, process_start, host, claimed_at FROM conversation_owners "
                                "WHERE conversation_id = ?", (conversation_id,)).fetchone()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -205,63 +204,6 @@ def test_a_killed_owner_not_yet_reaped_is_taken_over(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait(timeout=30)
-
-
-NAMESPACED = """
-import sys
-from rollsum import Message, RollingSummarizer
-rs = RollingSummarizer.from_preset("since-last", store="sqlite:" + sys.argv[1], conversation_id="c1")
-rs.add(Message("user", "from the container"))
-print("ready", flush=True)
-sys.stdin.readline()
-rs.close()
-"""
-
-
-def _unshare_works() -> bool:
-    import shutil
-
-    if shutil.which("unshare") is None or not Path("/proc/self/ns/pid").exists():
-        return False
-    done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True)
-    return done.returncode == 0
-
-
-def test_a_claim_from_another_pid_namespace_is_not_judged_by_this_ones_pids(tmp_path: Path) -> None:
-    """Containers sharing a host name (docker --network host) and a store each number their own
-    processes: a live claim by pid 1 of one was checked against pid 1 here (init, another start
-    time), judged gone and taken over: two live engines on one conversation."""
-    import socket
-
-    from rollsum.store.sqlite import claim_host
-
-    me = os.getpid()
-    here = claim_host()
-    assert process_alive(me, process_start(me), here) is True
-    if here != socket.gethostname():  # /proc shows the namespace
-        assert process_alive(1, "another process", f"{socket.gethostname()} pid:[1]") is None  # not ours to judge
-    db = tmp_path / "chat.db"
-    with engine(db), sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT host FROM conversation_owners").fetchone()[0] == here
-
-
-@pytest.mark.skipif(not _unshare_works(), reason="needs `unshare --pid` (root, Linux) to run an engine in another "
-                                                   "pid namespace")
-def test_a_live_engine_in_another_pid_namespace_keeps_its_conversation(tmp_path: Path) -> None:
-    db = tmp_path / "chat.db"
-    child = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", NAMESPACED, str(db)],
-                             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-        with pytest.raises(ConfigError, match="already open by another engine"):
-            engine(db)  # its pid 1 is not this namespace's init: refused, not taken over
-    finally:
-        assert child.stdin is not None
-        child.stdin.write("\n")
-        child.stdin.close()
-        child.wait(timeout=30)
-    engine(db).add(Message("user", "after the container closed"))
 
 
 def test_liveness_tells_a_reused_pid_from_its_owner() -> None:
