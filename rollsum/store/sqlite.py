@@ -405,10 +405,11 @@ class SQLiteStore:
     def _wal(self, conn: sqlite3.Connection) -> str:
         """Put the file in WAL mode (kept in the file: a no-op once set) and return the mode.
 
-        Switching needs the file to itself, and SQLite answers SQLITE_BUSY at once, without its
-        busy handler, while another connection reads it: workers starting together on a new
-        file failed to open ("database is locked" after 1 ms) 1 start in 8. So the switch is
-        retried, as the busy handler would, for up to the busy timeout."""
+        Switching needs the file to itself, and SQLite can answer SQLITE_BUSY at once, without its
+        busy handler, while another connection is at the same new file (seen with 4 workers
+        opening one together: "database is locked" after 1 ms, 1 start in 8; a plain reader is
+        waited for by the busy handler). So the switch is retried, as the busy handler would, for
+        up to the busy timeout."""
         mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
         if mode.lower() == "wal":
             return mode
