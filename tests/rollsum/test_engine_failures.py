@@ -314,19 +314,20 @@ class RefusingChanges(MemoryStore):
         super().set_state(conversation_id, ids, state, reason)
 
 
-@pytest.mark.parametrize("preset", ["since-last", "evict-window", "token-ratio"])
+@pytest.mark.parametrize("preset", ["since-last", "evict-window", "token-ratio", "budget-rule-based"])
 def test_a_store_refusing_the_guards_eviction_still_leaves_the_context_inside_the_window(preset: str) -> None:
     """The message is stored, then the window guard's eviction is refused: the round broke
     before the guard was done and its context grew past the window on every message (5,500
     tokens over a 2,000 window after 60 such messages). Now the guard's last resort, clipping in
-    the context (no store write), runs after a broken round too; nothing is lost."""
+    the context (no store write), runs after a broken round too, and leaves the oldest active
+    messages out of the context when even their clip markers would not fit; nothing is lost."""
     store = RefusingChanges()
     rs = RollingSummarizer.from_preset(preset, store=store, conversation_id="c", context_window=2000)
-    messages = list(chat(120, words=60))
+    messages = list(chat(160, words=60))
     for i, m in enumerate(messages):
-        store.refusing = 40 <= i < 80
+        store.refusing = 40 <= i < 120  # 80 messages: more than a budget of 976 holds even as clip markers
         rs.add(m)
-        assert rs.context_tokens() <= 2000, f"message {i}: {rs.context_tokens()} tokens"
+        assert rs.context_tokens() <= rs.context_window - rs.reserved_output_tokens, f"message {i}"
         if store.refusing and i > 50:
             assert rs.last_events[-1].kind == "failure"  # what add() returned: the failure, not the clip
     assert [r.message.content for r in store.messages("c")] == [m.content for m in messages]
