@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rollsum.errors import StoreUnavailable
 from rollsum.redact import redacting_logger
 from rollsum.store.base import Store, StoredMessage
 
@@ -171,16 +172,25 @@ Key = tuple[int | None, ...]
 """`Cadence.key()`: what was last saved, compared to decide whether to save again."""
 
 
-def save(store: Store, conversation_id: str, cadence: Cadence, key: Key | None = None) -> Key:
+def save(store: Store, conversation_id: str, cadence: Cadence, key: Key | None = None) -> Key | None:
     """Save the cadence (the engine calls it when `Cadence.key` changed: at an attempt, a
     failure, an eviction, not on every message, and passes the `key` it compared: computed
     once, not three times, ~a fifth of a save); returns the key saved. A store without
-    `save_cadence` (a third-party one) just does not keep it."""
+    `save_cadence` (a third-party one) just does not keep it.
+
+    A store whose file cannot be written now (`StoreUnavailable`: locked past its busy timeout,
+    a full disk) is warned about and None returned, so the next change saves again: raised, it
+    became the turn's only event ("internal error"), in place of the store failure or the
+    summary the turn really had; the cadence is a rate limit, and no message depends on it."""
     if key is None:
         key = cadence.key()
     keep = getattr(store, "save_cadence", None)
     if callable(keep):
-        keep(conversation_id, cadence.saved(key))
+        try:
+            keep(conversation_id, cadence.saved(key))
+        except StoreUnavailable as err:
+            log.warning("cadence not saved (saved again at its next change): %s", err)
+            return None
     return key
 
 

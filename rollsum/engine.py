@@ -49,7 +49,7 @@ from rollsum.settings import (
     wiring_problem,
     wiring_type_problem,
 )
-from rollsum.store import claim, resolve
+from rollsum.store import resolve
 from rollsum.store.base import Store
 from rollsum.summarizers.base import Summarizer
 from rollsum.tokens import HeuristicCounter, TokenCounter, counter_key
@@ -162,8 +162,8 @@ class RollingSummarizer(SettingAttributes):
         self.last_events: tuple[SummaryEvent, ...] = ()
         self._owner = new_id("engine-")
         self._closed = False
-        self._finalizer = claim(self.store, self.conversation_id, self._owner, takeover=takeover, holder=self)
-        self._resume_from_store()
+        self._finalizer = opening.claim_and_resume(self.store, self.conversation_id, self._owner, takeover, self,
+                                                   self._resume_from_store)
 
     # ------------------------------------------------------------------ resume and cadence
 
@@ -251,7 +251,7 @@ class RollingSummarizer(SettingAttributes):
             self._process(None, None, system, events)
         except Exception as err:  # stored already: a failure is an event, never an exception
             del events[landed:]  # a round that broke reports its failure, not what it did before
-            events.append(self._internal_failure(err))
+            events += [*self._refit(), self._internal_failure(err)]  # the failure last: what add() returns
         self.last_events = tuple(events) if events else ()  # most messages: no call
         if events and self.on_event is not None:  # the usual case has no callback: no call per message
             self._emit(events)
@@ -490,24 +490,19 @@ class RollingSummarizer(SettingAttributes):
     def _guard(self, launch: Launch, busy: Callable[[], bool]) -> list[SummaryEvent]:
         """Keep ``context_tokens() <= context_window − reserved_output_tokens``: compact, else
         evict to pending, else clip (`rollsum.guard` has the arithmetic)."""
-        window = self._limit
-        if not self.enforce_window or self._window.context_tokens() <= window:
+        if not self.enforce_window or self._window.context_tokens() <= self._limit:
             return []
         events: list[SummaryEvent] = []
         if not busy() and self._guard_may_compact():
             decision = guard.compaction_decision(self._window, self.settings, self._head(), self._summary_room,
                                                  self.context_tokens(), self.policy, self.summary)
-            ev = None if decision is None else launch(self._plan(decision, guard=True))
-            if ev is not None:
+            if decision is not None and (ev := launch(self._plan(decision, guard=True))) is not None:
                 events.append(ev)
-        if self.context_tokens() > window:  # oldest active messages to pending until it fits; never the newest
+        if self.context_tokens() > self._limit:  # oldest active messages to pending until it fits; never the newest
             decision = guard.eviction_decision(self._window, self.settings, self._head(), self.context_tokens())
             if decision is not None:
                 events.append(self._evict(decision, guard=True))
-        if self.context_tokens() > window:  # the last resort: clip in the context, never in the store
-            events.append(guard.clip_event(self._window, self.counter, window, self.settings, self.conversation_id,
-                                           self._seq - 1))
-        return events
+        return events + self._refit()  # the last resort: clip in the context, never in the store
 
     def _guard_may_compact(self) -> bool:
         """A guard summary only when it is allowed (backoff, the guard's token bound, the
@@ -515,6 +510,14 @@ class RollingSummarizer(SettingAttributes):
         return self._may_attempt() and guard.may_compact(self._c.guard_at, self._added_tokens, self.settings,
                                                          self._limit, self._window.pinned_tokens + self._summary_room) \
             and may_summarize(self.policy, self._state(0))
+
+    def _refit(self) -> list[SummaryEvent]:
+        """The guard's last step, and all that is left after a round that broke before the guard
+        was done (a store refused an eviction): clip in the context, which writes nothing."""
+        if not self.enforce_window or self._window.context_tokens() <= self._limit:
+            return []
+        return [guard.clip_event(self._window, self.counter, self._limit, self.settings, self.conversation_id,
+                                 self._seq - 1)]
 
     # ------------------------------------------------------------------ internals: summaries
 

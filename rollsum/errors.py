@@ -26,6 +26,28 @@ class DuplicateMessageId(ConfigError):
     id-less message another id when its own choice is taken)."""
 
 
+class ConversationBusy(ConfigError):
+    """Another live engine holds the conversation (`Store.claim`). In a server that builds an
+    engine per request this is most often a second request on the same conversation (a double
+    send, a retry) arriving while the first is served: catch this class to retry or queue it.
+    It was a plain `ConfigError`, which a server could not tell from a configuration mistake."""
+
+
+class StoreUnavailable(RollsumError, sqlite3.OperationalError):
+    """A store's file could not be read or written: locked by another connection past the busy
+    timeout, a full disk, a damaged, read-only or vanished file. Its message names the file, what
+    was being done and what to do; what the call would have written was not written.
+
+    Why a class of its own: these came out of `RollingSummarizer.add()` (and opening, closing)
+    as a bare ``sqlite3.OperationalError: database is locked``, naming neither the file nor a
+    remedy. It is still a `sqlite3.OperationalError` (with ``sqlite_errorname``), so code that
+    caught that keeps working."""
+
+
+class MissingCredentials(ConfigError):
+    """A real model was requested but its API key is not set."""
+
+
 def closed_engine(conversation_id: str) -> ConfigError:
     """What `add()` raises on a closed engine (before anything is stored): its claim is gone, so
     another engine may own the conversation, and its message would collide with that one's."""
@@ -37,10 +59,6 @@ def closed_engine(conversation_id: str) -> ConfigError:
 def not_a_message(value: object) -> TypeError:
     """What `add()` raises for a str or an API dict: say so, not "'str' has no attribute 'id'"."""
     return TypeError(f"add() takes a rollsum.Message, got {type(value).__name__} (make one: Message(\"user\", text))")
-
-
-class MissingCredentials(ConfigError):
-    """A real model was requested but its API key is not set."""
 
 
 class ErrorKind(StrEnum):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rollsum import jobs
+from rollsum.errors import StoreUnavailable
 from rollsum.jobs import Job, Outcome
 from rollsum.redact import redact, redacting_logger
 from rollsum.types import SummaryEvent, SummaryRecord
@@ -20,7 +21,15 @@ log = redacting_logger("rollsum.engine")  # the engine's logger: what these say 
 
 def internal_failure(turn: int, err: Exception) -> SummaryEvent:
     """The failure event for an unexpected error after a message was stored (logged with its
-    traceback; the event carries the error's redacted text)."""
+    traceback; the event carries the error's redacted text).
+
+    A store that cannot be written now (`StoreUnavailable`: a file locked past its busy timeout,
+    a full disk) is not an unexpected error: its message names the file and what to do, so it is
+    logged as such, without a traceback, and the event says ``store`` as a refused summary's
+    does. It was "internal error" with a traceback, which sent people looking for a bug."""
+    if isinstance(err, StoreUnavailable):
+        log.error("rollsum: %s; the message is kept", err)
+        return SummaryEvent("failure", turn, "store unavailable", error=redact(str(err)), error_kind="store")
     log.exception("rollsum: unexpected error after storing a message; the message is kept")
     return SummaryEvent("failure", turn, "internal error", error=redact(f"{type(err).__name__}: {err}"),
                         error_kind="internal")

@@ -124,7 +124,7 @@ def clip_reason(s: EngineSettings, clipped: int, omitted: int, summary_hidden: b
     """What a clip event says it did."""
     what = [f"{clipped} message(s) clipped in the context"]
     if omitted:
-        what.append(f"{omitted} pinned system message(s) left out")
+        what.append(f"{omitted} message(s) left out, oldest (pinned) first")
     if summary_hidden:
         what.append("the summary left out")
     return (f"window guard: what must stay is larger than the {_named(s)} "
@@ -146,7 +146,9 @@ def clip_plan(items: Sequence[tuple[bool, str, int]], floors: Mapping[str, int],
     """Water-filling over `items` (pinned?, id, tokens), pinned ones first: the common cap every
     item above it is cut to, so small messages stay whole and the largest give up the most. An
     item cannot go below its `floors` (its clip marker). If no cap is feasible the summary is
-    left out, then the oldest pinned messages, one at a time."""
+    left out, then the oldest pinned messages, one at a time, then the oldest active ones (never
+    the newest): when the store refused the guard's evictions, the markers of every message kept
+    active could alone be past the window (62 messages' markers in a 976-token budget)."""
     omitted: list[str] = []
 
     def level(avail: int) -> float:
@@ -169,8 +171,9 @@ def clip_plan(items: Sequence[tuple[bool, str, int]], floors: Mapping[str, int],
     if not feasible(cap) and summary:
         hide, summary = True, 0
         cap = level(window)
-    for pinned, key, _ in items:
-        if feasible(cap) or not pinned:
+    newest = next((key for pinned, key, _ in reversed(items) if not pinned), None)
+    for _, key, _ in items:  # pinned first, then the active ones, oldest first
+        if feasible(cap) or key == newest:
             break
         omitted.append(key)
         cap = level(window - summary)

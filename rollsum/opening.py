@@ -32,6 +32,7 @@ from rollsum.cadence import Cadence, Key
 from rollsum.errors import DuplicateMessageId
 from rollsum.redact import redacting_logger
 from rollsum.settings import EngineSettings
+from rollsum.store import claim
 from rollsum.store.base import Store, StoreTotals
 from rollsum.tokens import TokenCounter
 from rollsum.types import Message, SummaryRecord
@@ -59,6 +60,27 @@ class Opened:
     dropped: int
     saved_key: Key | None
     """The saved cadence's key (None: none was kept)."""
+
+
+def claim_and_resume(store: Store, conversation_id: str, owner: str, takeover: bool, holder: object,
+                     resume: Callable[[], None]) -> Callable[[], object] | None:
+    """Claim the conversation for `owner` (`rollsum.store.claim`, released with `holder`), then
+    `resume` it; returns the release. An open that fails after the claim (a damaged row, a read
+    error, a bug) gives the claim back before its error goes on: it stayed while the half-built
+    engine lived -- as long as the exception's traceback did -- so a retry in the handler, or
+    every request while a logger kept the exception, was refused with "already open by another
+    engine" instead of seeing the error."""
+    release = claim(store, conversation_id, owner, takeover=takeover, holder=holder)
+    try:
+        resume()
+    except BaseException:
+        if release is not None:
+            try:
+                release()
+            except Exception as err:  # the failed open's own error is the one to raise
+                log.warning("conversation %r: a failed open could not give its claim back: %s", conversation_id, err)
+        raise
+    return release
 
 
 def counted_adder(store: Store, token_key: str | None) -> Adder | None:

@@ -335,9 +335,9 @@ class Window:
         return [self.display(m) for m in self.pinned if m.id not in self.omitted]
 
     def shown_active(self) -> list[Message]:
-        if not (self.clips or self.cleared):
+        if not (self.clips or self.cleared or self.omitted):
             return list(self.active)
-        return [self.display(m) for m in self.active]
+        return [self.display(m) for m in self.active if m.id not in self.omitted]
 
     def shown(self) -> tuple[Sequence[Message], Sequence[Message], Message | None]:
         """What a context shows: (pinned, active, summary), as display versions when the guard
@@ -408,7 +408,7 @@ class Window:
         """Token lists from the display versions (after clipping or unclipping)."""
         self.pinned_n = [0 if m.id in self.omitted else count(self.display(m)) for m in self.pinned]
         self.pinned_tokens = sum(self.pinned_n)
-        self.tokens = [count(self.display(m)) for m in self.active]
+        self.tokens = [0 if m.id in self.omitted else count(self.display(m)) for m in self.active]
         self.active_tokens = sum(self.tokens)
 
 

@@ -58,9 +58,32 @@ def claim(store: Store, conversation_id: str, owner: str, *, takeover: bool, hol
           ) -> Callable[[], object] | None:
     """Claim a conversation for `owner` in a store that keeps claims (``store.claim``); returns
     the release, which also runs when `holder` is garbage-collected, or None for a store
-    without claims (a third-party one)."""
+    without claims (a third-party one). A release that raises (the file locked past the busy
+    timeout) can be called again: it counts as done only once the store released."""
     take = getattr(store, "claim", None)
     if not callable(take):
         return None
     take(conversation_id, owner, takeover=takeover)
-    return weakref.finalize(holder, store.release, conversation_id, owner)
+    return _Release(weakref.finalize(holder, store.release, conversation_id, owner))
+
+
+class _Release:
+    """A claim's release, run by the engine's `close()` and, failing that, when the engine is
+    collected. `weakref.finalize` forgets its call before making it, so a release that raised
+    could never be retried: `close()` again was a no-op and the claim stayed for as long as the
+    process ran, refusing every other engine the conversation. This calls the release with the
+    finalizer still armed, and disarms it once the release went through."""
+
+    __slots__ = ("_finalizer",)
+
+    def __init__(self, finalizer: weakref.finalize) -> None:
+        self._finalizer = finalizer
+
+    def __call__(self) -> object:
+        armed = self._finalizer.peek()
+        if armed is None:  # released already (or collected)
+            return None
+        release, args, kwargs = armed[1:]
+        done = release(*args, **kwargs)  # raises: still armed, so close() (or collection) tries again
+        self._finalizer.detach()
+        return done

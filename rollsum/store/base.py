@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from rollsum.errors import ConfigError
+from rollsum.errors import ConfigError, ConversationBusy
 from rollsum.safejson import has_surrogate
 from rollsum.types import Message, MessageState, SummaryRecord
 
@@ -55,7 +55,9 @@ class Store(Protocol):
         """Most recent by `created_at`, ties broken by `seq` (deterministic)."""
 
     def delete_conversation(self, conversation_id: str) -> None:
-        """Remove the conversation with its messages and summaries (cascade)."""
+        """Remove the conversation with its messages and summaries (cascade). Refused
+        (`ConversationBusy`, nothing deleted) while a live engine holds it (`claim`): that engine
+        would go on showing the deleted messages to the model and storing new ones under them."""
 
     def conversations(self) -> list[str]: ...
 
@@ -254,7 +256,19 @@ def uncoverable_error(record: SummaryRecord, problems: Sequence[tuple[str, str |
         f"that are not active or pending: {shown}{more}; nothing was committed")
 
 
-def owner_error(where: str, conversation_id: str, holder: str) -> ConfigError:
-    return ConfigError(f"{where}: conversation {conversation_id!r} is already open by another engine ({holder}); "
-                       "close it first (RollingSummarizer.close()), use another conversation id, or pass "
-                       "takeover=True if that engine is gone")
+def delete_busy_error(where: str, conversation_id: str, holder: str) -> ConversationBusy:
+    """A conversation deleted under a live engine: the engine kept its window (the deleted
+    messages went on to the model), every summary was refused, and its next messages were stored
+    under the deleted ones, resurrecting the conversation. So the delete waits for the engine."""
+    return ConversationBusy(
+        f"{where}: cannot delete conversation {conversation_id!r}: an engine has it open ({holder}) and would go "
+        "on sending what was deleted to the model and storing new messages under it; close that engine first "
+        "(RollingSummarizer.close()), then delete; nothing was deleted")
+
+
+def owner_error(where: str, conversation_id: str, holder: str) -> ConversationBusy:
+    return ConversationBusy(
+        f"{where}: conversation {conversation_id!r} is already open by another engine ({holder}); a request on it "
+        "still being served: retry when it is done (rollsum.errors.ConversationBusy); an engine left open: close it "
+        "first (RollingSummarizer.close()); or use another conversation id, or pass takeover=True if that engine is "
+        "gone")

@@ -26,6 +26,7 @@ from rollsum.store.base import (
     check_covered_ids,
     check_meta,
     check_settable,
+    delete_busy_error,
     owner_error,
     uncoverable_error,
 )
@@ -494,6 +495,9 @@ class MemoryStore:
 
     def delete_conversation(self, conversation_id: str) -> None:
         with self._lock:
+            holder = self._owners.get(conversation_id)
+            if holder is not None:
+                raise delete_busy_error("memory store", conversation_id, f"engine {holder} in this process")
             self._rows.pop(conversation_id, None)
             self._unordered.discard(conversation_id)
             for rec in self._summaries.pop(conversation_id, []):

@@ -37,13 +37,15 @@ import os
 import socket
 import sqlite3
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from rollsum.errors import ConfigError, DuplicateMessageId
+from rollsum.errors import ConfigError, DuplicateMessageId, StoreUnavailable
 from rollsum.redact import redacting_logger
 from rollsum.store.base import (
     COVERABLE_STATES,
@@ -52,6 +54,7 @@ from rollsum.store.base import (
     check_covered_ids,
     check_meta,
     check_settable,
+    delete_busy_error,
     owner_error,
     uncoverable_error,
 )
@@ -223,16 +226,58 @@ _SUMMARY_ORDER = "ORDER BY created_at, seq, rowid"
 _COVERABLE_SQL = ", ".join(f"'{s}'" for s in sorted(COVERABLE_STATES))
 
 
+_REMEDIES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("SQLITE_BUSY", "SQLITE_LOCKED"), "another connection held its write lock for longer than "
+                                       "busy_timeout_s={timeout:g} s (a long write, a backup, a sqlite3 shell inside a "
+                                       "transaction); retry, or give SQLiteStore(path, busy_timeout_s=...) more time"),
+    (("SQLITE_FULL",), "the disk holding it is full; free space and retry"),
+    (("SQLITE_CORRUPT", "SQLITE_NOTADB"), "the file is damaged; check it with sqlite3 {path} 'PRAGMA integrity_check' "
+                                          "and restore it from a backup"),
+    (("SQLITE_READONLY",), "it is read-only (the file, or its directory, where SQLite keeps {path}-wal and "
+                           "{path}-shm): a store is written on every message"),
+    (("SQLITE_IOERR",), "the disk or file system failed (a network file system is not supported); check them"),
+    (("SQLITE_CANTOPEN",), "SQLite cannot open it, or its {path}-wal and {path}-shm beside it: check that the "
+                           "directory still exists and is writable"),
+)
+"""What a file-level SQLite failure means and what to do, by ``sqlite_errorname`` prefix. Any other
+error (a constraint, a bug) is not the file's and stays as raised."""
+
+
+def _remedy(exc: BaseException, path: str, timeout: float) -> str | None:
+    """`_REMEDIES`' advice for `exc`, or None when it is not a file-level failure."""
+    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.IntegrityError | StoreUnavailable):
+        return None
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    for names, remedy in _REMEDIES:
+        if name.startswith(names):
+            return remedy.format(path=path, timeout=timeout)
+    return None
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    """Which file `path` names now (device, inode); None when nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state first); OSError without /proc."""
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+        return f.read().rpartition(")")[2].split()
 
 
 def process_start(pid: int) -> str:
     """An id for the process `pid` that a reused pid does not share: boot id + start time from
     /proc (Linux). Empty where /proc is not available; liveness then rests on the pid alone."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            fields = f.read().rpartition(")")[2].split()
+        fields = _stat(pid)
         with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
             boot = f.read().strip()
         return f"{boot}:{fields[19]}"
@@ -242,7 +287,12 @@ def process_start(pid: int) -> str:
 
 def process_alive(pid: int, start: str, host: str) -> bool | None:
     """True if the process that made a claim still runs, False if it is gone, None when that
-    cannot be known from here (another host)."""
+    cannot be known from here (another host).
+
+    A zombie is gone: a killed worker stays one until its parent reaps it (a supervisor that
+    waits late, a container whose PID 1 never reaps), and ``kill(pid, 0)`` still succeeds on it,
+    so its claim wedged the conversation ("already open by another engine") although it runs no
+    code and its SQLite locks went with it."""
     if host != socket.gethostname():
         return None
     try:
@@ -253,6 +303,11 @@ def process_alive(pid: int, start: str, host: str) -> bool | None:
         pass  # exists, owned by someone else
     except OSError:
         return None
+    try:
+        if _stat(pid)[0] in ("Z", "X"):  # exited (zombie, or being reaped): not reaped yet
+            return False
+    except (OSError, IndexError):
+        pass  # no /proc: the pid alone tells
     if start:
         now = process_start(pid)
         if now and now != start:
@@ -283,6 +338,7 @@ class SQLiteStore:
             raise ConfigError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         self.path = str(path)
         self._clock = clock or _utc_now
+        self._busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._claims: set[tuple[str, str]] = set()
@@ -293,6 +349,13 @@ class SQLiteStore:
             conn.close()
             raise
         self._conn = conn
+        # closed when the store is collected: CPython 3.11's Connection is in a reference cycle
+        # (its statement cache), so one not closed outlived its store until the cyclic collector
+        # ran -- an engine given store="sqlite:PATH" for each request held a file descriptor or
+        # three and a page cache per request that had ended (peak 91 fds over 1,000 requests)
+        weakref.finalize(self, conn.close)
+        self._where = None if self.path in (":memory:", "") else os.path.abspath(self.path)
+        self._file = None if self._where is None else _file_id(self._where)
 
     # --- opening -------------------------------------------------------------------------
 
@@ -314,10 +377,19 @@ class SQLiteStore:
     def _prepare(self, conn: sqlite3.Connection, synchronous: Synchronous) -> None:
         try:
             conn.execute("PRAGMA foreign_keys = ON")
-            app_id, version = self._identity(conn)
-            self._check_identity(conn, app_id, version)
+            # one read transaction: the identity and the tables are seen as of one moment. Read
+            # apart, a worker that read (0, 0) of a new file just before another worker's schema
+            # commit then saw its tables: "not a rollsum store" about a rollsum store, 1 start in 4
+            # of three workers on a new file
+            conn.execute("BEGIN")
+            try:
+                app_id, version = self._identity(conn)
+                self._check_identity(conn, app_id, version)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
             if self.path != ":memory:":
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                mode = self._wal(conn)
                 if str(mode).lower() != "wal":
                     log.warning("%s: journal_mode is %s, not WAL", self.path, mode)
             conn.execute(f"PRAGMA synchronous = {synchronous}")
@@ -325,9 +397,32 @@ class SQLiteStore:
                 self._create_schema(conn)
         except sqlite3.DatabaseError as exc:
             name = getattr(exc, "sqlite_errorname", "")
-            if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-                raise  # another process held the lock past busy_timeout: not the user's file's fault
+            if not name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) and (
+                    failed := self._failed(exc, "opening the store", "")) is not None:
+                raise failed from None  # locked, full, read-only: not the user's file's fault
             raise ConfigError(f"{self.path}: not a usable SQLite database ({exc})") from None
+
+    def _wal(self, conn: sqlite3.Connection) -> str:
+        """Put the file in WAL mode (kept in the file: a no-op once set) and return the mode.
+
+        Switching needs the file to itself, and SQLite can answer SQLITE_BUSY at once, without its
+        busy handler, while another connection is at the same new file (seen with 4 workers
+        opening one together: "database is locked" after 1 ms, 1 start in 8; a plain reader is
+        waited for by the busy handler). So the switch is retried, as the busy handler would, for
+        up to the busy timeout."""
+        mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+        if mode.lower() == "wal":
+            return mode
+        deadline, pause = time.monotonic() + self._busy_timeout_s, 0.001
+        while True:
+            try:
+                return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            except sqlite3.OperationalError as exc:
+                if not str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_BUSY") \
+                        or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
 
     @staticmethod
     def _identity(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -385,18 +480,59 @@ class SQLiteStore:
             raise ConfigError(f"{self.path}: store is closed")
         return self._conn
 
+    def _failed(self, exc: BaseException, doing: str, after: str) -> StoreUnavailable | None:
+        """`exc` as a `StoreUnavailable` naming the file, what was being done, what it means and
+        what to do (`_REMEDIES`); None when it is not a file-level failure."""
+        remedy = _remedy(exc, self.path, self._busy_timeout_s)
+        if remedy is None:
+            return None
+        failed = StoreUnavailable(f"{self.path}: {doing} failed: {exc}: {remedy}{after}")
+        failed.sqlite_errorcode = exc.sqlite_errorcode  # type: ignore[attr-defined]  # (a DatabaseError: `_remedy`)
+        failed.sqlite_errorname = exc.sqlite_errorname  # type: ignore[attr-defined]
+        return failed
+
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction under the lock: all statements commit together or none do."""
+    def _read(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """The connection under the lock, for reads; a file-level failure is a `StoreUnavailable`."""
+        with self._lock:
+            try:
+                yield self._db()
+            except sqlite3.DatabaseError as exc:
+                if (failed := self._failed(exc, doing, "")) is not None:
+                    raise failed from None
+                raise
+
+    @contextmanager
+    def _write(self, doing: str, after: str = "; nothing was written", *, same_file: bool = True
+               ) -> Iterator[sqlite3.Connection]:
+        """One write transaction under the lock: all statements commit together or none do. A
+        file-level failure (locked past the busy timeout, a full disk, ...) is a `StoreUnavailable`
+        saying `doing` failed (and `after`: nothing was written).
+
+        `same_file`: first make sure the path still names the file this store opened (one stat).
+        A file deleted or replaced under a live store (a cleanup job, a restore by ``mv``) took
+        every later write with it, silently: `add()` returned, and the messages were in no file
+        any process could open again, while a new process opened an empty store at the path."""
         with self._lock:
             conn = self._db()
-            conn.execute("BEGIN IMMEDIATE")
+            if same_file and self._file is not None and _file_id(self._where or "") != self._file:
+                raise StoreUnavailable(
+                    f"{self.path}: {doing} failed: the file was deleted or replaced after this store opened it "
+                    f"(a cleanup job, a restore by mv, another program){after}: open the store again "
+                    "(a new SQLiteStore, or a new engine on 'sqlite:PATH'); what it wrote before went with the "
+                    "old file")
             try:
-                yield conn
-                conn.execute("COMMIT")  # inside: a deferred-constraint failure here rolls back too
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")  # inside: a deferred-constraint failure here rolls back too
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.DatabaseError as exc:
+                if (failed := self._failed(exc, doing, after)) is not None:
+                    raise failed from None
                 raise
 
     def _ensure_conversation(self, conn: sqlite3.Connection, conversation_id: str) -> None:
@@ -424,7 +560,8 @@ class SQLiteStore:
         row = (conversation_id, seq, message.id, message.role, message.content, message.name,
                message.created_at, meta)
         try:
-            with self._write() as conn:
+            with self._write(f"storing message {message.id!r} of conversation {conversation_id!r}",
+                             "; nothing was stored") as conn:
                 counts = (seq, tokens, counter, conversation_id)
                 if not conn.execute(_COUNT_ROW, counts).rowcount:  # its first row: no totals, maybe no conversation
                     self._ensure_conversation(conn, conversation_id)
@@ -454,7 +591,8 @@ class SQLiteStore:
             values[name] = _dumps(d[name], f"summary {record.id!r}: {name}")
         cid = record.conversation_id
         try:
-            with self._write() as conn:
+            with self._write(f"committing summary {record.id!r} of conversation {cid!r}",
+                             "; nothing was committed, every message stays where it was") as conn:
                 if conn.execute("SELECT 1 FROM conversation_summaries WHERE id = ?",
                                 (record.id,)).fetchone():
                     raise ConfigError(f"summary id {record.id!r} already exists; nothing was committed")
@@ -497,7 +635,8 @@ class SQLiteStore:
         check_settable(state)
         if not ids:
             return
-        with self._write() as conn:
+        with self._write(f"moving {len(ids)} message(s) of conversation {conversation_id!r} to {state!r}",
+                         "; nothing was changed") as conn:
             found: dict[str, str] = {}
             for mid in dict.fromkeys(ids):
                 row = conn.execute("SELECT state FROM messages WHERE conversation_id = ? AND id = ?",
@@ -524,23 +663,22 @@ class SQLiteStore:
         if state is not None:
             sql += " AND state = ?"
             params += (state,)
-        with self._lock:
-            rows = self._db().execute(sql + " ORDER BY seq, rowid", params).fetchall()
+        with self._read(f"reading conversation {conversation_id!r}") as conn:
+            rows = conn.execute(sql + " ORDER BY seq, rowid", params).fetchall()
         return _stored(conversation_id, rows)
 
     def window_rows(self, conversation_id: str) -> list[StoredMessage]:
         """`WindowedStore.window_rows`, through the ``messages_in_window`` index."""
-        with self._lock:
-            rows = self._db().execute(_WINDOW_SQL, (conversation_id,)).fetchall()
+        with self._read(f"reading conversation {conversation_id!r}") as conn:
+            rows = conn.execute(_WINDOW_SQL, (conversation_id,)).fetchall()
         return _stored(conversation_id, rows)
 
     def totals(self, conversation_id: str) -> StoreTotals | None:
         """`WindowedStore.totals`: one row, kept by the schema's triggers and `_insert` (`_TOTALS`);
         None for a conversation without one (no message, or only an older writer's)."""
-        with self._lock:
-            row = self._db().execute("SELECT rows, next_seq, dropped, summaries, tokens, counter, counted "
-                                     "FROM conversation_totals WHERE conversation_id = ?",
-                                     (conversation_id,)).fetchone()
+        with self._read(f"reading conversation {conversation_id!r}") as conn:
+            row = conn.execute("SELECT rows, next_seq, dropped, summaries, tokens, counter, counted "
+                               "FROM conversation_totals WHERE conversation_id = ?", (conversation_id,)).fetchone()
         if row is None:
             return None
         rows, next_seq, dropped, summaries, tokens, counter, counted = row
@@ -549,44 +687,49 @@ class SQLiteStore:
                            tokens=tokens if known else None, counter=counter if known else None)
 
     def set_token_total(self, conversation_id: str, counter: str, tokens: int, rows: int) -> bool:
-        with self._write() as conn:
+        with self._write(f"saving the token total of conversation {conversation_id!r}") as conn:
             cur = conn.execute("UPDATE conversation_totals SET tokens = ?, counter = ?, counted = rows "
                                "WHERE conversation_id = ? AND rows = ?", (tokens, counter, conversation_id, rows))
             return cur.rowcount == 1
 
     def summaries(self, conversation_id: str) -> list[SummaryRecord]:
-        with self._lock:
-            rows = self._db().execute(f"{_SUMMARY_SELECT} WHERE conversation_id = ? {_SUMMARY_ORDER}",
-                                      (conversation_id,)).fetchall()
+        with self._read(f"reading the summaries of conversation {conversation_id!r}") as conn:
+            rows = conn.execute(f"{_SUMMARY_SELECT} WHERE conversation_id = ? {_SUMMARY_ORDER}",
+                                (conversation_id,)).fetchall()
         return [_record(row) for row in rows]
 
     def latest_summary(self, conversation_id: str) -> SummaryRecord | None:
-        with self._lock:
-            row = self._db().execute(
+        with self._read(f"reading the summaries of conversation {conversation_id!r}") as conn:
+            row = conn.execute(
                 f"{_SUMMARY_SELECT} WHERE conversation_id = ? "
                 "ORDER BY created_at DESC, seq DESC, rowid DESC LIMIT 1", (conversation_id,)).fetchone()
         return None if row is None else _record(row)
 
     def delete_conversation(self, conversation_id: str) -> None:
-        with self._write() as conn:
+        with self._write(f"deleting conversation {conversation_id!r}", "; nothing was deleted") as conn:
+            row = conn.execute("SELECT pid, process_start, host, claimed_at FROM conversation_owners "
+                               "WHERE conversation_id = ?", (conversation_id,)).fetchone()
+            if row is not None and process_alive(int(row[0]), str(row[1]), str(row[2])) is not False:
+                raise delete_busy_error(self.path, conversation_id, f"pid {row[0]} on {row[2]} since {row[3]}")
+            conn.execute("DELETE FROM conversation_owners WHERE conversation_id = ?", (conversation_id,))
             conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
 
     def conversations(self) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._db().execute("SELECT id FROM conversations ORDER BY id")]
+        with self._read("listing conversations") as conn:
+            return [r[0] for r in conn.execute("SELECT id FROM conversations ORDER BY id")]
 
     def save_cadence(self, conversation_id: str, cadence: Mapping[str, Any]) -> None:
         check_meta(cadence, "conversation", conversation_id, "cadence")
         blob = _dumps(dict(cadence), f"conversation {conversation_id!r}: cadence")
-        with self._write() as conn:
+        with self._write(f"saving the cadence of conversation {conversation_id!r}") as conn:
             self._ensure_conversation(conn, conversation_id)
             conn.execute("INSERT OR REPLACE INTO conversation_cadence (conversation_id, cadence, updated_at) "
                          "VALUES (?, ?, ?)", (conversation_id, blob, self._clock().isoformat()))
 
     def cadence(self, conversation_id: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._db().execute("SELECT cadence FROM conversation_cadence WHERE conversation_id = ?",
-                                     (conversation_id,)).fetchone()
+        with self._read(f"reading the cadence of conversation {conversation_id!r}") as conn:
+            row = conn.execute("SELECT cadence FROM conversation_cadence WHERE conversation_id = ?",
+                               (conversation_id,)).fetchone()
         if row is None:
             return None
         found = json.loads(row[0])
@@ -594,7 +737,7 @@ class SQLiteStore:
 
     def claim(self, conversation_id: str, owner: str, *, takeover: bool = False) -> None:
         me, host = os.getpid(), socket.gethostname()
-        with self._write() as conn:
+        with self._write(f"claiming conversation {conversation_id!r}", "; no engine was opened") as conn:
             row = conn.execute("SELECT owner, pid, process_start, host, claimed_at FROM conversation_owners "
                                "WHERE conversation_id = ?", (conversation_id,)).fetchone()
             if row is not None and row[0] != owner:
@@ -610,21 +753,30 @@ class SQLiteStore:
             self._claims.add((conversation_id, owner))
 
     def release(self, conversation_id: str, owner: str) -> None:
+        """Give the claim up. When the file cannot be written (locked past the busy timeout, a
+        full disk) the claim is kept, and raised about: it was forgotten before, so no retry
+        (`close()`, this store's `close()`) could release it, and every other engine was refused
+        the conversation for as long as this process ran."""
         with self._lock:
-            self._claims.discard((conversation_id, owner))
             if self._conn is None:
+                self._claims.discard((conversation_id, owner))
                 return
-            with self._write() as conn:
+            with self._write(f"releasing conversation {conversation_id!r}",
+                             "; the claim stays, so other engines are refused it while this process runs: retry "
+                             "close(), or open the next engine with takeover=True",
+                             same_file=False) as conn:  # a claim in a deleted file holds no one up
                 conn.execute("DELETE FROM conversation_owners WHERE conversation_id = ? AND owner = ?",
                              (conversation_id, owner))
+            self._claims.discard((conversation_id, owner))
 
     def close(self) -> None:
         with self._lock:
             for cid, owner in sorted(self._claims):
                 try:
                     self.release(cid, owner)
-                except sqlite3.Error as exc:  # closing must not fail; the claim is stale now anyway
-                    log.warning("%s: could not release conversation %r: %s", self.path, cid, exc)
+                except sqlite3.Error as exc:  # closing must not fail; the claim outlives it (the message says so)
+                    log.warning("%s", exc if isinstance(exc, StoreUnavailable) else
+                                f"{self.path}: could not release conversation {cid!r}: {exc}")
             self._claims.clear()
             if self._conn is not None:
                 self._conn.close()

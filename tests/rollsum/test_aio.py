@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 from pathlib import Path
 
@@ -40,6 +41,20 @@ async def _six_added_with_a_gated_summary(tmp_path: Path) -> tuple[SQLiteStore, 
     for i in range(6):
         await ars.add(Message("user", f"m{i}"))
     return store, ars, gated
+
+
+def test_closing_on_a_running_summary_warns_how_to_keep_it(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """An async engine closed at the end of every request abandons every summary: 0 summaries in
+    200 messages, 164 messages pending out of the context, and only an INFO line said so."""
+    async def scenario() -> None:
+        _, ars, gated = await _six_added_with_a_gated_summary(tmp_path)
+        with caplog.at_level(logging.WARNING, logger="rollsum.aio"):
+            ars.close()
+        gated.gate.set()
+
+    asyncio.run(scenario())
+    assert any(r.levelno == logging.WARNING and "await wait_idle() before close()" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_close_abandons_a_running_summary_so_the_next_engine_is_not_wedged(tmp_path: Path) -> None:
@@ -157,3 +172,52 @@ def test_async_engines_of_two_conversations_can_share_one_kept_summarizer() -> N
         assert len(chains[own]) >= 3
         assert all(f"{other} note" not in text and f"{other.upper()}-" not in text for text in chains[own])
         assert any(f"{own.upper()}-" in text for text in chains[own])
+
+
+def test_a_store_refusing_the_guards_eviction_still_leaves_the_async_context_inside_the_window() -> None:
+    """As the engine's test (tests/rollsum/test_engine_failures.py): a round that broke on a
+    refused eviction clips in the context, so the async engine stays inside its window too."""
+    from tests.rollsum.test_engine_failures import RefusingChanges
+    from tests.support.helpers import chat
+
+    async def run() -> list[int]:
+        store = RefusingChanges()
+        a = AsyncRollingSummarizer.from_preset("since-last", store=store, conversation_id="c", context_window=2000)
+        seen = []
+        for i, m in enumerate(chat(120, words=60)):
+            store.refusing = 40 <= i < 80
+            await a.add(m)
+            seen.append(a.context_tokens())
+            await a.wait_idle()
+        a.close()
+        return seen
+
+    assert max(asyncio.run(run())) <= 2000
+
+
+def test_wait_idle_after_the_summary_task_was_cancelled_returns(tmp_path: Path) -> None:
+    """Every other task cancelled mid-summary, as a loop's shutdown does: `wait_idle()` raised
+    CancelledError into its caller then, and on every later call, as if the caller had been
+    cancelled. Now it returns; nothing landed, every message is still active, and the next
+    summary is made."""
+
+    async def run() -> tuple[int, bool, int]:
+        store, ars, gated = await _six_added_with_a_gated_summary(tmp_path)
+        me = asyncio.current_task()
+        for task in asyncio.all_tasks():
+            if task is not me:
+                task.cancel()
+        await asyncio.sleep(0)  # let the cancellation reach the summary's task
+        gated.gate.set()
+        await ars.wait_idle()  # before: CancelledError
+        await ars.wait_idle()
+        active = len(ars.messages)
+        for i in range(6, 12):
+            await ars.add(Message("user", f"m{i}"))
+        await ars.wait_idle()
+        summarized = ars.summary is not None
+        ars.close()
+        return active, summarized, len(store.messages("c"))
+
+    active, summarized, stored = asyncio.run(run())
+    assert (active, summarized, stored) == (6, True, 12)

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from rollsum import Message, RollingSummarizer
-from rollsum.errors import ErrorKind, ModelError
+from rollsum.errors import ErrorKind, ModelError, StoreUnavailable
 from rollsum.models import CachedModel, FakeModel
 from rollsum.policies.base import Decision
+from rollsum.store import MemoryStore
 from rollsum.summarizers.base import SummaryDraft, SummaryRequest
 from rollsum.tokens import HeuristicCounter
 from tests.support.helpers import Recording, chat
@@ -294,3 +295,40 @@ def test_sdk_errors_raised_raw_by_a_custom_model_are_classified(status: int, kin
     assert len(model.requests) == tries
     assert events[-1].kind == "failure" and events[-1].error_kind == kind
     assert len(rs.messages) == 20
+
+
+class RefusingChanges(MemoryStore):
+    """Stores every message but refuses every state change while `refusing` (a file locked right
+    after the message's write, past its busy timeout): no summary, no eviction lands."""
+
+    refusing = False
+
+    def commit_summary(self, record: Any, covered_ids: Any) -> None:
+        if self.refusing:
+            raise StoreUnavailable("chat.db: committing a summary failed: database is locked")
+        super().commit_summary(record, covered_ids)
+
+    def set_state(self, conversation_id: str, ids: Any, state: Any, reason: str | None = None) -> None:
+        if self.refusing:
+            raise StoreUnavailable("chat.db: moving messages failed: database is locked")
+        super().set_state(conversation_id, ids, state, reason)
+
+
+@pytest.mark.parametrize("preset", ["since-last", "evict-window", "token-ratio", "budget-rule-based"])
+def test_a_store_refusing_the_guards_eviction_still_leaves_the_context_inside_the_window(preset: str) -> None:
+    """The message is stored, then the window guard's eviction is refused: the round broke
+    before the guard was done and its context grew past the window on every message (5,500
+    tokens over a 2,000 window after 60 such messages). Now the guard's last resort, clipping in
+    the context (no store write), runs after a broken round too, and leaves the oldest active
+    messages out of the context when even their clip markers would not fit; nothing is lost."""
+    store = RefusingChanges()
+    rs = RollingSummarizer.from_preset(preset, store=store, conversation_id="c", context_window=2000)
+    messages = list(chat(160, words=60))
+    for i, m in enumerate(messages):
+        store.refusing = 40 <= i < 120  # 80 messages: more than a budget of 976 holds even as clip markers
+        rs.add(m)
+        assert rs.context_tokens() <= rs.context_window - rs.reserved_output_tokens, f"message {i}"
+        if store.refusing and i > 50:
+            assert rs.last_events[-1].kind == "failure"  # what add() returned: the failure, not the clip
+    assert [r.message.content for r in store.messages("c")] == [m.content for m in messages]
+    assert rs.summary is not None

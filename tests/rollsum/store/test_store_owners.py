@@ -55,6 +55,53 @@ def test_a_second_engine_on_the_same_conversation_is_refused_with_one_line(tmp_p
     assert first.summary is not None and len(SQLiteStore(db).messages("c1")) == 25
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_a_busy_conversation_is_an_error_a_server_can_catch_to_retry(tmp_path: Path, kind: str) -> None:
+    """A second request on a conversation while the first is served: a `ConversationBusy` (still
+    a ConfigError) saying to retry, which a server tells from a configuration mistake; retried
+    once the first request closed its engine, it goes through."""
+    from rollsum.errors import ConversationBusy
+
+    store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "chat.db")
+
+    def request(text: str) -> RollingSummarizer:
+        rs = RollingSummarizer.from_preset("since-last", store=store, conversation_id="c1")
+        rs.add(Message("user", text))
+        return rs
+
+    first = request("first")
+    with pytest.raises(ConversationBusy, match="still being served: retry when it is done") as busy:
+        request("second")
+    assert isinstance(busy.value, ConfigError) and "takeover=True" in str(busy.value)
+    first.close()
+    request("second").close()  # the retry
+    assert [r.message.content for r in store.messages("c1")] == ["first", "second"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_a_conversation_is_not_deleted_under_a_live_engine(tmp_path: Path, kind: str) -> None:
+    """Deleted under a live engine (an admin tool, a privacy request), the engine went on: its
+    window still sent the deleted messages to the model, every summary was refused, and its
+    next messages were stored under the deleted ones (a conversation of 30 rows, 'turn 60').
+    The delete is now refused while the engine holds the conversation, and goes through once
+    it is closed."""
+    from rollsum.errors import ConversationBusy
+
+    store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "chat.db")
+    admin = store if kind == "memory" else SQLiteStore(tmp_path / "chat.db")  # another connection, as a tool's
+    rs = RollingSummarizer.from_preset("since-last", store=store, conversation_id="c1")
+    for m in chat(5):
+        rs.add(m)
+    with pytest.raises(ConversationBusy, match="cannot delete conversation 'c1': an engine has it open"):
+        admin.delete_conversation("c1")
+    assert len(admin.messages("c1")) == 5  # nothing was deleted
+    rs.close()
+    admin.delete_conversation("c1")
+    assert admin.messages("c1") == [] and "c1" not in admin.conversations()
+    fresh = RollingSummarizer.from_preset("since-last", store=store, conversation_id="c1")
+    assert fresh.turn == 0 and fresh.messages == []
+
+
 def test_other_conversations_in_the_same_file_are_independent(tmp_path: Path) -> None:
     db = tmp_path / "chat.db"
     a = engine(db)
@@ -135,6 +182,28 @@ def test_a_killed_owner_is_taken_over_and_its_messages_resumed(tmp_path: Path) -
     for m in chat(20, start=25):
         rs.add(m)
     assert rs.summary is not None and len(rs.store.messages("c1")) == 45
+
+
+@pytest.mark.skipif(not (hasattr(os, "waitid") and Path("/proc/self/stat").exists()),
+                    reason="needs os.waitid(WNOWAIT) to hold a killed child unreaped, and /proc to see it")
+def test_a_killed_owner_not_yet_reaped_is_taken_over(tmp_path: Path) -> None:
+    """A SIGKILLed worker is a zombie until its parent reaps it (a supervisor that waits late, a
+    container whose PID 1 never reaps); ``kill(pid, 0)`` still succeeds on a zombie, and its claim
+    refused every other engine ("already open ... pid N") as if it were running."""
+    db = tmp_path / "chat.db"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db)], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        child.send_signal(signal.SIGKILL)
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # it has exited; left unreaped (a zombie)
+        rs = engine(db)  # gone: taken over
+        assert len(rs.messages) + (rs.summary.messages_covered if rs.summary else 0) == 25
+        rs.add(Message("user", "the next request"))
+        assert len(rs.store.messages("c1")) == 26
+    finally:
+        child.kill()
+        child.wait(timeout=30)
 
 
 def test_liveness_tells_a_reused_pid_from_its_owner() -> None:
