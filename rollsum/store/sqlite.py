@@ -62,6 +62,11 @@ from rollsum.types import Message, MessageState, SummaryRecord
 
 log = redacting_logger(__name__)
 
+_INHERITED: list[sqlite3.Connection] = []
+"""Connections a forked child got from its parent (`SQLiteStore._here`), kept referenced so the
+child never closes them: closing one runs SQLite's close on the parent's file state, which its
+documentation forbids in a child. Only ever appended to in a child, once per store."""
+
 SCHEMA_VERSION = 4
 APPLICATION_ID = 0x726F6C6C  # "roll": marks a file as a rollsum store
 Synchronous = Literal["NORMAL", "FULL"]
@@ -339,6 +344,8 @@ class SQLiteStore:
         self.path = str(path)
         self._clock = clock or _utc_now
         self._busy_timeout_s = busy_timeout_s
+        self._synchronous: Synchronous = synchronous
+        self._pid = os.getpid()  # the process whose connection, lock and claims these are (`_here`)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._claims: set[tuple[str, str]] = set()
@@ -353,7 +360,7 @@ class SQLiteStore:
         # (its statement cache), so one not closed outlived its store until the cyclic collector
         # ran -- an engine given store="sqlite:PATH" for each request held a file descriptor or
         # three and a page cache per request that had ended (peak 91 fds over 1,000 requests)
-        weakref.finalize(self, conn.close)
+        self._closer = weakref.finalize(self, conn.close)
         self._where = None if self.path in (":memory:", "") else os.path.abspath(self.path)
         self._file = None if self._where is None else _file_id(self._where)
 
@@ -480,6 +487,32 @@ class SQLiteStore:
             raise ConfigError(f"{self.path}: store is closed")
         return self._conn
 
+    def _here(self) -> None:
+        """Make the store this process's own after a fork() (one getpid per call; every use of
+        the connection, the lock or the claims starts here).
+
+        A store opened before the fork (a server that loads the application, then forks its
+        workers: gunicorn ``--preload``) reached each child with its parent's connection, lock
+        and claims. SQLite forbids carrying an open connection into a child; the lock may have
+        been held by another of the parent's threads at the fork, and is then held for ever in
+        the child; and the claims are the parent's engines': a child's `close()`, or its exit
+        (an engine's release runs then), deleted them, so a second engine could open a
+        conversation the parent's live engine was writing. The child now opens a connection of
+        its own, with a new lock and no claims; the parent's connection is never used or closed
+        in it (`_INHERITED`)."""
+        if self._pid == os.getpid():
+            return
+        self._pid = os.getpid()
+        self._lock = threading.RLock()
+        self._claims = set()
+        self._closer.detach()  # not this process's to close
+        if self._conn is None:  # closed before the fork: stays closed
+            return
+        _INHERITED.append(self._conn)
+        conn = self._conn = self._connect(self._busy_timeout_s)
+        self._closer = weakref.finalize(self, conn.close)
+        self._prepare(conn, self._synchronous)
+
     def _failed(self, exc: BaseException, doing: str, after: str) -> StoreUnavailable | None:
         """`exc` as a `StoreUnavailable` naming the file, what was being done, what it means and
         what to do (`_REMEDIES`); None when it is not a file-level failure."""
@@ -494,6 +527,7 @@ class SQLiteStore:
     @contextmanager
     def _read(self, doing: str) -> Iterator[sqlite3.Connection]:
         """The connection under the lock, for reads; a file-level failure is a `StoreUnavailable`."""
+        self._here()
         with self._lock:
             try:
                 yield self._db()
@@ -513,6 +547,7 @@ class SQLiteStore:
         A file deleted or replaced under a live store (a cleanup job, a restore by ``mv``) took
         every later write with it, silently: `add()` returned, and the messages were in no file
         any process could open again, while a new process opened an empty store at the path."""
+        self._here()
         with self._lock:
             conn = self._db()
             if same_file and self._file is not None and _file_id(self._where or "") != self._file:
@@ -756,9 +791,11 @@ class SQLiteStore:
         """Give the claim up. When the file cannot be written (locked past the busy timeout, a
         full disk) the claim is kept, and raised about: it was forgotten before, so no retry
         (`close()`, this store's `close()`) could release it, and every other engine was refused
-        the conversation for as long as this process ran."""
+        the conversation for as long as this process ran. Only a claim this process made is
+        released (after a fork, the parent's stay its own: `_here`)."""
+        self._here()
         with self._lock:
-            if self._conn is None:
+            if self._conn is None or (conversation_id, owner) not in self._claims:
                 self._claims.discard((conversation_id, owner))
                 return
             with self._write(f"releasing conversation {conversation_id!r}",
@@ -770,6 +807,7 @@ class SQLiteStore:
             self._claims.discard((conversation_id, owner))
 
     def close(self) -> None:
+        self._here()
         with self._lock:
             for cid, owner in sorted(self._claims):
                 try:
