@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import rollsum_evals
 from rollsum_evals.cli import main
@@ -33,6 +34,7 @@ from rollsum.errors import ConfigError
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.fake import FakeModel
 from rollsum.types import Message
+from tests.support.anthropic import message_json
 
 CAP = 0.10
 SPEC = """
@@ -299,3 +301,40 @@ def test_the_account_never_follows_a_link_in_a_received_run_directory(tmp_path: 
     with pytest.raises(ConfigError, match=r"symbolic link.*the run directory is damaged"):
         FileAccount.start(run_dir, cap=1.0)
     assert not target.exists()
+
+
+# -- through the CLI, on the real SDK ----------------------------------------------------------------
+
+
+PAID_SPEC = """
+name = "paid"
+models = ["anthropic:claude-haiku-4-5"]
+context_window = 3000
+cache = "run"
+[[datasets]]
+name = "chat"
+source = "synth:chat?conversations=2&messages=80&seed=1"
+[[configs]]
+preset = "since-last"
+"""
+
+
+@pytest.mark.parametrize("cap", [None, 100.0])
+def test_a_paid_call_is_charged_once_at_what_the_api_billed(
+        tmp_path: Path, served: Any, cap: float | None) -> None:
+    """`rollsum run` on the default model factory (cache -> account -> model) charged each paid
+    call twice: the sweep hands its factory over behind the breaker's builder, which the Unit
+    then put behind the account again. ``spent_usd`` read double what the API billed (and a cap
+    stopped the run at half of it). Every call here bills 1,000 input + 100 output tokens:
+    $0.0015 at claude-haiku-4-5's $1 / $5 per million."""
+    calls = served(lambda request: httpx2.Response(
+        200, json=message_json("A summary of the earlier talk.", input_tokens=1000, output_tokens=100)))
+    spec = tmp_path / "paid.toml"
+    spec.write_text(PAID_SPEC)
+    out = tmp_path / "run"
+    args = ["run", str(spec), "--out", str(out), "--no-progress", "--executor", "thread"]
+    assert main([*args, *(["--max-cost-usd", str(cap)] if cap is not None else [])]) == 0
+    assert calls  # the summarizer was called
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["spent_usd"] == pytest.approx(len(calls) * 0.0015)
+    assert json.loads((out / ACCOUNT_FILE).read_text())["spent"] == pytest.approx(len(calls) * 0.0015)
