@@ -309,17 +309,29 @@ class AnthropicModel:
             stop_reason = response.stop_reason
         except AttributeError as err:
             raise ModelError(f"Anthropic API returned an unexpected shape: {err}", ErrorKind.MALFORMED) from err
+        if usage is None:
+            # the SDK does not validate bodies: a response without ``usage`` reached the token
+            # counts below as an AttributeError, which ended a whole Unit's QA scoring as an
+            # error and, inside a Message Batch, failed (and re-sent) every request of the batch
+            raise ModelError("Anthropic API returned a response without usage (token counts)", ErrorKind.MALFORMED)
+        try:
+            tokens = (int(usage.input_tokens or 0), int(usage.output_tokens or 0),
+                      int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+                      int(getattr(usage, "cache_creation_input_tokens", 0) or 0))
+        except (AttributeError, TypeError, ValueError) as err:
+            raise ModelError(f"Anthropic API returned unreadable usage: {redact(str(err))}",
+                             ErrorKind.MALFORMED) from err
         if not text.strip():
             raise ModelError(f"Anthropic API returned no text (stop_reason={stop_reason})", ErrorKind.EMPTY)
         return Completion(
             text=text,
-            input_tokens=int(usage.input_tokens or 0),
-            output_tokens=int(usage.output_tokens or 0),
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
             model=str(response.model or self.model),
             latency_s=latency,
             stop_reason=stop_reason,
-            cache_read_tokens=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
-            cache_write_tokens=int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
+            cache_read_tokens=tokens[2],
+            cache_write_tokens=tokens[3],
         )
 
     def count_tokens(self, request: CompletionRequest) -> int:

@@ -247,3 +247,19 @@ def test_a_persistent_500_costs_exactly_the_engines_retries(
         rs.add(m)
     assert rs.last_events[-1].kind == "failure" and rs.last_events[-1].error_kind == "server"
     assert len(rec.requests) == engine_retries + 1
+
+
+@pytest.mark.parametrize("usage", [None, {"input_tokens": "many", "output_tokens": 2}])
+def test_a_response_without_readable_usage_is_a_malformed_error(
+        sdk_client: MakeClient, recorder: Recorder, msg: Msg, usage: dict[str, Any] | None) -> None:
+    """It was an AttributeError (or ValueError) out of `complete`: not a `ModelError`, so the QA
+    scorer's failure accounting missed it and the Unit's whole scoring ended as an error."""
+    body = msg("an answer")
+    if usage is None:
+        del body["usage"]
+    else:
+        body["usage"] = usage
+    rec = recorder(httpx2.Response(200, json=body))
+    with pytest.raises(ModelError) as info:
+        AnthropicModel(sdk_client(rec)).complete(_request())
+    assert info.value.kind is ErrorKind.MALFORMED and not info.value.retryable

@@ -92,6 +92,28 @@ def test_a_request_that_keeps_failing_is_an_error_for_it_alone(sdk_client: MakeC
     assert model.complete(REQUESTS[1]).text.startswith("answer")
 
 
+def test_an_unreadable_result_fails_its_request_alone_and_the_batch_is_not_sent_again(
+        sdk_client: MakeClient, tmp_path: Path) -> None:
+    """A succeeded result without ``usage`` raised out of the results loop, which failed every
+    request of the batch as retryable: the whole (paid) batch went out twice more."""
+    def outcome(cid: str, n: int) -> dict[str, Any]:
+        result = succeeded(cid, n)
+        if cid == bad:
+            del result["message"]["usage"]
+        return result
+
+    server = BatchServer(outcome)
+    model = AnthropicModel(sdk_client(server), "claude-haiku-4-5")
+    bad = model.batch_key(REQUESTS[0])
+    runner = prefetch(model, REQUESTS, store_dir=tmp_path, sleep=Sleeps(), clock=lambda: 0.0)
+    assert runner is not None and runner.created == 1
+    with pytest.raises(ModelError) as err:
+        model.complete(REQUESTS[0])
+    assert err.value.kind is ErrorKind.MALFORMED
+    assert [model.complete(r).text[:6] for r in REQUESTS[1:]] == ["answer", "answer"]
+    assert not any(p == "/v1/messages" for _, p in server.log)
+
+
 class Killed(BaseException):
     """What a kill looks like to the code under test: it stops at the first wait."""
 
