@@ -233,7 +233,8 @@ class BatchRunner:
             etype = str(getattr(error, "type", "") or "error")
             detail = str(getattr(error, "message", "") or "")
             return ModelError(f"batch {batch_id}: request errored ({etype}: {detail})",
-                              _ERROR_KINDS.get(etype, ErrorKind.CLIENT))
+                              _ERROR_KINDS.get(etype, ErrorKind.CLIENT),
+                              status=404 if etype == "not_found_error" else None)
         if kind in ("expired", "canceled"):
             return ModelError(f"batch {batch_id}: request {kind} before it was processed", ErrorKind.TIMEOUT)
         return ModelError(f"batch {batch_id}: unknown result type {kind!r}", ErrorKind.MALFORMED)

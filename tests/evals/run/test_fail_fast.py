@@ -1,4 +1,4 @@
-"""A sweep whose model cannot work at all (401, 403, no connection) stops on the first calls
+"""A sweep whose model cannot work at all (401, 403, 404, no connection) stops on the first calls
 with one line and exit 2, through the real anthropic SDK on an httpx2 MockTransport."""
 
 from __future__ import annotations
@@ -58,6 +58,21 @@ def test_a_refused_key_stops_the_sweep_with_one_line(
     assert 1 <= len(calls) <= 2  # the first call of each Unit in flight, then nothing
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "stopped: auth"
+
+
+def test_a_model_the_api_does_not_serve_stops_the_sweep_with_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], served: Callable[[Handler], list[httpx2.Request]]) -> None:
+    """A 404 (a misspelt, retired or not-yet-available model) can never succeed: the sweep went on
+    calling it for every summary, ended "complete" with exit 0 and Units without summaries."""
+    calls = served(_error(404, "not_found_error", "model: claude-haiku-4-5"))
+    assert _run(tmp_path) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("rollsum: error: sweep stopped: anthropic:claude-haiku-4-5: Anthropic API returned "
+                             "404: model: claude-haiku-4-5 (the API does not serve this model: check the model name")
+    assert "--resume" in err[0]
+    assert 1 <= len(calls) <= 2
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "stopped: not_found"
 
 
 def test_no_connection_stops_the_sweep_with_one_line(

@@ -114,6 +114,21 @@ def test_an_unreadable_result_fails_its_request_alone_and_the_batch_is_not_sent_
     assert not any(p == "/v1/messages" for _, p in server.log)
 
 
+def test_a_request_for_a_model_the_api_does_not_serve_fails_as_a_404(sdk_client: MakeClient, tmp_path: Path) -> None:
+    """The sweep's breaker stops a run on a 404 (`rollsum_evals.run.breaker`): a batch's
+    ``not_found_error`` says the same as a Messages API 404, so it carries the status too."""
+    def outcome(cid: str, n: int) -> dict[str, Any]:
+        return {"type": "errored", "error": {"type": "error", "error": {
+            "type": "not_found_error", "message": "model: claude-haiku-4-5"}}}
+
+    model = AnthropicModel(sdk_client(BatchServer(outcome)), "claude-haiku-4-5")
+    runner = prefetch(model, REQUESTS[:1], store_dir=tmp_path, sleep=Sleeps(), clock=lambda: 0.0)
+    assert runner is not None and runner.created == 1  # not retried
+    with pytest.raises(ModelError) as err:
+        model.complete(REQUESTS[0])
+    assert err.value.status == 404 and "not_found_error" in str(err.value)
+
+
 class Killed(BaseException):
     """What a kill looks like to the code under test: it stops at the first wait."""
 
