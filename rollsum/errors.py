@@ -41,6 +41,7 @@ class ErrorKind(StrEnum):
     CLIENT = "client"  # other 4xx: our request is wrong, retrying will not help
     MALFORMED = "malformed"  # the model answered, but not in the shape we asked for
     EMPTY = "empty"
+    REFUSAL = "refusal"  # the model declined (stop_reason "refusal"): its text is not an answer
     OVERFLOW = "overflow"  # the request would not fit the summarizer model's window
     OTHER = "other"
 

@@ -321,6 +321,11 @@ class AnthropicModel:
         except (AttributeError, TypeError, ValueError) as err:
             raise ModelError(f"Anthropic API returned unreadable usage: {redact(str(err))}",
                              ErrorKind.MALFORMED) from err
+        if stop_reason == "refusal":
+            # whatever text came before the refusal is not a summary, an answer or a grade: taken
+            # as one, a summary "I can't help with that." archived the messages it replaced and
+            # a QA answer scored F1 0 against the summary instead of counting as a failed call
+            raise ModelError("Anthropic API refused the request (stop_reason=refusal)", ErrorKind.REFUSAL)
         if not text.strip():
             raise ModelError(f"Anthropic API returned no text (stop_reason={stop_reason})", ErrorKind.EMPTY)
         return Completion(
