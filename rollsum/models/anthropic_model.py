@@ -23,7 +23,7 @@ from rollsum.errors import ConfigError, ErrorKind, MissingCredentials, ModelErro
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.redact import redact, redacting_logger
-from rollsum.types import Message
+from rollsum.types import Message, Usage
 
 log = redacting_logger(__name__)
 
@@ -321,13 +321,16 @@ class AnthropicModel:
         except (AttributeError, TypeError, ValueError) as err:
             raise ModelError(f"Anthropic API returned unreadable usage: {redact(str(err))}",
                              ErrorKind.MALFORMED) from err
+        billed = Usage(*tokens, calls=1)  # a refused or empty answer is paid for all the same
         if stop_reason == "refusal":
             # whatever text came before the refusal is not a summary, an answer or a grade: taken
             # as one, a summary "I can't help with that." archived the messages it replaced and
             # a QA answer scored F1 0 against the summary instead of counting as a failed call
-            raise ModelError("Anthropic API refused the request (stop_reason=refusal)", ErrorKind.REFUSAL)
+            raise ModelError("Anthropic API refused the request (stop_reason=refusal)", ErrorKind.REFUSAL,
+                             billed=billed)
         if not text.strip():
-            raise ModelError(f"Anthropic API returned no text (stop_reason={stop_reason})", ErrorKind.EMPTY)
+            raise ModelError(f"Anthropic API returned no text (stop_reason={stop_reason})", ErrorKind.EMPTY,
+                             billed=billed)
         return Completion(
             text=text,
             input_tokens=tokens[0],

@@ -7,7 +7,8 @@ call goes through `BudgetedModel`, which *reserves* the call's worst-case cost b
 it — its request tokens (counted generously, see `ESTIMATE_CALIBRATION`) and its full
 ``max_tokens`` of output at the model's price — and refuses the call (`BudgetRefused`) when
 spent + reserved + this call would pass the cap. After the call the reservation is replaced by
-what the call actually cost (nothing for a cache hit or a failed call). Spent therefore never
+what the call actually cost (nothing for a cache hit or a call that failed unanswered; what the
+provider billed for one answered but unusable: a refusal, a reply with no text). Spent therefore never
 passes the cap, whatever the number of threads or worker processes.
 
 The account is shared through the run directory (`FileAccount`: a small JSON file guarded by an
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from rollsum.errors import ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum.tokens import HeuristicCounter
 from rollsum.types import Usage
@@ -261,6 +263,9 @@ class BudgetedModel(ModelWrapper):
             c = self.inner.complete(request)
             actual = 0.0 if c.cached else price(self.spec, c.usage)
             return c
+        except ModelError as err:  # answered but unusable (a refusal, no text): billed all the same
+            actual = price(self.spec, err.billed) if err.billed is not None else 0.0
+            raise
         finally:
             self.account.settle(reserved, actual)
 

@@ -338,3 +338,16 @@ def test_a_paid_call_is_charged_once_at_what_the_api_billed(
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["spent_usd"] == pytest.approx(len(calls) * 0.0015)
     assert json.loads((out / ACCOUNT_FILE).read_text())["spent"] == pytest.approx(len(calls) * 0.0015)
+
+
+def test_a_refused_answer_is_charged_what_the_api_billed(tmp_path: Path, served: Any) -> None:
+    """A refusal is billed like any answer; the account counted it as a failed call ($0), so a run
+    whose every summary was refused reported $0 spent and no cap could stop it."""
+    calls = served(lambda request: httpx2.Response(200, json=message_json(
+        "I can't help with that.", stop_reason="refusal", input_tokens=1000, output_tokens=100)))
+    spec = tmp_path / "paid.toml"
+    spec.write_text(PAID_SPEC)
+    out = tmp_path / "run"
+    assert main(["run", str(spec), "--out", str(out), "--no-progress", "--executor", "thread"]) == 0
+    assert calls
+    assert json.loads((out / "manifest.json").read_text())["spent_usd"] == pytest.approx(len(calls) * 0.0015)
