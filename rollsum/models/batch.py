@@ -21,7 +21,8 @@ What makes it safe to pay for:
   for the next resume.
 - Requests that come back ``errored`` (a retryable error), ``expired`` or ``canceled`` go into
   a new batch, up to ``retries`` more times; what still fails is a `ModelError` for that request
-  alone.
+  alone. A batch whose creation failed (429, 5xx) is sent again after a back-off that honours
+  the server's ``retry-after``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from rollsum.errors import ErrorKind, ModelError
+from rollsum.errors import ErrorKind, ModelError, retry_wait
 from rollsum.models.base import Completion, CompletionRequest, Model
 from rollsum.redact import redacting_logger
 
@@ -136,6 +137,10 @@ class BatchRunner:
     max_poll_s: float = 300.0
     timeout_s: float = 24 * 3600.0
     retries: int = 2
+    backoff_s: float = 1.0
+    """Wait before sending a batch again after its creation failed (doubling, or the server's
+    retry-after when longer; at most `max_retry_after_s`): `rollsum.errors.retry_wait`."""
+    max_retry_after_s: float = 60.0
     created: int = 0
     """Batches this runner created (a resume that finds its batch creates none)."""
 
@@ -143,6 +148,7 @@ class BatchRunner:
         pending = dict(requests)
         answers: dict[str, Answer] = {}
         attempts: dict[str, int] = {}
+        create_failures = 0
         for record in self.store.records():  # a killed run's batches first: already paid for
             ids = [i for i in record.custom_ids if i in pending]
             if not ids:
@@ -159,13 +165,20 @@ class BatchRunner:
             try:
                 batch = self.target.client.messages.batches.create(
                     requests=[{"custom_id": i, "params": self.target.batch_params(pending[i])} for i in todo])
-            except Exception as err:  # nothing was created: the next round tries again
+            except Exception as err:  # nothing was created: the next round tries again, after a wait
                 failed = _classify(err)
                 for i in todo:
                     attempts[i] = attempts.get(i, 0) + 1
                     answers[i] = failed
                 if not failed.retryable:
                     break
+                if any(attempts[i] <= self.retries for i in todo):
+                    # a 429 or 529 sent again at once fails again at once (all tries used up in a
+                    # millisecond, every request of the Unit failed): back off, as long as the
+                    # server's retry-after asks
+                    self.sleep(retry_wait(create_failures, self.backoff_s, failed.retry_after,
+                                          self.max_retry_after_s))
+                create_failures += 1
                 continue
             self.created += 1
             self.store.add(BatchRecord(str(batch.id), self.target.name, tuple(todo)))

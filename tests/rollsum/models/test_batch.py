@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx2
 import pytest
 
 from rollsum.errors import ErrorKind, ModelError
@@ -127,6 +128,28 @@ def test_a_request_for_a_model_the_api_does_not_serve_fails_as_a_404(sdk_client:
     with pytest.raises(ModelError) as err:
         model.complete(REQUESTS[0])
     assert err.value.status == 404 and "not_found_error" in str(err.value)
+
+
+def test_a_batch_whose_creation_is_rate_limited_waits_as_the_server_asks(
+        sdk_client: MakeClient, tmp_path: Path) -> None:
+    """Three creates in the same millisecond against a 429 used up every try; now each retry
+    waits the server's retry-after (or the doubling back-off when it says nothing)."""
+    server = BatchServer()
+    refusals = [httpx2.Response(429, headers={"retry-after": "7"}, json={"type": "error", "error": {
+        "type": "rate_limit_error", "message": "Number of batch requests exceeds your rate limit"}}),
+        httpx2.Response(529, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})]
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "POST" and refusals:
+            return refusals.pop(0)
+        return server(request)
+
+    model = AnthropicModel(sdk_client(handler), "claude-haiku-4-5")
+    sleeps = Sleeps()
+    runner = prefetch(model, REQUESTS, store_dir=tmp_path, sleep=sleeps, clock=lambda: 0.0, poll_s=3.0)
+    assert runner is not None and runner.created == 1
+    assert sleeps.delays[:2] == [7.0, 2.0]  # retry-after 7 s; then 1 s x 2 (the second failure said nothing)
+    assert all(model.complete(r).text.startswith("answer") for r in REQUESTS)
 
 
 class Killed(BaseException):
