@@ -1,4 +1,4 @@
-"""A sweep whose model cannot work at all (401, 403, 404, no connection) stops on the first calls
+"""A sweep whose model cannot work at all (401, 403, 404, a 400 on every call, no connection) stops on the first calls
 with one line and exit 2, through the real anthropic SDK on an httpx2 MockTransport."""
 
 from __future__ import annotations
@@ -73,6 +73,39 @@ def test_a_model_the_api_does_not_serve_stops_the_sweep_with_one_line(
     assert "--resume" in err[0]
     assert 1 <= len(calls) <= 2
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "stopped: not_found"
+
+
+def test_a_request_the_api_always_refuses_as_invalid_stops_the_sweep_with_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], served: Callable[[Handler], list[httpx2.Request]]) -> None:
+    """A 400 on every call (here: max_tokens above the model's limit) is the spec's mistake: the
+    sweep failed every summary on it and ended "complete", exit 0."""
+    calls = served(_error(400, "invalid_request_error",
+                          "max_tokens: 64000 > 32000, which is the maximum allowed number of output tokens"))
+    assert _run(tmp_path) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "sweep stopped: anthropic:claude-haiku-4-5: Anthropic API returned 400: max_tokens: 64000 > 32000" in err[0]
+    assert "refused 3 requests as invalid and accepted none" in err[0] and "--resume" in err[0]
+    assert 3 <= len(calls) <= 4
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "stopped: invalid_request"
+
+
+def test_an_invalid_request_after_successes_is_left_to_the_unit(
+        tmp_path: Path, served: Callable[[Handler], list[httpx2.Request]]) -> None:
+    """One request the API refuses (its own content) in a sweep that works is that Unit's failure."""
+    from tests.support.anthropic import message_json
+
+    n = [0]
+
+    def sometimes(request: httpx2.Request) -> httpx2.Response:
+        n[0] += 1
+        if n[0] % 2 == 0:
+            return _error(400, "invalid_request_error", "messages: text content blocks must be non-empty")(request)
+        return httpx2.Response(200, json=message_json("A summary of the earlier talk."))
+
+    served(sometimes)
+    assert _run(tmp_path) == 0
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "complete"
 
 
 def test_no_connection_stops_the_sweep_with_one_line(
