@@ -8,6 +8,7 @@ tests are the ones that run in production. Every SDK failure is mapped to a `Mod
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -259,7 +260,7 @@ class AnthropicModel:
 
     def batch_completion(self, message: Any) -> Completion:
         """A succeeded batch result's message as a `Completion` (no latency: it waited in a queue)."""
-        return self._to_completion(message, 0.0)
+        return dataclasses.replace(self._to_completion(message, 0.0), batched=True)
 
     def serve(self, answers: dict[str, Completion | ModelError]) -> None:
         """Answers a batch already paid for, by `batch_key`: `complete` returns (or raises) them

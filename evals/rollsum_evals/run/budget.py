@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from rollsum.errors import ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
+from rollsum.models.batch import BATCH_DISCOUNT
 from rollsum.tokens import HeuristicCounter
 from rollsum.types import Usage
 from rollsum_evals.replay import BudgetRefused
@@ -261,7 +262,9 @@ class BudgetedModel(ModelWrapper):
         actual = 0.0
         try:
             c = self.inner.complete(request)
-            actual = 0.0 if c.cached else price(self.spec, c.usage)
+            # a batch's answer was billed at the batch price: charging the list price made spent_usd
+            # twice what the API billed for every [qa] batch = true call
+            actual = 0.0 if c.cached else price(self.spec, c.usage) * (BATCH_DISCOUNT if c.batched else 1.0)
             return c
         except ModelError as err:  # answered but unusable (a refusal, no text): billed all the same
             actual = price(self.spec, err.billed) if err.billed is not None else 0.0

@@ -35,6 +35,7 @@ from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.fake import FakeModel
 from rollsum.types import Message
 from tests.support.anthropic import message_json
+from tests.support.batch_server import BatchServer
 
 CAP = 0.10
 SPEC = """
@@ -351,3 +352,20 @@ def test_a_refused_answer_is_charged_what_the_api_billed(tmp_path: Path, served:
     assert main(["run", str(spec), "--out", str(out), "--no-progress", "--executor", "thread"]) == 0
     assert calls
     assert json.loads((out / "manifest.json").read_text())["spent_usd"] == pytest.approx(len(calls) * 0.0015)
+
+
+def test_a_batch_answer_is_charged_at_the_batch_price(tmp_path: Path, served: Any) -> None:
+    """With ``[qa] batch = true`` the API bills half the list price; the account charged the list
+    price, so ``spent_usd`` was twice the bill."""
+    server = BatchServer(polls_before_end=0)
+    served(server)
+    spec = tmp_path / "batch.toml"
+    spec.write_text(PAID_SPEC.replace('models = ["anthropic:claude-haiku-4-5"]', 'models = ["extractive"]')
+                    .replace('cache = "run"', 'cache = "run"\nscorers = ["answer_retention", "qa"]\n'
+                             '[qa]\nmodel = "anthropic:claude-haiku-4-5"\nbatch = true'))
+    out = tmp_path / "run"
+    assert main(["run", str(spec), "--out", str(out), "--no-progress", "--executor", "thread"]) == 0
+    sent = sum(len(requests) for requests in server.batches.values())
+    assert sent and server.creates >= 1
+    per_answer = (100 * 1.0 + 4 * 5.0) / 1e6 * 0.5  # succeeded(): 100 in, 4 out; $1 / $5 per MTok, halved
+    assert json.loads((out / "manifest.json").read_text())["spent_usd"] == pytest.approx(sent * per_answer)
