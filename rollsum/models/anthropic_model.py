@@ -9,6 +9,7 @@ tests are the ones that run in production. Every SDK failure is mapped to a `Mod
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
 import re
@@ -58,9 +59,10 @@ def resolve_model_name(model: str, *, allow_unknown: bool = False) -> str:
         base = model[: -len("-latest")]
         log.info("model %r is not an API alias; using %r (the undated alias tracks the latest)", model, base)
         return base
+    close = difflib.get_close_matches(model, known, n=1)
     raise ConfigError(
-        f"unknown Anthropic model {model!r}: the installed anthropic SDK knows "
-        f"{', '.join(sorted(known))} (pass allow_unknown_model=True to send it anyway)"
+        f"unknown Anthropic model {model!r}{f' (did you mean {close[0]!r}?)' if close else ''}: the installed "
+        f"anthropic SDK knows {', '.join(sorted(known))} (pass allow_unknown_model=True to send it anyway)"
     )
 
 
