@@ -141,6 +141,8 @@ class BatchRunner:
     """Wait before sending a batch again after its creation failed (doubling, or the server's
     retry-after when longer; at most `max_retry_after_s`): `rollsum.errors.retry_wait`."""
     max_retry_after_s: float = 60.0
+    read_retries: int = 5
+    """More tries of a poll or results download that failed transiently (`_read`)."""
     created: int = 0
     """Batches this runner created (a resume that finds its batch creates none)."""
 
@@ -215,24 +217,34 @@ class BatchRunner:
         batches = self.target.client.messages.batches
         delay = self.poll_s
         start = self.clock()
-        try:
-            while True:
-                batch = batches.retrieve(batch_id)
-                if batch.processing_status == "ended":
-                    break
-                if self.clock() - start + delay > self.timeout_s:
-                    raise ModelError(f"batch {batch_id} still {batch.processing_status} after "
-                                     f"{self.timeout_s:.0f}s: resume the run to collect it", ErrorKind.TIMEOUT)
-                self.sleep(delay)
-                delay = min(delay * 2, self.max_poll_s)
-            out: dict[str, Answer] = {}
-            for line in batches.results(batch_id):
-                out[str(line.custom_id)] = self._answer(batch_id, line.result)
-            return out
-        except ModelError:
-            raise
-        except Exception as err:
-            raise _classify(err) from err
+        while True:
+            batch = self._read(lambda: batches.retrieve(batch_id))
+            if batch.processing_status == "ended":
+                break
+            if self.clock() - start + delay > self.timeout_s:
+                raise ModelError(f"batch {batch_id} still {batch.processing_status} after "
+                                 f"{self.timeout_s:.0f}s: resume the run to collect it", ErrorKind.TIMEOUT)
+            self.sleep(delay)
+            delay = min(delay * 2, self.max_poll_s)
+        lines = self._read(lambda: list(batches.results(batch_id)))
+        return {str(line.custom_id): self._answer(batch_id, line.result) for line in lines}
+
+    def _read(self, call: Callable[[], Any]) -> Any:
+        """A poll or a results download: free, so a transient failure (429, 5xx, a dropped
+        connection, also in the middle of the results) is read again, up to `read_retries` more
+        times with the create back-off. It used to end the batch's collection, and its requests
+        went into a new batch: paid for a second time."""
+        for n in range(self.read_retries + 1):
+            try:
+                return call()
+            except Exception as exc:
+                err = _classify(exc)
+                if not err.retryable or n == self.read_retries:
+                    if err is exc:
+                        raise
+                    raise err from exc
+                self.sleep(retry_wait(n, self.backoff_s, err.retry_after, self.max_retry_after_s))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _answer(self, batch_id: str, result: Any) -> Answer:
         kind = getattr(result, "type", "")

@@ -152,6 +152,33 @@ def test_a_batch_whose_creation_is_rate_limited_waits_as_the_server_asks(
     assert all(model.complete(r).text.startswith("answer") for r in REQUESTS)
 
 
+def test_a_failed_poll_or_results_download_is_read_again_not_paid_again(
+        sdk_client: MakeClient, tmp_path: Path) -> None:
+    """A 500 on a poll and a dropped connection on the results download ended the collection,
+    and every request went into a second batch, paid for twice."""
+    server = BatchServer(polls_before_end=1)
+    faults: dict[str, list[Any]] = {
+        "poll": [httpx2.Response(500, json={"type": "error", "error": {"type": "api_error", "message": "boom"}})],
+        "results": [httpx2.ReadError("connection reset mid-stream")]}
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "GET":
+            fault = faults["results" if request.url.path.endswith("/results") else "poll"]
+            if fault:
+                item = fault.pop(0)
+                if isinstance(item, Exception):
+                    raise item
+                return item
+        return server(request)
+
+    model = AnthropicModel(sdk_client(handler), "claude-haiku-4-5")
+    sleeps = Sleeps()
+    runner = prefetch(model, REQUESTS, store_dir=tmp_path, sleep=sleeps, clock=lambda: 0.0, poll_s=3.0)
+    assert runner is not None and runner.created == 1
+    assert not faults["poll"] and not faults["results"]
+    assert all(model.complete(r).text.startswith("answer") for r in REQUESTS)
+
+
 class Killed(BaseException):
     """What a kill looks like to the code under test: it stops at the first wait."""
 
