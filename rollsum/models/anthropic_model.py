@@ -264,6 +264,10 @@ class AnthropicModel:
         """A succeeded batch result's message as a `Completion` (no latency: it waited in a queue)."""
         return dataclasses.replace(self._to_completion(message, 0.0), batched=True)
 
+    def served(self, request: CompletionRequest) -> bool:
+        """Whether `complete` will answer `request` from a batch already paid for (`serve`)."""
+        return bool(self._served) and self.batch_key(request) in self._served
+
     def serve(self, answers: dict[str, Completion | ModelError]) -> None:
         """Answers a batch already paid for, by `batch_key`: `complete` returns (or raises) them
         instead of calling the API, so the wrappers above (cache, budget, meter) see them as

@@ -40,6 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 from rollsum.errors import ErrorKind, ModelError, retry_wait
 from rollsum.models.base import Completion, CompletionRequest, Model
 from rollsum.redact import redacting_logger
+from rollsum.types import Usage
 
 log = redacting_logger(__name__)
 
@@ -73,6 +74,19 @@ class BatchTarget(Protocol):
     def batch_completion(self, message: Any) -> Completion: ...
 
     def serve(self, answers: dict[str, Completion | ModelError]) -> None: ...
+
+
+@runtime_checkable
+class BatchBudget(Protocol):
+    """A wrapper that meters spend (the harness's ``--max-cost-usd`` account). A batch is paid
+    for when it is created, not when its answers are used: it is reserved before `create`
+    (`reserve_batch` raises a `ModelError` to refuse it) and charged what its results billed."""
+
+    def reserve_batch(self, requests: Sequence[CompletionRequest]) -> float: ...
+
+    def settle_batch(self, reserved: float, billed: Usage | None) -> None:
+        """`billed`: the results' usage (charged at the batch price); None: unknown (results
+        unread), the whole reservation is charged."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +157,8 @@ class BatchRunner:
     max_retry_after_s: float = 60.0
     read_retries: int = 5
     """More tries of a poll or results download that failed transiently (`_read`)."""
+    budget: BatchBudget | None = None
+    """Charged for each batch (`BatchBudget`); None: no account."""
     created: int = 0
     """Batches this runner created (a resume that finds its batch creates none)."""
 
@@ -156,7 +172,7 @@ class BatchRunner:
             if not ids:
                 continue
             log.info("batch %s: resuming (%d request(s))", record.id, len(ids))
-            self._settle(record.id, ids, pending, answers, attempts)
+            self._settle(record.id, ids, pending, answers, attempts, 0.0)
         while pending:
             todo = [i for i in pending if attempts.get(i, 0) <= self.retries
                     and (i not in answers or _retryable(answers[i]))]
@@ -164,10 +180,20 @@ class BatchRunner:
                 pending.pop(i)
             if not todo:
                 break
+            reserved = 0.0
+            if self.budget is not None:
+                try:
+                    reserved = self.budget.reserve_batch([pending[i] for i in todo])
+                except ModelError as refused:  # the account's cap: nothing is sent
+                    for i in todo:
+                        answers[i] = refused
+                    break
             try:
                 batch = self.target.client.messages.batches.create(
                     requests=[{"custom_id": i, "params": self.target.batch_params(pending[i])} for i in todo])
             except Exception as err:  # nothing was created: the next round tries again, after a wait
+                if self.budget is not None:
+                    self.budget.settle_batch(reserved, Usage())
                 failed = _classify(err)
                 for i in todo:
                     attempts[i] = attempts.get(i, 0) + 1
@@ -185,16 +211,22 @@ class BatchRunner:
             self.created += 1
             self.store.add(BatchRecord(str(batch.id), self.target.name, tuple(todo)))
             log.info("batch %s: created with %d request(s)", batch.id, len(todo))
-            self._settle(str(batch.id), todo, pending, answers, attempts)
+            self._settle(str(batch.id), todo, pending, answers, attempts, reserved)
         return answers
 
     def _settle(self, batch_id: str, ids: Sequence[str], pending: dict[str, CompletionRequest],
-                answers: dict[str, Answer], attempts: dict[str, int]) -> None:
+                answers: dict[str, Answer], attempts: dict[str, int], reserved: float) -> None:
+        """Collect a batch into `answers`; the account (if any) is charged what its results
+        billed, or (results unread: still running, gone) the whole reservation, as it may be
+        billed still. A resumed batch (``reserved`` 0: its invocation was killed before it
+        settled) is charged when read."""
         for i in ids:
             attempts[i] = attempts.get(i, 0) + 1
         try:
             got = self._collect(batch_id)
         except ModelError as err:
+            if self.budget is not None:
+                self.budget.settle_batch(reserved, None)
             for i in ids:
                 if isinstance(answers.get(i), Completion):
                     continue
@@ -204,6 +236,13 @@ class BatchRunner:
                 else:  # unreadable (results gone, say): a new batch may ask again
                     answers[i] = ModelError(str(err), ErrorKind.SERVER, status=err.status)
             return
+        if self.budget is not None:
+            billed = Usage()  # what this run asked of it (a resumed batch's other answers were charged before)
+            for answer in (got[i] for i in ids if i in got):
+                used = answer.usage if isinstance(answer, Completion) else answer.billed
+                if used is not None:
+                    billed = billed + used
+            self.budget.settle_batch(reserved, billed)
         missing = ModelError(f"batch {batch_id} returned no result for the request", ErrorKind.SERVER)
         for i in ids:
             answer = got.get(i, missing)
@@ -314,7 +353,8 @@ def prefetch(model: Model, requests: Sequence[CompletionRequest], *, store_dir: 
         wanted[key] = request
     if store_dir is None and caches:
         store_dir = caches[0].path.parent / BATCH_DIR
-    runner = BatchRunner(target, BatchStore(store_dir), sleep=sleep, clock=clock, **options)
+    budget = next((m for m in chain if isinstance(m, BatchBudget)), None)
+    runner = BatchRunner(target, BatchStore(store_dir), sleep=sleep, clock=clock, budget=budget, **options)
     if wanted:
         target.serve(runner.run(wanted))
     return runner

@@ -369,3 +369,48 @@ def test_a_batch_answer_is_charged_at_the_batch_price(tmp_path: Path, served: An
     assert sent and server.creates >= 1
     per_answer = (100 * 1.0 + 4 * 5.0) / 1e6 * 0.5  # succeeded(): 100 in, 4 out; $1 / $5 per MTok, halved
     assert json.loads((out / "manifest.json").read_text())["spent_usd"] == pytest.approx(sent * per_answer)
+
+
+def _sized_batch_server() -> BatchServer:
+    """Batch answers billed like the real API's: input tokens grow with the request."""
+    server = BatchServer(polls_before_end=0)
+
+    def outcome(cid: str, _n: int) -> dict[str, Any]:
+        params = server.params[cid]
+        tokens = len(json.dumps(params["messages"])) // 4 + len(params.get("system", "")) // 4
+        return {"type": "succeeded", "message": message_json("Sweden", input_tokens=tokens, output_tokens=3)}
+
+    server.outcome = outcome
+    return server
+
+
+def _billed(server: BatchServer) -> float:
+    """What the server billed for every request of every batch it was sent, at the batch price."""
+    total = 0.0
+    for lines in server.results.values():
+        for line in lines:
+            usage = line["result"]["message"]["usage"]
+            total += (usage["input_tokens"] * 1.0 + usage["output_tokens"] * 5.0) / 1e6 * 0.5
+    return total
+
+
+def test_a_cap_counts_every_batch_it_paid_for(tmp_path: Path, served: Any) -> None:
+    """Batch answers were charged as they were used: once one Unit's answers reached the cap,
+    the batches other Units had already sent (paid) were refused at use and never counted, so
+    the run spent more than the cap and said less. A batch is now reserved before it is sent
+    and charged what it billed."""
+    server = _sized_batch_server()
+    served(server)
+    spec = tmp_path / "batch.toml"
+    spec.write_text(PAID_SPEC.replace('models = ["anthropic:claude-haiku-4-5"]', 'models = ["extractive"]')
+                    .replace('cache = "run"', 'cache = "run"\nscorers = ["answer_retention", "qa"]\n'
+                             '[qa]\nmodel = "anthropic:claude-haiku-4-5"\nbatch = true'))
+    args = ["run", str(spec), "--no-progress", "--executor", "thread", "--jobs", "4"]
+    assert main([*args, "--out", str(tmp_path / "full")]) == 0
+    whole = _billed(server)
+    server.results.clear()
+    cap = whole / 3
+    out = tmp_path / "capped"
+    assert main([*args, "--out", str(out), "--max-cost-usd", f"{cap:.6f}"]) == 1  # stopped by the cap
+    spent = json.loads((out / "manifest.json").read_text())["spent_usd"]
+    assert spent == pytest.approx(_billed(server), rel=1e-3) and spent <= cap
