@@ -51,6 +51,7 @@ from rollsum_evals.rundir.status import RESCORING
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import components
+from rollsum_evals.spec.parse import model_problem
 from rollsum_evals.units import Unit
 
 
@@ -81,6 +82,9 @@ def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
             raise ConfigError(f"{where}: its scorers name {plugged[0]!r} by import path, and `rollsum score` never "
                               "imports code a run directory names; to re-score with it, name it yourself: "
                               f"--scorers {','.join(old.scorers)}")
+    for flag, spec in (("--model", model), ("--judge-model", judge_model)):
+        if spec and (problem := model_problem(spec)) is not None:  # named, as `rollsum run --model` does
+            raise ConfigError(f"{flag} {spec!r}: {problem}")
     chosen = tuple(scorers) if scorers else old.scorers
     for name in chosen:
         scoring.get(name)

@@ -169,6 +169,10 @@ def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
     (["--no-end"], "only together with --ages"),
     (["--timing", "sampled:0"], "--timing 'sampled:0'"),
     (["--jobs", "8"], "--jobs 8: only with --executor ray"),  # was accepted and ignored: scored serially
+    # a misspelt model: the flag was not named (and the name not checked before the model was built)
+    (["--scorers", "qa", "--model", "anthropic:claude-haku-4-5"],
+     "--model 'anthropic:claude-haku-4-5': unknown Anthropic model 'claude-haku-4-5' (did you mean"),
+    (["--scorers", "qa", "--model", "fake", "--judge-model", "nonsense:x"], "--judge-model 'nonsense:x': model spec"),
 ])
 def test_score_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                      argv: list[str], needle: str) -> None:
