@@ -57,6 +57,11 @@ _ERROR_KINDS = {
 }
 
 
+_ERROR_STATUS = {"not_found_error": 404, "invalid_request_error": 400}
+"""The HTTP status a Messages API call would have answered with: what stops a sweep whose model
+is not served (404) or refuses every request as invalid (400) says the same of a batch."""
+
+
 @runtime_checkable
 class BatchTarget(Protocol):
     """A model that can take its calls as a Message Batch (`AnthropicModel`)."""
@@ -298,7 +303,7 @@ class BatchRunner:
             detail = str(getattr(error, "message", "") or "")
             return ModelError(f"batch {batch_id}: request errored ({etype}: {detail})",
                               _ERROR_KINDS.get(etype, ErrorKind.CLIENT),
-                              status=404 if etype == "not_found_error" else None)
+                              status=_ERROR_STATUS.get(etype))
         if kind in ("expired", "canceled"):
             return ModelError(f"batch {batch_id}: request {kind} before it was processed", ErrorKind.TIMEOUT)
         return ModelError(f"batch {batch_id}: unknown result type {kind!r}", ErrorKind.MALFORMED)

@@ -115,19 +115,23 @@ def test_an_unreadable_result_fails_its_request_alone_and_the_batch_is_not_sent_
     assert not any(p == "/v1/messages" for _, p in server.log)
 
 
-def test_a_request_for_a_model_the_api_does_not_serve_fails_as_a_404(sdk_client: MakeClient, tmp_path: Path) -> None:
-    """The sweep's breaker stops a run on a 404 (`rollsum_evals.run.breaker`): a batch's
-    ``not_found_error`` says the same as a Messages API 404, so it carries the status too."""
+@pytest.mark.parametrize(("etype", "status"), [("not_found_error", 404), ("invalid_request_error", 400)])
+def test_an_errored_request_carries_the_status_a_call_would_have(
+        sdk_client: MakeClient, tmp_path: Path, etype: str, status: int) -> None:
+    """The sweep's breaker stops a run on a 404, or on 400s with no success (`rollsum_evals.run.
+    breaker`): a batch's ``not_found_error`` / ``invalid_request_error`` say the same as a
+    Messages API 404 / 400, so they carry the status too (a batch of only invalid requests ran
+    the whole sweep to "complete")."""
     def outcome(cid: str, n: int) -> dict[str, Any]:
         return {"type": "errored", "error": {"type": "error", "error": {
-            "type": "not_found_error", "message": "model: claude-haiku-4-5"}}}
+            "type": etype, "message": "model: claude-haiku-4-5"}}}
 
     model = AnthropicModel(sdk_client(BatchServer(outcome)), "claude-haiku-4-5")
     runner = prefetch(model, REQUESTS[:1], store_dir=tmp_path, sleep=Sleeps(), clock=lambda: 0.0)
     assert runner is not None and runner.created == 1  # not retried
     with pytest.raises(ModelError) as err:
         model.complete(REQUESTS[0])
-    assert err.value.status == 404 and "not_found_error" in str(err.value)
+    assert err.value.status == status and etype in str(err.value)
 
 
 def test_a_batch_whose_creation_is_rate_limited_waits_as_the_server_asks(
