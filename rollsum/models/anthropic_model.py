@@ -62,8 +62,12 @@ def resolve_model_name(model: str, *, allow_unknown: bool = False) -> str:
     close = difflib.get_close_matches(model, known, n=1)
     raise ConfigError(
         f"unknown Anthropic model {model!r}{f' (did you mean {close[0]!r}?)' if close else ''}: the installed "
-        f"anthropic SDK knows {', '.join(sorted(known))} (pass allow_unknown_model=True to send it anyway)"
+        f"anthropic SDK knows {', '.join(sorted(known))} {UNKNOWN_MODEL_HINT}"
     )
+
+
+UNKNOWN_MODEL_HINT = "(pass allow_unknown_model=True to send it anyway)"
+"""How a library caller sends a model the SDK does not know yet (a command line cannot)."""
 
 
 _ACCEPTS_TEMPERATURE = re.compile(r"^claude-(?:\d|(?:haiku|sonnet|opus)-[34](?:-|$))")

@@ -293,7 +293,7 @@ def model_problem(spec: str) -> str | None:
     key): its form, and an Anthropic model's name against the installed SDK's. A misspelt name
     (or a ``[qa] model`` of an unknown form, which was not checked at all) used to pass the spec
     check and fail later in one line naming neither the file nor the field."""
-    from rollsum.models.anthropic_model import resolve_model_name
+    from rollsum.models.anthropic_model import UNKNOWN_MODEL_HINT, resolve_model_name
     from rollsum.models.spec import capabilities
 
     try:
@@ -304,7 +304,9 @@ def model_problem(spec: str) -> str | None:
         if inner.startswith("anthropic:"):
             resolve_model_name(inner.split(":", 1)[1])
     except ConfigError as err:
-        return str(err)
+        # a spec or a flag cannot pass the library's allow_unknown_model=True: say what can be done
+        return str(err).replace(UNKNOWN_MODEL_HINT, "(a model newer than the installed anthropic SDK needs a "
+                                                    "newer one: pip install -U anthropic)")
     return None
 
 

@@ -386,3 +386,5 @@ def test_a_model_the_sdk_does_not_know_is_named_with_its_file_and_field(edit: tu
     assert str(err.value).startswith(where), str(err.value)
     if "haku" in edit[1]:
         assert "did you mean 'claude-haiku-4-5'?" in str(err.value)
+        # the library's allow_unknown_model=True is not something a spec can say
+        assert "allow_unknown_model" not in str(err.value) and "pip install -U anthropic" in str(err.value)
