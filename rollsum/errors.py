@@ -12,6 +12,8 @@ import sqlite3
 import sys
 from enum import StrEnum
 
+from rollsum.types import Usage
+
 
 class RollsumError(Exception):
     """Base class for errors a caller is expected to handle or show to a user."""
@@ -72,6 +74,7 @@ class ErrorKind(StrEnum):
     CLIENT = "client"  # other 4xx: our request is wrong, retrying will not help
     MALFORMED = "malformed"  # the model answered, but not in the shape we asked for
     EMPTY = "empty"
+    REFUSAL = "refusal"  # the model declined (stop_reason "refusal"): its text is not an answer
     OVERFLOW = "overflow"  # the request would not fit the summarizer model's window
     OTHER = "other"
 
@@ -84,14 +87,21 @@ _RETRYABLE = {ErrorKind.CONNECTION, ErrorKind.TIMEOUT, ErrorKind.RATE_LIMIT, Err
 
 
 class ModelError(RollsumError):
-    """A model call failed. `kind` classifies it; `retry_after` comes from the server if sent."""
+    """A model call failed. `kind` classifies it; `retry_after` comes from the server if sent.
+
+    `billed` is what the provider charged for a call that failed *after* it was answered (a
+    refusal, a reply with no text): such a call costs money like a good one, and a spend account
+    that counted it as nothing let a run that was being refused spend past ``--max-cost-usd``
+    while reporting $0. None when nothing was billed (an HTTP error, no connection)."""
 
     def __init__(self, message: str, kind: ErrorKind = ErrorKind.OTHER, *,
-                 retry_after: float | None = None, status: int | None = None) -> None:
+                 retry_after: float | None = None, status: int | None = None,
+                 billed: Usage | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.retry_after = retry_after
         self.status = status
+        self.billed = billed
 
     @property
     def retryable(self) -> bool:

@@ -31,6 +31,7 @@ from rollsum_evals.fsfaults import WriteFailed, describe_os_error
 from rollsum_evals.replay import Text, Trace
 from rollsum_evals.run import provenance
 from rollsum_evals.run.breaker import SweepStop, SweepStopped
+from rollsum_evals.run.budget import BudgetSpec, FileAccount, metered
 from rollsum_evals.run.interrupt import interrupted
 from rollsum_evals.run.model_factory import ModelBuilder, ModelFactory, cache_path_for
 from rollsum_evals.run.unit import score_group
@@ -50,6 +51,7 @@ from rollsum_evals.rundir.status import RESCORING
 from rollsum_evals.scoring.asks import ProbeTiming
 from rollsum_evals.scoring.base import ScoringPlan
 from rollsum_evals.spec import components
+from rollsum_evals.spec.parse import model_problem
 from rollsum_evals.units import Unit
 
 
@@ -60,6 +62,8 @@ class RescoreResult:
     errors: int
     plan: ScoringPlan
     wall_s: float
+    spent_usd: float = 0.0
+    """What this re-scoring's paid model calls cost (cache misses; 0.0 offline or on Ray)."""
 
 
 def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
@@ -78,6 +82,9 @@ def plan_for(manifest: dict[str, Any], *, scorers: Sequence[str] | None = None,
             raise ConfigError(f"{where}: its scorers name {plugged[0]!r} by import path, and `rollsum score` never "
                               "imports code a run directory names; to re-score with it, name it yourself: "
                               f"--scorers {','.join(old.scorers)}")
+    for flag, spec in (("--model", model), ("--judge-model", judge_model)):
+        if spec and (problem := model_problem(spec)) is not None:  # named, as `rollsum run --model` does
+            raise ConfigError(f"{flag} {spec!r}: {problem}")
     chosen = tuple(scorers) if scorers else old.scorers
     for name in chosen:
         scoring.get(name)
@@ -180,6 +187,7 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     # (disable=None: tqdm's "only on a TTY", so logs and a captured stderr keep their one-line errors)
     bar = tqdm(total=len(records), unit="unit", file=sys.stderr, disable=None if progress else True,
                dynamic_ncols=True, desc="score")
+    factory: ModelBuilder | None = None
     try:
         if cluster is not None:
             from rollsum_evals.run.ray_executor import rescore_on_cluster
@@ -188,9 +196,8 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
                                         injected=models if wants_model else None, secrets=secrets,
                                         advance=bar.update)
         else:
-            factory: ModelBuilder | None = None
             if wants_model:
-                factory = models or ModelFactory(cache_path=cache_path)
+                factory = models or ModelFactory(cache_path=cache_path, budget=_account(rd, manifest, plan))
             try:
                 scored = {}
                 for key, items in groups.items():
@@ -212,6 +219,11 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     new = rescored_manifest(manifest, plan, versions, unit_cols, probe_cols,
                             provenance.scoring_fingerprint(), now())
     new["units_error"] = errors
+    spent_before = float(manifest.get("spent_usd") or 0.0)
+    spent = spent_before
+    if isinstance(factory, ModelFactory) and factory.budget is not None:
+        spent = max(spent_before, FileAccount(Path(factory.budget.path)).state().spent)
+        new["spent_usd"] = round(spent, 6)
     new.pop(RESCORING, None)
     # the seal no longer covers what is replaced: a score killed from here on leaves a run that
     # readers refuse in one line and a second `rollsum score` completes (its seal check passes)
@@ -224,5 +236,17 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     new["files"] = rd.seal()
     rd.write_manifest(new)
     return RescoreResult(run_dir=rd.path, units=len(results), errors=errors, plan=plan,
-                         wall_s=time.perf_counter() - t0)
+                         wall_s=time.perf_counter() - t0, spent_usd=spent - spent_before)
+
+
+def _account(rd: RunDir, manifest: dict[str, Any], plan: ScoringPlan) -> BudgetSpec | None:
+    """The run's spend account (``budget.json``), carried on from its ``spent_usd``, when the
+    scoring models cost money: a re-scoring with a paid QA model or judge paid for every cache
+    miss, but nothing recorded it (the manifest kept the sweep's spend, and the command said
+    nothing of money)."""
+    cap = metered(None, [plan.model, plan.judge_model])
+    if cap is None:
+        return None
+    account = FileAccount.start(rd.path, cap, float(manifest.get("spent_usd") or 0.0))
+    return BudgetSpec(str(account.path), cap)
 

@@ -8,6 +8,8 @@ tests are the ones that run in production. Every SDK failure is mapped to a `Mod
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import json
 import os
 import re
@@ -23,7 +25,7 @@ from rollsum.errors import ConfigError, ErrorKind, MissingCredentials, ModelErro
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.params import DEFAULT_CONTEXT_WINDOW
 from rollsum.redact import redact, redacting_logger
-from rollsum.types import Message
+from rollsum.types import Message, Usage
 
 log = redacting_logger(__name__)
 
@@ -57,10 +59,15 @@ def resolve_model_name(model: str, *, allow_unknown: bool = False) -> str:
         base = model[: -len("-latest")]
         log.info("model %r is not an API alias; using %r (the undated alias tracks the latest)", model, base)
         return base
+    close = difflib.get_close_matches(model, known, n=1)
     raise ConfigError(
-        f"unknown Anthropic model {model!r}: the installed anthropic SDK knows "
-        f"{', '.join(sorted(known))} (pass allow_unknown_model=True to send it anyway)"
+        f"unknown Anthropic model {model!r}{f' (did you mean {close[0]!r}?)' if close else ''}: the installed "
+        f"anthropic SDK knows {', '.join(sorted(known))} {UNKNOWN_MODEL_HINT}"
     )
+
+
+UNKNOWN_MODEL_HINT = "(pass allow_unknown_model=True to send it anyway)"
+"""How a library caller sends a model the SDK does not know yet (a command line cannot)."""
 
 
 _ACCEPTS_TEMPERATURE = re.compile(r"^claude-(?:\d|(?:haiku|sonnet|opus)-[34](?:-|$))")
@@ -259,7 +266,11 @@ class AnthropicModel:
 
     def batch_completion(self, message: Any) -> Completion:
         """A succeeded batch result's message as a `Completion` (no latency: it waited in a queue)."""
-        return self._to_completion(message, 0.0)
+        return dataclasses.replace(self._to_completion(message, 0.0), batched=True)
+
+    def served(self, request: CompletionRequest) -> bool:
+        """Whether `complete` will answer `request` from a batch already paid for (`serve`)."""
+        return bool(self._served) and self.batch_key(request) in self._served
 
     def serve(self, answers: dict[str, Completion | ModelError]) -> None:
         """Answers a batch already paid for, by `batch_key`: `complete` returns (or raises) them
@@ -309,17 +320,37 @@ class AnthropicModel:
             stop_reason = response.stop_reason
         except AttributeError as err:
             raise ModelError(f"Anthropic API returned an unexpected shape: {err}", ErrorKind.MALFORMED) from err
+        if usage is None:
+            # the SDK does not validate bodies: a response without ``usage`` reached the token
+            # counts below as an AttributeError, which ended a whole Unit's QA scoring as an
+            # error and, inside a Message Batch, failed (and re-sent) every request of the batch
+            raise ModelError("Anthropic API returned a response without usage (token counts)", ErrorKind.MALFORMED)
+        try:
+            tokens = (int(usage.input_tokens or 0), int(usage.output_tokens or 0),
+                      int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+                      int(getattr(usage, "cache_creation_input_tokens", 0) or 0))
+        except (AttributeError, TypeError, ValueError) as err:
+            raise ModelError(f"Anthropic API returned unreadable usage: {redact(str(err))}",
+                             ErrorKind.MALFORMED) from err
+        billed = Usage(*tokens, calls=1)  # a refused or empty answer is paid for all the same
+        if stop_reason == "refusal":
+            # whatever text came before the refusal is not a summary, an answer or a grade: taken
+            # as one, a summary "I can't help with that." archived the messages it replaced and
+            # a QA answer scored F1 0 against the summary instead of counting as a failed call
+            raise ModelError("Anthropic API refused the request (stop_reason=refusal)", ErrorKind.REFUSAL,
+                             billed=billed)
         if not text.strip():
-            raise ModelError(f"Anthropic API returned no text (stop_reason={stop_reason})", ErrorKind.EMPTY)
+            raise ModelError(f"Anthropic API returned no text (stop_reason={stop_reason})", ErrorKind.EMPTY,
+                             billed=billed)
         return Completion(
             text=text,
-            input_tokens=int(usage.input_tokens or 0),
-            output_tokens=int(usage.output_tokens or 0),
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
             model=str(response.model or self.model),
             latency_s=latency,
             stop_reason=stop_reason,
-            cache_read_tokens=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
-            cache_write_tokens=int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
+            cache_read_tokens=tokens[2],
+            cache_write_tokens=tokens[3],
         )
 
     def count_tokens(self, request: CompletionRequest) -> int:

@@ -75,6 +75,9 @@ class Completion:
     """The provider's whole response (JSON) when the request was `CompletionRequest.native`:
     what a caller reads beyond the text (applied context edits, compaction blocks). Stored in
     caches and cassettes with the rest."""
+    batched: bool = False
+    """True when a Message Batch answered (`rollsum.models.batch`): its tokens were paid at the
+    batch price (`BATCH_DISCOUNT` of the list price), which is what a spend account charges."""
 
     @property
     def usage(self) -> Usage:

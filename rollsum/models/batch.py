@@ -21,7 +21,8 @@ What makes it safe to pay for:
   for the next resume.
 - Requests that come back ``errored`` (a retryable error), ``expired`` or ``canceled`` go into
   a new batch, up to ``retries`` more times; what still fails is a `ModelError` for that request
-  alone.
+  alone. A batch whose creation failed (429, 5xx) is sent again after a back-off that honours
+  the server's ``retry-after``.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from rollsum.errors import ErrorKind, ModelError
+from rollsum.errors import ErrorKind, ModelError, retry_wait
 from rollsum.models.base import Completion, CompletionRequest, Model
 from rollsum.redact import redacting_logger
+from rollsum.types import Usage
 
 log = redacting_logger(__name__)
 
@@ -53,6 +55,11 @@ _ERROR_KINDS = {
     "gateway_timeout_error": ErrorKind.TIMEOUT, "authentication_error": ErrorKind.AUTH,
     "permission_error": ErrorKind.AUTH,
 }
+
+
+_ERROR_STATUS = {"not_found_error": 404, "invalid_request_error": 400}
+"""The HTTP status a Messages API call would have answered with: what stops a sweep whose model
+is not served (404) or refuses every request as invalid (400) says the same of a batch."""
 
 
 @runtime_checkable
@@ -72,6 +79,19 @@ class BatchTarget(Protocol):
     def batch_completion(self, message: Any) -> Completion: ...
 
     def serve(self, answers: dict[str, Completion | ModelError]) -> None: ...
+
+
+@runtime_checkable
+class BatchBudget(Protocol):
+    """A wrapper that meters spend (the harness's ``--max-cost-usd`` account). A batch is paid
+    for when it is created, not when its answers are used: it is reserved before `create`
+    (`reserve_batch` raises a `ModelError` to refuse it) and charged what its results billed."""
+
+    def reserve_batch(self, requests: Sequence[CompletionRequest]) -> float: ...
+
+    def settle_batch(self, reserved: float, billed: Usage | None) -> None:
+        """`billed`: the results' usage (charged at the batch price); None: unknown (results
+        unread), the whole reservation is charged."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +156,14 @@ class BatchRunner:
     max_poll_s: float = 300.0
     timeout_s: float = 24 * 3600.0
     retries: int = 2
+    backoff_s: float = 1.0
+    """Wait before sending a batch again after its creation failed (doubling, or the server's
+    retry-after when longer; at most `max_retry_after_s`): `rollsum.errors.retry_wait`."""
+    max_retry_after_s: float = 60.0
+    read_retries: int = 5
+    """More tries of a poll or results download that failed transiently (`_read`)."""
+    budget: BatchBudget | None = None
+    """Charged for each batch (`BatchBudget`); None: no account."""
     created: int = 0
     """Batches this runner created (a resume that finds its batch creates none)."""
 
@@ -143,12 +171,13 @@ class BatchRunner:
         pending = dict(requests)
         answers: dict[str, Answer] = {}
         attempts: dict[str, int] = {}
+        create_failures = 0
         for record in self.store.records():  # a killed run's batches first: already paid for
             ids = [i for i in record.custom_ids if i in pending]
             if not ids:
                 continue
             log.info("batch %s: resuming (%d request(s))", record.id, len(ids))
-            self._settle(record.id, ids, pending, answers, attempts)
+            self._settle(record.id, ids, pending, answers, attempts, 0.0)
         while pending:
             todo = [i for i in pending if attempts.get(i, 0) <= self.retries
                     and (i not in answers or _retryable(answers[i]))]
@@ -156,30 +185,53 @@ class BatchRunner:
                 pending.pop(i)
             if not todo:
                 break
+            reserved = 0.0
+            if self.budget is not None:
+                try:
+                    reserved = self.budget.reserve_batch([pending[i] for i in todo])
+                except ModelError as refused:  # the account's cap: nothing is sent
+                    for i in todo:
+                        answers[i] = refused
+                    break
             try:
                 batch = self.target.client.messages.batches.create(
                     requests=[{"custom_id": i, "params": self.target.batch_params(pending[i])} for i in todo])
-            except Exception as err:  # nothing was created: the next round tries again
+            except Exception as err:  # nothing was created: the next round tries again, after a wait
+                if self.budget is not None:
+                    self.budget.settle_batch(reserved, Usage())
                 failed = _classify(err)
                 for i in todo:
                     attempts[i] = attempts.get(i, 0) + 1
                     answers[i] = failed
                 if not failed.retryable:
                     break
+                if any(attempts[i] <= self.retries for i in todo):
+                    # a 429 or 529 sent again at once fails again at once (all tries used up in a
+                    # millisecond, every request of the Unit failed): back off, as long as the
+                    # server's retry-after asks
+                    self.sleep(retry_wait(create_failures, self.backoff_s, failed.retry_after,
+                                          self.max_retry_after_s))
+                create_failures += 1
                 continue
             self.created += 1
             self.store.add(BatchRecord(str(batch.id), self.target.name, tuple(todo)))
             log.info("batch %s: created with %d request(s)", batch.id, len(todo))
-            self._settle(str(batch.id), todo, pending, answers, attempts)
+            self._settle(str(batch.id), todo, pending, answers, attempts, reserved)
         return answers
 
     def _settle(self, batch_id: str, ids: Sequence[str], pending: dict[str, CompletionRequest],
-                answers: dict[str, Answer], attempts: dict[str, int]) -> None:
+                answers: dict[str, Answer], attempts: dict[str, int], reserved: float) -> None:
+        """Collect a batch into `answers`; the account (if any) is charged what its results
+        billed, or (results unread: still running, gone) the whole reservation, as it may be
+        billed still. A resumed batch (``reserved`` 0: its invocation was killed before it
+        settled) is charged when read."""
         for i in ids:
             attempts[i] = attempts.get(i, 0) + 1
         try:
             got = self._collect(batch_id)
         except ModelError as err:
+            if self.budget is not None:
+                self.budget.settle_batch(reserved, None)
             for i in ids:
                 if isinstance(answers.get(i), Completion):
                     continue
@@ -189,6 +241,13 @@ class BatchRunner:
                 else:  # unreadable (results gone, say): a new batch may ask again
                     answers[i] = ModelError(str(err), ErrorKind.SERVER, status=err.status)
             return
+        if self.budget is not None:
+            billed = Usage()  # what this run asked of it (a resumed batch's other answers were charged before)
+            for answer in (got[i] for i in ids if i in got):
+                used = answer.usage if isinstance(answer, Completion) else answer.billed
+                if used is not None:
+                    billed = billed + used
+            self.budget.settle_batch(reserved, billed)
         missing = ModelError(f"batch {batch_id} returned no result for the request", ErrorKind.SERVER)
         for i in ids:
             answer = got.get(i, missing)
@@ -202,24 +261,34 @@ class BatchRunner:
         batches = self.target.client.messages.batches
         delay = self.poll_s
         start = self.clock()
-        try:
-            while True:
-                batch = batches.retrieve(batch_id)
-                if batch.processing_status == "ended":
-                    break
-                if self.clock() - start + delay > self.timeout_s:
-                    raise ModelError(f"batch {batch_id} still {batch.processing_status} after "
-                                     f"{self.timeout_s:.0f}s: resume the run to collect it", ErrorKind.TIMEOUT)
-                self.sleep(delay)
-                delay = min(delay * 2, self.max_poll_s)
-            out: dict[str, Answer] = {}
-            for line in batches.results(batch_id):
-                out[str(line.custom_id)] = self._answer(batch_id, line.result)
-            return out
-        except ModelError:
-            raise
-        except Exception as err:
-            raise _classify(err) from err
+        while True:
+            batch = self._read(lambda: batches.retrieve(batch_id))
+            if batch.processing_status == "ended":
+                break
+            if self.clock() - start + delay > self.timeout_s:
+                raise ModelError(f"batch {batch_id} still {batch.processing_status} after "
+                                 f"{self.timeout_s:.0f}s: resume the run to collect it", ErrorKind.TIMEOUT)
+            self.sleep(delay)
+            delay = min(delay * 2, self.max_poll_s)
+        lines = self._read(lambda: list(batches.results(batch_id)))
+        return {str(line.custom_id): self._answer(batch_id, line.result) for line in lines}
+
+    def _read(self, call: Callable[[], Any]) -> Any:
+        """A poll or a results download: free, so a transient failure (429, 5xx, a dropped
+        connection, also in the middle of the results) is read again, up to `read_retries` more
+        times with the create back-off. It used to end the batch's collection, and its requests
+        went into a new batch: paid for a second time."""
+        for n in range(self.read_retries + 1):
+            try:
+                return call()
+            except Exception as exc:
+                err = _classify(exc)
+                if not err.retryable or n == self.read_retries:
+                    if err is exc:
+                        raise
+                    raise err from exc
+                self.sleep(retry_wait(n, self.backoff_s, err.retry_after, self.max_retry_after_s))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _answer(self, batch_id: str, result: Any) -> Answer:
         kind = getattr(result, "type", "")
@@ -233,7 +302,8 @@ class BatchRunner:
             etype = str(getattr(error, "type", "") or "error")
             detail = str(getattr(error, "message", "") or "")
             return ModelError(f"batch {batch_id}: request errored ({etype}: {detail})",
-                              _ERROR_KINDS.get(etype, ErrorKind.CLIENT))
+                              _ERROR_KINDS.get(etype, ErrorKind.CLIENT),
+                              status=_ERROR_STATUS.get(etype))
         if kind in ("expired", "canceled"):
             return ModelError(f"batch {batch_id}: request {kind} before it was processed", ErrorKind.TIMEOUT)
         return ModelError(f"batch {batch_id}: unknown result type {kind!r}", ErrorKind.MALFORMED)
@@ -288,7 +358,8 @@ def prefetch(model: Model, requests: Sequence[CompletionRequest], *, store_dir: 
         wanted[key] = request
     if store_dir is None and caches:
         store_dir = caches[0].path.parent / BATCH_DIR
-    runner = BatchRunner(target, BatchStore(store_dir), sleep=sleep, clock=clock, **options)
+    budget = next((m for m in chain if isinstance(m, BatchBudget)), None)
+    runner = BatchRunner(target, BatchStore(store_dir), sleep=sleep, clock=clock, budget=budget, **options)
     if wanted:
         target.serve(runner.run(wanted))
     return runner

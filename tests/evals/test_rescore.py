@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pandas as pd
 import pytest
 import rollsum_evals
@@ -21,6 +22,7 @@ from rollsum import RollingSummarizer
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.fake import FakeModel
 from tests.evals.synth_count import count_generations
+from tests.support.anthropic import message_json
 
 SPEC = """
 name = "rs"
@@ -167,6 +169,10 @@ def test_score_refuses_a_dataset_that_changed_since_the_run(tmp_path: Path,
     (["--no-end"], "only together with --ages"),
     (["--timing", "sampled:0"], "--timing 'sampled:0'"),
     (["--jobs", "8"], "--jobs 8: only with --executor ray"),  # was accepted and ignored: scored serially
+    # a misspelt model: the flag was not named (and the name not checked before the model was built)
+    (["--scorers", "qa", "--model", "anthropic:claude-haku-4-5"],
+     "--model 'anthropic:claude-haku-4-5': unknown Anthropic model 'claude-haku-4-5' (did you mean"),
+    (["--scorers", "qa", "--model", "fake", "--judge-model", "nonsense:x"], "--judge-model 'nonsense:x': model spec"),
 ])
 def test_score_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                      argv: list[str], needle: str) -> None:
@@ -330,3 +336,24 @@ def test_an_interrupted_score_says_the_run_is_unchanged(tmp_path: Path, monkeypa
                    f"{tmp_path / 'run'} is unchanged"]
     after = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
     assert {k: v for k, v in after.items() if k != "run.lock"} == {k: v for k, v in before.items() if k != "run.lock"}
+
+
+def test_a_paid_rescoring_records_what_it_spent(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                served: Any) -> None:
+    """`rollsum score --model anthropic:...` paid for every QA call it made, but the run's
+    ``spent_usd`` stayed the sweep's and the command said nothing of money."""
+    spec = tmp_path / "rs.toml"
+    spec.write_text(SPEC.format(scorers='scorers = ["answer_retention"]', probes='ask = "end"',
+                                source="synth:chat?conversations=1&messages=60&seed=4"))
+    run = tmp_path / "run"
+    assert main(["run", str(spec), "--out", str(run), "--no-progress"]) == 0
+    before = json.loads((run / "manifest.json").read_text()).get("spent_usd", 0.0)
+    calls = served(lambda request: httpx2.Response(200, json=message_json("Sweden", input_tokens=1000,
+                                                                         output_tokens=100)))
+    capsys.readouterr()
+    assert main(["score", str(run), "--scorers", "answer_retention,qa", "--model", "anthropic:claude-haiku-4-5",
+                 "--no-progress"]) == 0
+    assert calls
+    paid = len(calls) * 0.0015  # $1 / $5 per MTok
+    assert f"${paid:.4f} spent" in capsys.readouterr().out
+    assert json.loads((run / "manifest.json").read_text())["spent_usd"] == pytest.approx(before + paid)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import httpx2
 
 
 def message_json(text: str = "hello", *, stop_reason: str = "end_turn", input_tokens: int = 10,
@@ -16,3 +19,7 @@ def message_json(text: str = "hello", *, stop_reason: str = "end_turn", input_to
         "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
                   "cache_read_input_tokens": cache_read, "cache_creation_input_tokens": cache_write},
     }
+
+
+KEY = "sk-ant-test-SECRET"
+Handler = Callable[[httpx2.Request], httpx2.Response]

@@ -92,6 +92,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                      jobs=args.jobs if args.jobs is not None else 4, progress=not args.no_progress)
     plan = result.plan
     print(f"{result.units} units re-scored in {result.run_dir} ({', '.join(plan.scorers)}; probes "
-          f"{plan.timing.key}; {result.errors} errors, {result.wall_s:.1f}s, no replay)")
+          f"{plan.timing.key}; {result.errors} errors, ${result.spent_usd:.4f} spent, {result.wall_s:.1f}s, "
+          "no replay)")
     print(Path(result.run_dir).resolve())  # the last line is what it wrote, absolute, as run's and report's
     return 0

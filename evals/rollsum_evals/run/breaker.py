@@ -4,8 +4,9 @@ Without this, a bad key meant every summary trigger of every Unit failing one by
 engine keeps messages and backs off, as it should for a transient failure), minutes of
 warnings, and a run full of summary-less Units that look like results. A `Breaker` is shared by
 every model one sweep (or one worker process) builds. It trips on the first authentication or
-permission failure (401/403: no later call can succeed), and on repeated connection failures
-before any call has succeeded (an outage after successes is transient and left to the engine's
+permission failure (401/403: no later call can succeed), on the first 404 (a model the API does
+not serve: a misspelt or retired name), and on repeated invalid-request (400) or connection
+failures before any call has succeeded (an outage after successes is transient and left to the engine's
 retries). Once tripped, every model call raises `SweepStop`, a BaseException so that it passes
 through the engine and the Unit code, which turn every Exception into a failure row; the sweep
 loop turns it into one line and exit 2 (`SweepStopped`), and no Unit in flight is journaled,
@@ -17,10 +18,21 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from rollsum.errors import ConfigError, ErrorKind, classify_exception
+from rollsum.errors import ConfigError, ErrorKind, ModelError, classify_exception
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
 from rollsum_evals.spec import components
 
+NOT_FOUND = "not_found"
+"""The stop kind of a 404 from a model call: the model name (or the API's address) is wrong, so no
+call to it can succeed; it used to leave every summary and QA call of the sweep failing one by one
+and the run "complete" with exit 0."""
+INVALID_REQUEST = "invalid_request"
+CLIENT_FAILURES = 3
+"""400s (other than a prompt too long, kind ``overflow``), with no success before them, that stop
+the sweep: a request the API refuses every time (``max_tokens`` above the model's output limit, a
+parameter the model does not take) is the spec's mistake, and the sweep used to make every
+summary and QA call of every Unit fail on it, then end "complete" with exit 0. After a success a
+400 is that request's own problem, left to the Unit."""
 CONNECTION_FAILURES = 2
 """Connection failures, with no success before them, that stop the sweep (the engine's default
 retry makes two attempts per summary: one summary that cannot reach the API at all)."""
@@ -44,6 +56,8 @@ class Breaker:
     connection_limit: int = CONNECTION_FAILURES
     successes: int = 0
     connection_failures: int = 0
+    client_limit: int = CLIENT_FAILURES
+    client_failures: int = 0
     tripped: str | None = None
     kind: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -67,6 +81,18 @@ class Breaker:
                 self.tripped = (f"{model}: {err} (check the API key, e.g. ANTHROPIC_API_KEY, and its access "
                                 "to this model)")
                 self.kind = kind.value
+            elif isinstance(err, ModelError) and err.status == 404:
+                self.tripped = (f"{model}: {err} (the API does not serve this model: check the model name in the "
+                                "spec or --model, and ANTHROPIC_BASE_URL if you set it)")
+                self.kind = NOT_FOUND
+            elif kind is ErrorKind.CLIENT and isinstance(err, ModelError) and err.status == 400 \
+                    and self.successes == 0:
+                self.client_failures += 1
+                if self.client_failures >= self.client_limit:
+                    self.tripped = (f"{model}: {err}; the API refused {self.client_failures} requests as invalid "
+                                    "and accepted none (check what the spec asks of this model: its name, "
+                                    "max_tokens within the model's output limit, parameters it accepts)")
+                    self.kind = INVALID_REQUEST
             elif kind is ErrorKind.CONNECTION and self.successes == 0:
                 self.connection_failures += 1
                 if self.connection_failures >= self.connection_limit:

@@ -7,7 +7,8 @@ call goes through `BudgetedModel`, which *reserves* the call's worst-case cost b
 it — its request tokens (counted generously, see `ESTIMATE_CALIBRATION`) and its full
 ``max_tokens`` of output at the model's price — and refuses the call (`BudgetRefused`) when
 spent + reserved + this call would pass the cap. After the call the reservation is replaced by
-what the call actually cost (nothing for a cache hit or a failed call). Spent therefore never
+what the call actually cost (nothing for a cache hit or a call that failed unanswered; what the
+provider billed for one answered but unusable: a refusal, a reply with no text). Spent therefore never
 passes the cap, whatever the number of threads or worker processes.
 
 The account is shared through the run directory (`FileAccount`: a small JSON file guarded by an
@@ -32,13 +33,15 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from rollsum.errors import ModelError
 from rollsum.models.base import Completion, CompletionRequest, Model, ModelWrapper
+from rollsum.models.batch import BATCH_DISCOUNT
 from rollsum.tokens import HeuristicCounter
 from rollsum.types import Usage
 from rollsum_evals.replay import BudgetRefused
@@ -252,17 +255,44 @@ class BudgetedModel(ModelWrapper):
         tokens = self.counter.count(request.system) + sum(self.counter.count_message(m) for m in request.messages)
         return price(self.spec, Usage(input_tokens=tokens, output_tokens=max(1, request.max_tokens), calls=1))
 
+    def reserve_batch(self, requests: Sequence[CompletionRequest]) -> float:
+        """A Message Batch is paid for when it is created (`rollsum.models.batch.BatchBudget`):
+        its worst case at the batch price is reserved before it is sent, or it is refused. Its
+        answers were charged as they were used, so a cap reached by one Unit's answers left the
+        other Units' batches, already paid, uncounted: ``--max-cost-usd 0.01`` spent about
+        $0.019 while ``spent_usd`` said $0.0034."""
+        reserved = sum(self.worst_case(r) for r in requests) * BATCH_DISCOUNT
+        if not self.account.reserve(reserved):
+            raise BudgetRefused(f"message batch refused: it could pass --max-cost-usd (up to ${reserved:.4f})")
+        return reserved
+
+    def settle_batch(self, reserved: float, billed: Usage | None) -> None:
+        actual = reserved if billed is None else price(self.spec, billed) * BATCH_DISCOUNT
+        self.account.settle(reserved, actual)
+
     def complete(self, request: CompletionRequest) -> Completion:
+        if _prepaid(self.inner, request):  # a batch's answer: charged when the batch came back
+            return self.inner.complete(request)
         reserved = self.worst_case(request)
         if not self.account.reserve(reserved):
             raise BudgetRefused(f"model call refused: it could pass --max-cost-usd (up to ${reserved:.4f})")
         actual = 0.0
         try:
             c = self.inner.complete(request)
-            actual = 0.0 if c.cached else price(self.spec, c.usage)
+            actual = 0.0 if c.cached or c.batched else price(self.spec, c.usage)
             return c
+        except ModelError as err:  # answered but unusable (a refusal, no text): billed all the same
+            actual = price(self.spec, err.billed) if err.billed is not None else 0.0
+            raise
         finally:
             self.account.settle(reserved, actual)
+
+
+def _prepaid(model: Model, request: CompletionRequest) -> bool:
+    """Whether a layer under a `BudgetedModel` answers `request` from a paid Message Batch."""
+    from rollsum.models.batch import layers
+
+    return any(bool(getattr(m, "served", None) and m.served(request)) for m in layers(model))  # type: ignore[attr-defined]
 
 
 def needs_budget(spec: str) -> bool:

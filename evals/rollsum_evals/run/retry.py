@@ -1,8 +1,8 @@
 """``--retry-errors``: run the failed Units of a run again, keep the rest.
 
 Failed means a Unit whose row says ``error`` (its replay or its scoring broke), or one whose
-summaries failed against a model that is not deterministic (a real API: a 429 or a dropped
-connection may not happen again). An offline model's failures are results and stay. The
+summaries, or QA answers or judge grades, failed against a model that is not deterministic (a
+real API: a 429 or a dropped connection may not happen again). An offline model's failures are results and stay. The
 failed Units are dropped from the journals (`RunDir.forget`) and the run is resumed, which
 replays exactly them; the check that the spec and code match the run comes first, so a refused
 retry forgets nothing.
@@ -10,7 +10,7 @@ retry forgets nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,17 @@ from rollsum_evals.rundir.lock import RunLock
 from rollsum_evals.spec.schema import SweepSpec
 
 
-def is_failed(row: Mapping[str, Any]) -> bool:
+def is_failed(row: Mapping[str, Any], scoring_models: Sequence[str] = ()) -> bool:
+    """`scoring_models`: the run's QA answering and judging models. An ask whose call failed
+    against a real API (excluded and counted, ``qa_failures``/``judge_failures``) is as worth
+    retrying as a failed summary: after an outage every ask of every Unit had failed, and
+    ``--retry-errors`` re-ran only the Units whose summaries had."""
     if row.get("status") == STATUS_ERROR:
         return True
-    return int(row.get("n_failures") or 0) > 0 and not deterministic(str(row.get("model") or ""))
+    if int(row.get("n_failures") or 0) > 0 and not deterministic(str(row.get("model") or "")):
+        return True
+    asks = int(row.get("qa_failures") or 0) + int(row.get("judge_failures") or 0)
+    return asks > 0 and any(not deterministic(m) for m in scoring_models if m)
 
 
 def forget_failed(path: str | Path, spec: SweepSpec) -> int:
@@ -38,7 +45,8 @@ def forget_failed(path: str | Path, spec: SweepSpec) -> int:
         manifest = rd.read_manifest()
         check_resume(rd, manifest, spec, spec.scoring)
         rd.expect(manifest)  # a damaged run is not retried over
-        failed = {uid for uid, row in rd.unit_rows().items() if is_failed(row)}
+        scoring_models = (spec.qa_model or "", spec.judge_model or "")
+        failed = {uid for uid, row in rd.unit_rows().items() if is_failed(row, scoring_models)}
         if failed and manifest.get("files"):
             # the journals change: the seal of the finished run no longer holds (the resume
             # that follows seals it again)

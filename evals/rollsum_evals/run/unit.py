@@ -167,9 +167,12 @@ def _redact_lines(replay_lines: ReplayLines, secrets: Sequence[str]) -> ReplayLi
 
 def _metered_builder(models: ModelBuilder, budget: BudgetSpec | None) -> ModelBuilder:
     """`models` with paid models behind the run's account. A `ModelFactory` given the budget
-    already puts it inside its cache (a cache hit is never refused); any other builder (an
-    injected one) gets it here."""
-    if budget is None or (isinstance(models, ModelFactory) and models.budget is not None):
+    already puts it inside its cache (a cache hit is never refused), also when the sweep hands
+    it over behind a `GuardedBuilder` (as it always does): wrapping that again charged every
+    paid call twice, so ``spent_usd`` read double the real spend and ``--max-cost-usd`` stopped
+    the run at half its cap. Any other builder (an injected one) gets the account here."""
+    factory = models.inner if isinstance(models, GuardedBuilder) else models
+    if budget is None or (isinstance(factory, ModelFactory) and factory.budget is not None):
         return models
     return lambda spec: budgeted(models(spec), spec, budget)
 

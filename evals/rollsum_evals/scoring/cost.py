@@ -32,7 +32,10 @@ def price(model: str, usage: Usage) -> float:
         return 0.0
     from rollsum.models.pricing import cost_usd
 
-    name = model.split(":", 1)[1] if ":" in model else model
+    # ``record:PATH:INNER`` goes whole: the price table reads INNER out of it (stripping one
+    # prefix priced "PATH:anthropic:X", an unknown model: a recording sweep cost $0 and
+    # --max-cost-usd never charged its summarizer calls)
+    name = model if model.startswith("record:") else model.split(":", 1)[-1]
     return float(cost_usd(name, usage))
 
 

@@ -164,6 +164,8 @@ def parse_spec(text: str, path: str = "<spec>", *, model_override: str | None = 
     qa_model = qa.get("model")
     if qa_model is not None and not isinstance(qa_model, str):
         raise w.error("qa.model", "a model spec string", qa_model, key="model")
+    if qa_model and (problem := model_problem(qa_model)) is not None:
+        raise w.error("qa.model", f"a model spec ({problem})", qa_model, key="model")
     judge = qa.get("judge", False)
     if not isinstance(judge, bool):
         raise w.error("qa.judge", "true or false", judge, key="judge")
@@ -209,13 +211,8 @@ def _qa_judge_batch(w: Where, qa: Mapping[str, Any]) -> tuple[str, bool]:
     judge_model = qa.get("judge_model", "")
     if not isinstance(judge_model, str):
         raise w.error("qa.judge_model", "a model spec string", judge_model, key="judge_model")
-    if judge_model:
-        from rollsum.models import capabilities
-
-        try:
-            capabilities(judge_model)
-        except ConfigError as err:
-            raise w.error("qa.judge_model", f"a model spec ({err})", judge_model, key="judge_model") from None
+    if judge_model and (problem := model_problem(judge_model)) is not None:
+        raise w.error("qa.judge_model", f"a model spec ({problem})", judge_model, key="judge_model")
     batch = qa.get("batch", False)
     if not isinstance(batch, bool):
         raise w.error("qa.batch", "true or false", batch, key="batch")
@@ -279,18 +276,38 @@ def _check_prompts(w: Where, fieldname: str, prompts: Sequence[str], line: int |
 def _check_models(w: Where, key: str, models: Sequence[str], override: str | None) -> None:
     """Every model spec is one the library knows (checked by form, without building it: that
     may need a key), even where only baselines would use it: a typo is never silently unused."""
-    from rollsum.models.spec import capabilities
     from rollsum_evals.spec import components
 
     for m in models:
         if components.is_builtin(m):
             continue
-        try:
-            capabilities(m)
-        except ConfigError as err:
+        problem = model_problem(m)
+        if problem is not None:
             if override is not None:
-                raise ConfigError(f"--model {override!r}: {err}") from None
-            raise w.error(key, f"a model spec ({err})", m, key=key.rsplit(".", 1)[-1]) from None
+                raise ConfigError(f"--model {override!r}: {problem}") from None
+            raise w.error(key, f"a model spec ({problem})", m, key=key.rsplit(".", 1)[-1]) from None
+
+
+def model_problem(spec: str) -> str | None:
+    """What is wrong with a model spec, checked without building the model (that may need a
+    key): its form, and an Anthropic model's name against the installed SDK's. A misspelt name
+    (or a ``[qa] model`` of an unknown form, which was not checked at all) used to pass the spec
+    check and fail later in one line naming neither the file nor the field."""
+    from rollsum.models.anthropic_model import UNKNOWN_MODEL_HINT, resolve_model_name
+    from rollsum.models.spec import capabilities
+
+    try:
+        capabilities(spec)
+        inner = spec.strip()
+        while inner.startswith("record:") and inner.count(":") >= 2:
+            inner = inner.split(":", 2)[2]
+        if inner.startswith("anthropic:"):
+            resolve_model_name(inner.split(":", 1)[1])
+    except ConfigError as err:
+        # a spec or a flag cannot pass the library's allow_unknown_model=True: say what can be done
+        return str(err).replace(UNKNOWN_MODEL_HINT, "(a model newer than the installed anthropic SDK needs a "
+                                                    "newer one: pip install -U anthropic)")
+    return None
 
 
 def _check_priced(w: Where, key: str, model: str) -> None:

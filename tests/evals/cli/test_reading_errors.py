@@ -21,7 +21,7 @@ import httpx2
 import pytest
 from rollsum_evals.cli import main
 
-from tests.evals.run.test_fail_fast import Handler, served  # noqa: F401  (the fixture)
+from tests.support.anthropic import Handler
 from tests.support.specs import SMALL_FINISHED
 
 ONLY_SUMMARIZING = """
@@ -43,7 +43,7 @@ FINISHED = SMALL_FINISHED
 
 def test_reading_a_run_in_which_nothing_finished_is_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        served: Callable[[Handler], list[httpx2.Request]]) -> None:  # noqa: F811
+        served: Callable[[Handler], list[httpx2.Request]]) -> None:
     served(lambda request: httpx2.Response(401, json={"type": "error", "error": {
         "type": "authentication_error", "message": "invalid x-api-key"}}))
     spec = tmp_path / "s.toml"

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import rollsum_evals
 from rollsum_evals.cli import main
@@ -33,6 +34,8 @@ from rollsum.errors import ConfigError
 from rollsum.models.base import Completion, CompletionRequest
 from rollsum.models.fake import FakeModel
 from rollsum.types import Message
+from tests.support.anthropic import message_json
+from tests.support.batch_server import BatchServer
 
 CAP = 0.10
 SPEC = """
@@ -299,3 +302,115 @@ def test_the_account_never_follows_a_link_in_a_received_run_directory(tmp_path: 
     with pytest.raises(ConfigError, match=r"symbolic link.*the run directory is damaged"):
         FileAccount.start(run_dir, cap=1.0)
     assert not target.exists()
+
+
+# -- through the CLI, on the real SDK ----------------------------------------------------------------
+
+
+PAID_SPEC = """
+name = "paid"
+models = ["anthropic:claude-haiku-4-5"]
+context_window = 3000
+cache = "run"
+[[datasets]]
+name = "chat"
+source = "synth:chat?conversations=2&messages=80&seed=1"
+[[configs]]
+preset = "since-last"
+"""
+
+
+@pytest.mark.parametrize("cap", [None, 100.0])
+def test_a_paid_call_is_charged_once_at_what_the_api_billed(
+        tmp_path: Path, served: Any, cap: float | None) -> None:
+    """`rollsum run` on the default model factory (cache -> account -> model) charged each paid
+    call twice: the sweep hands its factory over behind the breaker's builder, which the Unit
+    then put behind the account again. ``spent_usd`` read double what the API billed (and a cap
+    stopped the run at half of it). Every call here bills 1,000 input + 100 output tokens:
+    $0.0015 at claude-haiku-4-5's $1 / $5 per million."""
+    calls = served(lambda request: httpx2.Response(
+        200, json=message_json("A summary of the earlier talk.", input_tokens=1000, output_tokens=100)))
+    spec = tmp_path / "paid.toml"
+    spec.write_text(PAID_SPEC)
+    out = tmp_path / "run"
+    args = ["run", str(spec), "--out", str(out), "--no-progress", "--executor", "thread"]
+    assert main([*args, *(["--max-cost-usd", str(cap)] if cap is not None else [])]) == 0
+    assert calls  # the summarizer was called
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["spent_usd"] == pytest.approx(len(calls) * 0.0015)
+    assert json.loads((out / ACCOUNT_FILE).read_text())["spent"] == pytest.approx(len(calls) * 0.0015)
+
+
+def test_a_refused_answer_is_charged_what_the_api_billed(tmp_path: Path, served: Any) -> None:
+    """A refusal is billed like any answer; the account counted it as a failed call ($0), so a run
+    whose every summary was refused reported $0 spent and no cap could stop it."""
+    calls = served(lambda request: httpx2.Response(200, json=message_json(
+        "I can't help with that.", stop_reason="refusal", input_tokens=1000, output_tokens=100)))
+    spec = tmp_path / "paid.toml"
+    spec.write_text(PAID_SPEC)
+    out = tmp_path / "run"
+    assert main(["run", str(spec), "--out", str(out), "--no-progress", "--executor", "thread"]) == 0
+    assert calls
+    assert json.loads((out / "manifest.json").read_text())["spent_usd"] == pytest.approx(len(calls) * 0.0015)
+
+
+def test_a_batch_answer_is_charged_at_the_batch_price(tmp_path: Path, served: Any) -> None:
+    """With ``[qa] batch = true`` the API bills half the list price; the account charged the list
+    price, so ``spent_usd`` was twice the bill."""
+    server = BatchServer(polls_before_end=0)
+    served(server)
+    spec = tmp_path / "batch.toml"
+    spec.write_text(PAID_SPEC.replace('models = ["anthropic:claude-haiku-4-5"]', 'models = ["extractive"]')
+                    .replace('cache = "run"', 'cache = "run"\nscorers = ["answer_retention", "qa"]\n'
+                             '[qa]\nmodel = "anthropic:claude-haiku-4-5"\nbatch = true'))
+    out = tmp_path / "run"
+    assert main(["run", str(spec), "--out", str(out), "--no-progress", "--executor", "thread"]) == 0
+    sent = sum(len(requests) for requests in server.batches.values())
+    assert sent and server.creates >= 1
+    per_answer = (100 * 1.0 + 4 * 5.0) / 1e6 * 0.5  # succeeded(): 100 in, 4 out; $1 / $5 per MTok, halved
+    assert json.loads((out / "manifest.json").read_text())["spent_usd"] == pytest.approx(sent * per_answer)
+
+
+def _sized_batch_server() -> BatchServer:
+    """Batch answers billed like the real API's: input tokens grow with the request."""
+    server = BatchServer(polls_before_end=0)
+
+    def outcome(cid: str, _n: int) -> dict[str, Any]:
+        params = server.params[cid]
+        tokens = len(json.dumps(params["messages"])) // 4 + len(params.get("system", "")) // 4
+        return {"type": "succeeded", "message": message_json("Sweden", input_tokens=tokens, output_tokens=3)}
+
+    server.outcome = outcome
+    return server
+
+
+def _billed(server: BatchServer) -> float:
+    """What the server billed for every request of every batch it was sent, at the batch price."""
+    total = 0.0
+    for lines in server.results.values():
+        for line in lines:
+            usage = line["result"]["message"]["usage"]
+            total += (usage["input_tokens"] * 1.0 + usage["output_tokens"] * 5.0) / 1e6 * 0.5
+    return total
+
+
+def test_a_cap_counts_every_batch_it_paid_for(tmp_path: Path, served: Any) -> None:
+    """Batch answers were charged as they were used: once one Unit's answers reached the cap,
+    the batches other Units had already sent (paid) were refused at use and never counted, so
+    the run spent more than the cap and said less. A batch is now reserved before it is sent
+    and charged what it billed."""
+    server = _sized_batch_server()
+    served(server)
+    spec = tmp_path / "batch.toml"
+    spec.write_text(PAID_SPEC.replace('models = ["anthropic:claude-haiku-4-5"]', 'models = ["extractive"]')
+                    .replace('cache = "run"', 'cache = "run"\nscorers = ["answer_retention", "qa"]\n'
+                             '[qa]\nmodel = "anthropic:claude-haiku-4-5"\nbatch = true'))
+    args = ["run", str(spec), "--no-progress", "--executor", "thread", "--jobs", "4"]
+    assert main([*args, "--out", str(tmp_path / "full")]) == 0
+    whole = _billed(server)
+    server.results.clear()
+    cap = whole / 3
+    out = tmp_path / "capped"
+    assert main([*args, "--out", str(out), "--max-cost-usd", f"{cap:.6f}"]) == 1  # stopped by the cap
+    spent = json.loads((out / "manifest.json").read_text())["spent_usd"]
+    assert spent == pytest.approx(_billed(server), rel=1e-3) and spent <= cap

@@ -1,23 +1,18 @@
-"""A sweep whose model cannot work at all (401, 403, no connection) stops on the first calls
+"""A sweep whose model cannot work at all (401, 403, 404, a 400 on every call, no connection) stops on the first calls
 with one line and exit 2, through the real anthropic SDK on an httpx2 MockTransport."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Callable
 from pathlib import Path
 
-import anthropic
 import httpx2
 import pytest
 from rollsum_evals.cli import main
 
-from rollsum.models.anthropic_model import AnthropicModel
-from rollsum.models.spec import BACKENDS
+from tests.support.anthropic import Handler
 
-KEY = "sk-ant-test-SECRET"
 SPEC = """
 name = "ff"
 models = ["anthropic:claude-haiku-4-5"]
@@ -34,34 +29,6 @@ preset = "since-last"
 [[configs]]
 preset = "full-context"
 """
-Handler = Callable[[httpx2.Request], httpx2.Response]
-
-
-@pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Handler], list[httpx2.Request]]]:
-    """`anthropic:` models built by the sweep talk to `handler` through the real SDK."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    seen: list[httpx2.Request] = []
-    clients: list[httpx2.Client] = []
-
-    def serve(handler: Handler) -> list[httpx2.Request]:
-        def record(request: httpx2.Request) -> httpx2.Response:
-            seen.append(request)
-            return handler(request)
-
-        def build(rest: str, **kw: object) -> AnthropicModel:
-            http = httpx2.Client(transport=httpx2.MockTransport(record))
-            clients.append(http)
-            return AnthropicModel(anthropic.Anthropic(api_key=KEY, http_client=http, max_retries=0), rest)
-
-        stack.enter_context(BACKENDS.registered("anthropic", dataclasses.replace(BACKENDS["anthropic"], build=build)))
-        return seen
-
-    with ExitStack() as stack:  # the real backend comes back when the test ends
-        yield serve
-    for c in clients:
-        c.close()
-
 
 def _error(status: int, kind: str, message: str) -> Handler:
     return lambda request: httpx2.Response(status, json={"type": "error", "error": {"type": kind, "message": message}})
@@ -91,6 +58,54 @@ def test_a_refused_key_stops_the_sweep_with_one_line(
     assert 1 <= len(calls) <= 2  # the first call of each Unit in flight, then nothing
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "stopped: auth"
+
+
+def test_a_model_the_api_does_not_serve_stops_the_sweep_with_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], served: Callable[[Handler], list[httpx2.Request]]) -> None:
+    """A 404 (a misspelt, retired or not-yet-available model) can never succeed: the sweep went on
+    calling it for every summary, ended "complete" with exit 0 and Units without summaries."""
+    calls = served(_error(404, "not_found_error", "model: claude-haiku-4-5"))
+    assert _run(tmp_path) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("rollsum: error: sweep stopped: anthropic:claude-haiku-4-5: Anthropic API returned "
+                             "404: model: claude-haiku-4-5 (the API does not serve this model: check the model name")
+    assert "--resume" in err[0]
+    assert 1 <= len(calls) <= 2
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "stopped: not_found"
+
+
+def test_a_request_the_api_always_refuses_as_invalid_stops_the_sweep_with_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], served: Callable[[Handler], list[httpx2.Request]]) -> None:
+    """A 400 on every call (here: max_tokens above the model's limit) is the spec's mistake: the
+    sweep failed every summary on it and ended "complete", exit 0."""
+    calls = served(_error(400, "invalid_request_error",
+                          "max_tokens: 64000 > 32000, which is the maximum allowed number of output tokens"))
+    assert _run(tmp_path) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "sweep stopped: anthropic:claude-haiku-4-5: Anthropic API returned 400: max_tokens: 64000 > 32000" in err[0]
+    assert "refused 3 requests as invalid and accepted none" in err[0] and "--resume" in err[0]
+    assert 3 <= len(calls) <= 4
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "stopped: invalid_request"
+
+
+def test_an_invalid_request_after_successes_is_left_to_the_unit(
+        tmp_path: Path, served: Callable[[Handler], list[httpx2.Request]]) -> None:
+    """One request the API refuses (its own content) in a sweep that works is that Unit's failure."""
+    from tests.support.anthropic import message_json
+
+    n = [0]
+
+    def sometimes(request: httpx2.Request) -> httpx2.Response:
+        n[0] += 1
+        if n[0] % 2 == 0:
+            return _error(400, "invalid_request_error", "messages: text content blocks must be non-empty")(request)
+        return httpx2.Response(200, json=message_json("A summary of the earlier talk."))
+
+    served(sometimes)
+    assert _run(tmp_path) == 0
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "complete"
 
 
 def test_no_connection_stops_the_sweep_with_one_line(

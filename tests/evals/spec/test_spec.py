@@ -366,3 +366,25 @@ def test_an_integer_too_long_to_read_is_one_line_at_its_line() -> None:
     with pytest.raises(ConfigError,
                        match=r"t\.toml: not valid TOML: an integer of more than 4,300 digits \(at line 4\)"):
         _units(SPEC.replace("context_window = 4000", "context_window = " + "9" * 5000))
+
+
+@pytest.mark.parametrize(("edit", "where"), [
+    (('models = ["extractive"]', 'models = ["anthropic:claude-haku-4-5"]'), "t.toml:3: field 'models'"),
+    (('seeds = [0, 1]', 'seeds = [0, 1]\nscorers = ["qa"]\n[qa]\nmodel = "anthropic:claude-haku-4-5"'),
+     "t.toml:8: field 'qa.model'"),
+    (('seeds = [0, 1]', 'seeds = [0, 1]\nscorers = ["qa"]\n[qa]\nmodel = "nonsense:x"'), "t.toml:8: field 'qa.model'"),
+    (('seeds = [0, 1]', 'seeds = [0, 1]\nscorers = ["qa"]\n[qa]\nmodel = "fake"\njudge = true\n'
+                        'judge_model = "record:c.jsonl:anthropic:claude-haku-4-5"'),
+     "t.toml:10: field 'qa.judge_model'"),
+])
+def test_a_model_the_sdk_does_not_know_is_named_with_its_file_and_field(edit: tuple[str, str], where: str) -> None:
+    """A misspelt Anthropic model name passed the spec check (only the spec's form was checked,
+    and a ``[qa] model`` not even that) and failed when the sweep built the model, in one line
+    naming neither the file nor the field."""
+    with pytest.raises(ConfigError) as err:
+        parse_spec(SPEC.replace(*edit), "t.toml")
+    assert str(err.value).startswith(where), str(err.value)
+    if "haku" in edit[1]:
+        assert "did you mean 'claude-haiku-4-5'?" in str(err.value)
+        # the library's allow_unknown_model=True is not something a spec can say
+        assert "allow_unknown_model" not in str(err.value) and "pip install -U anthropic" in str(err.value)

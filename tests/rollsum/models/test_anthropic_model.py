@@ -12,6 +12,7 @@ import anthropic
 import httpx2
 import pytest
 
+from rollsum import RollingSummarizer
 from rollsum.errors import ConfigError, ErrorKind, MissingCredentials, ModelError
 from rollsum.models import CompletionRequest, from_spec
 from rollsum.models.anthropic_model import (
@@ -188,6 +189,18 @@ def test_empty_content_is_an_empty_error(sdk_client: MakeClient, recorder: Recor
     assert info.value.kind is ErrorKind.EMPTY and not info.value.retryable
 
 
+@pytest.mark.parametrize("content", [[], [{"type": "text", "text": "I can't help with that."}]])
+def test_a_refusal_is_a_failed_call_not_an_answer(
+        sdk_client: MakeClient, recorder: Recorder, msg: Msg, content: list[dict[str, Any]]) -> None:
+    """A refusal with text was returned as a Completion: the engine kept "I can't help with that."
+    as the summary of the span it archived, and the QA scorer scored it F1 0 as an answer."""
+    rec = recorder(httpx2.Response(200, json=msg(stop_reason="refusal", content=content)))
+    with pytest.raises(ModelError) as info:
+        AnthropicModel(sdk_client(rec)).complete(_request())
+    assert info.value.kind is ErrorKind.REFUSAL and not info.value.retryable
+    assert len(rec.requests) == 1
+
+
 def test_max_tokens_stop_is_reported_not_hidden(sdk_client: MakeClient, recorder: Recorder, msg: Msg) -> None:
     rec = recorder(httpx2.Response(200, json=msg("cut off mid", stop_reason="max_tokens")))
     out = AnthropicModel(sdk_client(rec)).complete(_request(max_tokens=3))
@@ -247,3 +260,33 @@ def test_a_persistent_500_costs_exactly_the_engines_retries(
         rs.add(m)
     assert rs.last_events[-1].kind == "failure" and rs.last_events[-1].error_kind == "server"
     assert len(rec.requests) == engine_retries + 1
+
+
+@pytest.mark.parametrize("usage", [None, {"input_tokens": "many", "output_tokens": 2}])
+def test_a_response_without_readable_usage_is_a_malformed_error(
+        sdk_client: MakeClient, recorder: Recorder, msg: Msg, usage: dict[str, Any] | None) -> None:
+    """It was an AttributeError (or ValueError) out of `complete`: not a `ModelError`, so the QA
+    scorer's failure accounting missed it and the Unit's whole scoring ended as an error."""
+    body = msg("an answer")
+    if usage is None:
+        del body["usage"]
+    else:
+        body["usage"] = usage
+    rec = recorder(httpx2.Response(200, json=body))
+    with pytest.raises(ModelError) as info:
+        AnthropicModel(sdk_client(rec)).complete(_request())
+    assert info.value.kind is ErrorKind.MALFORMED and not info.value.retryable
+
+
+def test_a_refused_summary_archives_nothing(sdk_client: MakeClient, msg: Msg) -> None:
+    """Through the engine: every summary call is refused with text, so no summary is made and
+    every message stays in the context (before, the refusal became the summary of the archived span)."""
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json=msg("I can't help with that.", stop_reason="refusal"))
+
+    rs = RollingSummarizer.from_preset("since-last", model=AnthropicModel(sdk_client(refuse)), sleep=lambda s: None)
+    for i in range(25):
+        rs.add(Message("user" if i % 2 == 0 else "assistant", f"message {i} about the plan"))
+    assert rs.summary is None
+    assert "I can't help" not in "".join(m.content for m in rs.context())
+    assert sum(1 for m in rs.context() if m.content.startswith("message ")) == 25

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx2
 import pytest
 
 from rollsum.errors import ErrorKind, ModelError
@@ -90,6 +91,96 @@ def test_a_request_that_keeps_failing_is_an_error_for_it_alone(sdk_client: MakeC
     assert "expired" in str(err.value)
     assert not any(p == "/v1/messages" for _, p in server.log)  # no list-price call behind its back
     assert model.complete(REQUESTS[1]).text.startswith("answer")
+
+
+def test_an_unreadable_result_fails_its_request_alone_and_the_batch_is_not_sent_again(
+        sdk_client: MakeClient, tmp_path: Path) -> None:
+    """A succeeded result without ``usage`` raised out of the results loop, which failed every
+    request of the batch as retryable: the whole (paid) batch went out twice more."""
+    def outcome(cid: str, n: int) -> dict[str, Any]:
+        result = succeeded(cid, n)
+        if cid == bad:
+            del result["message"]["usage"]
+        return result
+
+    server = BatchServer(outcome)
+    model = AnthropicModel(sdk_client(server), "claude-haiku-4-5")
+    bad = model.batch_key(REQUESTS[0])
+    runner = prefetch(model, REQUESTS, store_dir=tmp_path, sleep=Sleeps(), clock=lambda: 0.0)
+    assert runner is not None and runner.created == 1
+    with pytest.raises(ModelError) as err:
+        model.complete(REQUESTS[0])
+    assert err.value.kind is ErrorKind.MALFORMED
+    assert [model.complete(r).text[:6] for r in REQUESTS[1:]] == ["answer", "answer"]
+    assert not any(p == "/v1/messages" for _, p in server.log)
+
+
+@pytest.mark.parametrize(("etype", "status"), [("not_found_error", 404), ("invalid_request_error", 400)])
+def test_an_errored_request_carries_the_status_a_call_would_have(
+        sdk_client: MakeClient, tmp_path: Path, etype: str, status: int) -> None:
+    """The sweep's breaker stops a run on a 404, or on 400s with no success (`rollsum_evals.run.
+    breaker`): a batch's ``not_found_error`` / ``invalid_request_error`` say the same as a
+    Messages API 404 / 400, so they carry the status too (a batch of only invalid requests ran
+    the whole sweep to "complete")."""
+    def outcome(cid: str, n: int) -> dict[str, Any]:
+        return {"type": "errored", "error": {"type": "error", "error": {
+            "type": etype, "message": "model: claude-haiku-4-5"}}}
+
+    model = AnthropicModel(sdk_client(BatchServer(outcome)), "claude-haiku-4-5")
+    runner = prefetch(model, REQUESTS[:1], store_dir=tmp_path, sleep=Sleeps(), clock=lambda: 0.0)
+    assert runner is not None and runner.created == 1  # not retried
+    with pytest.raises(ModelError) as err:
+        model.complete(REQUESTS[0])
+    assert err.value.status == status and etype in str(err.value)
+
+
+def test_a_batch_whose_creation_is_rate_limited_waits_as_the_server_asks(
+        sdk_client: MakeClient, tmp_path: Path) -> None:
+    """Three creates in the same millisecond against a 429 used up every try; now each retry
+    waits the server's retry-after (or the doubling back-off when it says nothing)."""
+    server = BatchServer()
+    refusals = [httpx2.Response(429, headers={"retry-after": "7"}, json={"type": "error", "error": {
+        "type": "rate_limit_error", "message": "Number of batch requests exceeds your rate limit"}}),
+        httpx2.Response(529, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})]
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "POST" and refusals:
+            return refusals.pop(0)
+        return server(request)
+
+    model = AnthropicModel(sdk_client(handler), "claude-haiku-4-5")
+    sleeps = Sleeps()
+    runner = prefetch(model, REQUESTS, store_dir=tmp_path, sleep=sleeps, clock=lambda: 0.0, poll_s=3.0)
+    assert runner is not None and runner.created == 1
+    assert sleeps.delays[:2] == [7.0, 2.0]  # retry-after 7 s; then 1 s x 2 (the second failure said nothing)
+    assert all(model.complete(r).text.startswith("answer") for r in REQUESTS)
+
+
+def test_a_failed_poll_or_results_download_is_read_again_not_paid_again(
+        sdk_client: MakeClient, tmp_path: Path) -> None:
+    """A 500 on a poll and a dropped connection on the results download ended the collection,
+    and every request went into a second batch, paid for twice."""
+    server = BatchServer(polls_before_end=1)
+    faults: dict[str, list[Any]] = {
+        "poll": [httpx2.Response(500, json={"type": "error", "error": {"type": "api_error", "message": "boom"}})],
+        "results": [httpx2.ReadError("connection reset mid-stream")]}
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "GET":
+            fault = faults["results" if request.url.path.endswith("/results") else "poll"]
+            if fault:
+                item = fault.pop(0)
+                if isinstance(item, Exception):
+                    raise item
+                return item
+        return server(request)
+
+    model = AnthropicModel(sdk_client(handler), "claude-haiku-4-5")
+    sleeps = Sleeps()
+    runner = prefetch(model, REQUESTS, store_dir=tmp_path, sleep=sleeps, clock=lambda: 0.0, poll_s=3.0)
+    assert runner is not None and runner.created == 1
+    assert not faults["poll"] and not faults["results"]
+    assert all(model.complete(r).text.startswith("answer") for r in REQUESTS)
 
 
 class Killed(BaseException):
