@@ -502,16 +502,21 @@ class SQLiteStore:
         in it (`_INHERITED`)."""
         if self._pid == os.getpid():
             return
-        self._pid = os.getpid()
         self._lock = threading.RLock()
         self._claims = set()
-        self._closer.detach()  # not this process's to close
-        if self._conn is None:  # closed before the fork: stays closed
-            return
-        _INHERITED.append(self._conn)
-        conn = self._conn = self._connect(self._busy_timeout_s)
-        self._closer = weakref.finalize(self, conn.close)
-        self._prepare(conn, self._synchronous)
+        # closed before the fork: stays closed; ":memory:": the child's own copy of the parent's
+        # memory (no file, nothing shared to protect)
+        if self._conn is not None and self._where is not None:
+            conn = self._connect(self._busy_timeout_s)
+            try:
+                self._prepare(conn, self._synchronous)
+            except BaseException:
+                conn.close()
+                raise
+            self._closer.detach()  # the parent's: not this process's to close
+            _INHERITED.append(self._conn)
+            self._conn, self._closer = conn, weakref.finalize(self, conn.close)
+        self._pid = os.getpid()  # last: a child whose connection failed to open tries again next call
 
     def _failed(self, exc: BaseException, doing: str, after: str) -> StoreUnavailable | None:
         """`exc` as a `StoreUnavailable` naming the file, what was being done, what it means and

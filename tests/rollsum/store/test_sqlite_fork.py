@@ -91,3 +91,19 @@ def test_a_lock_held_by_another_thread_at_the_fork_does_not_hang_the_child(tmp_p
         t.join()
     assert said == "ok"
     store.close()
+
+
+def test_an_in_memory_store_is_the_childs_copy_after_a_fork() -> None:
+    # no file is shared, so nothing is reopened: the child reads (and writes) its copy of the
+    # parent's memory, as before; a new connection there would be an empty database
+    store = SQLiteStore(":memory:")
+    store.add_message("c", 0, Message("user", "before the fork", id="m0"))
+
+    def child() -> str:
+        store.add_message("c", 1, Message("user", "in the child", id="m1"))
+        seen = [m.message.content for m in store.messages("c")]
+        return "ok" if seen == ["before the fork", "in the child"] else f"the child saw {seen}"
+
+    assert _in_child(child) == "ok"
+    assert [m.message.content for m in store.messages("c")] == ["before the fork"]
+    store.close()
