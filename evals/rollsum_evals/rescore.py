@@ -34,7 +34,7 @@ from rollsum_evals.run.breaker import SweepStop, SweepStopped
 from rollsum_evals.run.budget import BudgetSpec, FileAccount, metered
 from rollsum_evals.run.interrupt import interrupted
 from rollsum_evals.run.model_factory import ModelBuilder, ModelFactory, cache_path_for
-from rollsum_evals.run.unit import score_group
+from rollsum_evals.run.unit import metered_builder, score_group
 from rollsum_evals.rundir.format import (
     EVENTS,
     PROBES_JOURNAL,
@@ -188,16 +188,20 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     bar = tqdm(total=len(records), unit="unit", file=sys.stderr, disable=None if progress else True,
                dynamic_ncols=True, desc="score")
     factory: ModelBuilder | None = None
+    # the run's spend account when the scoring models cost money: on either executor, and also
+    # for an injected builder, as a sweep meters one (`metered_builder`)
+    account = _account(rd, manifest, plan) if wants_model else None
     try:
         if cluster is not None:
             from rollsum_evals.run.ray_executor import rescore_on_cluster
 
             scored = rescore_on_cluster(cluster, groups, convs, plan, jobs=jobs, cache_path=cache_path,
                                         injected=models if wants_model else None, secrets=secrets,
-                                        advance=bar.update)
+                                        advance=bar.update, budget=account)
         else:
             if wants_model:
-                factory = models or ModelFactory(cache_path=cache_path, budget=_account(rd, manifest, plan))
+                factory = metered_builder(models, account) if models is not None \
+                    else ModelFactory(cache_path=cache_path, budget=account)
             try:
                 scored = {}
                 for key, items in groups.items():
@@ -221,8 +225,8 @@ def _rescore(rd: RunDir, *, scorers: Sequence[str] | None, timing: ProbeTiming |
     new["units_error"] = errors
     spent_before = float(manifest.get("spent_usd") or 0.0)
     spent = spent_before
-    if isinstance(factory, ModelFactory) and factory.budget is not None:
-        spent = max(spent_before, FileAccount(Path(factory.budget.path)).state().spent)
+    if account is not None:  # what the scoring models were charged, from either executor
+        spent = max(spent_before, FileAccount(Path(account.path)).state().spent)
         new["spent_usd"] = round(spent, 6)
     new.pop(RESCORING, None)
     # the seal no longer covers what is replaced: a score killed from here on leaves a run that

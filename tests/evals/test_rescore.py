@@ -357,3 +357,18 @@ def test_a_paid_rescoring_records_what_it_spent(tmp_path: Path, capsys: pytest.C
     paid = len(calls) * 0.0015  # $1 / $5 per MTok
     assert f"${paid:.4f} spent" in capsys.readouterr().out
     assert json.loads((run / "manifest.json").read_text())["spent_usd"] == pytest.approx(before + paid)
+
+
+def test_an_injected_paid_model_is_charged_to_the_runs_account_as_a_sweeps_is(tmp_path: Path) -> None:
+    """A builder handed to `rescore` (as a sweep's `models=`) was used unmetered: a paid QA model
+    behind it spent without a record. A sweep meters an injected builder; re-scoring now does too."""
+    spec = tmp_path / "rs.toml"
+    spec.write_text(SPEC.format(scorers='scorers = ["answer_retention"]', probes='ask = "end"',
+                                source="synth:chat?conversations=1&messages=60&seed=4"))
+    run = tmp_path / "run"
+    assert main(["run", str(spec), "--out", str(run), "--no-progress"]) == 0
+    before = json.loads((run / "manifest.json").read_text()).get("spent_usd", 0.0)
+    res = rescore(run, scorers=["answer_retention", "qa"], model="anthropic:claude-haiku-4-5",
+                  models=lambda spec: FakeModel("extractive", model="claude-haiku-4-5"))
+    assert res.spent_usd > 0
+    assert json.loads((run / "manifest.json").read_text())["spent_usd"] == pytest.approx(before + res.spent_usd)

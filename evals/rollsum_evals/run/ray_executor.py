@@ -54,7 +54,7 @@ from rollsum_evals.replay import EngineFactory
 from rollsum_evals.run.breaker import GuardedBuilder
 from rollsum_evals.run.budget import AccountState, BudgetSpec, FileAccount, LocalAccount
 from rollsum_evals.run.model_factory import ModelBuilder, ModelFactory
-from rollsum_evals.run.unit import Job, run_job, score_group
+from rollsum_evals.run.unit import Job, metered_builder, run_job, score_group
 from rollsum_evals.rundir.journal import UnitResult
 
 log = logging.getLogger(__name__)
@@ -489,9 +489,10 @@ def _score_task(items: Sequence[Any], conversation: Any, plan: Any, injected: Mo
                 services: Services) -> tuple[dict[str, Any], list[CacheEntry]]:
     """One conversation's Units scored on a worker (`rollsum_evals.run.unit.score_group`)."""
     redact_process_output()
-    factory, remote = task_factory(services)
+    factory, remote = task_factory(services)  # behind the cluster's account (`services.budget`)
+    models = metered_builder(injected, services.budget) if injected is not None else factory
     try:
-        scored = score_group(items, conversation, plan, (injected or factory) if wants_model else None, secrets)
+        scored = score_group(items, conversation, plan, models if wants_model else None, secrets)
     finally:
         factory.close()
     return scored, remote.entries() if remote is not None else []
@@ -500,13 +501,16 @@ def _score_task(items: Sequence[Any], conversation: Any, plan: Any, injected: Mo
 def rescore_on_cluster(session: RaySession, groups: Mapping[tuple[str, str], Sequence[Any]],
                        convs: Mapping[tuple[str, str], Any], plan: Any, *, jobs: int, cache_path: Path | None,
                        injected: ModelBuilder | None, secrets: Sequence[str],
-                       advance: Callable[[int], object] = lambda n: None) -> dict[str, Any]:
+                       advance: Callable[[int], object] = lambda n: None,
+                       budget: BudgetSpec | None = None) -> dict[str, Any]:
     """`rollsum score` with each conversation's Units as one task, at most `jobs` in flight;
     returns what `score_group` returns, for all of them. The driver stores the model answers
-    the tasks fetched (a QA scorer's), as a sweep does."""
+    the tasks fetched (a QA scorer's), as a sweep does, and with `budget` (the run's account,
+    when the scoring models cost money) the tasks' calls are charged to it, as a sweep's are:
+    a paid re-score on the cluster recorded nothing of what it spent."""
     ray = session.ray
     wants_model = cache_path is not None or injected is not None
-    services = ClusterServices(session, cache_path=cache_path, limiter=None, budget=None)
+    services = ClusterServices(session, cache_path=cache_path, limiter=None, budget=budget)
     share = min(1.0, max(0.01, session.cpus / max(1, jobs)))
     task = ray.remote(_score_task).options(num_cpus=round(share, 2), max_retries=TASK_RETRIES,
                                            retry_exceptions=False)

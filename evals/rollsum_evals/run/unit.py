@@ -165,7 +165,7 @@ def _redact_lines(replay_lines: ReplayLines, secrets: Sequence[str]) -> ReplayLi
 # a whole Unit
 
 
-def _metered_builder(models: ModelBuilder, budget: BudgetSpec | None) -> ModelBuilder:
+def metered_builder(models: ModelBuilder, budget: BudgetSpec | None) -> ModelBuilder:
     """`models` with paid models behind the run's account. A `ModelFactory` given the budget
     already puts it inside its cache (a cache hit is never refused), also when the sweep hands
     it over behind a `GuardedBuilder` (as it always does): wrapping that again charged every
@@ -185,7 +185,7 @@ def run_job(job: Job, *, engine_factory: EngineFactory = default_engine, models:
     A model call refused by the budget ends the Unit as ``stopped: budget`` (never scored)."""
     secrets = env_secrets() if secrets is None else secrets
     unit, conv, plan = job.unit, job.conversation, job.plan
-    models = _metered_builder(models, budget)
+    models = metered_builder(models, budget)
     cpu0 = time.thread_time()
     paid = 0.0
     if job.stored is None:

@@ -97,9 +97,10 @@ def sweep(cfg: dict[str, Any]) -> dict[str, Any]:
 def rescore_run(cfg: dict[str, Any]) -> dict[str, Any]:
     from rollsum_evals.rescore import rescore
 
+    models = MODELS[cfg["models"]] if cfg.get("models") else None
     res = rescore(cfg["run"], scorers=cfg.get("scorers"), executor="ray", ray_address=cfg.get("address"),
-                  jobs=int(cfg.get("jobs", 2)))
-    return {"units": res.units, "errors": res.errors}
+                  jobs=int(cfg.get("jobs", 2)), model=cfg.get("model"), models=models)
+    return {"units": res.units, "errors": res.errors, "spent_usd": res.spent_usd}
 
 
 def main() -> None:

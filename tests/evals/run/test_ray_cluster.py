@@ -301,8 +301,26 @@ def test_rescore_on_the_cluster_equals_rescoring_here(cluster: Cluster, tmp_path
     rescore(ref, scorers=["answer_retention", "cost"])
     out = cluster.driver("rescore", {"run": str(tmp_path / "there"), "address": ADDRESS,
                                      "scorers": ["answer_retention", "cost"]})
-    assert out == {"units": TOTAL, "errors": 0}
+    assert (out["units"], out["errors"], out["spent_usd"]) == (TOTAL, 0, 0.0)
     _assert_same_tables(ref, tmp_path / "there")
+
+
+def test_a_paid_rescore_on_the_cluster_records_what_it_spent(cluster: Cluster, tmp_path: Path) -> None:
+    """`rollsum score --executor ray` with a paid QA model charged nothing to the run's account:
+    its ``spent_usd`` stayed the sweep's while the cluster paid for every QA call (the local
+    executor records it). Now both charge the same."""
+    from rollsum_evals.rescore import rescore
+
+    ref = _reference(tmp_path, SPEC, "here")
+    shutil.copytree(ref, tmp_path / "there")
+    scorers, qa = ["answer_retention", "qa"], "anthropic:claude-haiku-4-5"
+    here = rescore(ref, scorers=scorers, model=qa, models=_driver_module().priced)
+    out = cluster.driver("rescore", {"run": str(tmp_path / "there"), "address": ADDRESS, "scorers": scorers,
+                                     "model": qa, "models": "priced"})
+    assert here.spent_usd > 0 and out["spent_usd"] == pytest.approx(here.spent_usd)
+    spent = [json.loads((run / "manifest.json").read_text())["spent_usd"] for run in (ref, tmp_path / "there")]
+    assert spent[1] == pytest.approx(spent[0])
+    assert json.loads((tmp_path / "there" / "budget.json").read_text())["spent"] == pytest.approx(spent[1])
 
 
 def test_the_driver_killed_then_resume_on_the_same_cluster_finishes_exactly(cluster: Cluster,
