@@ -57,6 +57,14 @@ _ERROR_KINDS = {
 }
 
 
+def _counts(batch: Any) -> str:
+    """A batch's request counts as a user reads them ("3 processing, 1 succeeded"); "" unknown."""
+    counts = getattr(batch, "request_counts", None)
+    said = [f"{n} {name}" for name in ("processing", "succeeded", "errored", "expired", "canceled")
+            if isinstance(n := getattr(counts, name, 0), int) and n]
+    return ", ".join(said) or "no counts yet"
+
+
 _ERROR_STATUS = {"not_found_error": 404, "invalid_request_error": 400}
 """The HTTP status a Messages API call would have answered with: what stops a sweep whose model
 is not served (404) or refuses every request as invalid (400) says the same of a batch."""
@@ -268,6 +276,10 @@ class BatchRunner:
             if self.clock() - start + delay > self.timeout_s:
                 raise ModelError(f"batch {batch_id} still {batch.processing_status} after "
                                  f"{self.timeout_s:.0f}s: resume the run to collect it", ErrorKind.TIMEOUT)
+            # a batch takes minutes to hours and nothing else moves meanwhile: say it is waiting
+            # (the command line shows these lines by default), or a sweep looks hung
+            log.info("batch %s: %s, %s; next check in %.0f s (%.0f s so far)", batch_id, batch.processing_status,
+                     _counts(batch), delay, self.clock() - start)
             self.sleep(delay)
             delay = min(delay * 2, self.max_poll_s)
         lines = self._read(lambda: list(batches.results(batch_id)))

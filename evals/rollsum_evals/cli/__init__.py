@@ -22,6 +22,9 @@ from collections.abc import Sequence
 from rollsum.errors import RollsumError
 from rollsum.redact import install_log_redaction, redact, redacted_output
 
+BATCH_LOGGER = "rollsum.models.batch"
+"""`rollsum.models.batch`'s logger (named, not imported: the command starts without the models)."""
+
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "rollsum_evals.cli.run_cmd",
     "rollsum_evals.cli.score_cmd",
@@ -98,6 +101,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return done.code if isinstance(done.code, int) else EXIT_USAGE
     level = logging.ERROR if args.quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if level > logging.INFO and not args.quiet:
+        # a Message Batch's create, resume and waits (minutes to hours, nothing else moving): shown
+        # by default, or a sweep with `[qa] batch = true` looked hung
+        logging.getLogger(BATCH_LOGGER).setLevel(logging.INFO)
     logging.captureWarnings(True)  # warnings.warn text goes through the redacting handlers too
     install_log_redaction()
     missing = _missing_harness_module()

@@ -341,3 +341,27 @@ def test_every_bundled_spec_runs_without_a_checkout() -> None:
             assert src.startswith(("synth:", "@locomo")) or inside, f"{name}: {ds['name']} reads {src}"
     nightly = tomllib.loads(bundled_specs()["nightly"].read_text())
     assert {str(d["source"]) for d in nightly["datasets"]} <= shipped
+
+
+def test_a_message_batchs_waiting_is_shown_by_default_and_not_with_quiet() -> None:
+    """With ``[qa] batch = true`` a sweep waited minutes on a batch with nothing on the screen
+    (its lines were INFO, under the command's default WARNING): they are shown by default now,
+    and ``-q`` (errors only) still hides them."""
+    import logging
+
+    from rollsum_evals.cli import BATCH_LOGGER
+
+    import rollsum.models.batch as batch
+
+    assert batch.log.name == BATCH_LOGGER
+    logger = logging.getLogger(BATCH_LOGGER)
+    was = logger.level
+    try:
+        logger.setLevel(logging.NOTSET)
+        assert main(["list"]) == 0
+        assert logger.getEffectiveLevel() == logging.INFO
+        logger.setLevel(logging.NOTSET)
+        assert main(["-q", "list"]) == 0
+        assert logger.level == logging.NOTSET
+    finally:
+        logger.setLevel(was)

@@ -3,6 +3,7 @@ results (one errored, one expired, both retried), and a resume after a kill that
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -249,3 +250,16 @@ def test_runner_reads_results_by_custom_id_not_by_order(sdk_client: MakeClient) 
     answers = BatchRunner(model, BatchStore(None), sleep=Sleeps(), clock=lambda: 0.0).run(keys)
     for key, answer in answers.items():
         assert not isinstance(answer, ModelError) and answer.text == f"answer {key[:6]}"
+
+
+def test_a_batch_in_progress_says_it_is_waiting(sdk_client: MakeClient, tmp_path: Path,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """Nothing was said while a batch ran (minutes to hours): a sweep with ``batch = true`` looked
+    hung. Each poll that finds it unfinished now says so, with its counts and the next check."""
+    server = BatchServer(polls_before_end=2)
+    model = AnthropicModel(sdk_client(server), "claude-haiku-4-5")
+    with caplog.at_level(logging.INFO, logger="rollsum.models.batch"):
+        prefetch(model, REQUESTS, store_dir=tmp_path, sleep=Sleeps(), clock=lambda: 0.0, poll_s=2.0, max_poll_s=5.0)
+    waits = [r.getMessage() for r in caplog.records if "next check" in r.getMessage()]
+    assert waits == ["batch msgbatch_001: in_progress, 3 processing; next check in 2 s (0 s so far)",
+                     "batch msgbatch_001: in_progress, 3 processing; next check in 4 s (0 s so far)"]
