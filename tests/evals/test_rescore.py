@@ -338,16 +338,21 @@ def test_an_interrupted_score_says_the_run_is_unchanged(tmp_path: Path, monkeypa
     assert {k: v for k, v in after.items() if k != "run.lock"} == {k: v for k, v in before.items() if k != "run.lock"}
 
 
-def test_a_paid_rescoring_records_what_it_spent(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                served: Any) -> None:
-    """`rollsum score --model anthropic:...` paid for every QA call it made, but the run's
-    ``spent_usd`` stayed the sweep's and the command said nothing of money."""
+def _free_run(tmp_path: Path) -> tuple[Path, float]:
+    """A finished run scored without a model, and its ``spent_usd`` (what a paid re-score adds to)."""
     spec = tmp_path / "rs.toml"
     spec.write_text(SPEC.format(scorers='scorers = ["answer_retention"]', probes='ask = "end"',
                                 source="synth:chat?conversations=1&messages=60&seed=4"))
     run = tmp_path / "run"
     assert main(["run", str(spec), "--out", str(run), "--no-progress"]) == 0
-    before = json.loads((run / "manifest.json").read_text()).get("spent_usd", 0.0)
+    return run, float(json.loads((run / "manifest.json").read_text()).get("spent_usd", 0.0))
+
+
+def test_a_paid_rescoring_records_what_it_spent(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                served: Any) -> None:
+    """`rollsum score --model anthropic:...` paid for every QA call it made, but the run's
+    ``spent_usd`` stayed the sweep's and the command said nothing of money."""
+    run, before = _free_run(tmp_path)
     calls = served(lambda request: httpx2.Response(200, json=message_json("Sweden", input_tokens=1000,
                                                                          output_tokens=100)))
     capsys.readouterr()
@@ -362,12 +367,7 @@ def test_a_paid_rescoring_records_what_it_spent(tmp_path: Path, capsys: pytest.C
 def test_an_injected_paid_model_is_charged_to_the_runs_account_as_a_sweeps_is(tmp_path: Path) -> None:
     """A builder handed to `rescore` (as a sweep's `models=`) was used unmetered: a paid QA model
     behind it spent without a record. A sweep meters an injected builder; re-scoring now does too."""
-    spec = tmp_path / "rs.toml"
-    spec.write_text(SPEC.format(scorers='scorers = ["answer_retention"]', probes='ask = "end"',
-                                source="synth:chat?conversations=1&messages=60&seed=4"))
-    run = tmp_path / "run"
-    assert main(["run", str(spec), "--out", str(run), "--no-progress"]) == 0
-    before = json.loads((run / "manifest.json").read_text()).get("spent_usd", 0.0)
+    run, before = _free_run(tmp_path)
     res = rescore(run, scorers=["answer_retention", "qa"], model="anthropic:claude-haiku-4-5",
                   models=lambda spec: FakeModel("extractive", model="claude-haiku-4-5"))
     assert res.spent_usd > 0
