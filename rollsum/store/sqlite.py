@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from rollsum.errors import ConfigError, DuplicateMessageId, StoreUnavailable
 from rollsum.redact import redacting_logger
@@ -318,6 +318,33 @@ def process_alive(pid: int, start: str, host: str) -> bool | None:
         if now and now != start:
             return False  # the pid was reused by another process
     return True
+
+
+class _Holder(NamedTuple):
+    """The engine a file's claim row names for a conversation, and whether its process lives."""
+
+    owner: str
+    alive: bool | None
+    """`process_alive`: None when that cannot be known from here (another host)."""
+    process: str
+    """"pid N on HOST"."""
+    since: str
+
+    @property
+    def named(self) -> str:
+        """How refusals name it: "pid N on HOST since WHEN"."""
+        return f"{self.process} since {self.since}"
+
+
+def _holder(conn: sqlite3.Connection, conversation_id: str) -> _Holder | None:
+    """Who holds `conversation_id` in this file (None: no engine does): what opening a second
+    engine (`SQLiteStore.claim`) and deleting the conversation both ask first."""
+    row = conn.execute("SELECT owner, pid, process_start, host, claimed_at FROM conversation_owners "
+                       "WHERE conversation_id = ?", (conversation_id,)).fetchone()
+    if row is None:
+        return None
+    owner, pid, start, host, since = row
+    return _Holder(str(owner), process_alive(int(pid), str(start), str(host)), f"pid {pid} on {host}", str(since))
 
 
 def _dumps(value: Any, what: str) -> str:
@@ -747,10 +774,9 @@ class SQLiteStore:
 
     def delete_conversation(self, conversation_id: str) -> None:
         with self._write(f"deleting conversation {conversation_id!r}", "; nothing was deleted") as conn:
-            row = conn.execute("SELECT pid, process_start, host, claimed_at FROM conversation_owners "
-                               "WHERE conversation_id = ?", (conversation_id,)).fetchone()
-            if row is not None and process_alive(int(row[0]), str(row[1]), str(row[2])) is not False:
-                raise delete_busy_error(self.path, conversation_id, f"pid {row[0]} on {row[2]} since {row[3]}")
+            held = _holder(conn, conversation_id)
+            if held is not None and held.alive is not False:
+                raise delete_busy_error(self.path, conversation_id, held.named)
             conn.execute("DELETE FROM conversation_owners WHERE conversation_id = ?", (conversation_id,))
             conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
 
@@ -778,15 +804,12 @@ class SQLiteStore:
     def claim(self, conversation_id: str, owner: str, *, takeover: bool = False) -> None:
         me, host = os.getpid(), socket.gethostname()
         with self._write(f"claiming conversation {conversation_id!r}", "; no engine was opened") as conn:
-            row = conn.execute("SELECT owner, pid, process_start, host, claimed_at FROM conversation_owners "
-                               "WHERE conversation_id = ?", (conversation_id,)).fetchone()
-            if row is not None and row[0] != owner:
-                held_by, pid, start, their_host, since = row
-                alive = process_alive(int(pid), str(start), str(their_host))
-                if alive is not False and not takeover:
-                    raise owner_error(self.path, conversation_id, f"pid {pid} on {their_host} since {since}")
-                log.warning("%s: conversation %r: taking over from engine %s (pid %s on %s, %s)", self.path,
-                            conversation_id, held_by, pid, their_host, "gone" if alive is False else "forced")
+            held = _holder(conn, conversation_id)
+            if held is not None and held.owner != owner:
+                if held.alive is not False and not takeover:
+                    raise owner_error(self.path, conversation_id, held.named)
+                log.warning("%s: conversation %r: taking over from engine %s (%s, %s)", self.path, conversation_id,
+                            held.owner, held.process, "gone" if held.alive is False else "forced")
             conn.execute("INSERT OR REPLACE INTO conversation_owners (conversation_id, owner, pid, "
                          "process_start, host, claimed_at) VALUES (?, ?, ?, ?, ?, ?)",
                          (conversation_id, owner, me, process_start(me), host, self._clock().isoformat()))
