@@ -210,21 +210,48 @@ def test_one_summarizer_kept_for_two_interleaved_conversations_writes_what_two_w
 
 def test_a_kept_summarizer_makes_one_summary_at_a_time() -> None:
     """The asyncio engine calls summaries from worker threads, so engines sharing one summarizer
-    can call it at once; its caches are the instance's, so a second call waits for the first."""
+    can call it at once; its caches are the instance's, so a second call waits for the first.
+
+    Synchronised on events, not on time: the second call is seen asking for the summarizer's
+    lock while the first holds it (a lock taken too late or released too early is free then),
+    and a second call that got into the summary while the first was still inside is recorded
+    (no lock at all)."""
     import threading
 
     summarizer = ExtractiveSummarizer()
-    inside, release = threading.Event(), threading.Event()
+    inside, release, arrived = threading.Event(), threading.Event(), threading.Event()
     original = summarizer._new_pieces
     calls: list[str] = []
+    overlapped: list[str] = []
+
+    class Watched:
+        """The summarizer's lock, noting whether it was held when the second call asked."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+            self.free_when_asked: list[bool] = []
+
+        def __enter__(self) -> None:
+            if inside.is_set():  # the second call (the first is paused inside its summary)
+                self.free_when_asked.append(not self.lock.locked())
+                arrived.set()
+            self.lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            self.lock.release()
 
     def paused(messages, speakers):  # type: ignore[no-untyped-def]
         calls.append(messages[0].content)
         if len(calls) == 1:
             inside.set()
             assert release.wait(60)
+        elif not release.is_set():  # inside while the first call still is: no lock kept it out
+            overlapped.append(messages[0].content)
+            arrived.set()
         return original(messages, speakers)
 
+    watched = Watched()
+    summarizer._lock = watched  # type: ignore[assignment]
     summarizer._new_pieces = paused  # type: ignore[method-assign]
     span_a = _stream([(i, i + 1, 1) for i in range(10)])
     span_b = _stream([(i + 5, i, 2) for i in range(10)])
@@ -234,10 +261,9 @@ def test_a_kept_summarizer_makes_one_summary_at_a_time() -> None:
     try:
         assert inside.wait(60)
         second.start()
-        second.join(0.5)  # given the time to run, it has not started: it waits for the first call
-        assert second.is_alive() and len(calls) == 1
+        assert arrived.wait(60)  # it asked for the lock (or, with none, got inside)
     finally:
         release.set()
     first.join(60)
     second.join(60)
-    assert len(calls) == 2
+    assert not overlapped and watched.free_when_asked == [False] and len(calls) == 2
