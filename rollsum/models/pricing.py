@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rollsum.errors import ConfigError
-from rollsum.models.spec import BACKENDS
+from rollsum.models.spec import BACKENDS, recorded
 from rollsum.redact import redacting_logger
 from rollsum.types import Usage
 
@@ -113,10 +113,7 @@ class PriceTable:
         call pays nothing; to price what the recording cost, price the Completion's `model`,
         which is the recorded API model id).
         """
-        name = model_name.strip()
-        while name.startswith("record:"):
-            rest = name[len("record:"):]
-            name = rest.split(":", 1)[1] if ":" in rest else rest
+        name = recorded(model_name)
         head = name.split(":", 1)[0]
         backend = BACKENDS.get(head)
         if head in BUILTIN_SUMMARIZERS or (backend is not None and backend.capabilities.free):

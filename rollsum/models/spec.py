@@ -115,6 +115,16 @@ def from_spec(spec: str, **kw: Any) -> Model:
     return backend.build(rest, **kw)
 
 
+def recorded(spec: str) -> str:
+    """The model a ``record:PATH:INNER`` spec records: INNER, unwrapped again while it is itself
+    a recording; any other spec as it is. What prices a recording and checks its model's name."""
+    name = spec.strip()
+    while name.startswith("record:"):
+        rest = name[len("record:"):]
+        name = rest.split(":", 1)[1] if ":" in rest else rest
+    return name
+
+
 def capabilities(spec: str) -> Capabilities:
     """What the model a spec names is, without building it (which may need a key).
 

@@ -294,13 +294,11 @@ def model_problem(spec: str) -> str | None:
     (or a ``[qa] model`` of an unknown form, which was not checked at all) used to pass the spec
     check and fail later in one line naming neither the file nor the field."""
     from rollsum.models.anthropic_model import UNKNOWN_MODEL_HINT, resolve_model_name
-    from rollsum.models.spec import capabilities
+    from rollsum.models.spec import capabilities, recorded
 
     try:
-        capabilities(spec)
-        inner = spec.strip()
-        while inner.startswith("record:") and inner.count(":") >= 2:
-            inner = inner.split(":", 2)[2]
+        capabilities(spec)  # the form first: a malformed record: spec is refused here
+        inner = recorded(spec)
         if inner.startswith("anthropic:"):
             resolve_model_name(inner.split(":", 1)[1])
     except ConfigError as err:
