@@ -32,11 +32,10 @@ def price(model: str, usage: Usage) -> float:
         return 0.0
     from rollsum.models.pricing import cost_usd
 
-    # ``record:PATH:INNER`` goes whole: the price table reads INNER out of it (stripping one
-    # prefix priced "PATH:anthropic:X", an unknown model: a recording sweep cost $0 and
-    # --max-cost-usd never charged its summarizer calls)
-    name = model if model.startswith("record:") else model.split(":", 1)[-1]
-    return float(cost_usd(name, usage))
+    # whole: the price table reads every form itself (``anthropic:X``, ``record:PATH:INNER``:
+    # `PriceTable.price_for`); stripping one prefix here priced "PATH:anthropic:X", an unknown
+    # model, so a recording sweep cost $0 and --max-cost-usd never charged its summarizer calls
+    return float(cost_usd(model, usage))
 
 
 class Cost:
