@@ -359,7 +359,7 @@ def test_a_message_batchs_waiting_is_shown_by_default_and_not_with_quiet() -> No
     try:
         logger.setLevel(logging.NOTSET)
         assert main(["list"]) == 0
-        assert logger.getEffectiveLevel() == logging.INFO
+        assert logger.level == logging.INFO  # its own level: not a root some other test set to INFO
         logger.setLevel(logging.NOTSET)
         assert main(["-q", "list"]) == 0
         assert logger.level == logging.NOTSET
